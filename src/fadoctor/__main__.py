@@ -1,0 +1,5 @@
+"""`python -m fadoctor` entry point."""
+
+from fadoctor.cli import main
+
+main()

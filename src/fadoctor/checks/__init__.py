@@ -1,0 +1,73 @@
+"""The checks: small pure functions with stable IDs, listed once in `ALL_CHECKS`."""
+
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+from fadoctor.checks import flash, sdpa, system
+from fadoctor.checks.base import Check
+
+ALL_CHECKS: Tuple[Check, ...] = (
+    Check("FAD101", "nvidia-driver", "An NVIDIA driver is loaded and reports GPUs",
+          "Reads the driver through NVML (nvidia-ml-py), else nvidia-smi, else "
+          "/proc/driver/nvidia/version. Fails when no driver is found: flash-attention runs only "
+          "on NVIDIA GPUs (AMD GPUs use its ROCm backends, reported instead).",
+          system.check_driver),
+    Check("FAD102", "torch-import", "torch is installed and imports in the target interpreter",
+          "Imports torch in a child process of the target interpreter. A missing torch, an "
+          "ImportError, a crash or a hang is classified (undefined symbol, missing library, "
+          "glibc) and reported with the error text.",
+          system.check_torch_import),
+    Check("FAD103", "torch-cuda-build", "torch is a CUDA build",
+          "torch.version.cuda is None for CPU-only builds (e.g. 2.13.0+cpu); flash-attention "
+          "needs a CUDA build. The remedy names the CUDA variant of the same torch release that "
+          "the driver runs.",
+          system.check_torch_cuda_build),
+    Check("FAD104", "driver-cuda", "The driver is new enough for torch's CUDA runtime",
+          "Compares the driver version with the matrix: below the CUDA major's floor (12.x: 525, "
+          "13.x: 580) the runtime cannot start (error); below the toolkit's own driver it runs "
+          "under minor-version compatibility with a limited feature set (warning).",
+          system.check_driver_cuda),
+    Check("FAD105", "torch-sees-gpu", "torch can use the GPUs the driver reports",
+          "torch.cuda.is_available() must be True when the driver reports GPUs. Names "
+          "CUDA_VISIBLE_DEVICES when it hides them, and torch's own reason otherwise.",
+          system.check_torch_sees_gpu),
+    Check("FAD106", "torch-arch", "torch has kernels for each GPU's architecture",
+          "Holds each GPU's compute capability against torch.cuda.get_arch_list(): SASS (sm_XY) "
+          "runs on the same major with an equal or higher minor, PTX (compute_XY) is JIT-compiled "
+          "for equal or newer GPUs, arch-specific sm_XYa only on that arch.",
+          system.check_torch_arch),
+    Check("FAD107", "duplicate-installs", "No relevant distribution is installed twice",
+          "Two copies of torch or flash-attn on sys.path (user site, --target folders, "
+          "PYTHONPATH) make the imported one differ from the one pip reports.",
+          system.check_duplicates),
+    Check("FAD110", "flash-attn-installed", "A flash-attention family is installed",
+          "Looks for FlashAttention-2 (flash-attn), FlashAttention-3 (flash_attn_3), "
+          "FlashAttention-4 (flash-attn-4) and vllm-flash-attn by their distributions and "
+          "modules, without importing them.",
+          flash.check_installed),
+    Check("FAD111", "flash-attn-import", "Each installed flash-attention family imports",
+          "Imports each family in the target interpreter, after torch, isolated so that a crash "
+          "or hang is a finding. Undefined torch/c10/at symbols mean a build for another torch; "
+          "std::string mangling ('Ss' vs '__cxx11') tells a C++11 ABI mismatch and which side is "
+          "which; a missing libcudart.so.N a CUDA mismatch; GLIBC_x/GLIBCXX_x a system too old.",
+          flash.check_import),
+    Check("FAD112", "flash-attn-gpu", "Each installed family supports the GPUs here",
+          "FlashAttention-2 needs sm80+ (and before 2.7.3 accepted only sm8x/sm90); "
+          "FlashAttention-3 is built for Hopper (sm_90a, plus sm_80 kernels); FlashAttention-4 "
+          "accepts sm8x-sm12x and is written for Hopper and Blackwell.",
+          flash.check_gpu_support),
+    Check("FAD113", "flash-attn-requirements", "Each family's torch and Python requirements hold",
+          "Holds the installed versions against the matrix: the README's minimum torch, FA3's "
+          "torch >= 2.4, FA4's Python >= 3.10, and whether the release built wheels for this "
+          "torch minor (if not, the installed copy was compiled and must be rebuilt after every "
+          "torch upgrade).",
+          flash.check_requirements),
+    Check("FAD120", "sdpa-fallback", "PyTorch SDPA has a fast backend for this GPU",
+          "Asks torch which scaled_dot_product_attention backends (flash, efficient, cudnn) "
+          "accept a bf16 training shape on this GPU (torch.backends.cuda.can_use_*), with torch's "
+          "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
+          sdpa.check_sdpa),
+)
+
+BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}

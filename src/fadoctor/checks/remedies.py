@@ -1,0 +1,98 @@
+"""Remedies as data: install commands and code changes built from the facts and the matrix."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.checks.base import release, version
+from fadoctor.facts import Facts
+from fadoctor.matrix import Matrix
+from fadoctor.matrix.models import FlashAttnRelease, TorchRelease
+from fadoctor.report import Remedy
+
+TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
+TRANSFORMERS_SDPA = 'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")'
+
+
+def cuda_of_variant(variant: str) -> Version:
+    """cu130 -> 13.0, cu121 -> 12.1, cu118 -> 11.8."""
+    digits = variant[2:]
+    return Version(f"{digits[:-1]}.{digits[-1]}")
+
+
+def variant_for_driver(matrix: Matrix, rel: TorchRelease, driver: Optional[Version]
+                       ) -> Optional[str]:
+    """The newest CUDA variant of a torch release that this driver runs with its full features."""
+    if driver is None:
+        return rel.default_variant
+    fitting = []
+    for variant in rel.cuda_variants:
+        cuda = cuda_of_variant(variant)
+        needed = matrix.toolkit_driver(cuda)
+        floor = matrix.driver_floor(cuda.major)
+        minimum = needed.min_driver if needed else (floor.min_driver if floor else None)
+        if minimum is not None and driver >= minimum:
+            fitting.append(cuda)
+    if not fitting:
+        return None
+    best = max(fitting)
+    return f"cu{best.major}{best.minor}"
+
+
+def torch_install(torch_version: str, variant: str) -> str:
+    return (f'pip install "torch=={torch_version}+{variant}" '
+            f"--index-url {TORCH_INDEX.format(variant=variant)}")
+
+
+def driver_version(facts: Facts) -> Optional[Version]:
+    data = facts.driver.data
+    return version(data.version) if data and data.present else None
+
+
+def reinstall_flash_attn(fa_version: str) -> Remedy:
+    """Make pip fetch or build flash-attn again for the torch that is installed now."""
+    return Remedy(
+        summary=(f"Reinstall flash-attn {fa_version} for the installed torch: its setup.py picks "
+                 "the prebuilt wheel for this torch, CUDA and C++ ABI, or compiles one. "
+                 "--no-cache-dir keeps pip from reusing a wheel built for the old torch."),
+        commands=["pip uninstall -y flash-attn",
+                  f"pip install flash-attn=={fa_version} --no-build-isolation --no-cache-dir"],
+    )
+
+
+def newest_release_with_wheel(matrix: Matrix, torch_version: Version,
+                              builds_on: Optional[str] = None) -> Optional[FlashAttnRelease]:
+    """The newest FA2 release whose workflow built wheels for this torch minor."""
+    minor = str(release(torch_version))
+    candidates = [r for r in matrix.flash_attn_releases
+                  if minor in r.wheel_torch and not r.version.is_prerelease
+                  and (builds_on is None or r.builds_on == builds_on)]
+    return max(candidates, key=lambda r: r.version, default=None)
+
+
+def sdpa_fallback(reason: str) -> Remedy:
+    return Remedy(
+        summary=(f"{reason} Use PyTorch's scaled_dot_product_attention instead; in transformers, "
+                 'load the model with attn_implementation="sdpa".'),
+        code=TRANSFORMERS_SDPA,
+    )
+
+
+def torch_variant_remedies(matrix: Matrix, facts: Facts, why: str) -> List[Remedy]:
+    """Install the CUDA build of the same torch release that fits this machine's driver."""
+    torch = facts.torch.data
+    v = version(torch.version if torch else None)
+    if v is None:
+        return []
+    rel = matrix.torch_release(v)
+    if rel is None:
+        return [Remedy(summary=f"{why} torch {v.base_version} is not in fadoctor's matrix; pick a "
+                       "CUDA build of it that fits your driver.")]
+    variant = variant_for_driver(matrix, rel, driver_version(facts))
+    if variant is None:
+        return [Remedy(summary=f"{why} No CUDA build of torch {rel.minor} runs on this driver; "
+                       "upgrade the NVIDIA driver first.")]
+    return [Remedy(summary=f"{why} Install the {variant} build of torch {v.base_version}.",
+                   commands=[torch_install(v.base_version, variant)])]

@@ -1,0 +1,271 @@
+"""Checks of the machine and the PyTorch build: driver, CUDA runtime, GPU visibility and archs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
+from fadoctor.checks.classify import classify
+from fadoctor.checks.remedies import driver_version, torch_variant_remedies
+from fadoctor.facts import Facts
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Finding, Remedy, Severity
+
+GpuCc = Tuple[str, Version]  # (name, compute capability)
+
+
+def gpus(facts: Facts) -> List[GpuCc]:
+    """The GPUs training would use: torch's view (CUDA_VISIBLE_DEVICES applies), else NVML's."""
+    torch = facts.torch.data
+    if torch and torch.devices:
+        return [(d.name, Version(d.capability)) for d in torch.devices]
+    driver = facts.driver.data
+    if driver and driver.present:
+        return [(g.name, Version(g.compute_capability)) for g in driver.gpus
+                if g.compute_capability]
+    return []
+
+
+def _rocm(facts: Facts) -> bool:
+    return bool(facts.torch.data and facts.torch.data.hip)
+
+
+def check_driver(facts: Facts, matrix: Matrix) -> Outcome:
+    if not facts.driver.ok or facts.driver.data is None:
+        return why_unknown("the NVIDIA driver probe", facts.driver)
+    driver = facts.driver.data
+    if _rocm(facts):
+        return [Finding(severity=Severity.INFO, category=Category.ROCM,
+                        message="torch is a ROCm build: the NVIDIA driver does not apply",
+                        evidence={"hip": facts.torch.data.hip if facts.torch.data else None})]
+    if not driver.present:
+        return [Finding(
+            severity=Severity.ERROR, category=Category.NO_GPU,
+            message="no NVIDIA driver found: flash-attention needs an NVIDIA GPU and its driver",
+            evidence={"detail": driver.detail},
+            remedies=[Remedy(summary="Run on a machine with an NVIDIA GPU (Ampere or newer for "
+                             "FlashAttention-2) and its driver installed; in a container, start "
+                             "it with the GPUs passed through.",
+                             commands=["nvidia-smi"])])]
+    if driver.source == "nvml" and not driver.gpus:
+        return [Finding(severity=Severity.ERROR, category=Category.NO_GPU,
+                        message=f"NVIDIA driver {driver.version} is loaded but reports no GPU",
+                        evidence={"driver": driver.version})]
+    names = ", ".join(f"{g.name} (sm_{(g.compute_capability or '?').replace('.', '')})"
+                      for g in driver.gpus)
+    return [info(f"NVIDIA driver {driver.version}" + (f"; GPUs: {names}" if names else ""),
+                 driver=driver.version, cuda=driver.cuda_version, source=driver.source)]
+
+
+def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
+    probe = facts.torch
+    if probe.ok and probe.data is not None:
+        t = probe.data
+        build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm {t.hip}" if t.hip else "CPU only")
+        return [info(f"torch {t.version} imports ({build}, C++11 ABI {t.cxx11_abi})",
+                     version=t.version, cuda=t.cuda, file=t.file)]
+    failure = probe.failure
+    assert failure is not None
+    text = failure.reason if failure.kind.value == "import_error" else (failure.stderr_tail or "")
+    diagnosis = classify(text)
+    if diagnosis.category == Category.NOT_INSTALLED or (
+            failure.exception_type == "ModuleNotFoundError" and "torch" in failure.reason):
+        return [Finding(
+            severity=Severity.ERROR, category=Category.NOT_INSTALLED,
+            message="torch is not installed in the target environment",
+            evidence={"python": facts.target.python, "error": failure.reason},
+            remedies=[Remedy(summary="Install a CUDA build of PyTorch in this environment "
+                             "(fadoctor never installs anything itself).",
+                             commands=["pip install torch"])])]
+    return [Finding(
+        severity=Severity.ERROR, category=diagnosis.category,
+        message=f"import torch failed ({failure.kind.value}): {failure.reason}",
+        evidence={"kind": failure.kind.value, "signal": failure.signal,
+                  "stderr_tail": failure.stderr_tail, **diagnosis.details},
+        remedies=[Remedy(summary=f"{diagnosis.explanation}. Reinstall torch in a clean "
+                         "environment.", commands=["pip install --force-reinstall torch"])])]
+
+
+def check_torch_cuda_build(facts: Facts, matrix: Matrix) -> Outcome:
+    torch = facts.torch.data
+    if torch is None:
+        return why_unknown("torch", facts.torch)
+    if torch.cuda:
+        return [info(f"torch is built with CUDA {torch.cuda}", cuda=torch.cuda)]
+    if torch.hip:
+        return [Finding(severity=Severity.WARNING, category=Category.ROCM,
+                        message=f"torch is a ROCm build (HIP {torch.hip}): flash-attention on AMD "
+                        "GPUs uses its ROCm backends (Composable Kernel or Triton)",
+                        evidence={"hip": torch.hip})]
+    return [Finding(
+        severity=Severity.ERROR, category=Category.TORCH_CPU_ONLY,
+        message=f"torch {torch.version} is a CPU-only build: no CUDA kernels, no flash-attention",
+        evidence={"torch": torch.version, "cuda": None},
+        remedies=torch_variant_remedies(matrix, facts, "Replace it with a CUDA build."))]
+
+
+def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
+    torch = facts.torch.data
+    if torch is None:
+        return why_unknown("torch", facts.torch)
+    if not torch.cuda:
+        return Skip("needs a CUDA build of torch; this one has no CUDA runtime")
+    drv = facts.driver.data
+    if drv is None or not drv.present or not drv.version:
+        return Skip("needs the NVIDIA driver version, which is unknown (no driver found)")
+    cuda, have = Version(torch.cuda), driver_version(facts)
+    if have is None:
+        return Skip(f"needs a readable driver version; got {drv.version!r}")
+    floor = matrix.driver_floor(cuda.major)
+    toolkit = matrix.toolkit_driver(cuda)
+    evidence = {"driver": drv.version, "driver_cuda": drv.cuda_version, "torch_cuda": torch.cuda}
+    if floor is None:
+        return [Finding(severity=Severity.WARNING, category=Category.INTERNAL,
+                        message=f"fadoctor's matrix has no driver minimum for CUDA {cuda.major}",
+                        evidence=evidence)]
+    if have < floor.min_driver:
+        return [Finding(
+            severity=Severity.ERROR, category=Category.DRIVER_TOO_OLD,
+            message=f"driver {drv.version} is too old for torch's CUDA {torch.cuda}: any CUDA "
+                    f"{cuda.major}.x runtime needs driver >= {floor.min_driver}",
+            evidence={**evidence, "min_driver": str(floor.min_driver), "source": floor.source},
+            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= "
+                             f"{(toolkit or floor).min_driver}, or install a torch build for an "
+                             "older CUDA that this driver runs.")]
+            + torch_variant_remedies(matrix, facts, "Or keep the driver:"))]
+    if toolkit is not None and have < toolkit.min_driver:
+        return [Finding(
+            severity=Severity.WARNING, category=Category.DRIVER_TOO_OLD,
+            message=f"driver {drv.version} is older than CUDA {torch.cuda}'s own driver "
+                    f"({toolkit.min_driver}): it runs under minor-version compatibility, with a "
+                    "limited feature set and no JIT of newer PTX",
+            evidence={**evidence, "toolkit_driver": str(toolkit.min_driver),
+                      "source": toolkit.source},
+            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {toolkit.min_driver}.")])]
+    return [info(f"driver {drv.version} runs CUDA {torch.cuda}", **evidence)]
+
+
+def check_torch_sees_gpu(facts: Facts, matrix: Matrix) -> Outcome:
+    torch, drv = facts.torch.data, facts.driver.data
+    if torch is None:
+        return why_unknown("torch", facts.torch)
+    if not torch.cuda:
+        return Skip("needs a CUDA build of torch")
+    if drv is None or not drv.present:
+        return Skip("needs an NVIDIA driver, and none was found")
+    if torch.cuda_available:
+        names = ", ".join(f"{d.index}: {d.name}" for d in torch.devices)
+        return [info(f"torch sees {torch.device_count} GPU(s): {names}")]
+    env = facts.host.data.environment if facts.host.data else {}
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    evidence = {"cuda_error": torch.cuda_error, "CUDA_VISIBLE_DEVICES": visible,
+                "driver_gpus": len(drv.gpus)}
+    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
+        return [Finding(severity=Severity.ERROR, category=Category.NO_GPU,
+                        message=f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from torch",
+                        evidence=evidence,
+                        remedies=[Remedy(summary="Unset it, or list the GPUs to use.",
+                                         commands=["unset CUDA_VISIBLE_DEVICES"])])]
+    too_old = "too old" in (torch.cuda_error or "")
+    return [Finding(
+        severity=Severity.ERROR,
+        category=Category.DRIVER_TOO_OLD if too_old else Category.NO_GPU,
+        message="torch.cuda.is_available() is False although the NVIDIA driver reports "
+                f"{len(drv.gpus)} GPU(s)" + (f": {torch.cuda_error}" if torch.cuda_error else ""),
+        evidence=evidence)]
+
+
+def _runs_on(arch: str, cc: Version) -> bool:
+    """Whether a torch arch-list entry (sm_90, sm_90a, compute_90) can run on a device."""
+    kind, _, num = arch.partition("_")
+    specific = num.endswith(("a", "f"))
+    digits = num.rstrip("af")
+    if not digits.isdigit():
+        return False
+    major, minor = int(digits[:-1]), int(digits[-1])
+    if kind == "compute":  # PTX: JIT-compiled by the driver for equal or newer GPUs
+        return (cc.major, cc.minor) >= (major, minor)
+    if kind != "sm":
+        return False
+    if specific and num.endswith("a"):  # arch-specific cubins run only on that exact arch
+        return (cc.major, cc.minor) == (major, minor)
+    return cc.major == major and cc.minor >= minor  # SASS: same major, equal or newer minor
+
+
+def check_torch_arch(facts: Facts, matrix: Matrix) -> Outcome:
+    torch = facts.torch.data
+    if torch is None:
+        return why_unknown("torch", facts.torch)
+    if not torch.cuda or not torch.arch_list:
+        return Skip("needs a CUDA build of torch with a compiled arch list")
+    devices = gpus(facts)
+    if not devices:
+        return Skip("needs a GPU with a known compute capability, and none was found")
+    findings: List[Finding] = []
+    by_cc: Dict[Version, List[str]] = defaultdict(list)
+    for name, cc in devices:
+        by_cc[cc].append(name)
+    for cc, names in sorted(by_cc.items()):
+        arch = f"sm_{cc.major}{cc.minor}"
+        if any(_runs_on(a, cc) for a in torch.arch_list):
+            findings.append(info(f"torch has kernels for {names[0]} ({arch})", arch=arch))
+            continue
+        findings.append(Finding(
+            severity=Severity.ERROR, category=Category.NO_KERNEL_IMAGE,
+            subject=names[0],
+            message=f"torch {torch.version} has no kernels for {names[0]} ({arch}): its arch list "
+                    f"is {' '.join(torch.arch_list)}; CUDA calls will fail with 'no kernel image "
+                    "is available for execution on the device'",
+            evidence={"arch_list": torch.arch_list, "compute_capability": str(cc)},
+            remedies=_arch_remedies(facts, matrix, cc)))
+    return findings
+
+
+def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
+    torch = facts.torch.data
+    v = version(torch.version if torch else None)
+    rel = matrix.torch_release(v) if v else None
+    if rel is None or v is None:
+        return []
+    fitting = [variant for variant, arches in rel.arch_lists.items()
+               if any(_runs_on(_arch_entry(a), cc) for a in arches.split(";"))]
+    if not fitting:
+        return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
+                       f"sm_{cc.major}{cc.minor}; use another torch release.")]
+    from fadoctor.checks.remedies import torch_install
+
+    variant = max(fitting, key=lambda s: int(s[2:]))
+    return [Remedy(summary=f"Install the {variant} build of torch {v.base_version}, which has "
+                   f"kernels for sm_{cc.major}{cc.minor}.",
+                   commands=[torch_install(v.base_version, variant)])]
+
+
+def _arch_entry(item: str) -> str:
+    """A TORCH_CUDA_ARCH_LIST item ("9.0", "12.0+PTX") as an arch-list name."""
+    base = item.replace("+PTX", "")
+    digits = base.replace(".", "")
+    return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"
+
+
+def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
+    packages = facts.packages.data
+    if packages is None:
+        return why_unknown("the installed distributions", facts.packages)
+    seen: Dict[str, List[str]] = defaultdict(list)
+    for dist in packages.distributions:
+        seen[dist.name].append(f"{dist.version} in {dist.location}")
+    dupes = {name: where for name, where in seen.items() if len(where) > 1}
+    if not dupes:
+        return [info(f"{len(packages.distributions)} relevant distributions, each installed once")]
+    return [Finding(
+        severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=name,
+        message=f"{name} is installed {len(where)} times: {'; '.join(where)} — the first on "
+                "sys.path wins, and pip may report the other",
+        evidence={"installs": where},
+        remedies=[Remedy(summary=f"Uninstall the copies of {name} you do not use "
+                         "(user site-packages, an old --target folder, PYTHONPATH).",
+                         commands=[f"pip uninstall {name}"])])
+        for name, where in sorted(dupes.items())]

@@ -1,0 +1,236 @@
+"""The command line: thin typer commands over collect -> evaluate -> render, and the one error map.
+
+Heavy modules (pydantic models, the matrix, rich) are imported inside the commands so that
+`fadoctor --help` probes nothing and starts fast.
+"""
+
+import functools
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
+
+import typer
+
+from fadoctor import __version__
+from fadoctor.errors import ExitCode, FadoctorError, InputError, UsageError
+
+if TYPE_CHECKING:
+    from fadoctor.facts import Facts
+    from fadoctor.report import Report
+
+app = typer.Typer(
+    name="fadoctor",
+    help="A compatibility doctor for PyTorch + flash-attention environments.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class FormatChoice(str, Enum):
+    text = "text"
+    json = "json"
+    junit = "junit"
+    markdown = "markdown"
+    github = "github"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+
+
+PYTHON_HELP = ("Interpreter (or environment folder) to examine. Default: the active virtualenv, "
+               "then conda env, then the interpreter running fadoctor.")
+TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: per stage)."
+_DEBUG = {"on": False}
+
+
+def _guarded(command: Callable[..., int]) -> Callable[..., None]:
+    """The one error map: fadoctor errors become one line on stderr and their exit code."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = int(command(*args, **kwargs))
+        except FadoctorError as exc:
+            if _DEBUG["on"]:
+                raise
+            sys.stderr.write(f"fadoctor: error: {exc}\n")
+            code = int(exc.exit_code)
+        except KeyboardInterrupt:
+            sys.stderr.write("fadoctor: interrupted\n")
+            code = 130
+        except Exception as exc:
+            if _DEBUG["on"]:
+                raise
+            sys.stderr.write(f"fadoctor: internal error: {type(exc).__name__}: {exc} "
+                             "(run with --debug for the traceback)\n")
+            code = int(ExitCode.INTERNAL)
+        raise typer.Exit(code)
+
+    return wrapper
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"fadoctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version_callback,
+                                 is_eager=True, help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of fadoctor's own errors."),
+) -> None:
+    """Examine the environment you train in and say whether flash-attention will work there."""
+    _DEBUG["on"] = debug
+
+
+@app.command()
+@_guarded
+def check(
+    python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
+    facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
+                                              "(from `fadoctor snapshot`) instead of this machine."),
+    fmt: FormatChoice = typer.Option(FormatChoice.text, "--format", "-f", help="Output format."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show passed checks' details "
+                                 "and the evidence behind each finding."),
+    fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding of "
+                                   "this severity or worse is found."),
+    ignore: List[str] = typer.Option([], "--ignore", help="Check ID or name to skip "
+                                     "(repeatable)."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
+                                               "compatibility matrix YAML."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
+                                          "file instead of stdout."),
+) -> int:
+    """Check the target environment (or a facts file) and print the diagnosis."""
+    from fadoctor.checks import BY_KEY
+    from fadoctor.evaluate import evaluate
+    from fadoctor.matrix import load_matrix
+
+    unknown = [key for key in ignore if key not in BY_KEY]
+    if unknown:
+        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
+    if facts_file is not None and python is not None:
+        raise UsageError("--facts and --python exclude each other")
+    facts = _read_facts(facts_file) if facts_file else _collect(python, timeout)
+    matrix = load_matrix(matrix_path)
+    report = evaluate(facts, matrix, ignore={BY_KEY[k].id for k in ignore})
+    _emit(report, fmt, verbose, output)
+    return _exit_code(report, fail_on)
+
+
+@app.command()
+@_guarded
+def snapshot(
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the facts JSON "
+                                "('-' for stdout)."),
+    python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+) -> int:
+    """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
+    facts = _collect(python, timeout)
+    _write(output, facts.model_dump_json(indent=2) + "\n")
+    return ExitCode.OK
+
+
+@app.command()
+@_guarded
+def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
+                                                     help="Check ID or name.")) -> int:
+    """Document a check, or list them all."""
+    from fadoctor.checks import ALL_CHECKS, BY_KEY
+
+    if check_id is None:
+        for c in ALL_CHECKS:
+            typer.echo(f"{c.id}  {c.name:<24} {c.title}")
+        return ExitCode.OK
+    found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
+    if found is None:
+        raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
+    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
+    return ExitCode.OK
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _collect(python: Optional[str], timeout: Optional[float]) -> "Facts":
+    from fadoctor.collect import CollectOptions, collect
+    from fadoctor.probes.worker import STAGES
+
+    timeouts = {stage: timeout for stage in STAGES} if timeout else {}
+    options = CollectOptions(python=python, timeouts=timeouts)
+    if not sys.stderr.isatty():
+        return collect(options)
+    from rich.console import Console
+
+    labels = {"host": "reading the interpreter", "packages": "listing distributions",
+              "torch": "importing torch", "sdpa": "asking torch about SDPA backends"}
+    console = Console(stderr=True)
+    with console.status("fadoctor: starting the target interpreter") as status:
+        return collect(options, progress=lambda stage: status.update(
+            f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+
+
+def _read_facts(path: Path) -> "Facts":
+    from pydantic import ValidationError
+
+    from fadoctor.facts import Facts
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read facts file {path}: {exc.strerror or exc}") from exc
+    try:
+        return Facts.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}{more}") from exc
+
+
+def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
+    from fadoctor.render import Format, RenderOptions, render
+
+    to_terminal = output is None and sys.stdout.isatty()
+    color = to_terminal and fmt == FormatChoice.text and "NO_COLOR" not in os.environ
+    width = typer.get_terminal_size()[0] if to_terminal else 100
+    text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
+                                                           color=color))
+    _write(output or Path("-"), text)
+
+
+def _write(path: Path, text: str) -> None:
+    if str(path) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _exit_code(report: "Report", fail_on: FailOn) -> int:
+    from fadoctor.report import Category, Severity
+
+    findings = report.findings()
+    if any(f.category == Category.INTERNAL and f.severity == Severity.ERROR for f in findings):
+        return ExitCode.INTERNAL
+    threshold = Severity(fail_on.value).rank
+    if any(f.severity.rank >= threshold for f in findings if f.severity != Severity.INFO):
+        return ExitCode.PROBLEMS
+    return ExitCode.OK
+
+
+def main() -> None:
+    app(prog_name="fadoctor")

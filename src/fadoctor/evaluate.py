@@ -1,0 +1,76 @@
+"""`evaluate(facts, matrix) -> Report`: pure; runs every check and derives each status."""
+
+from __future__ import annotations
+
+from typing import AbstractSet, List
+
+from fadoctor.checks import ALL_CHECKS
+from fadoctor.checks.base import Check, Skip, status_of
+from fadoctor.facts import Facts
+from fadoctor.matrix import Matrix
+from fadoctor.report import (
+    Category,
+    CheckResult,
+    Environment,
+    Finding,
+    Report,
+    Severity,
+    Status,
+    Summary,
+)
+
+
+def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset()) -> Report:
+    results = [run_check(check, facts, matrix) for check in ALL_CHECKS
+               if check.id not in ignore and check.name not in ignore]
+    return Report(
+        fadoctor_version=facts.fadoctor_version,
+        target=facts.target,
+        environment=environment(facts),
+        summary=summarize(results),
+        checks=results,
+    )
+
+
+def run_check(check: Check, facts: Facts, matrix: Matrix) -> CheckResult:
+    try:
+        outcome = check.run(facts, matrix)
+    except Exception as exc:  # a bug in one check must not hide the others
+        outcome = [Finding(severity=Severity.ERROR, category=Category.INTERNAL,
+                           message=f"the check itself failed: {type(exc).__name__}: {exc}")]
+    if isinstance(outcome, Skip):
+        return CheckResult(id=check.id, name=check.name, title=check.title,
+                           status=Status.SKIPPED, skipped_reason=outcome.reason)
+    return CheckResult(id=check.id, name=check.name, title=check.title,
+                       status=status_of(outcome), findings=outcome)
+
+
+def summarize(results: List[CheckResult]) -> Summary:
+    count = {s: sum(1 for r in results if r.status == s) for s in Status}
+    findings = [f for r in results for f in r.findings]
+    worst = max(findings, key=lambda f: f.severity.rank).severity if findings else None
+    return Summary(passed=count[Status.PASSED], warning=count[Status.WARNING],
+                   failed=count[Status.FAILED], skipped=count[Status.SKIPPED], worst=worst)
+
+
+def environment(facts: Facts) -> Environment:
+    host, torch, driver = facts.host.data, facts.torch.data, facts.driver.data
+    if torch is not None:
+        build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip
+                                                         else "CPU")
+        torch_line = f"{torch.version} ({build})"
+    else:
+        torch_line = f"unavailable ({facts.torch.failure.kind.value})" if facts.torch.failure \
+            else None
+    return Environment(
+        python=f"{host.python_version} at {host.python_executable}" if host else None,
+        platform=(f"{host.os_release or host.os} {host.machine}, {host.libc or 'libc'} "
+                  f"{host.libc_version or '?'}") if host else None,
+        torch=torch_line,
+        driver=(f"{driver.version} (CUDA {driver.cuda_version or '?'})" if driver.present
+                else "none") if driver else None,
+        gpus=[f"{g.name} (sm_{(g.compute_capability or '?').replace('.', '')})"
+              for g in (driver.gpus if driver else [])],
+        flash_attention=[f"{fa.distribution or fa.family.value} {fa.version or ''}".strip()
+                         for fa in facts.flash_attention if fa.installed],
+    )

@@ -1,0 +1,210 @@
+"""The facts model: everything `collect` learns about an environment, frozen and serializable.
+
+A facts file written on one machine (`fadoctor snapshot`) is diagnosed on another
+(`fadoctor check --facts`); the same files are the test fixtures. Each probe's result is either
+"ok, with data" or "failed, with a kind and a reason" — an unknown is a value, never a guess.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Dict, Generic, List, Literal, Optional, TypeVar
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+SCHEMA_VERSION = 1
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FailureKind(str, Enum):
+    """Why a probe produced no data."""
+
+    IMPORT_ERROR = "import_error"  # the import raised (ImportError, OSError, RuntimeError, ...)
+    CRASH = "crash"  # the child died from a signal (segfault, abort)
+    EXIT = "exit"  # the child exited with a non-zero status without reporting
+    TIMEOUT = "timeout"  # the stage outlived its timeout and the child was killed
+    NOT_FOUND = "not_found"  # the thing to probe is absent (interpreter, nvidia-smi)
+    ERROR = "error"  # the probe itself raised
+    SKIPPED = "skipped"  # not run, because a probe it needs failed
+
+
+class Failure(Frozen):
+    kind: FailureKind
+    reason: str
+    exception_type: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: Optional[str] = None
+    stderr_tail: Optional[str] = None
+    traceback_tail: Optional[str] = None
+
+
+T = TypeVar("T")
+
+
+class Probe(Frozen, Generic[T]):
+    """A probe result: `ok` with `data`, or not ok with `failure`."""
+
+    ok: bool
+    data: Optional[T] = None
+    failure: Optional[Failure] = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> Probe[T]:
+        if self.ok != (self.data is not None) or self.ok == (self.failure is not None):
+            raise ValueError("a probe is either ok with data or failed with a failure")
+        return self
+
+    @classmethod
+    def success(cls, data: T) -> Probe[T]:
+        return cls(ok=True, data=data)
+
+    @classmethod
+    def failed(cls, failure: Failure) -> Probe[T]:
+        return cls(ok=False, failure=failure)
+
+
+class Target(Frozen):
+    """Which interpreter was examined, and why that one."""
+
+    python: str
+    chosen_by: Literal["--python", "VIRTUAL_ENV", "CONDA_PREFIX", "current", "facts-file"]
+
+
+class Host(Frozen):
+    os: str  # platform.system(): Linux, Darwin, Windows
+    os_release: Optional[str] = None  # PRETTY_NAME from os-release
+    machine: str  # x86_64, aarch64
+    libc: Optional[str] = None  # "glibc" / "musl"
+    libc_version: Optional[str] = None  # "2.35"
+    python_version: str  # "3.11.7"
+    python_implementation: str  # CPython
+    python_executable: str
+    python_abi_tag: Optional[str] = None  # "cp311", "cp313t"
+    prefix: str
+    environment: Dict[str, str] = {}  # the variables that steer CUDA, torch and flash-attn
+
+
+class Distribution(Frozen):
+    name: str  # canonical (PEP 503) name
+    version: str
+    location: Optional[str] = None
+    installer: Optional[str] = None
+    direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
+    top_level: List[str] = []
+
+
+class Packages(Frozen):
+    distributions: List[Distribution]
+
+    def get(self, name: str) -> Optional[Distribution]:
+        for dist in self.distributions:
+            if dist.name == name:
+                return dist
+        return None
+
+
+class Gpu(Frozen):
+    index: int
+    name: str
+    compute_capability: Optional[str] = None  # "9.0"
+    memory_mib: Optional[int] = None
+    uuid: Optional[str] = None
+
+
+class Driver(Frozen):
+    """The NVIDIA driver as the machine reports it; `present=False` is a fact, not an error."""
+
+    present: bool
+    source: Literal["nvml", "procfs", "nvidia-smi", "none"]
+    version: Optional[str] = None  # "580.82.07"
+    cuda_version: Optional[str] = None  # highest CUDA the driver supports, "13.0"
+    gpus: List[Gpu] = []
+    detail: Optional[str] = None  # why no driver was found
+
+
+class SdpaBackend(Frozen):
+    name: Literal["flash", "efficient", "cudnn", "math"]
+    compiled: Optional[bool] = None  # built into this torch (None: torch cannot tell)
+    enabled: Optional[bool] = None  # the global torch.backends.cuda switch
+    usable: Optional[bool] = None  # can_use_* for a representative bf16 training shape
+    reasons: List[str] = []  # why not usable, as torch warns it
+
+
+class TorchDevice(Frozen):
+    index: int
+    name: str
+    capability: str  # "9.0"
+
+
+class Torch(Frozen):
+    version: str
+    file: Optional[str] = None
+    cuda: Optional[str] = None  # torch.version.cuda
+    hip: Optional[str] = None  # torch.version.hip
+    cudnn: Optional[int] = None
+    cxx11_abi: Optional[bool] = None
+    arch_list: List[str] = []  # torch.cuda.get_arch_list()
+    cuda_available: bool = False
+    cuda_error: Optional[str] = None  # why cuda is unavailable, if torch said
+    device_count: int = 0
+    devices: List[TorchDevice] = []
+    sdpa: List[SdpaBackend] = []
+    sdpa_error: Optional[str] = None
+    warnings: List[str] = []  # warnings torch emitted while we probed
+
+
+class Family(str, Enum):
+    """The flash-attention families fadoctor knows."""
+
+    FA2 = "fa2"
+    FA3 = "fa3"
+    FA4 = "fa4"
+    VLLM_FA = "vllm_fa"
+
+
+class FamilyImport(Frozen):
+    module: str
+    file: Optional[str] = None
+    version: Optional[str] = None  # the module's __version__, if any
+    extension: Optional[str] = None  # path of the compiled extension that was loaded
+
+
+class FlashAttention(Frozen):
+    """One installed (or absent) flash-attention family."""
+
+    family: Family
+    distribution: Optional[str] = None  # the distribution that provides it
+    version: Optional[str] = None  # the distribution's version
+    installed: bool
+    # None when not installed (nothing to import); else the import probe's result.
+    imported: Optional[Probe[FamilyImport]] = None
+
+
+class Facts(Frozen):
+    schema_version: int = SCHEMA_VERSION
+    fadoctor_version: str
+    target: Target
+    host: Probe[Host]
+    packages: Probe[Packages]
+    driver: Probe[Driver]
+    torch: Probe[Torch]
+    flash_attention: List[FlashAttention]
+    timings: Dict[str, float] = {}
+
+    @model_validator(mode="after")
+    def _known_schema(self) -> Facts:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(
+                f"facts schema_version {self.schema_version} is not {SCHEMA_VERSION}, "
+                "the version this fadoctor reads"
+            )
+        return self
+
+    def family(self, family: Family) -> Optional[FlashAttention]:
+        for fa in self.flash_attention:
+            if fa.family == family:
+                return fa
+        return None

@@ -1,0 +1,250 @@
+"""Runs the worker in the target interpreter: the only place that starts child Python processes.
+
+Each stage has a timeout. A stage that crashes the worker (signal), makes it exit, or hangs
+becomes a `Failure` for that stage, and a fresh worker carries on with the stages after it, so
+the happy path costs one child and one `import torch`, and the unhappy path still finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
+
+from fadoctor.facts import Failure, FailureKind
+from fadoctor.probes import worker
+
+WORKER = Path(worker.__file__).resolve()
+TAIL_BYTES = 4000
+
+# Seconds each stage may take. Importing torch and FA4 (a CuTe DSL JIT stack) is slow on a cold
+# disk; the rest is quick. The first stage also pays for the interpreter's start-up.
+DEFAULT_TIMEOUTS: Mapping[str, float] = {
+    "host": 30.0,
+    "packages": 30.0,
+    "torch": 180.0,
+    "sdpa": 60.0,
+    "fa2": 120.0,
+    "fa3": 120.0,
+    "fa4": 180.0,
+    "vllm_fa": 120.0,
+}
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    stage: str
+    ok: bool
+    data: Optional[Dict[str, Any]] = None
+    failure: Optional[Failure] = None
+    seconds: float = 0.0
+
+
+@dataclass
+class _Run:
+    """What one worker process reported before it ended."""
+
+    outcomes: Dict[str, StageOutcome] = field(default_factory=dict)
+    started: Optional[str] = None
+    started_at: float = 0.0
+    done: bool = False
+
+
+def run_stages(
+    python: str,
+    stages: Sequence[str],
+    *,
+    timeouts: Optional[Mapping[str, float]] = None,
+    env: Optional[Mapping[str, str]] = None,
+    progress: Optional[Progress] = None,
+) -> Dict[str, StageOutcome]:
+    """Run `stages` in `python`, restarting past any stage that kills or hangs the worker."""
+    limits = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
+    results: Dict[str, StageOutcome] = {}
+    remaining = list(stages)
+    while remaining:
+        run, failure = _run_once(python, remaining, limits, env, progress)
+        results.update(run.outcomes)
+        if run.started is not None and run.started not in run.outcomes:
+            assert failure is not None
+            results[run.started] = StageOutcome(
+                run.started, False, failure=failure, seconds=time.monotonic() - run.started_at
+            )
+        done_now = [s for s in remaining if s in results]
+        if not done_now:
+            # The interpreter failed before any stage started: every stage fails the same way.
+            failure = failure or Failure(kind=FailureKind.EXIT, reason="the worker reported nothing")
+            for stage in remaining:
+                results[stage] = StageOutcome(stage, False, failure=failure)
+            break
+        remaining = [s for s in remaining if s not in results]
+    return results
+
+
+def _command(python: str, stages: Sequence[str], fd: int) -> List[str]:
+    # -B: write no bytecode into the examined environment. No -I/-E/-s: the worker must see the
+    # user's PYTHONPATH, user site and environment, as their training would.
+    return [python, "-B", str(WORKER), "--fd", str(fd), "--stages", ",".join(stages)]
+
+
+def _run_once(
+    python: str,
+    stages: Sequence[str],
+    limits: Mapping[str, float],
+    env: Optional[Mapping[str, str]],
+    progress: Optional[Progress],
+) -> "tuple[_Run, Optional[Failure]]":
+    run = _Run()
+    read_fd, write_fd = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            _command(python, stages, write_fd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,),
+            env=dict(env) if env is not None else None,
+            start_new_session=True,  # so a hang can be killed with everything it started
+        )
+    except OSError as exc:
+        os.close(read_fd)
+        os.close(write_fd)
+        return run, Failure(kind=FailureKind.NOT_FOUND, reason=f"cannot run {python}: {exc}")
+    os.close(write_fd)
+    output: Deque[bytes] = deque()
+    drain = threading.Thread(target=_drain, args=(proc, output), daemon=True)
+    drain.start()
+    run.started_at = time.monotonic()
+    first = stages[0]
+    deadline = run.started_at + limits.get(first, 60.0)
+    timed_out = False
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        timed_out = _read_events(pipe, run, limits, deadline, progress)
+    if timed_out:
+        _kill(proc)
+    proc.wait()
+    drain.join(timeout=5)
+    if run.done:
+        return run, None
+    return run, _failure(proc.returncode, timed_out, run, limits, _tail(output))
+
+
+def _read_events(
+    pipe: Any,
+    run: _Run,
+    limits: Mapping[str, float],
+    deadline: float,
+    progress: Optional[Progress],
+) -> bool:
+    """Read events until the worker is done or gone; True if the running stage timed out."""
+    buffer = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(pipe, selectors.EVENT_READ)
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                return True
+            if not sel.select(timeout=wait):
+                continue
+            chunk = pipe.read(65536)
+            if not chunk:
+                return False
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                event = json.loads(line)
+                deadline = _apply(event, run, limits, deadline, progress)
+                if run.done:
+                    return False
+
+
+def _apply(
+    event: Dict[str, Any],
+    run: _Run,
+    limits: Mapping[str, float],
+    deadline: float,
+    progress: Optional[Progress],
+) -> float:
+    now = time.monotonic()
+    kind = event.get("event")
+    if kind == "start":
+        stage = event["stage"]
+        if run.started is not None:  # the first stage's clock started with the process
+            run.started_at = now
+            deadline = now + limits.get(stage, 60.0)
+        run.started = stage
+        if progress is not None:
+            progress(stage)
+    elif kind == "result":
+        stage = event["stage"]
+        failure = Failure(**event["failure"]) if not event["ok"] else None
+        run.outcomes[stage] = StageOutcome(
+            stage, event["ok"], data=event.get("data"), failure=failure,
+            seconds=round(now - run.started_at, 4),
+        )
+    elif kind == "done":
+        run.done = True
+    return deadline
+
+
+def _drain(proc: "subprocess.Popen[bytes]", output: Deque[bytes]) -> None:
+    assert proc.stdout is not None
+    size = 0
+    for chunk in iter(lambda: proc.stdout.read1(8192), b""):  # type: ignore[union-attr]
+        output.append(chunk)
+        size += len(chunk)
+        while size - len(output[0]) > TAIL_BYTES and len(output) > 1:
+            size -= len(output.popleft())
+
+
+def _tail(output: Deque[bytes]) -> Optional[str]:
+    text = b"".join(output)[-TAIL_BYTES:].decode("utf-8", "replace").strip()
+    return text or None
+
+
+def _kill(proc: "subprocess.Popen[bytes]") -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _failure(
+    returncode: int, timed_out: bool, run: _Run, limits: Mapping[str, float], tail: Optional[str]
+) -> Failure:
+    stage = run.started or "start-up"
+    if timed_out:
+        limit = limits.get(run.started or "", 60.0)
+        return Failure(
+            kind=FailureKind.TIMEOUT,
+            reason=f"stage {stage} did not finish within {limit:g} s; the worker was killed",
+            stderr_tail=tail,
+        )
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return Failure(
+            kind=FailureKind.CRASH,
+            reason=f"the worker died from {name} during stage {stage}",
+            signal=name,
+            exit_code=returncode,
+            stderr_tail=tail,
+        )
+    return Failure(
+        kind=FailureKind.EXIT,
+        reason=f"the worker exited with status {returncode} during stage {stage}",
+        exit_code=returncode,
+        stderr_tail=tail,
+    )

@@ -1,0 +1,384 @@
+"""The child that runs inside the target interpreter: imports torch and flash-attention, speaks JSON.
+
+Standard library only, and Python 3.8 syntax: it runs under whatever interpreter the user trains
+with. It writes one JSON record per event to the file descriptor given with `--fd` (stdout and
+stderr stay free for whatever the imported libraries print):
+
+    {"event": "start", "stage": "torch"}
+    {"event": "result", "stage": "torch", "ok": true, "data": {...}}
+    {"event": "result", "stage": "fa2", "ok": false, "failure": {...}}
+
+A stage that kills the process (segfault, abort) or hangs never writes its result; the parent
+sees which stage had started, records the failure and starts a new worker past it.
+"""
+
+import faulthandler
+import json
+import os
+import platform
+import re
+import sys
+import traceback
+import warnings
+
+# Families: the distributions that provide each one (canonical names) and the modules to import.
+# The parent imports this table too, so both sides agree on what "installed" means.
+FAMILIES = {
+    "fa2": {"distributions": ["flash-attn"], "modules": ["flash_attn"],
+            "extensions": ["flash_attn_2_cuda", "flash_attn_cuda"],
+            "markers": ["flash_attn_2_cuda", "flash_attn_cuda"]},
+    "fa3": {"distributions": ["flash-attn-3"],
+            "modules": ["flash_attn_interface", "flash_attn_3.flash_attn_interface"],
+            "extensions": ["flash_attn_3._C", "flash_attn_3_cuda", "flash_attn_3_gpu"],
+            "markers": ["flash_attn_interface", "flash_attn_3"]},
+    "fa4": {"distributions": ["flash-attn-4", "flash-attn4"], "modules": ["flash_attn.cute"],
+            "extensions": [], "markers": []},
+    "vllm_fa": {"distributions": ["vllm-flash-attn"], "modules": ["vllm_flash_attn"],
+                "extensions": ["vllm_flash_attn._C", "vllm_flash_attn_c"],
+                "markers": ["vllm_flash_attn"]},
+}
+
+# Distributions worth reporting (canonical names or prefixes ending in "-").
+INTERESTING = (
+    "torch", "flash-attn", "flash-attn-3", "flash-attn-4", "flash-attn4", "vllm-flash-attn",
+    "xformers", "triton", "pytorch-triton", "pytorch-triton-rocm", "transformers", "accelerate",
+    "peft", "vllm", "deepspeed", "einops", "ninja", "packaging", "unsloth", "bitsandbytes",
+    "nvidia-", "cuda-", "apache-tvm-ffi", "quack-kernels", "torch-c-dlpack-ext",
+)
+
+# Environment variables that change what torch and flash-attention do (exact names, or prefixes
+# ending in "_").
+ENVIRONMENT = (
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "LD_LIBRARY_PATH",
+    "LD_PRELOAD", "PYTHONPATH", "TORCH_CUDA_ARCH_LIST", "CUDA_MODULE_LOADING", "MAX_JOBS",
+    "NVCC_THREADS", "FLASH_ATTENTION_", "FLASH_ATTN_", "PYTORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_",
+    "TORCH_CUDNN_", "CUTE_DSL_", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "BUILD_TARGET",
+    "GPU_ARCHS",
+)
+
+STAGES = ("host", "packages", "torch", "sdpa", "fa2", "fa3", "fa4", "vllm_fa")
+
+_TAIL = 4000
+
+
+def canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def interesting(name):
+    for item in INTERESTING:
+        if name == item or (item.endswith("-") and name.startswith(item)):
+            return True
+    return False
+
+
+def stage_host():
+    libc, libc_version = None, None
+    try:
+        parts = os.confstr("CS_GNU_LIBC_VERSION").split()
+        if len(parts) == 2:
+            libc, libc_version = "glibc", parts[1]
+    except (AttributeError, ValueError, OSError):
+        pass
+    if libc is None:
+        name, version = platform.libc_ver()
+        libc, libc_version = (name or None), (version or None)
+    pretty = None
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    if line.startswith("PRETTY_NAME="):
+                        pretty = line.split("=", 1)[1].strip().strip('"')
+            break
+        except OSError:
+            continue
+    import sysconfig
+
+    abi = "cp%d%d" % sys.version_info[:2]
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        abi += "t"
+    return {
+        "os": platform.system(),
+        "os_release": pretty,
+        "machine": platform.machine(),
+        "libc": libc,
+        "libc_version": libc_version,
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "python_abi_tag": abi if platform.python_implementation() == "CPython" else None,
+        "prefix": sys.prefix,
+        "environment": {k: v for k, v in os.environ.items()
+                        if any(k == e or (e.endswith("_") and k.startswith(e))
+                               for e in ENVIRONMENT)},
+    }
+
+
+def _read(dist, name):
+    try:
+        return dist.read_text(name)
+    except Exception:
+        return None
+
+
+def stage_packages():
+    from importlib import metadata
+
+    out = []
+    for dist in metadata.distributions():
+        raw = dist.metadata["Name"] if dist.metadata else None
+        if not raw:
+            continue
+        name = canonical(raw)
+        if not interesting(name):
+            continue
+        try:
+            location = str(dist.locate_file(""))
+        except Exception:
+            location = None
+        direct = None
+        text = _read(dist, "direct_url.json")
+        if text:
+            try:
+                direct = json.loads(text).get("url")
+            except ValueError:
+                direct = None
+        top = _read(dist, "top_level.txt")
+        installer = _read(dist, "INSTALLER")
+        out.append({
+            "name": name,
+            "version": dist.version,
+            "location": location,
+            "installer": installer.strip() if installer else None,
+            "direct_url": direct,
+            "top_level": [t.strip() for t in top.splitlines() if t.strip()] if top else [],
+        })
+    out.sort(key=lambda d: (d["name"], d["location"] or ""))
+    return {"distributions": out}
+
+
+def _warning_texts(caught):
+    return [str(w.message).strip() for w in caught]
+
+
+def stage_torch():
+    import torch  # noqa: the point of this stage
+
+    data = {
+        "version": str(torch.__version__),
+        "file": getattr(torch, "__file__", None),
+        "cuda": getattr(torch.version, "cuda", None),
+        "hip": getattr(torch.version, "hip", None),
+        "cxx11_abi": getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", None),
+    }
+    try:
+        data["cudnn"] = torch.backends.cudnn.version()
+    except Exception:
+        data["cudnn"] = None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            data["arch_list"] = list(torch.cuda.get_arch_list())
+        except Exception:
+            data["arch_list"] = []
+        available = bool(torch.cuda.is_available())
+        data["cuda_available"] = available
+        devices = []
+        if available:
+            for i in range(torch.cuda.device_count()):
+                major, minor = torch.cuda.get_device_capability(i)
+                devices.append({"index": i, "name": torch.cuda.get_device_name(i),
+                                "capability": "%d.%d" % (major, minor)})
+        elif data["cuda"] or data["hip"]:
+            try:
+                torch.cuda.init()
+            except Exception as exc:  # the reason torch gives for having no GPU
+                data["cuda_error"] = ("%s: %s" % (type(exc).__name__, exc))[:_TAIL]
+        data["device_count"] = len(devices)
+        data["devices"] = devices
+    data["warnings"] = _warning_texts(caught)
+    if data.get("cuda_error") is None and not available and data["warnings"]:
+        data["cuda_error"] = data["warnings"][0][:_TAIL]
+    return data
+
+
+def _sdpa_params(torch, q, k, v):
+    cls = torch.backends.cuda.SDPAParams
+    try:  # torch >= 2.5: (query, key, value, mask, dropout, is_causal, enable_gqa)
+        return cls(q, k, v, None, 0.0, True, False)
+    except TypeError:  # torch 2.2-2.4
+        return cls(q, k, v, None, 0.0, True)
+
+
+def _can_use(torch, fn_name, params):
+    fn = getattr(torch.backends.cuda, fn_name, None)
+    if fn is None:
+        return None, ["torch %s has no torch.backends.cuda.%s" % (torch.__version__, fn_name)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ok = bool(fn(params, True))
+    return ok, [] if ok else _warning_texts(caught)
+
+
+def stage_sdpa():
+    import torch
+
+    cuda = torch.backends.cuda
+    switches = {
+        "flash": "flash_sdp_enabled", "efficient": "mem_efficient_sdp_enabled",
+        "cudnn": "cudnn_sdp_enabled", "math": "math_sdp_enabled",
+    }
+    checks = {"flash": "can_use_flash_attention", "efficient": "can_use_efficient_attention",
+              "cudnn": "can_use_cudnn_attention"}
+    compiled = {"flash": getattr(cuda, "is_flash_attention_available", None)}
+    backends = []
+    params, why_not = None, None
+    if torch.cuda.is_available() and torch.version.cuda and hasattr(cuda, "SDPAParams"):
+        # A representative training shape: bf16, batch 1, 8 heads, 128 tokens, head dim 64.
+        shape = (1, 8, 128, 64)
+        q, k, v = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                   for _ in range(3))
+        params = _sdpa_params(torch, q, k, v)
+    elif not torch.cuda.is_available():
+        why_not = "CUDA is not available to torch"
+    else:
+        why_not = "torch %s cannot report SDPA backend eligibility" % torch.__version__
+    for name in ("flash", "efficient", "cudnn", "math"):
+        switch = getattr(cuda, switches[name], None)
+        entry = {"name": name, "enabled": bool(switch()) if switch else None, "reasons": []}
+        fn = compiled.get(name)
+        entry["compiled"] = bool(fn()) if fn else None
+        if name == "math":
+            entry["usable"] = entry["enabled"]
+        elif params is not None:
+            entry["usable"], entry["reasons"] = _can_use(torch, checks[name], params)
+        else:
+            entry["usable"], entry["reasons"] = None, [why_not]
+        backends.append(entry)
+    return {"sdpa": backends}
+
+
+def _find_spec(name):
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+def _family_installed(family, dists):
+    spec = FAMILIES[family]
+    for dist in spec["distributions"]:
+        if dist in dists:
+            return dist, dists[dist]
+    return None, None
+
+
+def stage_family(family, dists):
+    import importlib
+
+    spec = FAMILIES[family]
+    dist, version = _family_installed(family, dists)
+    # Without metadata (a source-tree install, a copied folder), a top-level module still counts.
+    if dist is None and not any(_find_spec(m) for m in spec["markers"]):
+        return {"installed": False}
+    result = {"installed": True, "distribution": dist, "version": version}
+    try:
+        import torch  # noqa: every family needs it, and a torch failure is not the family's
+    except BaseException as exc:
+        result["import"] = {"ok": False, "failure": {
+            "kind": "skipped", "reason": "needs torch, which failed to import: %s: %s"
+            % (type(exc).__name__, exc), "exception_type": type(exc).__name__}}
+        return result
+    last = None
+    for module_name in spec["modules"]:
+        try:
+            module = importlib.import_module(module_name)
+        except BaseException as exc:  # ImportError, OSError, RuntimeError, SystemExit ...
+            if last is None or not isinstance(exc, ModuleNotFoundError):
+                last = exc
+            if isinstance(exc, ModuleNotFoundError) and exc.name and module_name.startswith(
+                    exc.name):
+                continue  # this spelling of the module is absent; try the next one
+            break
+        extension = None
+        for ext in spec["extensions"]:
+            loaded = sys.modules.get(ext)
+            if loaded is not None:
+                extension = getattr(loaded, "__file__", None)
+                break
+        result["import"] = {"ok": True, "data": {
+            "module": module_name, "file": getattr(module, "__file__", None),
+            "version": str(getattr(module, "__version__", "")) or None,
+            "extension": extension}}
+        return result
+    exc = last
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    result["import"] = {"ok": False, "failure": {
+        "kind": "import_error", "reason": ("%s" % exc)[:_TAIL],
+        "exception_type": type(exc).__name__, "traceback_tail": tb[-_TAIL:]}}
+    return result
+
+
+def main(argv):
+    fd, stages = None, list(STAGES)
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--fd":
+            fd = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--stages":
+            stages = [s for s in argv[i + 1].split(",") if s]
+            i += 2
+        else:
+            i += 1
+    out = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
+
+    def emit(record):
+        out.write(json.dumps(record, default=str) + "\n")
+        out.flush()
+
+    dists = None
+    for stage in stages:
+        emit({"event": "start", "stage": stage})
+        try:
+            if stage == "host":
+                data = stage_host()
+            elif stage == "packages":
+                data = stage_packages()
+                dists = {d["name"]: d["version"] for d in data["distributions"]}
+            elif stage == "torch":
+                data = stage_torch()
+            elif stage == "sdpa":
+                data = stage_sdpa()
+            elif stage in FAMILIES:
+                if dists is None:
+                    dists = {d["name"]: d["version"] for d in stage_packages()["distributions"]}
+                data = stage_family(stage, dists)
+            else:
+                raise ValueError("unknown stage %r" % stage)
+            emit({"event": "result", "stage": stage, "ok": True, "data": data})
+        except BaseException as exc:
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            emit({"event": "result", "stage": stage, "ok": False, "failure": {
+                "kind": "import_error" if isinstance(exc, (ImportError, OSError)) else "error",
+                "reason": ("%s" % exc)[:_TAIL], "exception_type": type(exc).__name__,
+                "traceback_tail": tb[-_TAIL:]}})
+    emit({"event": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    # Our own folder must not shadow the user's imports: drop it from the path.
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        del sys.path[0]
+    faulthandler.enable()
+    status = main(sys.argv[1:])
+    # Skip interpreter teardown: unloading torch and CUDA is slow and can itself crash, and
+    # everything the parent needs has been written.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -1,0 +1,43 @@
+"""Renderers: pure `Report -> str` functions, chosen by `Format`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable, Dict
+
+from fadoctor.report import Report
+
+
+class Format(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+    JUNIT = "junit"
+    MARKDOWN = "markdown"
+    GITHUB = "github"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    verbose: bool = False
+    width: int = 100
+    color: bool = False
+
+
+def render(report: Report, fmt: Format, options: RenderOptions = RenderOptions()) -> str:
+    return RENDERERS[fmt](report, options)
+
+
+def _renderers() -> Dict[Format, Callable[[Report, RenderOptions], str]]:
+    from fadoctor.render import github, json_, junit, markdown, text
+
+    return {
+        Format.TEXT: text.render_text,
+        Format.JSON: json_.render_json,
+        Format.JUNIT: junit.render_junit,
+        Format.MARKDOWN: markdown.render_markdown,
+        Format.GITHUB: github.render_github,
+    }
+
+
+RENDERERS = _renderers()

@@ -1,0 +1,113 @@
+"""Rich text for a terminal: summary first, one line per check, remedies as copyable commands."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import TYPE_CHECKING, Dict, List
+
+from rich.console import Console
+from rich.text import Text
+
+from fadoctor.report import CheckResult, Finding, Report, Severity, Status
+
+if TYPE_CHECKING:
+    from fadoctor.render import RenderOptions
+
+STATUS_WORD: Dict[Status, str] = {
+    Status.PASSED: "passed", Status.WARNING: "warning", Status.FAILED: "failed",
+    Status.SKIPPED: "skipped",
+}
+_MARK = {Status.PASSED: ("✓", "green"), Status.WARNING: ("!", "yellow"),
+         Status.FAILED: ("✗", "bold red"), Status.SKIPPED: ("-", "dim")}
+_SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+
+
+def headline(report: Report) -> str:
+    s = report.summary
+    if s.failed:
+        verdict = "problems found"
+    elif s.warning:
+        verdict = "usable, with warnings"
+    else:
+        verdict = "no problems found"
+    counts = ", ".join(f"{n} {word}" for n, word in ((s.failed, "failed"), (s.warning, "warning"),
+                                                     (s.passed, "passed"), (s.skipped, "skipped"))
+                       if n)
+    return f"{verdict} ({counts})"
+
+
+def render_text(report: Report, options: RenderOptions) -> str:
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=options.width, color_system="standard" if options.color
+                      else None, force_terminal=options.color, highlight=False, soft_wrap=True,
+                      emoji=False)
+    style = "bold red" if report.summary.failed else ("yellow" if report.summary.warning
+                                                      else "green")
+    console.print(Text.assemble(("fadoctor: ", "bold"), (headline(report), style)))
+    _environment(console, report)
+    console.print()
+    for check in report.checks:
+        _check(console, check, options.verbose)
+    return buffer.getvalue()
+
+
+def _environment(console: Console, report: Report) -> None:
+    env = report.environment
+    rows = [("python", env.python), ("platform", env.platform), ("torch", env.torch),
+            ("driver", env.driver), ("GPUs", ", ".join(env.gpus) or "none"),
+            ("flash-attn", ", ".join(env.flash_attention) or "none")]
+    for key, value in rows:
+        line = Text(f"  {key:<11}", style="dim")
+        line.append(value or "unknown")
+        console.print(line)
+
+
+def _check(console: Console, check: CheckResult, verbose: bool) -> None:
+    mark, style = _MARK[check.status]
+    line = Text.assemble((f"{mark} ", style), (f"{check.id} ", "bold"), (f"{check.name:<24}", ""))
+    if check.status == Status.SKIPPED:
+        line.append(f"skipped: {check.skipped_reason}", style="dim")
+        console.print(line)
+        return
+    problems = [f for f in check.findings if f.severity != Severity.INFO]
+    if problems:
+        line.append(check.title, style="dim")
+        console.print(line)
+        for finding in problems:
+            _finding(console, finding, verbose)
+        return
+    summary = check.findings[0].message if len(check.findings) == 1 else check.title
+    line.append(summary)
+    console.print(line)
+    if verbose:
+        for finding in check.findings[1:] if len(check.findings) == 1 else check.findings:
+            _finding(console, finding, verbose)
+
+
+def _finding(console: Console, finding: Finding, verbose: bool) -> None:
+    console.print(Text(f"    {finding.message}", style=_SEVERITY_STYLE[finding.severity]))
+    for remedy in finding.remedies:
+        console.print(Text(f"    → {remedy.summary}"))
+        for command in remedy.commands:
+            console.print(Text(f"        {command}", style="bold cyan"), soft_wrap=True)
+        if remedy.code:
+            for code_line in remedy.code.splitlines():
+                console.print(Text(f"        {code_line}", style="cyan"), soft_wrap=True)
+        if remedy.link:
+            console.print(Text(f"      {remedy.link}", style="blue"))
+    if verbose and finding.evidence:
+        for key, value in _evidence(finding):
+            console.print(Text(f"      {key}: {value}", style="dim"))
+
+
+def _evidence(finding: Finding) -> List["tuple[str, str]"]:
+    out = []
+    for key, value in finding.evidence.items():
+        if value is None or value == [] or value == {}:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        if "\n" in text:
+            text = " | ".join(ln for ln in text.splitlines() if ln.strip())[-600:]
+        out.append((key, text))
+    return out

@@ -1,0 +1,118 @@
+"""The report model: checks, their findings and remedies; what every renderer turns into text."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Dict, List, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from fadoctor.facts import Target
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 2, "warning": 1, "info": 0}[self.value]
+
+
+class Category(str, Enum):
+    """The fixed vocabulary of root causes, shared by check, triage and JSON."""
+
+    NO_GPU = "no_gpu"
+    TORCH_CPU_ONLY = "torch_cpu_only"
+    NOT_INSTALLED = "not_installed"
+    TORCH_VERSION_MISMATCH = "torch_version_mismatch"
+    CXX11_ABI_MISMATCH = "cxx11_abi_mismatch"
+    CUDA_RUNTIME_MISMATCH = "cuda_runtime_mismatch"
+    GPU_UNSUPPORTED = "gpu_unsupported"
+    NO_KERNEL_IMAGE = "no_kernel_image"
+    DRIVER_TOO_OLD = "driver_too_old"
+    GLIBC_TOO_OLD = "glibc_too_old"
+    DTYPE_UNSUPPORTED = "dtype_unsupported"
+    HEAD_DIM_UNSUPPORTED = "head_dim_unsupported"
+    BUILD_TOOLCHAIN = "build_toolchain"
+    BUILD_RESOURCES = "build_resources"
+    BUILD_ISOLATION = "build_isolation"
+    WRONG_WHEEL = "wrong_wheel"
+    PLATFORM_UNSUPPORTED = "platform_unsupported"
+    ROCM = "rocm"
+    COMPILE_GRAPH_BREAK = "compile_graph_break"
+    VERSION_CONFLICT = "version_conflict"
+    INTERNAL = "internal"
+    INFO = "info"
+
+
+class Remedy(Frozen):
+    """What to do. `commands` are safe to copy and run; `code` is a snippet for the user's code."""
+
+    summary: str
+    commands: List[str] = []
+    code: Optional[str] = None
+    link: Optional[str] = None
+
+
+class Finding(Frozen):
+    severity: Severity
+    category: Category
+    message: str
+    subject: Optional[str] = None  # what it is about: a family, a GPU, a distribution
+    evidence: Dict[str, Any] = {}
+    remedies: List[Remedy] = []
+
+
+class Status(str, Enum):
+    PASSED = "passed"
+    WARNING = "warning"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+class CheckResult(Frozen):
+    id: str
+    name: str
+    title: str
+    status: Status
+    findings: List[Finding] = []
+    skipped_reason: Optional[str] = None
+
+
+class Environment(Frozen):
+    """The one-line picture of what was examined, for the report's header."""
+
+    python: Optional[str] = None
+    platform: Optional[str] = None
+    torch: Optional[str] = None
+    driver: Optional[str] = None
+    gpus: List[str] = []
+    flash_attention: List[str] = []
+
+
+class Summary(Frozen):
+    passed: int
+    warning: int
+    failed: int
+    skipped: int
+    worst: Optional[Severity] = None
+
+
+class Report(Frozen):
+    schema_version: int = REPORT_SCHEMA_VERSION
+    fadoctor_version: str
+    target: Target
+    environment: Environment
+    summary: Summary
+    checks: List[CheckResult]
+
+    def findings(self) -> List[Finding]:
+        return [f for c in self.checks for f in c.findings]

@@ -57,7 +57,7 @@ def resolve_target(python: Optional[str], environ: Mapping[str, str]) -> Target:
         if prefix:
             found = _env_python(Path(prefix))
             if found is not None:
-                return Target(python=str(found), chosen_by=var)  # type: ignore[arg-type]
+                return Target(python=str(found), chosen_by=var)  # type: ignore[arg-type,unused-ignore]
     return Target(python=sys.executable, chosen_by="current")
 
 
@@ -146,7 +146,7 @@ def _family(family: Family, outcome: StageOutcome, packages: Probe[Packages]) ->
                           distribution=data.get("distribution"), version=data.get("version"))
 
 
-def _family_distribution(family: Family, packages: Probe[Packages]) -> Optional["tuple[str, str]"]:
+def _family_distribution(family: Family, packages: Probe[Packages]) -> Optional[tuple[str, str]]:
     if packages.data is None:
         return None
     for name in worker.FAMILIES[family.value]["distributions"]:

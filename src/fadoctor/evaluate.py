@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, List
+from typing import AbstractSet, List, Optional
 
 from fadoctor.checks import ALL_CHECKS
 from fadoctor.checks.base import Check, Skip, status_of
@@ -55,13 +55,13 @@ def summarize(results: List[CheckResult]) -> Summary:
 
 def environment(facts: Facts) -> Environment:
     host, torch, driver = facts.host.data, facts.torch.data, facts.driver.data
+    torch_line: Optional[str] = None
     if torch is not None:
         build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip
                                                          else "CPU")
         torch_line = f"{torch.version} ({build})"
-    else:
-        torch_line = f"unavailable ({facts.torch.failure.kind.value})" if facts.torch.failure \
-            else None
+    elif facts.torch.failure is not None:
+        torch_line = f"unavailable ({facts.torch.failure.kind.value})"
     return Environment(
         python=f"{host.python_version} at {host.python_executable}" if host else None,
         platform=(f"{host.os_release or host.os} {host.machine}, {host.libc or 'libc'} "

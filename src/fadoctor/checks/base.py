@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
@@ -37,7 +37,7 @@ def status_of(findings: List[Finding]) -> Status:
     return {2: Status.FAILED, 1: Status.WARNING, 0: Status.PASSED}[worst]
 
 
-def why_unknown(what: str, probe: Probe[object]) -> Skip:
+def why_unknown(what: str, probe: Probe[Any]) -> Skip:
     """`needs X, which failed because Y` for a probe without data."""
     failure: Optional[Failure] = probe.failure
     reason = f"{failure.kind.value}: {failure.reason}" if failure else "unknown"

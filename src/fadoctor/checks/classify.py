@@ -15,7 +15,7 @@ from fadoctor.report import Category
 
 _UNDEFINED = re.compile(r"undefined symbol:\s*(\S+)")
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
-_SYMBOL_VERSION = re.compile(r"version [`'‘]?((GLIBC|GLIBCXX|CXXABI)_[\d.]+)['’]? not found")
+_SYMBOL_VERSION = re.compile(r"version \W?((GLIBC|GLIBCXX|CXXABI)_[\d.]+)\W? not found")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _TORCH_NAMESPACES = ("3c10", "2at", "5torch", "6caffe2")
 _CUDA_LIBS = ("libcudart", "libcublas", "libcublasLt", "libcusparse", "libcufft", "libcurand",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Sequence
 
 from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
 from fadoctor.checks.system import gpus
@@ -40,7 +40,7 @@ def check_sdpa(facts: Facts, matrix: Matrix) -> Outcome:
                          "disabled in your code (torch.backends.cuda.enable_*_sdp).")])]
 
 
-def _predicted(facts: Facts, matrix: Matrix, names: List[str]) -> Outcome:
+def _predicted(facts: Facts, matrix: Matrix, names: Sequence[str]) -> Outcome:
     """torch could not report eligibility (older than 2.2): predict from the matrix's ranges."""
     torch = facts.torch.data
     tv = version(torch.version if torch else None)

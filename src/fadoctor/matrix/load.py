@@ -25,7 +25,7 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
     try:
         # CSafeLoader is the same safe loader, in C, when libyaml is there.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except OSError as exc:
         raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:

@@ -95,7 +95,7 @@ def _from_nvidia_smi() -> Optional[Probe[Driver]]:
     return Probe.success(Driver(present=True, source="nvidia-smi", version=version, gpus=gpus))
 
 
-def parse_smi_csv(text: str) -> "tuple[List[Gpu], Optional[str]]":
+def parse_smi_csv(text: str) -> tuple[List[Gpu], Optional[str]]:
     """Parse `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,uuid,driver_version`."""
     gpus: List[Gpu] = []
     version: Optional[str] = None

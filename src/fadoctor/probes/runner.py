@@ -103,7 +103,7 @@ def _run_once(
     limits: Mapping[str, float],
     env: Optional[Mapping[str, str]],
     progress: Optional[Progress],
-) -> "tuple[_Run, Optional[Failure]]":
+) -> tuple[_Run, Optional[Failure]]:
     run = _Run()
     read_fd, write_fd = os.pipe()
     try:
@@ -197,10 +197,10 @@ def _apply(
     return deadline
 
 
-def _drain(proc: "subprocess.Popen[bytes]", output: Deque[bytes]) -> None:
+def _drain(proc: subprocess.Popen[bytes], output: Deque[bytes]) -> None:
     assert proc.stdout is not None
     size = 0
-    for chunk in iter(lambda: proc.stdout.read1(8192), b""):  # type: ignore[union-attr]
+    for chunk in iter(lambda: proc.stdout.read1(8192), b""):  # type: ignore[union-attr,attr-defined]
         output.append(chunk)
         size += len(chunk)
         while size - len(output[0]) > TAIL_BYTES and len(output) > 1:
@@ -212,7 +212,7 @@ def _tail(output: Deque[bytes]) -> Optional[str]:
     return text or None
 
 
-def _kill(proc: "subprocess.Popen[bytes]") -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -20,6 +20,7 @@ import re
 import sys
 import traceback
 import warnings
+from typing import Any, Dict, List, Optional, Tuple
 
 # Families: the distributions that provide each one (canonical names) and the modules to import.
 # The parent imports this table too, so both sides agree on what "installed" means.
@@ -61,21 +62,21 @@ STAGES = ("host", "packages", "torch", "sdpa", "fa2", "fa3", "fa4", "vllm_fa")
 _TAIL = 4000
 
 
-def canonical(name):
+def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def interesting(name):
+def interesting(name: str) -> bool:
     for item in INTERESTING:
         if name == item or (item.endswith("-") and name.startswith(item)):
             return True
     return False
 
 
-def stage_host():
+def stage_host() -> Dict[str, Any]:
     libc, libc_version = None, None
     try:
-        parts = os.confstr("CS_GNU_LIBC_VERSION").split()
+        parts = (os.confstr("CS_GNU_LIBC_VERSION") or "").split()
         if len(parts) == 2:
             libc, libc_version = "glibc", parts[1]
     except (AttributeError, ValueError, OSError):
@@ -115,14 +116,15 @@ def stage_host():
     }
 
 
-def _read(dist, name):
+def _read(dist: Any, name: str) -> Optional[str]:
     try:
-        return dist.read_text(name)
+        text = dist.read_text(name)
+        return str(text) if text is not None else None
     except Exception:
         return None
 
 
-def stage_packages():
+def stage_packages() -> Dict[str, Any]:
     from importlib import metadata
 
     out = []
@@ -158,12 +160,12 @@ def stage_packages():
     return {"distributions": out}
 
 
-def _warning_texts(caught):
+def _warning_texts(caught: Any) -> List[str]:
     return [str(w.message).strip() for w in caught]
 
 
-def stage_torch():
-    import torch  # noqa: the point of this stage
+def stage_torch() -> Dict[str, Any]:
+    import torch  # the point of this stage
 
     data = {
         "version": str(torch.__version__),
@@ -203,7 +205,7 @@ def stage_torch():
     return data
 
 
-def _sdpa_params(torch, q, k, v):
+def _sdpa_params(torch: Any, q: Any, k: Any, v: Any) -> Any:
     cls = torch.backends.cuda.SDPAParams
     try:  # torch >= 2.5: (query, key, value, mask, dropout, is_causal, enable_gqa)
         return cls(q, k, v, None, 0.0, True, False)
@@ -211,7 +213,7 @@ def _sdpa_params(torch, q, k, v):
         return cls(q, k, v, None, 0.0, True)
 
 
-def _can_use(torch, fn_name, params):
+def _can_use(torch: Any, fn_name: str, params: Any) -> Tuple[Optional[bool], List[str]]:
     fn = getattr(torch.backends.cuda, fn_name, None)
     if fn is None:
         return None, ["torch %s has no torch.backends.cuda.%s" % (torch.__version__, fn_name)]
@@ -221,7 +223,7 @@ def _can_use(torch, fn_name, params):
     return ok, [] if ok else _warning_texts(caught)
 
 
-def stage_sdpa():
+def stage_sdpa() -> Dict[str, Any]:
     import torch
 
     cuda = torch.backends.cuda
@@ -246,7 +248,7 @@ def stage_sdpa():
         why_not = "torch %s cannot report SDPA backend eligibility" % torch.__version__
     for name in ("flash", "efficient", "cudnn", "math"):
         switch = getattr(cuda, switches[name], None)
-        entry = {"name": name, "enabled": bool(switch()) if switch else None, "reasons": []}
+        entry: Dict[str, Any] = {"name": name, "enabled": bool(switch()) if switch else None, "reasons": []}
         fn = compiled.get(name)
         entry["compiled"] = bool(fn()) if fn else None
         if name == "math":
@@ -259,7 +261,7 @@ def stage_sdpa():
     return {"sdpa": backends}
 
 
-def _find_spec(name):
+def _find_spec(name: str) -> bool:
     import importlib.util
 
     try:
@@ -268,7 +270,7 @@ def _find_spec(name):
         return False
 
 
-def _family_installed(family, dists):
+def _family_installed(family: str, dists: Dict[str, str]) -> Tuple[Optional[str], Optional[str]]:
     spec = FAMILIES[family]
     for dist in spec["distributions"]:
         if dist in dists:
@@ -276,7 +278,7 @@ def _family_installed(family, dists):
     return None, None
 
 
-def stage_family(family, dists):
+def stage_family(family: str, dists: Dict[str, str]) -> Dict[str, Any]:
     import importlib
 
     spec = FAMILIES[family]
@@ -284,15 +286,16 @@ def stage_family(family, dists):
     # Without metadata (a source-tree install, a copied folder), a top-level module still counts.
     if dist is None and not any(_find_spec(m) for m in spec["markers"]):
         return {"installed": False}
-    result = {"installed": True, "distribution": dist, "version": version}
+    result: Dict[str, Any] = {"installed": True, "distribution": dist, "version": version}
     try:
-        import torch  # noqa: every family needs it, and a torch failure is not the family's
+        # Every family needs torch; a torch failure is not the family's.
+        importlib.import_module("torch")
     except BaseException as exc:
         result["import"] = {"ok": False, "failure": {
             "kind": "skipped", "reason": "needs torch, which failed to import: %s: %s"
             % (type(exc).__name__, exc), "exception_type": type(exc).__name__}}
         return result
-    last = None
+    last: Optional[BaseException] = None
     for module_name in spec["modules"]:
         try:
             module = importlib.import_module(module_name)
@@ -314,15 +317,15 @@ def stage_family(family, dists):
             "version": str(getattr(module, "__version__", "")) or None,
             "extension": extension}}
         return result
-    exc = last
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    assert last is not None
+    tb = "".join(traceback.format_exception(type(last), last, last.__traceback__))
     result["import"] = {"ok": False, "failure": {
-        "kind": "import_error", "reason": ("%s" % exc)[:_TAIL],
-        "exception_type": type(exc).__name__, "traceback_tail": tb[-_TAIL:]}}
+        "kind": "import_error", "reason": ("%s" % last)[:_TAIL],
+        "exception_type": type(last).__name__, "traceback_tail": tb[-_TAIL:]}}
     return result
 
 
-def main(argv):
+def main(argv: List[str]) -> int:
     fd, stages = None, list(STAGES)
     i = 0
     while i < len(argv):
@@ -336,7 +339,7 @@ def main(argv):
             i += 1
     out = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
 
-    def emit(record):
+    def emit(record: Dict[str, Any]) -> None:
         out.write(json.dumps(record, default=str) + "\n")
         out.flush()
 

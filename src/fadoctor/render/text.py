@@ -101,7 +101,7 @@ def _finding(console: Console, finding: Finding, verbose: bool) -> None:
             console.print(Text(f"      {key}: {value}", style="dim"))
 
 
-def _evidence(finding: Finding) -> List["tuple[str, str]"]:
+def _evidence(finding: Finding) -> List[tuple[str, str]]:
     out = []
     for key, value in finding.evidence.items():
         if value is None or value == [] or value == {}:

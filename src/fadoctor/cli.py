@@ -18,6 +18,7 @@ from fadoctor.errors import ExitCode, FadoctorError, InputError, UsageError
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
+    from fadoctor.matrix import Matrix
     from fadoctor.report import Report
 
 app = typer.Typer(
@@ -111,18 +112,26 @@ def check(
                                           "file instead of stdout."),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
-    from fadoctor.checks import BY_KEY
-    from fadoctor.evaluate import evaluate
-    from fadoctor.matrix import load_matrix
-
-    unknown = [key for key in ignore if key not in BY_KEY]
-    if unknown:
-        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
     if facts_file is not None and python is not None:
         raise UsageError("--facts and --python exclude each other")
-    facts = _read_facts(facts_file) if facts_file else _collect(python, timeout)
-    matrix = load_matrix(matrix_path)
-    report = evaluate(facts, matrix, ignore={BY_KEY[k].id for k in ignore})
+    if ignore:
+        _check_ignore(ignore)
+    loaded: List[Matrix] = []
+
+    def load() -> None:  # runs while the target interpreter imports torch
+        from fadoctor.matrix import load_matrix
+
+        loaded.append(load_matrix(matrix_path))
+
+    if facts_file is not None:
+        facts = _read_facts(facts_file)
+        load()
+    else:
+        facts = _collect(python, timeout, meanwhile=load)
+    from fadoctor.checks import BY_KEY
+    from fadoctor.evaluate import evaluate
+
+    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
 
@@ -162,22 +171,36 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _collect(python: Optional[str], timeout: Optional[float]) -> "Facts":
-    from fadoctor.collect import CollectOptions, collect
+def _check_ignore(keys: List[str]) -> None:
+    from fadoctor.checks import BY_KEY
+
+    unknown = [key for key in keys if key not in BY_KEY]
+    if unknown:
+        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
+
+
+def _collect(python: Optional[str], timeout: Optional[float],
+             meanwhile: Callable[[], None] = lambda: None) -> "Facts":
+    """Start the probes, run `meanwhile` while they work, and return the facts."""
+    from fadoctor.collect import Collection, CollectOptions
     from fadoctor.probes.worker import STAGES
 
     timeouts = {stage: timeout for stage in STAGES} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts)
     if not sys.stderr.isatty():
-        return collect(options)
+        collection = Collection(options)
+        meanwhile()
+        return collection.facts()
     from rich.console import Console
 
     labels = {"host": "reading the interpreter", "packages": "listing distributions",
               "torch": "importing torch", "sdpa": "asking torch about SDPA backends"}
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
-        return collect(options, progress=lambda stage: status.update(
+        collection = Collection(options, progress=lambda stage: status.update(
             f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+        meanwhile()
+        return collection.facts()
 
 
 def _read_facts(path: Path) -> "Facts":

@@ -6,6 +6,7 @@ machine, not to the Python environment, so this probe runs in fadoctor's own pro
 
 from __future__ import annotations
 
+import ctypes
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any, List, Optional
 from fadoctor.facts import Driver, Failure, FailureKind, Gpu, Probe
 
 PROC_VERSION = Path("/proc/driver/nvidia/version")
+NVML_LIBRARY = "libnvidia-ml.so.1"
 SMI_TIMEOUT = 15.0
 _SMI_FIELDS = "index,name,compute_cap,memory.total,uuid,driver_version"
 
@@ -41,6 +43,9 @@ def _decode(value: Any) -> str:
 
 
 def _from_nvml() -> Driver:
+    # Load the library ourselves first: when it is absent, pynvml's own search falls back to
+    # ctypes.util.find_library, which runs ldconfig and gcc and costs a third of a second.
+    ctypes.CDLL(NVML_LIBRARY)
     import pynvml
 
     pynvml.nvmlInit()

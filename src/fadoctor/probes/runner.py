@@ -1,7 +1,7 @@
 """Runs the worker in the target interpreter: the only place that starts child Python processes.
 
 Each stage has a timeout. A stage that crashes the worker (signal), makes it exit, or hangs
-becomes a `Failure` for that stage, and a fresh worker carries on with the stages after it, so
+becomes a `StageFailure` for that stage, and a fresh worker carries on with the stages after it, so
 the happy path costs one child and one `import torch`, and the unhappy path still finishes.
 """
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
-from fadoctor.facts import Failure, FailureKind
 from fadoctor.probes import worker
 
 WORKER = Path(worker.__file__).resolve()
@@ -42,11 +41,25 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
+class StageFailure:
+    """Why a stage has no data; the fields of `fadoctor.facts.Failure`, kept as plain data so
+    that starting the worker does not wait for the pydantic models to load."""
+
+    kind: str  # a fadoctor.facts.FailureKind value
+    reason: str
+    exception_type: Optional[str] = None
+    exit_code: Optional[int] = None
+    signal: Optional[str] = None
+    stderr_tail: Optional[str] = None
+    traceback_tail: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class StageOutcome:
     stage: str
     ok: bool
     data: Optional[Dict[str, Any]] = None
-    failure: Optional[Failure] = None
+    failure: Optional[StageFailure] = None
     seconds: float = 0.0
 
 
@@ -83,12 +96,35 @@ def run_stages(
         done_now = [s for s in remaining if s in results]
         if not done_now:
             # The interpreter failed before any stage started: every stage fails the same way.
-            failure = failure or Failure(kind=FailureKind.EXIT, reason="the worker reported nothing")
+            failure = failure or StageFailure(kind="exit", reason="the worker reported nothing")
             for stage in remaining:
                 results[stage] = StageOutcome(stage, False, failure=failure)
             break
         remaining = [s for s in remaining if s not in results]
     return results
+
+
+class Background:
+    """`run_stages` on a thread: the worker starts now, the caller collects the outcome later."""
+
+    def __init__(self, python: str, stages: Sequence[str], **kwargs: Any) -> None:
+        self._outcomes: Dict[str, StageOutcome] = {}
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, args=(python, stages), kwargs=kwargs,
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, python: str, stages: Sequence[str], **kwargs: Any) -> None:
+        try:
+            self._outcomes = run_stages(python, stages, **kwargs)
+        except BaseException as exc:  # handed to the caller of wait()
+            self._error = exc
+
+    def wait(self) -> Dict[str, StageOutcome]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._outcomes
 
 
 def _command(python: str, stages: Sequence[str], fd: int) -> List[str]:
@@ -103,7 +139,7 @@ def _run_once(
     limits: Mapping[str, float],
     env: Optional[Mapping[str, str]],
     progress: Optional[Progress],
-) -> tuple[_Run, Optional[Failure]]:
+) -> tuple[_Run, Optional[StageFailure]]:
     run = _Run()
     read_fd, write_fd = os.pipe()
     try:
@@ -119,7 +155,7 @@ def _run_once(
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)
-        return run, Failure(kind=FailureKind.NOT_FOUND, reason=f"cannot run {python}: {exc}")
+        return run, StageFailure(kind="not_found", reason=f"cannot run {python}: {exc}")
     os.close(write_fd)
     output: Deque[bytes] = deque()
     drain = threading.Thread(target=_drain, args=(proc, output), daemon=True)
@@ -187,7 +223,7 @@ def _apply(
             progress(stage)
     elif kind == "result":
         stage = event["stage"]
-        failure = Failure(**event["failure"]) if not event["ok"] else None
+        failure = StageFailure(**event["failure"]) if not event["ok"] else None
         run.outcomes[stage] = StageOutcome(
             stage, event["ok"], data=event.get("data"), failure=failure,
             seconds=round(now - run.started_at, 4),
@@ -221,12 +257,12 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def _failure(
     returncode: int, timed_out: bool, run: _Run, limits: Mapping[str, float], tail: Optional[str]
-) -> Failure:
+) -> StageFailure:
     stage = run.started or "start-up"
     if timed_out:
         limit = limits.get(run.started or "", 60.0)
-        return Failure(
-            kind=FailureKind.TIMEOUT,
+        return StageFailure(
+            kind="timeout",
             reason=f"stage {stage} did not finish within {limit:g} s; the worker was killed",
             stderr_tail=tail,
         )
@@ -235,15 +271,15 @@ def _failure(
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return Failure(
-            kind=FailureKind.CRASH,
+        return StageFailure(
+            kind="crash",
             reason=f"the worker died from {name} during stage {stage}",
             signal=name,
             exit_code=returncode,
             stderr_tail=tail,
         )
-    return Failure(
-        kind=FailureKind.EXIT,
+    return StageFailure(
+        kind="exit",
         reason=f"the worker exited with status {returncode} during stage {stage}",
         exit_code=returncode,
         stderr_tail=tail,

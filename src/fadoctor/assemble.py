@@ -1,0 +1,112 @@
+"""Turn the worker's raw stage outcomes and the driver probe into the `Facts` model (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
+
+from pydantic import ValidationError
+
+from fadoctor import __version__
+from fadoctor.facts import (
+    Driver,
+    Facts,
+    Failure,
+    FailureKind,
+    Family,
+    FamilyImport,
+    FlashAttention,
+    Host,
+    Packages,
+    Probe,
+    Target,
+    Torch,
+)
+from fadoctor.probes import worker
+from fadoctor.probes.runner import StageOutcome
+
+if TYPE_CHECKING:
+    from fadoctor.collect import TargetChoice
+
+
+def safe_driver() -> Probe[Driver]:
+    from fadoctor.probes.driver import probe_driver
+
+    try:
+        return probe_driver()
+    except Exception as exc:  # a probe bug must not sink the report
+        return Probe.failed(Failure(kind=FailureKind.ERROR, reason=f"{type(exc).__name__}: {exc}"))
+
+
+def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver: Probe[Driver],
+             elapsed: float) -> Facts:
+    timings = {stage: o.seconds for stage, o in outcomes.items()}
+    timings["total"] = round(elapsed, 4)
+    packages = _probe(Packages, outcomes["packages"])
+    return Facts(
+        fadoctor_version=__version__,
+        target=Target(python=target.python, chosen_by=target.chosen_by),
+        host=_probe(Host, outcomes["host"]),
+        packages=packages,
+        driver=driver,
+        torch=_torch(outcomes["torch"], outcomes["sdpa"]),
+        flash_attention=[_family(f, outcomes[f.value], packages) for f in Family],
+        timings=timings,
+    )
+
+
+def _failure(outcome: StageOutcome) -> Failure:
+    assert outcome.failure is not None
+    return Failure.model_validate(asdict(outcome.failure))
+
+
+def _probe(model: Any, outcome: StageOutcome) -> Probe[Any]:
+    if not outcome.ok:
+        return Probe.failed(_failure(outcome))
+    try:
+        return Probe.success(model.model_validate(outcome.data))
+    except ValidationError as exc:
+        return Probe.failed(Failure(kind=FailureKind.ERROR,
+                                    reason=f"the worker's {outcome.stage} record is malformed: {exc}"))
+
+
+def _torch(torch: StageOutcome, sdpa: StageOutcome) -> Probe[Torch]:
+    if not torch.ok:
+        return _probe(Torch, torch)
+    data: Dict[str, Any] = dict(torch.data or {})
+    if sdpa.ok and sdpa.data is not None:
+        data["sdpa"] = sdpa.data["sdpa"]
+    elif sdpa.failure is not None:
+        data["sdpa_error"] = f"{sdpa.failure.kind}: {sdpa.failure.reason}"
+    return _probe(Torch, StageOutcome("torch", True, data=data))
+
+
+def _family(family: Family, outcome: StageOutcome, packages: Probe[Packages]) -> FlashAttention:
+    dist = _family_distribution(family, packages)
+    if not outcome.ok:
+        # The stage killed or hung the worker: something was there to import.
+        return FlashAttention(family=family, installed=True, imported=Probe.failed(_failure(outcome)),
+                              distribution=dist[0] if dist else None,
+                              version=dist[1] if dist else None)
+    data = outcome.data or {}
+    if not data.get("installed"):
+        return FlashAttention(family=family, installed=False)
+    raw = data.get("import") or {}
+    imported: Probe[FamilyImport]
+    if raw.get("ok"):
+        imported = Probe.success(FamilyImport.model_validate(raw["data"]))
+    else:
+        imported = Probe.failed(Failure.model_validate(raw.get("failure") or {
+            "kind": "error", "reason": "the worker did not report the import"}))
+    return FlashAttention(family=family, installed=True, imported=imported,
+                          distribution=data.get("distribution"), version=data.get("version"))
+
+
+def _family_distribution(family: Family, packages: Probe[Packages]) -> Optional[tuple[str, str]]:
+    if packages.data is None:
+        return None
+    for name in worker.FAMILIES[family.value]["distributions"]:
+        dist = packages.data.get(name)
+        if dist is not None:
+            return dist.name, dist.version
+    return None

@@ -16,6 +16,7 @@ from fadoctor.checks.remedies import (
 from fadoctor.checks.system import gpus
 from fadoctor.facts import Facts, FailureKind, Family, FlashAttention
 from fadoctor.matrix import Matrix
+from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
 
 INSTALL = {
@@ -44,16 +45,39 @@ def check_installed(facts: Facts, matrix: Matrix) -> Outcome:
     if newest < matrix.family_support(Family.FA2).min_cc:
         return [info(f"no flash-attention family supports {devices[0][0]} "
                      f"(sm_{newest.major}{newest.minor}); PyTorch SDPA is the attention path here")]
-    hopper_plus = newest >= Version("9.0")
-    remedies = [Remedy(summary="Install FlashAttention-2 (setup.py fetches the prebuilt wheel for "
-                       "this torch, or compiles it).", commands=[INSTALL[Family.FA2]])]
-    if hopper_plus:
-        remedies.append(Remedy(summary="On Hopper and Blackwell, FlashAttention-4 is an option.",
-                               commands=[INSTALL[Family.FA4]]))
-    remedies.append(sdpa_fallback("Or train without flash-attn."))
+    remedies = _install_remedies(facts, matrix, newest)
     return [Finding(severity=Severity.WARNING, category=Category.NOT_INSTALLED,
                     message="no flash-attention package is installed in this environment",
                     evidence={"gpus": [name for name, _ in devices]}, remedies=remedies)]
+
+
+def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
+    """How to get flash-attention here: FA2 where a prebuilt wheel exists, FA4 on sm90+."""
+    torch = facts.torch.data
+    tv = version(torch.version if torch else None)
+    remedies: List[Remedy] = []
+    if cc >= Version("9.0") and cc < Version("13.0"):
+        cuda = version(torch.cuda if torch else None)
+        extra = next((r.extra for r in matrix.requirements(Family.FA4)
+                      if r.extra and cuda is not None and r.cuda_major == cuda.major), None)
+        spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
+        remedies.append(Remedy(summary="FlashAttention-4 is written for Hopper and Blackwell and "
+                               "needs no compilation.", commands=[f"pip install {spec}"]))
+    newest = newest_release_with_wheel(matrix, tv) if tv is not None else None
+    if newest is not None:
+        remedies.append(Remedy(
+            summary=f"FlashAttention-2: {newest.version} is the newest release with a prebuilt "
+                    f"wheel for torch {release(tv) if tv else '?'} (setup.py fetches it).",
+            commands=[f"pip install flash-attn=={newest.version} --no-build-isolation"]))
+    elif tv is not None:
+        remedies.append(Remedy(
+            summary=f"FlashAttention-2: no release has a prebuilt wheel for torch {release(tv)}; "
+                    "pip would compile it (needs nvcc matching torch's CUDA major, and ninja; "
+                    "limit parallel jobs with MAX_JOBS on small machines).",
+            commands=[f"MAX_JOBS=4 FLASH_ATTN_CUDA_ARCHS={cc.major}{cc.minor} "
+                      "pip install flash-attn --no-build-isolation"]))
+    remedies.append(sdpa_fallback("Or train without flash-attn."))
+    return remedies
 
 
 def check_import(facts: Facts, matrix: Matrix) -> Outcome:
@@ -229,27 +253,64 @@ def check_requirements(facts: Facts, matrix: Matrix) -> Outcome:
 
 def _requirement_findings(fa: FlashAttention, tv: Version, facts: Facts, matrix: Matrix
                           ) -> List[Finding]:
+    what = label(fa, matrix)
+    out: List[Finding] = []
+    verified: List[str] = []
+    py = version(facts.host.data.python_version if facts.host.data else None)
+    for req in matrix.requirements(fa.family):
+        if req.min_torch is not None:
+            if tv < req.min_torch:
+                out.append(_unmet(fa, f"{what} needs torch >= {req.min_torch}; this is {tv}",
+                                  Category.TORCH_VERSION_MISMATCH, req.source, torch=str(tv)))
+            else:
+                verified.append(f"torch >= {req.min_torch}")
+        if req.min_python is not None and py is not None:
+            if py < req.min_python:
+                out.append(_unmet(fa, f"{what} needs Python >= {req.min_python}; this is {py}",
+                                  Category.PLATFORM_UNSUPPORTED, req.source, python=str(py)))
+            else:
+                verified.append(f"Python >= {req.min_python}")
+        if req.extra is not None:
+            out.extend(_extra_finding(fa, req, facts))
+    if fa.family == Family.FA2:
+        out.extend(_fa2_release_findings(fa, tv, matrix))
+    elif verified:
+        out.append(info(f"{what}: requirements hold ({', '.join(verified)})"))
+    return out or [info(f"{what}: fadoctor's matrix lists no torch or Python requirement")]
+
+
+def _unmet(fa: FlashAttention, message: str, category: Category, source: str,
+           **evidence: object) -> Finding:
+    return Finding(severity=Severity.ERROR, category=category, subject=fa.family.value,
+                   message=message, evidence={**evidence, "source": source})
+
+
+def _extra_finding(fa: FlashAttention, req: FamilyRequirement, facts: Facts) -> List[Finding]:
+    """An install extra the family documents for this CUDA major (FA4's [cu13]), if not taken."""
+    torch, packages = facts.torch.data, facts.packages.data
+    cuda = version(torch.cuda if torch else None)
+    if cuda is None or packages is None or cuda.major != req.cuda_major or req.extra_marker is None:
+        return []
+    if packages.get(req.extra_marker) is not None:
+        return [info(f"{fa.distribution} has its [{req.extra}] extra for CUDA {cuda.major}")]
+    return [Finding(
+        severity=Severity.INFO, category=Category.INFO, subject=fa.family.value,
+        message=f"torch uses CUDA {torch.cuda if torch else cuda}, but {fa.distribution} was "
+                f"installed without its [{req.extra}] extra ({req.extra_marker} is absent)",
+        evidence={"source": req.source},
+        remedies=[Remedy(summary=f"Its documentation asks for the [{req.extra}] extra on CUDA "
+                         f"{cuda.major}.",
+                         commands=[f'pip install "{fa.distribution}[{req.extra}]=={fa.version}"'])])]
+
+
+def _fa2_release_findings(fa: FlashAttention, tv: Version, matrix: Matrix) -> List[Finding]:
     what, minor = label(fa, matrix), str(release(tv))
     fv = version(fa.version)
-    req = matrix.requirement(fa.family)
-    out: List[Finding] = []
-    if req is not None and req.min_torch is not None and tv < req.min_torch:
-        out.append(Finding(severity=Severity.ERROR, category=Category.TORCH_VERSION_MISMATCH,
-                           subject=fa.family.value,
-                           message=f"{what} needs torch >= {req.min_torch}; this is {tv}",
-                           evidence={"torch": str(tv), "source": req.source}))
-    py = version(facts.host.data.python_version if facts.host.data else None)
-    if req is not None and req.min_python is not None and py is not None and py < req.min_python:
-        out.append(Finding(severity=Severity.ERROR, category=Category.PLATFORM_UNSUPPORTED,
-                           subject=fa.family.value,
-                           message=f"{what} needs Python >= {req.min_python}; this is {py}",
-                           evidence={"python": str(py), "source": req.source}))
-    if fa.family != Family.FA2 or fv is None:
-        return out or [info(f"{what}: no version requirement known beyond the above")]
-    rel = matrix.fa_release(fv)
+    rel = matrix.fa_release(fv) if fv is not None else None
     if rel is None:
-        return out + [info(f"{what} is not a tagged flash-attn release fadoctor knows (a fork, "
-                           "a dev build or newer than the matrix)", version=str(fv))]
+        return [info(f"{what} is not a tagged flash-attn release fadoctor knows (a fork, a dev "
+                     "build or newer than the matrix)", version=fa.version)]
+    out: List[Finding] = []
     if tv < rel.readme_min_torch:
         out.append(Finding(
             severity=Severity.WARNING, category=Category.TORCH_VERSION_MISMATCH,

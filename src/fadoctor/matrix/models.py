@@ -98,6 +98,11 @@ class FamilyRequirement(Entry):
     family: Family
     min_torch: Optional[Version] = None
     min_python: Optional[Version] = None
+    # An install extra the family wants on a torch of this CUDA major, and the distribution
+    # whose presence shows it was taken.
+    cuda_major: Optional[int] = None
+    extra: Optional[str] = None
+    extra_marker: Optional[str] = None
 
     _v = field_validator("min_torch", "min_python", mode="before")(
         lambda v: None if v is None else _version(v))
@@ -159,8 +164,8 @@ class Matrix(BaseModel):
     def family_support(self, family: Family) -> FamilySupport:
         return next(f for f in self.families if f.family == family)
 
-    def requirement(self, family: Family) -> Optional[FamilyRequirement]:
-        return next((r for r in self.family_requirements if r.family == family), None)
+    def requirements(self, family: Family) -> List[FamilyRequirement]:
+        return [r for r in self.family_requirements if r.family == family]
 
     def fa_release(self, version: Version) -> Optional[FlashAttnRelease]:
         return next((r for r in self.flash_attn_releases if r.version == version), None)

@@ -172,7 +172,9 @@ def _run_once(
     drain.join(timeout=5)
     if run.done:
         return run, None
-    return run, _failure(proc.returncode, timed_out, run, limits, _tail(output))
+    # Before its first event the worker runs on the first stage's clock: report that limit.
+    limit = limits.get(run.started or first, 60.0)
+    return run, _failure(proc.returncode, timed_out, run, limit, _tail(output))
 
 
 def _read_events(
@@ -256,11 +258,10 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _failure(
-    returncode: int, timed_out: bool, run: _Run, limits: Mapping[str, float], tail: Optional[str]
+    returncode: int, timed_out: bool, run: _Run, limit: float, tail: Optional[str]
 ) -> StageFailure:
     stage = run.started or "start-up"
     if timed_out:
-        limit = limits.get(run.started or "", 60.0)
         return StageFailure(
             kind="timeout",
             reason=f"stage {stage} did not finish within {limit:g} s; the worker was killed",

@@ -70,7 +70,8 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
         line.append(f"skipped: {check.skipped_reason}", style="dim")
         console.print(line)
         return
-    problems = [f for f in check.findings if f.severity != Severity.INFO]
+    # Problems, and hints (info that comes with a remedy), show without -v.
+    problems = [f for f in check.findings if f.severity != Severity.INFO or f.remedies]
     if problems:
         line.append(check.title, style="dim")
         console.print(line)

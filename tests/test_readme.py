@@ -1,0 +1,30 @@
+"""The README documents what exists: every check, every exit code, the CI's test command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fadoctor.checks import ALL_CHECKS
+from fadoctor.errors import ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_check_table_lists_every_check_with_its_name_and_title() -> None:
+    rows = re.findall(r"^\| (FAD\d{3}) \| ([\w-]+) \| (.+?) \|$", README, flags=re.M)
+    assert rows == [(c.id, c.name, c.title) for c in ALL_CHECKS]
+
+
+def test_exit_code_table_matches_the_contract() -> None:
+    table = dict(re.findall(r"^\| ([0-3]) \| (.+?) \|$", README, flags=re.M))
+    assert sorted(int(code) for code in table) == sorted(int(c) for c in ExitCode)
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = '-e ".[test]" "torch==2.13.0"'
+    assert install in README and install in ci
+    assert "pytest" in README.split("Install and run the tests", 1)[1].splitlines()[1]
+    assert "python -m pytest" in ci

@@ -9,6 +9,7 @@ from packaging.version import Version
 from fadoctor.checks.base import Outcome, Skip, info, release, version, why_unknown
 from fadoctor.checks.classify import Diagnosis, classify
 from fadoctor.checks.remedies import (
+    build_from_source,
     newest_release_with_wheel,
     reinstall_flash_attn,
     sdpa_fallback,
@@ -150,22 +151,44 @@ def _import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, mat
                         f"on Ubuntu 20.04 (glibc 2.31) for torch {release(tv)}.",
                 commands=[f"pip install flash-attn=={older.version} --no-build-isolation "
                           "--no-cache-dir"]))
-        remedies.append(Remedy(
-            summary="Or compile it on this machine, so it links against this glibc.",
-            commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE pip install flash-attn=={fa.version} "
-                      "--no-build-isolation --no-cache-dir"]))
+        remedies.append(build_from_source(fa.version, "Or compile it on this machine, so it "
+                                          "links against this glibc."))
+    if category == Category.CUDA_RUNTIME_MISMATCH and torch is not None and torch.cuda:
+        remedies.insert(0, _other_cuda(diagnosis, torch.version, torch.cuda))
     if category == Category.TORCH_VERSION_MISMATCH:
-        rel = matrix.fa_release(Version(fa.version))
-        if rel is not None and str(release(tv)) not in rel.wheel_torch:
-            newest = newest_release_with_wheel(matrix, tv)
-            if newest is not None:
-                remedies.insert(0, Remedy(
-                    summary=f"flash-attn {fa.version} has no prebuilt wheel for torch "
-                            f"{release(tv)}; {newest.version} is the newest release that has one.",
-                    commands=[f"pip install flash-attn=={newest.version} --no-build-isolation "
-                              "--no-cache-dir"]))
+        remedies = _torch_mismatch_remedies(fa.version, tv, matrix) + remedies
+        # A wheel matches one torch build; a nightly or a container's torch matches none
+        # (flash-attention#723, #784: "compile from source").
+        source = build_from_source(fa.version, "If the reinstalled wheel fails the same way, it "
+                                   "was compiled against another build of this torch release.")
+        remedies.insert(0 if tv.is_prerelease else len(remedies), source)
     remedies.append(sdpa_fallback("Meanwhile:"))
     return remedies
+
+
+def _torch_mismatch_remedies(fa_version: str, tv: Version, matrix: Matrix) -> List[Remedy]:
+    rel = matrix.fa_release(Version(fa_version))
+    if rel is None or str(release(tv)) in rel.wheel_torch:
+        return []
+    newest = newest_release_with_wheel(matrix, tv)
+    if newest is None:
+        return []
+    return [Remedy(summary=f"flash-attn {fa_version} has no prebuilt wheel for torch "
+                   f"{release(tv)}; {newest.version} is the newest release that has one.",
+                   commands=[f"pip install flash-attn=={newest.version} --no-build-isolation "
+                             "--no-cache-dir"])]
+
+
+def _other_cuda(diagnosis: Diagnosis, torch_version: str, torch_cuda: str) -> Remedy:
+    """The binary links another CUDA major's runtime than torch's (flash-attention#728)."""
+    built = diagnosis.details.get("cuda_major")
+    lib = diagnosis.details.get("library", "its CUDA runtime")
+    major = torch_cuda.split(".")[0]
+    return Remedy(summary=f"This flash-attn was built for CUDA {built or 'another version'} (it "
+                  f"needs {lib}), but torch {torch_version} runs CUDA {torch_cuda}: replace it "
+                  f"with a build for CUDA {major}. Reinstalling with pip makes setup.py take the "
+                  "wheel for this torch's CUDA, or compile one; do not mix in binaries built for "
+                  "another CUDA (a conda package, a wheel copied from another machine).")
 
 
 def check_gpu_support(facts: Facts, matrix: Matrix) -> Outcome:

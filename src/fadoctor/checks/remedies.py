@@ -62,6 +62,23 @@ def reinstall_flash_attn(fa_version: str) -> Remedy:
     )
 
 
+def build_from_source(fa_version: str, why: str) -> Remedy:
+    """Compile flash-attn here, against this torch, CUDA and glibc, instead of any prebuilt wheel."""
+    return Remedy(
+        summary=(f"{why} Build it from source: FLASH_ATTENTION_FORCE_BUILD=TRUE makes setup.py "
+                 "compile instead of fetching a wheel (it needs nvcc of torch's CUDA major, and "
+                 "ninja; MAX_JOBS bounds its memory)."),
+        commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE pip install flash-attn=={fa_version} "
+                  "--no-build-isolation --no-cache-dir"],
+    )
+
+
+def nvidia_version(v: Version) -> str:
+    """A driver version as NVIDIA writes it (530.30.02), which packaging normalises to 530.30.2."""
+    major, *rest = v.release
+    return ".".join([str(major)] + [f"{part:02d}" for part in rest])
+
+
 def newest_release_with_wheel(matrix: Matrix, torch_version: Version,
                               builds_on: Optional[str] = None) -> Optional[FlashAttnRelease]:
     """The newest FA2 release whose workflow built wheels for this torch minor."""

@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.remedies import driver_version, torch_variant_remedies
+from fadoctor.checks.remedies import driver_version, nvidia_version, torch_variant_remedies
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -126,25 +126,26 @@ def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
         return [Finding(severity=Severity.WARNING, category=Category.INTERNAL,
                         message=f"fadoctor's matrix has no driver minimum for CUDA {cuda.major}",
                         evidence=evidence)]
+    # NVIDIA's spelling of a driver version (530.30.02); str(Version) drops the zero padding.
+    floor_text = nvidia_version(floor.min_driver)
+    own = nvidia_version(toolkit.min_driver) if toolkit is not None else None
     if have < floor.min_driver:
         return [Finding(
             severity=Severity.ERROR, category=Category.DRIVER_TOO_OLD,
             message=f"driver {drv.version} is too old for torch's CUDA {torch.cuda}: any CUDA "
-                    f"{cuda.major}.x runtime needs driver >= {floor.min_driver}",
-            evidence={**evidence, "min_driver": str(floor.min_driver), "source": floor.source},
-            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= "
-                             f"{(toolkit or floor).min_driver}, or install a torch build for an "
-                             "older CUDA that this driver runs.")]
+                    f"{cuda.major}.x runtime needs driver >= {floor_text}",
+            evidence={**evidence, "min_driver": floor_text, "source": floor.source},
+            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {own or floor_text}, or "
+                             "install a torch build for an older CUDA that this driver runs.")]
             + torch_variant_remedies(matrix, facts, "Or keep the driver:"))]
     if toolkit is not None and have < toolkit.min_driver:
         return [Finding(
             severity=Severity.WARNING, category=Category.DRIVER_TOO_OLD,
             message=f"driver {drv.version} is older than CUDA {torch.cuda}'s own driver "
-                    f"({toolkit.min_driver}): it runs under minor-version compatibility, with a "
+                    f"({own}): it runs under minor-version compatibility, with a "
                     "limited feature set and no JIT of newer PTX",
-            evidence={**evidence, "toolkit_driver": str(toolkit.min_driver),
-                      "source": toolkit.source},
-            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {toolkit.min_driver}.")])]
+            evidence={**evidence, "toolkit_driver": own, "source": toolkit.source},
+            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {own}.")])]
     return [info(f"driver {drv.version} runs CUDA {torch.cuda}", **evidence)]
 
 

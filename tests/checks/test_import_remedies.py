@@ -9,9 +9,10 @@ import pytest
 from packaging.version import Version
 
 from fadoctor.checks import BY_KEY
-from fadoctor.checks.remedies import build_from_source, nvidia_version
+from fadoctor.checks.remedies import build_from_source
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
+from fadoctor.matrix.models import DriverVersion
 from fadoctor.report import Category, Finding, Remedy
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
@@ -85,5 +86,7 @@ def test_build_from_source_says_so() -> None:
     ("530.30.02", "530.30.02"), ("450.80.02", "450.80.02"), ("570.26", "570.26"),
     ("580.65.06", "580.65.06"), ("525.60.13", "525.60.13"),
 ])
-def test_nvidia_version_keeps_the_zero_padding(text: str, spelled: str) -> None:
-    assert nvidia_version(Version(text)) == spelled
+def test_driver_version_keeps_the_zero_padding(text: str, spelled: str) -> None:
+    v = DriverVersion(text)
+    assert str(v) == spelled
+    assert v == Version(text) and v > Version("450.80.01")

@@ -15,7 +15,7 @@ from fadoctor.checks.remedies import (
     sdpa_fallback,
 )
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts, FailureKind, Family, FlashAttention
+from fadoctor.facts import Facts, FailureKind, Family, FlashAttention, Torch
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -125,45 +125,75 @@ def _import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, mat
                      ) -> List[Remedy]:
     torch = facts.torch.data
     tv = version(torch.version if torch else None)
-    if fa.family != Family.FA2 or fa.version is None or tv is None:
+    if fa.family != Family.FA2 or fa.version is None or tv is None or torch is None:
         return [Remedy(summary=f"Reinstall {fa.distribution or fa.family.value} built for torch "
                        f"{torch.version if torch else '(unknown)'}, or build it from source in "
                        "this environment."),
                 sdpa_fallback("Meanwhile:")]
-    remedies = [reinstall_flash_attn(fa.version)]
-    category = diagnosis.category
-    if category == Category.CXX11_ABI_MISMATCH and torch is not None:
-        abi = str(bool(torch.cxx11_abi)).upper()
-        remedies.insert(0, Remedy(
-            summary=f"If you install a release wheel by hand, take the one named "
-                    f"cxx11abi{abi} (this torch's _GLIBCXX_USE_CXX11_ABI); the others cannot load."))
-        if tv is not None and release(tv) == Version("2.6") and not torch.cxx11_abi:
-            remedies.insert(0, Remedy(
-                summary="flash-attn 2.8.x wheels for torch 2.6 labelled cxx11abiFALSE were built "
-                        "against an ABI-1 torch; with pip's torch 2.6 (ABI 0) use 2.7.4.post1.",
-                commands=["pip install flash-attn==2.7.4.post1 --no-build-isolation "
-                          "--no-cache-dir"]))
-    if category == Category.GLIBC_TOO_OLD:
-        older = newest_release_with_wheel(matrix, tv, builds_on="ubuntu-20.04")
-        if older is not None:
-            remedies.insert(0, Remedy(
-                summary=f"flash-attn {older.version} is the newest release whose wheels were built "
-                        f"on Ubuntu 20.04 (glibc 2.31) for torch {release(tv)}.",
-                commands=[f"pip install flash-attn=={older.version} --no-build-isolation "
-                          "--no-cache-dir"]))
-        remedies.append(build_from_source(fa.version, "Or compile it on this machine, so it "
-                                          "links against this glibc."))
-    if category == Category.CUDA_RUNTIME_MISMATCH and torch is not None and torch.cuda:
-        remedies.insert(0, _other_cuda(diagnosis, torch.version, torch.cuda))
-    if category == Category.TORCH_VERSION_MISMATCH:
-        remedies = _torch_mismatch_remedies(fa.version, tv, matrix) + remedies
-        # A wheel matches one torch build; a nightly or a container's torch matches none
-        # (flash-attention#723, #784: "compile from source").
-        source = build_from_source(fa.version, "If the reinstalled wheel fails the same way, it "
-                                   "was compiled against another build of this torch release.")
-        remedies.insert(0 if tv.is_prerelease else len(remedies), source)
-    remedies.append(sdpa_fallback("Meanwhile:"))
-    return remedies
+    build = _REMEDIES.get(diagnosis.category, _reinstall)
+    return [*build(fa.version, diagnosis, torch, tv, matrix), sdpa_fallback("Meanwhile:")]
+
+
+def _reinstall(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+               matrix: Matrix) -> List[Remedy]:
+    return [reinstall_flash_attn(fa_version)]
+
+
+def _abi_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                  matrix: Matrix) -> List[Remedy]:
+    abi = str(bool(torch.cxx11_abi)).upper()
+    out = []
+    if release(tv) == Version("2.6") and not torch.cxx11_abi:
+        out.append(Remedy(
+            summary="flash-attn 2.8.x wheels for torch 2.6 labelled cxx11abiFALSE were built "
+                    "against an ABI-1 torch; with pip's torch 2.6 (ABI 0) use 2.7.4.post1.",
+            commands=["pip install flash-attn==2.7.4.post1 --no-build-isolation --no-cache-dir"]))
+    out.append(Remedy(summary=f"If you install a release wheel by hand, take the one named "
+                      f"cxx11abi{abi} (this torch's _GLIBCXX_USE_CXX11_ABI); the others cannot "
+                      "load."))
+    return [*out, reinstall_flash_attn(fa_version)]
+
+
+def _glibc_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                    matrix: Matrix) -> List[Remedy]:
+    # Reinstalling the same version would fetch the same wheel: only an older build or a local
+    # compile links against this glibc.
+    out = []
+    older = newest_release_with_wheel(matrix, tv, builds_on="ubuntu-20.04")
+    if older is not None:
+        out.append(Remedy(
+            summary=f"flash-attn {older.version} is the newest release whose wheels were built "
+                    f"on Ubuntu 20.04 (glibc 2.31) for torch {release(tv)}.",
+            commands=[f"pip install flash-attn=={older.version} --no-build-isolation "
+                      "--no-cache-dir"]))
+    out.append(build_from_source(fa_version, "Or compile it on this machine, so it links "
+                                 "against this glibc."))
+    return out
+
+
+def _cuda_runtime_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                           matrix: Matrix) -> List[Remedy]:
+    out = [_other_cuda(diagnosis, torch.version, torch.cuda)] if torch.cuda else []
+    return [*out, reinstall_flash_attn(fa_version)]
+
+
+def _torch_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                    matrix: Matrix) -> List[Remedy]:
+    out = [*_torch_mismatch_remedies(fa_version, tv, matrix), reinstall_flash_attn(fa_version)]
+    # A wheel matches one torch build; a nightly or a container's torch matches none
+    # (flash-attention#723, #784: "compile from source").
+    source = build_from_source(fa_version, "If the reinstalled wheel fails the same way, it was "
+                               "compiled against another build of this torch release.")
+    out.insert(0 if tv.is_prerelease else len(out), source)
+    return out
+
+
+_REMEDIES = {
+    Category.CXX11_ABI_MISMATCH: _abi_remedies,
+    Category.GLIBC_TOO_OLD: _glibc_remedies,
+    Category.CUDA_RUNTIME_MISMATCH: _cuda_runtime_remedies,
+    Category.TORCH_VERSION_MISMATCH: _torch_remedies,
+}
 
 
 def _torch_mismatch_remedies(fa_version: str, tv: Version, matrix: Matrix) -> List[Remedy]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from fadoctor.checks.base import release, version
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
-from fadoctor.matrix.models import FlashAttnRelease, TorchRelease
+from fadoctor.matrix.models import DriverVersion, FlashAttnRelease, TorchRelease
 from fadoctor.report import Remedy
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -23,22 +23,26 @@ def cuda_of_variant(variant: str) -> Version:
 
 
 def variant_for_driver(matrix: Matrix, rel: TorchRelease, driver: Optional[Version]
-                       ) -> Optional[str]:
-    """The newest CUDA variant of a torch release that this driver runs with its full features."""
+                       ) -> Optional[Tuple[str, bool]]:
+    """The newest CUDA variant of a torch release this driver runs, and whether with CUDA's full
+    feature set (the toolkit's own driver) or only under minor-version compatibility (the
+    major's floor)."""
     if driver is None:
-        return rel.default_variant
-    fitting = []
+        return rel.default_variant, True
+    full, compat = [], []
     for variant in rel.cuda_variants:
         cuda = cuda_of_variant(variant)
         needed = matrix.toolkit_driver(cuda)
         floor = matrix.driver_floor(cuda.major)
-        minimum = needed.min_driver if needed else (floor.min_driver if floor else None)
-        if minimum is not None and driver >= minimum:
-            fitting.append(cuda)
-    if not fitting:
-        return None
-    best = max(fitting)
-    return f"cu{best.major}{best.minor}"
+        if needed is not None and driver >= needed.min_driver:
+            full.append(cuda)
+        elif floor is not None and driver >= floor.min_driver:
+            compat.append(cuda)
+    for found, complete in ((full, True), (compat, False)):
+        if found:
+            best = max(found)
+            return f"cu{best.major}{best.minor}", complete
+    return None
 
 
 def torch_install(torch_version: str, variant: str) -> str:
@@ -46,9 +50,14 @@ def torch_install(torch_version: str, variant: str) -> str:
             f"--index-url {TORCH_INDEX.format(variant=variant)}")
 
 
-def driver_version(facts: Facts) -> Optional[Version]:
+def driver_version(facts: Facts) -> Optional[DriverVersion]:
     data = facts.driver.data
-    return version(data.version) if data and data.present else None
+    if data is None or not data.present or not data.version:
+        return None
+    try:
+        return DriverVersion(data.version)
+    except InvalidVersion:
+        return None
 
 
 def reinstall_flash_attn(fa_version: str) -> Remedy:
@@ -71,12 +80,6 @@ def build_from_source(fa_version: str, why: str) -> Remedy:
         commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE pip install flash-attn=={fa_version} "
                   "--no-build-isolation --no-cache-dir"],
     )
-
-
-def nvidia_version(v: Version) -> str:
-    """A driver version as NVIDIA writes it (530.30.02), which packaging normalises to 530.30.2."""
-    major, *rest = v.release
-    return ".".join([str(major)] + [f"{part:02d}" for part in rest])
 
 
 def newest_release_with_wheel(matrix: Matrix, torch_version: Version,
@@ -107,9 +110,12 @@ def torch_variant_remedies(matrix: Matrix, facts: Facts, why: str) -> List[Remed
     if rel is None:
         return [Remedy(summary=f"{why} torch {v.base_version} is not in fadoctor's matrix; pick a "
                        "CUDA build of it that fits your driver.")]
-    variant = variant_for_driver(matrix, rel, driver_version(facts))
-    if variant is None:
+    chosen = variant_for_driver(matrix, rel, driver_version(facts))
+    if chosen is None:
         return [Remedy(summary=f"{why} No CUDA build of torch {rel.minor} runs on this driver; "
                        "upgrade the NVIDIA driver first.")]
-    return [Remedy(summary=f"{why} Install the {variant} build of torch {v.base_version}.",
+    variant, complete = chosen
+    caveat = "" if complete else (" This driver runs it only under CUDA minor-version "
+                                  "compatibility (a limited feature set, no PTX JIT).")
+    return [Remedy(summary=f"{why} Install the {variant} build of torch {v.base_version}.{caveat}",
                    commands=[torch_install(v.base_version, variant)])]

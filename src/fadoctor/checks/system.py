@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.remedies import driver_version, nvidia_version, torch_variant_remedies
+from fadoctor.checks.remedies import driver_version, torch_variant_remedies
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -126,9 +126,8 @@ def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
         return [Finding(severity=Severity.WARNING, category=Category.INTERNAL,
                         message=f"fadoctor's matrix has no driver minimum for CUDA {cuda.major}",
                         evidence=evidence)]
-    # NVIDIA's spelling of a driver version (530.30.02); str(Version) drops the zero padding.
-    floor_text = nvidia_version(floor.min_driver)
-    own = nvidia_version(toolkit.min_driver) if toolkit is not None else None
+    floor_text = str(floor.min_driver)
+    own = str(toolkit.min_driver) if toolkit is not None else None
     if have < floor.min_driver:
         return [Finding(
             severity=Severity.ERROR, category=Category.DRIVER_TOO_OLD,

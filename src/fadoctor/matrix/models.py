@@ -31,6 +31,25 @@ def _version(value: Any) -> Version:
         raise ValueError(f"not a version: {value!r}") from exc
 
 
+class DriverVersion(Version):
+    """An NVIDIA driver version: compares as a version, prints as NVIDIA writes it (530.30.02,
+    which packaging would normalise to 530.30.2, a version that does not exist)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self._text = text.strip()
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def _driver(value: Any) -> DriverVersion:
+    try:
+        return value if isinstance(value, DriverVersion) else DriverVersion(str(value))
+    except InvalidVersion as exc:
+        raise ValueError(f"not a driver version: {value!r}") from exc
+
+
 def _specifier(value: Any) -> SpecifierSet:
     try:
         return value if isinstance(value, SpecifierSet) else SpecifierSet(str(value))
@@ -40,16 +59,17 @@ def _specifier(value: Any) -> SpecifierSet:
 
 class DriverFloor(Entry):
     cuda_major: int
-    min_driver: Version
+    min_driver: DriverVersion
 
-    _v = field_validator("min_driver", mode="before")(_version)
+    _v = field_validator("min_driver", mode="before")(_driver)
 
 
 class ToolkitDriver(Entry):
     cuda: Version
-    min_driver: Version
+    min_driver: DriverVersion
 
-    _v = field_validator("cuda", "min_driver", mode="before")(_version)
+    _v = field_validator("cuda", mode="before")(_version)
+    _d = field_validator("min_driver", mode="before")(_driver)
 
 
 class CudaDriver(BaseModel):
@@ -125,7 +145,8 @@ class FlashAttnRelease(Entry):
     wheel_torch_nightlies: List[str] = []
     wheel_cuda: List[str]
     wheel_python: List[str]
-    builds_on: str
+    builds_on: str  # the runner image, which sets the glibc the wheels need; "unknown" if unsure
+    builds_on_note: Optional[str] = None
     readme_min_torch: Version
     requires_python: SpecifierSet
 

@@ -1,0 +1,1 @@
+"""Test helpers: real broken environments made in temporary folders."""

@@ -16,12 +16,15 @@ from tests.helpers.broken import (
     HAS_GCC,
     SEGFAULT,
     environ_with_path,
+    extension_needing_symbol,
     fake_flash_attn,
     fake_module_dist,
     library_loads,
     opposite_abi_symbol,
     requires_gcc,
     requires_torch,
+    target_ext_suffix,
+    write_distribution,
 )
 from tests.helpers.spy import count_worker_starts
 
@@ -286,3 +289,31 @@ def test_a_segfault_at_import_becomes_a_finding(tmp_path: Path) -> None:
     assert finding.severity == "error" and finding.subject == "fa3"
     assert "fails to import (the interpreter died from SIGSEGV)" in finding.message
     assert "flash_attn_interface.py" in finding.evidence["stderr_tail"]
+
+
+# -- a package that imports while one of its compiled extensions does not ------------------------
+
+
+@requires_torch
+@requires_gcc
+@pytest.mark.slow
+def test_each_compiled_extension_present_is_imported_on_its_own(tmp_path: Path) -> None:
+    # flash-attn 1.x: an empty flash_attn/__init__.py, so `import flash_attn` succeeds, beside a
+    # csrc extension compiled against another torch (flash-attention#236).
+    write_distribution(tmp_path, "flash-attn", "1.0.5", {"flash_attn/__init__.py": ""})
+    extension_needing_symbol(tmp_path, "dropout_layer_norm", ATEN_PAD_ENUM, target_ext_suffix())
+    facts = collect(CollectOptions(python=sys.executable, environ=environ_with_path(tmp_path)))
+
+    fa2 = facts.family(Family.FA2)
+    assert fa2 is not None and fa2.imported is not None and fa2.imported.data is not None
+    [ext] = fa2.imported.data.extensions
+    assert (ext.module, ext.ok, ext.exception_type) == ("dropout_layer_norm", False, "ImportError")
+    assert ATEN_PAD_ENUM in (ext.error or "")
+
+    findings = check(evaluate(facts, load_matrix()), "FAD111").findings
+    [broken] = [f for f in findings if f.severity == "error"]
+    assert broken.subject == "dropout_layer_norm"
+    assert broken.category == "torch_version_mismatch"
+    assert "flash-attn 1.0.5 imports, but its extension dropout_layer_norm does not" in broken.message
+    commands = [c for r in broken.remedies for c in r.commands]
+    assert "cd flash-attention/csrc/layer_norm && pip install . --no-build-isolation" in commands

@@ -64,8 +64,9 @@ def environment(facts: Facts) -> Environment:
         torch_line = f"unavailable ({facts.torch.failure.kind.value})"
     return Environment(
         python=f"{host.python_version} at {host.python_executable}" if host else None,
-        platform=(f"{host.os_release or host.os} {host.machine}, {host.libc or 'libc'} "
-                  f"{host.libc_version or '?'}") if host else None,
+        platform=(f"{host.os_release or host.os} {host.machine}, " + (
+            f"{host.libc} {host.libc_version}" if host.libc and host.libc_version
+            else "libc unknown")) if host else None,
         torch=torch_line,
         driver=(f"{driver.version} (CUDA {driver.cuda_version or '?'})" if driver.present
                 else "none") if driver else None,

@@ -165,11 +165,22 @@ class Family(str, Enum):
     VLLM_FA = "vllm_fa"
 
 
+class ExtensionImport(Frozen):
+    """A compiled extension module of a family, imported on its own."""
+
+    module: str
+    ok: bool
+    file: Optional[str] = None
+    error: Optional[str] = None
+    exception_type: Optional[str] = None
+
+
 class FamilyImport(Frozen):
     module: str
     file: Optional[str] = None
     version: Optional[str] = None  # the module's __version__, if any
     extension: Optional[str] = None  # path of the compiled extension that was loaded
+    extensions: List[ExtensionImport] = []  # every compiled extension present, and its import
 
 
 class FlashAttention(Frozen):

@@ -28,6 +28,7 @@ class Diagnosis:
     category: Category
     explanation: str
     details: Dict[str, str] = field(default_factory=dict)
+    recognised: bool = True  # False: no mechanism matched; report the text as it was raised
 
 
 def is_torch_symbol(symbol: str) -> bool:
@@ -90,7 +91,7 @@ def classify(message: str, torch_cxx11_abi: Optional[bool] = None) -> Diagnosis:
         return Diagnosis(Category.NO_KERNEL_IMAGE,
                          "the binary has no kernels (SASS or PTX) for this GPU's architecture")
     return Diagnosis(Category.VERSION_CONFLICT, "the import failed for a reason fadoctor does not "
-                     "recognise; the message is reported as it was raised")
+                     "recognise; the message is reported as it was raised", recognised=False)
 
 
 def _undefined_symbol(symbol: str, torch_abi: Optional[bool]) -> Diagnosis:

@@ -15,7 +15,7 @@ from fadoctor.checks.remedies import (
     sdpa_fallback,
 )
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts, FailureKind, Family, FlashAttention, Torch
+from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -93,6 +93,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
             ext = f" (extension {probe.data.extension})" if probe.data.extension else ""
             findings.append(info(f"{label(fa, matrix)}: import {probe.data.module} works{ext}",
                                  module=probe.data.module, file=probe.data.file))
+            findings.extend(_extension_findings(fa, probe.data, facts, matrix))
             continue
         failure = probe.failure if probe is not None else None
         if failure is None:
@@ -103,16 +104,61 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
             failure.stderr_tail or failure.reason)
         diagnosis = classify(text, torch.cxx11_abi if torch else None)
+        what = diagnosis.explanation if diagnosis.recognised else " ".join(
+            f"{failure.exception_type or ''}: {failure.reason}".strip(": ").split())
         findings.append(Finding(
             severity=Severity.ERROR, category=diagnosis.category, subject=fa.family.value,
             message=f"{label(fa, matrix)} fails to import ({_how(failure.kind, failure.signal)}): "
-                    f"{diagnosis.explanation}",
+                    f"{what}",
             evidence={"error": failure.reason, "exception": failure.exception_type,
                       "torch": torch.version if torch else None,
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
             remedies=_import_remedies(fa, diagnosis, facts, matrix)))
     return findings
+
+
+# flash-attention's optional extensions: the csrc/ folder whose setup.py builds each
+# (csrc/layer_norm/setup.py, csrc/rotary/setup.py, ...), and the Triton module in flash_attn/ops/
+# that does the same without a compiled extension. The maintainer recommends the Triton layer
+# norm over csrc/layer_norm, unmaintained since 2024-01 (flash-attention#1966).
+CSRC = {"dropout_layer_norm": ("csrc/layer_norm", "flash_attn.ops.triton.layer_norm"),
+        "rotary_emb": ("csrc/rotary", "flash_attn.ops.triton.rotary"),
+        "xentropy_cuda_lib": ("csrc/xentropy", "flash_attn.ops.triton.cross_entropy"),
+        "fused_softmax_lib": ("csrc/fused_softmax", None),
+        "fused_dense_lib": ("csrc/fused_dense_lib", None)}
+
+
+def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts,
+                        matrix: Matrix) -> List[Finding]:
+    """The package imports, but a compiled extension of it does not (flash-attention#236)."""
+    torch = facts.torch.data
+    out = []
+    for ext in imported.extensions:
+        if ext.ok:
+            continue
+        diagnosis = classify(ext.error or "", torch.cxx11_abi if torch else None)
+        remedies = (_csrc_remedies(ext.module) if ext.module in CSRC
+                    else _import_remedies(fa, diagnosis, facts, matrix))
+        out.append(Finding(
+            severity=Severity.ERROR, category=diagnosis.category, subject=ext.module,
+            message=f"{label(fa, matrix)} imports, but its extension {ext.module} does not: "
+                    f"{diagnosis.explanation}",
+            evidence={"error": ext.error, "exception": ext.exception_type, **diagnosis.details},
+            remedies=remedies))
+    return out
+
+
+def _csrc_remedies(module: str) -> List[Remedy]:
+    folder, triton = CSRC[module]
+    out = [Remedy(summary=f"{module} is built separately, from flash-attention's {folder}: "
+                  "rebuild it against this torch, in a checkout of your flash-attn version.",
+                  commands=[f"cd flash-attention/{folder} && pip install . --no-build-isolation"])]
+    if triton:
+        out.append(Remedy(summary=f"Or use {triton}, the Triton version, which needs no compiled "
+                          f"extension, and uninstall {module}.",
+                          commands=[f"pip uninstall {module}"]))
+    return out
 
 
 def _how(kind: FailureKind, signal: Optional[str]) -> str:

@@ -259,7 +259,9 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
         seen[dist.name].append(f"{dist.version} in {dist.location}")
     dupes = {name: where for name, where in seen.items() if len(where) > 1}
     if not dupes:
-        return [info(f"{len(packages.distributions)} relevant distributions, each installed once")]
+        count = len(packages.distributions)
+        return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
+                     "each installed once")]
     return [Finding(
         severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=name,
         message=f"{name} is installed {len(where)} times: {'; '.join(where)} — the first on "

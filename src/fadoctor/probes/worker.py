@@ -27,7 +27,10 @@ from typing import Any, Dict, List, Optional, Tuple
 FAMILIES = {
     "fa2": {"distributions": ["flash-attn"], "modules": ["flash_attn"],
             "extensions": ["flash_attn_2_cuda", "flash_attn_cuda"],
-            "markers": ["flash_attn_2_cuda", "flash_attn_cuda"]},
+            "markers": ["flash_attn_2_cuda", "flash_attn_cuda"],
+            # flash-attention's optional csrc/ extensions, each built by its own setup.py.
+            "optional": ["dropout_layer_norm", "rotary_emb", "xentropy_cuda_lib",
+                         "fused_softmax_lib", "fused_dense_lib"]},
     "fa3": {"distributions": ["flash-attn-3"],
             "modules": ["flash_attn_interface", "flash_attn_3.flash_attn_interface"],
             "extensions": ["flash_attn_3._C", "flash_attn_3_cuda", "flash_attn_3_gpu"],
@@ -278,6 +281,24 @@ def _family_installed(family: str, dists: Dict[str, str]) -> Tuple[Optional[str]
     return None, None
 
 
+def _import_extensions(names: List[str]) -> List[Dict[str, Any]]:
+    """Import each compiled extension that is present (a package's __init__ may not have)."""
+    import importlib
+
+    out = []
+    for name in names:
+        if name not in sys.modules and ("." in name or not _find_spec(name)):
+            continue  # absent, or a submodule its package did not load
+        try:
+            module = importlib.import_module(name)
+        except BaseException as exc:
+            out.append({"module": name, "ok": False, "error": ("%s" % exc)[:_TAIL],
+                        "exception_type": type(exc).__name__})
+            continue
+        out.append({"module": name, "ok": True, "file": getattr(module, "__file__", None)})
+    return out
+
+
 def stage_family(family: str, dists: Dict[str, str]) -> Dict[str, Any]:
     import importlib
 
@@ -306,16 +327,13 @@ def stage_family(family: str, dists: Dict[str, str]) -> Dict[str, Any]:
                     exc.name):
                 continue  # this spelling of the module is absent; try the next one
             break
-        extension = None
-        for ext in spec["extensions"]:
-            loaded = sys.modules.get(ext)
-            if loaded is not None:
-                extension = getattr(loaded, "__file__", None)
-                break
+        extensions = _import_extensions(spec["extensions"] + spec.get("optional", []))
+        loaded = [e["file"] for e in extensions
+                  if e["ok"] and e["module"] in spec["extensions"]]
         result["import"] = {"ok": True, "data": {
             "module": module_name, "file": getattr(module, "__file__", None),
             "version": str(getattr(module, "__version__", "")) or None,
-            "extension": extension}}
+            "extension": loaded[0] if loaded else None, "extensions": extensions}}
         return result
     assert last is not None
     tb = "".join(traceback.format_exception(type(last), last, last.__traceback__))

@@ -67,7 +67,7 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
     mark, style = _MARK[check.status]
     line = Text.assemble((f"{mark} ", style), (f"{check.id} ", "bold"), (f"{check.name:<24}", ""))
     if check.status == Status.SKIPPED:
-        line.append(f"skipped: {check.skipped_reason}", style="dim")
+        line.append(f"skipped: {' '.join((check.skipped_reason or '').split())}", style="dim")
         console.print(line)
         return
     # Problems, and hints (info that comes with a remedy), show without -v.

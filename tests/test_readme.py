@@ -28,3 +28,10 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert install in README and install in ci
     assert "pytest" in README.split("Install and run the tests", 1)[1].splitlines()[1]
     assert "python -m pytest" in ci
+
+
+def test_the_abi_example_is_the_fixtures_real_output() -> None:
+    block = README.split("flash-attention#853, replayed", 1)[1].split("```", 2)[1]
+    golden = (ROOT / "tests" / "golden" / "fa853-cxx11abi-true-wheel-on-pip-torch" / "text.txt")
+    shown = [line for line in block.splitlines() if line.strip()]
+    assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)

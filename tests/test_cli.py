@@ -258,7 +258,7 @@ def test_a_bad_matrix_is_one_line_and_exit_2(venv_facts: Path, tmp_path: Path, y
 @pytest.mark.parametrize(("args", "words"), [
     (["check", "--python", "/nonexistent/python"], ["--python /nonexistent/python"]),
     (["check", "--ignore", "FAD999"], ["--ignore FAD999", "no such check"]),
-    (["check", "--facts", "f.json", "--python", "python3"], ["exclude each other"]),
+    (["check", "--facts", "f.json", "--python", "python3"], ["apply when probing"]),
     (["explain", "NOPE"], ["no check 'NOPE'"]),
 ])
 def test_bad_usage_is_one_line_and_exit_2(args: List[str], words: List[str]) -> None:

@@ -15,6 +15,7 @@ from fadoctor.facts import (
     FailureKind,
     Family,
     FamilyImport,
+    Files,
     FlashAttention,
     Host,
     Packages,
@@ -38,21 +39,43 @@ def safe_driver() -> Probe[Driver]:
         return Probe.failed(Failure(kind=FailureKind.ERROR, reason=f"{type(exc).__name__}: {exc}"))
 
 
-def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver: Probe[Driver],
-             elapsed: float) -> Facts:
+def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver: Probe[Driver]
+             ) -> Facts:
+    """The facts from the worker's stages; without the import stages, a static collection."""
     timings = {stage: o.seconds for stage, o in outcomes.items()}
-    timings["total"] = round(elapsed, 4)
     packages = _probe(Packages, outcomes["packages"])
+    files: Probe[Files] = _probe(Files, outcomes["files"])
+    static = "torch" not in outcomes
+    if static:
+        torch: Probe[Torch] = Probe.failed(Failure(kind=FailureKind.SKIPPED,
+                                                   reason="not imported (check --static)"))
+        families = [_static_family(f, packages, files) for f in Family]
+    else:
+        torch = _torch(outcomes["torch"], outcomes["sdpa"])
+        families = [_family(f, outcomes[f.value], packages) for f in Family]
     return Facts(
         fadoctor_version=__version__,
+        mode="static" if static else "full",
         target=Target(python=target.python, chosen_by=target.chosen_by),
         host=_probe(Host, outcomes["host"]),
         packages=packages,
         driver=driver,
-        torch=_torch(outcomes["torch"], outcomes["sdpa"]),
-        flash_attention=[_family(f, outcomes[f.value], packages) for f in Family],
+        torch=torch,
+        flash_attention=families,
+        files=files,
         timings=timings,
     )
+
+
+def _static_family(family: Family, packages: Probe[Packages], files: Probe[Files]
+                   ) -> FlashAttention:
+    """Installed if its distribution is there or a compiled extension of it lies on the path."""
+    dist = _family_distribution(family, packages)
+    located = files.data is not None and any(e.family == family for e in files.data.extensions)
+    if dist is None and not located:
+        return FlashAttention(family=family, installed=False)
+    return FlashAttention(family=family, installed=True, distribution=dist[0] if dist else None,
+                          version=dist[1] if dist else None)
 
 
 def _failure(outcome: StageOutcome) -> Failure:

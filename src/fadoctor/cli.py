@@ -47,6 +47,9 @@ class FailOn(str, Enum):
 PYTHON_HELP = ("Interpreter (or environment folder) to examine. Default: the active virtualenv, "
                "then conda env, then the interpreter running fadoctor.")
 TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: per stage)."
+STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
+               "(the library, symbol, glibc and kernel checks still run).")
+EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
 _DEBUG = {"on": False}
 
 
@@ -108,12 +111,15 @@ def check(
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    static: bool = typer.Option(False, "--static", help=STATIC_HELP),
+    extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
-    if facts_file is not None and python is not None:
-        raise UsageError("--facts and --python exclude each other")
+    if facts_file is not None and (python is not None or static or extension):
+        raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
+                         "apply when probing")
     if ignore:
         _check_ignore(ignore)
     loaded: List[Matrix] = []
@@ -127,7 +133,7 @@ def check(
         facts = _read_facts(facts_file)
         load()
     else:
-        facts = _collect(python, timeout, meanwhile=load)
+        facts = _collect(python, timeout, static, extension, meanwhile=load)
     from fadoctor.checks import BY_KEY
     from fadoctor.evaluate import evaluate
 
@@ -143,9 +149,11 @@ def snapshot(
                                 "('-' for stdout)."),
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    static: bool = typer.Option(False, "--static", help=STATIC_HELP),
+    extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
-    facts = _collect(python, timeout)
+    facts = _collect(python, timeout, static, extension)
     _write(output, facts.model_dump_json(indent=2) + "\n")
     return ExitCode.OK
 
@@ -179,14 +187,18 @@ def _check_ignore(keys: List[str]) -> None:
         raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
 
 
-def _collect(python: Optional[str], timeout: Optional[float],
-             meanwhile: Callable[[], None] = lambda: None) -> "Facts":
+def _collect(python: Optional[str], timeout: Optional[float], static: bool,
+             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
     from fadoctor.probes.worker import STAGES
 
+    for ext in extensions:
+        if not ext.is_file():
+            raise UsageError(f"--extension {ext}: no such file")
     timeouts = {stage: timeout for stage in STAGES} if timeout else {}
-    options = CollectOptions(python=python, timeouts=timeouts)
+    options = CollectOptions(python=python, timeouts=timeouts, static=static,
+                             extensions=tuple(str(e.resolve()) for e in extensions))
     if not sys.stderr.isatty():
         collection = Collection(options)
         meanwhile()

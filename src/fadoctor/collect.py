@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Mapping, Optional
+from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
 from fadoctor.errors import UsageError
 from fadoctor.probes import worker
@@ -27,6 +27,8 @@ class CollectOptions:
     python: Optional[str] = None  # --python
     timeouts: Mapping[str, float] = field(default_factory=dict)
     environ: Optional[Mapping[str, str]] = None  # defaults to os.environ
+    static: bool = False  # read files only: import neither torch nor flash-attention
+    extensions: Tuple[str, ...] = ()  # more binaries to analyse (--extension)
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,10 @@ class Collection:
         environ = options.environ if options.environ is not None else os.environ
         self.target = resolve_target(options.python, environ)
         self._started = time.monotonic()
-        self._worker = Background(self.target.python, worker.STAGES, timeouts=options.timeouts,
+        self._options = options
+        self._environ = environ
+        stages = worker.STATIC_STAGES if options.static else worker.STAGES
+        self._worker = Background(self.target.python, stages, timeouts=options.timeouts,
                                   env=environ, progress=progress)
         # The driver belongs to the machine, not the environment: probe it meanwhile, here.
         self._driver: List[Probe[Driver]] = []
@@ -85,11 +90,16 @@ class Collection:
 
     def facts(self) -> Facts:
         from fadoctor.assemble import assemble
+        from fadoctor.probes.binaries import analyze_binaries
 
         outcomes = self._worker.wait()
         self._driver_thread.join()
-        elapsed = time.monotonic() - self._started
-        return assemble(self.target, outcomes, self._driver[0], elapsed)
+        facts = assemble(self.target, outcomes, self._driver[0])
+        # Read the binaries the worker located: here, not in the target, since pyelftools is
+        # fadoctor's dependency, not the environment's.
+        facts = analyze_binaries(facts, self._options.extensions, self._environ)
+        timings = {**facts.timings, "total": round(time.monotonic() - self._started, 4)}
+        return facts.model_copy(update={"timings": timings})
 
 
 def collect(options: CollectOptions, progress: Optional[Progress] = None) -> Facts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import AbstractSet, List, Optional
 
 from fadoctor.checks import ALL_CHECKS
-from fadoctor.checks.base import Check, Skip, status_of
+from fadoctor.checks.base import Check, Skip, status_of, torch_view
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import (
@@ -60,6 +60,8 @@ def environment(facts: Facts) -> Environment:
         build = f"CUDA {torch.cuda}" if torch.cuda else (f"ROCm {torch.hip}" if torch.hip
                                                          else "CPU")
         torch_line = f"{torch.version} ({build})"
+    elif (files := torch_view(facts)) is not None:
+        torch_line = f"{files.version} (CUDA {files.cuda or 'none'}; from its files, not imported)"
     elif facts.torch.failure is not None:
         torch_line = f"unavailable ({facts.torch.failure.kind.value})"
     return Environment(

@@ -194,15 +194,89 @@ class FlashAttention(Frozen):
     imported: Optional[Probe[FamilyImport]] = None
 
 
+class TorchFiles(Frozen):
+    """torch as its files say, without importing it."""
+
+    dir: str
+    lib_dir: Optional[str] = None
+    version: Optional[str] = None  # from torch/version.py, read as text
+    cuda: Optional[str] = None
+    hip: Optional[str] = None
+    git_version: Optional[str] = None
+    cxx11_abi: Optional[bool] = None  # from the std::string in libc10's exported symbols
+
+
+class ExtensionFile(Frozen):
+    family: Optional[Family] = None  # None: named with --extension
+    module: Optional[str] = None
+    path: str
+
+
+class Files(Frozen):
+    """Where the binaries lie: torch, each family's compiled extensions, the nvidia-* wheels."""
+
+    torch: Optional[TorchFiles] = None
+    extensions: List[ExtensionFile] = []
+    wheel_libraries: List[str] = []
+
+
+class NeededLibrary(Frozen):
+    name: str  # the DT_NEEDED entry
+    path: Optional[str] = None  # where the loader would find it; None: it would not
+    how: Optional[str] = None  # rpath, ld_library_path, runpath, loaded, ld_cache, default, path
+    needed_by: Optional[str] = None  # set for a library a dependency needs, not the binary itself
+
+
+class MissingSymbol(Frozen):
+    name: str
+    demangled: Optional[str] = None
+
+
+class UnmetVersion(Frozen):
+    library: str  # libc.so.6
+    version: str  # GLIBC_2.32
+    available: Optional[str] = None  # the newest of that kind the resolved library defines
+
+
+class Kernels(Frozen):
+    """The GPU code in a binary's CUDA fat binary."""
+
+    sass: List[str] = []  # sm_80, sm_90a, ...
+    ptx: List[str] = []  # compute_90, ...
+    compressed: bool = False
+
+
+class BinaryAnalysis(Frozen):
+    """What reading one extension as a file predicts about importing it and running it."""
+
+    file: ExtensionFile
+    needed: List[NeededLibrary] = []
+    missing_symbols: List[MissingSymbol] = []  # the first ones, in the binary's symbol order
+    missing_symbol_count: int = 0
+    unmet_versions: List[UnmetVersion] = []
+    string_abi: Optional[int] = None  # C++11 ABI of the std::string its undefined symbols use
+    kernels: Optional[Kernels] = None  # None: no .nv_fatbin section
+    error: Optional[str] = None  # the file could not be analysed
+
+    @property
+    def predicts_import_failure(self) -> bool:
+        return bool(self.error is None and (
+            any(lib.path is None for lib in self.needed) or self.missing_symbol_count
+            or self.unmet_versions))
+
+
 class Facts(Frozen):
     schema_version: int = SCHEMA_VERSION
     fadoctor_version: str
+    mode: Literal["full", "static"] = "full"  # static: nothing was imported (check --static)
     target: Target
     host: Probe[Host]
     packages: Probe[Packages]
     driver: Probe[Driver]
     torch: Probe[Torch]
     flash_attention: List[FlashAttention]
+    files: Optional[Probe[Files]] = None
+    binaries: Optional[Probe[List[BinaryAnalysis]]] = None
     timings: Dict[str, float] = {}
 
     @model_validator(mode="after")

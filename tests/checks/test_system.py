@@ -11,7 +11,7 @@ from packaging.version import Version
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.base import Skip
 from fadoctor.checks.remedies import torch_install
-from fadoctor.checks.system import _runs_on
+from fadoctor.checks.system import runs_on
 from fadoctor.facts import Facts, Gpu
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Severity
@@ -69,8 +69,8 @@ def commands(findings: Sequence[Finding]) -> List[str]:
     ("gfx90a", "9.0", False),  # not a CUDA arch
     ("sm_", "9.0", False),
 ])
-def test_runs_on(arch: str, cc: str, runs: bool) -> None:
-    assert _runs_on(arch, Version(cc)) is runs
+def testruns_on(arch: str, cc: str, runs: bool) -> None:
+    assert runs_on(arch, Version(cc)) is runs
 
 
 def test_torch_without_kernels_for_the_gpu(build: ModuleType, matrix: Matrix) -> None:

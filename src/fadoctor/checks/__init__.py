@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from fadoctor.checks import flash, sdpa, system
+from fadoctor.checks import binary, flash, sdpa, system
 from fadoctor.checks.base import Check
 
 ALL_CHECKS: Tuple[Check, ...] = (
@@ -68,6 +68,34 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "accept a bf16 training shape on this GPU (torch.backends.cuda.can_use_*), with torch's "
           "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
           sdpa.check_sdpa),
+    Check("FAD130", "ext-libraries", "Every library each compiled extension needs will be found",
+          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension (and any "
+          "--extension) and resolves them as the dynamic loader will when the extension is "
+          "imported after torch: libraries torch has loaded (its lib/ and the nvidia-* wheels), "
+          "LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. A library that will "
+          "not be found (libcudart.so.11.0 beside a CUDA 12 torch) predicts the import failure.",
+          binary.check_libraries),
+    Check("FAD131", "ext-symbols", "Each extension's symbols are exported by the torch installed",
+          "Looks each undefined symbol of the extension up in the libraries it will load, through "
+          "their hash tables. Missing c10/at/torch symbols mean a build for another torch; their "
+          "std::string mangling ('Ss' or '__cxx11') against torch's C++ ABI tells an ABI "
+          "mismatch. Names are shown demangled; a wheel's file name says which torch it was for.",
+          binary.check_symbols),
+    Check("FAD132", "ext-glibc", "The system's glibc and libstdc++ are new enough for each "
+          "extension",
+          "Holds the symbol versions an extension needs (GLIBC_x, GLIBCXX_x, CXXABI_x, from "
+          ".gnu.version_r) against those the resolved libc and libstdc++ define.",
+          binary.check_glibc),
+    Check("FAD133", "ext-kernels", "Each extension has GPU kernels for the GPUs here",
+          "Parses the CUDA fat binary (.nv_fatbin, compressed entries included) into SASS and "
+          "PTX architectures and applies CUDA's rules: SASS runs on the same major with an equal "
+          "or higher minor, PTX is JIT-compiled for equal or newer GPUs. Otherwise: 'no kernel "
+          "image is available for execution on the device'.",
+          binary.check_kernels),
+    Check("FAD134", "static-vs-import", "The static prediction agrees with the real import",
+          "Puts the prediction from the files next to what importing the extension in the "
+          "worker did. A disagreement is a fadoctor bug, reported as such, never hidden.",
+          binary.check_agreement),
 )
 
 BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}

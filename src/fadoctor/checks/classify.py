@@ -11,13 +11,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
+from fadoctor.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category
+
+__all__ = ["Diagnosis", "classify", "is_torch_symbol", "missing_library", "string_abi",
+           "symbol_version", "undefined_symbol"]
 
 _UNDEFINED = re.compile(r"undefined symbol:\s*(\S+)")
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
 _SYMBOL_VERSION = re.compile(r"version \W?((GLIBC|GLIBCXX|CXXABI)_[\d.]+)\W? not found")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-_TORCH_NAMESPACES = ("3c10", "2at", "5torch", "6caffe2")
 _CUDA_LIBS = ("libcudart", "libcublas", "libcublasLt", "libcusparse", "libcufft", "libcurand",
               "libcusolver", "libnvrtc", "libcudnn", "libnvJitLink", "libnccl", "libcuda.")
 _TORCH_LIBS = ("libtorch", "libc10", "libshm", "libcaffe2")
@@ -31,57 +34,17 @@ class Diagnosis:
     recognised: bool = True  # False: no mechanism matched; report the text as it was raised
 
 
-def is_torch_symbol(symbol: str) -> bool:
-    """A symbol in one of PyTorch's C++ namespaces (c10, at, torch, caffe2)."""
-    body = re.sub(r"^_Z(?:T[VIS])?N?K?", "", symbol)
-    return body.startswith(_TORCH_NAMESPACES)
-
-
-def string_abi(symbol: str) -> Optional[int]:
-    """Which C++ ABI the std::string in a mangled name belongs to: 1 (C++11), 0 (old), or None.
-
-    C++11: `NSt7__cxx1112basic_string` in a parameter, or the `[abi:cxx11]` tag `B5cxx11` that
-    marks a string the parameters do not show (a return type: `torch::autograd::Node::name()`).
-    Old: the abbreviation `Ss`. Identifiers (a length, then that many characters) are skipped
-    whole, so an `Ss` inside a name does not count; digits that are no length — a substitution
-    `S2_`, a template parameter `T0_`, a constructor `C2`, a destructor `D1`, just after that
-    letter — are stepped over, else they would swallow the `Ss` that follows them.
-    """
-    if "__cxx11" in symbol or "B5cxx11" in symbol:
-        return 1
-    i, after_name = 0, False
-    while i < len(symbol):
-        if symbol[i].isdigit():
-            j = i
-            while j < len(symbol) and symbol[j].isdigit():
-                j += 1
-            if not after_name and i > 0 and symbol[i - 1] in "STCD":
-                i = j  # an index, not a length
-            else:
-                i, after_name = j + int(symbol[i:j]), True
-            continue
-        if symbol.startswith("Ss", i):
-            return 0
-        i, after_name = i + 1, False
-    return None
-
-
 def classify(message: str, torch_cxx11_abi: Optional[bool] = None) -> Diagnosis:
     """The category of an import failure, with what it means for this environment."""
     found = _UNDEFINED.search(message)
     if found:
-        return _undefined_symbol(found.group(1), torch_cxx11_abi)
+        return undefined_symbol(found.group(1), torch_cxx11_abi)
     found = _SYMBOL_VERSION.search(message)
     if found:
-        required, kind = found.group(1), found.group(2)
-        lib = "glibc" if kind == "GLIBC" else "libstdc++"
-        return Diagnosis(Category.GLIBC_TOO_OLD,
-                         f"the binary needs {required}, which this system's {lib} does not "
-                         "provide: it was built on a newer Linux than this one",
-                         {"required": required, "library": lib})
+        return symbol_version(found.group(1))
     found = _MISSING_LIB.search(message)
     if found:
-        return _missing_library(found.group(1))
+        return missing_library(found.group(1))
     found = _NO_MODULE.search(message)
     if found:
         return _no_module(found.group(1))
@@ -94,7 +57,7 @@ def classify(message: str, torch_cxx11_abi: Optional[bool] = None) -> Diagnosis:
                      "recognise; the message is reported as it was raised", recognised=False)
 
 
-def _undefined_symbol(symbol: str, torch_abi: Optional[bool]) -> Diagnosis:
+def undefined_symbol(symbol: str, torch_abi: Optional[bool]) -> Diagnosis:
     details = {"symbol": symbol}
     built_abi = string_abi(symbol)
     if built_abi is not None:
@@ -117,7 +80,16 @@ def _undefined_symbol(symbol: str, torch_abi: Optional[bool]) -> Diagnosis:
                      "for another environment", details)
 
 
-def _missing_library(lib: str) -> Diagnosis:
+def symbol_version(required: str) -> Diagnosis:
+    """A needed symbol version (GLIBC_2.32, GLIBCXX_3.4.30, CXXABI_1.3.13) the system lacks."""
+    lib = "glibc" if required.startswith("GLIBC_") else "libstdc++"
+    return Diagnosis(Category.GLIBC_TOO_OLD,
+                     f"the binary needs {required}, which this system's {lib} does not "
+                     "provide: it was built on a newer Linux than this one",
+                     {"required": required, "library": lib})
+
+
+def missing_library(lib: str) -> Diagnosis:
     details = {"library": lib}
     if lib.startswith(_CUDA_LIBS):
         major = re.search(r"\.so\.(\d+)", lib)

@@ -82,6 +82,8 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
 
 
 def check_import(facts: Facts, matrix: Matrix) -> Outcome:
+    if facts.mode == "static":
+        return Skip("needs the real imports, and check --static imports nothing")
     present = installed(facts)
     if not present:
         return Skip("needs an installed flash-attention family, and none is installed")
@@ -114,7 +116,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
                       "torch": torch.version if torch else None,
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
-            remedies=_import_remedies(fa, diagnosis, facts, matrix)))
+            remedies=import_remedies(fa, diagnosis, facts, matrix)))
     return findings
 
 
@@ -139,7 +141,7 @@ def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts
             continue
         diagnosis = classify(ext.error or "", torch.cxx11_abi if torch else None)
         remedies = (_csrc_remedies(ext.module) if ext.module in CSRC
-                    else _import_remedies(fa, diagnosis, facts, matrix))
+                    else import_remedies(fa, diagnosis, facts, matrix))
         out.append(Finding(
             severity=Severity.ERROR, category=diagnosis.category, subject=ext.module,
             message=f"{label(fa, matrix)} imports, but its extension {ext.module} does not: "
@@ -167,9 +169,15 @@ def _how(kind: FailureKind, signal: Optional[str]) -> str:
             FailureKind.EXIT: "the interpreter exited"}.get(kind, kind.value.replace("_", " "))
 
 
-def _import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, matrix: Matrix
-                     ) -> List[Remedy]:
-    torch = facts.torch.data
+def installed_family(facts: Facts, family: Optional[Family]) -> Optional[FlashAttention]:
+    fa = facts.family(family) if family is not None else None
+    return fa if fa is not None and fa.installed else None
+
+
+def import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, matrix: Matrix,
+                    torch: Optional[Torch] = None) -> List[Remedy]:
+    """What to do about a family that does not load, by the cause `diagnosis` names."""
+    torch = torch or facts.torch.data
     tv = version(torch.version if torch else None)
     if fa.family != Family.FA2 or fa.version is None or tv is None or torch is None:
         return [Remedy(summary=f"Reinstall {fa.distribution or fa.family.value} built for torch "

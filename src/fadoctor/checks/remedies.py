@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.checks.base import release, version
+from fadoctor.checks.base import release, torch_view, version
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import DriverVersion, FlashAttnRelease, TorchRelease
@@ -102,7 +102,7 @@ def sdpa_fallback(reason: str) -> Remedy:
 
 def torch_variant_remedies(matrix: Matrix, facts: Facts, why: str) -> List[Remedy]:
     """Install the CUDA build of the same torch release that fits this machine's driver."""
-    torch = facts.torch.data
+    torch = torch_view(facts)
     v = version(torch.version if torch else None)
     if v is None:
         return []

@@ -7,10 +7,11 @@ from typing import Dict, List, Tuple
 
 from packaging.version import Version
 
-from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
+from fadoctor.archs import arch_runs_on
+from fadoctor.checks.base import Outcome, Skip, info, torch_view, version, why_unknown
 from fadoctor.checks.classify import classify
 from fadoctor.checks.remedies import driver_version, torch_variant_remedies
-from fadoctor.facts import Facts
+from fadoctor.facts import Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 
@@ -69,6 +70,8 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
                      version=t.version, cuda=t.cuda, file=t.file)]
     failure = probe.failure
     assert failure is not None
+    if failure.kind == FailureKind.SKIPPED:
+        return Skip(f"torch was {failure.reason}")
     text = failure.reason if failure.kind.value == "import_error" else (failure.stderr_tail or "")
     diagnosis = classify(text)
     if diagnosis.category == Category.NOT_INSTALLED or (
@@ -90,7 +93,7 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
 
 
 def check_torch_cuda_build(facts: Facts, matrix: Matrix) -> Outcome:
-    torch = facts.torch.data
+    torch = torch_view(facts)  # imported, or read from its files
     if torch is None:
         return why_unknown("torch", facts.torch)
     if torch.cuda:
@@ -108,7 +111,7 @@ def check_torch_cuda_build(facts: Facts, matrix: Matrix) -> Outcome:
 
 
 def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
-    torch = facts.torch.data
+    torch = torch_view(facts)  # imported, or read from its files
     if torch is None:
         return why_unknown("torch", facts.torch)
     if not torch.cuda:
@@ -178,21 +181,9 @@ def check_torch_sees_gpu(facts: Facts, matrix: Matrix) -> Outcome:
         evidence=evidence)]
 
 
-def _runs_on(arch: str, cc: Version) -> bool:
-    """Whether a torch arch-list entry (sm_90, sm_90a, compute_90) can run on a device."""
-    kind, _, num = arch.partition("_")
-    specific = num.endswith(("a", "f"))
-    digits = num.rstrip("af")
-    if not digits.isdigit():
-        return False
-    major, minor = int(digits[:-1]), int(digits[-1])
-    if kind == "compute":  # PTX: JIT-compiled by the driver for equal or newer GPUs
-        return (cc.major, cc.minor) >= (major, minor)
-    if kind != "sm":
-        return False
-    if specific and num.endswith("a"):  # arch-specific cubins run only on that exact arch
-        return (cc.major, cc.minor) == (major, minor)
-    return cc.major == major and cc.minor >= minor  # SASS: same major, equal or newer minor
+def runs_on(arch: str, cc: Version) -> bool:
+    """Whether code for an arch (sm_90, sm_90a, sm_100f, compute_90) can run on a device."""
+    return arch_runs_on(arch, (cc.major, cc.minor))
 
 
 def check_torch_arch(facts: Facts, matrix: Matrix) -> Outcome:
@@ -210,7 +201,7 @@ def check_torch_arch(facts: Facts, matrix: Matrix) -> Outcome:
         by_cc[cc].append(name)
     for cc, names in sorted(by_cc.items()):
         arch = f"sm_{cc.major}{cc.minor}"
-        if any(_runs_on(a, cc) for a in torch.arch_list):
+        if any(runs_on(a, cc) for a in torch.arch_list):
             findings.append(info(f"torch has kernels for {names[0]} ({arch})", arch=arch))
             continue
         findings.append(Finding(
@@ -231,7 +222,7 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
     if rel is None or v is None:
         return []
     fitting = [variant for variant, arches in rel.arch_lists.items()
-               if any(_runs_on(_arch_entry(a), cc) for a in arches.split(";"))]
+               if any(runs_on(_arch_entry(a), cc) for a in arches.split(";"))]
     if not fitting:
         return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
                        f"sm_{cc.major}{cc.minor}; use another torch release.")]

@@ -37,9 +37,10 @@ FAMILIES = {
             "markers": ["flash_attn_interface", "flash_attn_3"]},
     "fa4": {"distributions": ["flash-attn-4", "flash-attn4"], "modules": ["flash_attn.cute"],
             "extensions": [], "markers": []},
+    # The vllm-flash-attn 2.6.2 wheel: package vllm_flash_attn, extension vllm_flash_attn_2_cuda.
     "vllm_fa": {"distributions": ["vllm-flash-attn"], "modules": ["vllm_flash_attn"],
-                "extensions": ["vllm_flash_attn._C", "vllm_flash_attn_c"],
-                "markers": ["vllm_flash_attn"]},
+                "extensions": ["vllm_flash_attn_2_cuda"],
+                "markers": ["vllm_flash_attn", "vllm_flash_attn_2_cuda"]},
 }
 
 # Distributions worth reporting (canonical names or prefixes ending in "-").
@@ -60,7 +61,9 @@ ENVIRONMENT = (
     "GPU_ARCHS",
 )
 
-STAGES = ("host", "packages", "torch", "sdpa", "fa2", "fa3", "fa4", "vllm_fa")
+STAGES = ("host", "packages", "files", "torch", "sdpa", "fa2", "fa3", "fa4", "vllm_fa")
+# The stages that import nothing of torch or flash-attention (`check --static`).
+STATIC_STAGES = ("host", "packages", "files")
 
 _TAIL = 4000
 
@@ -264,6 +267,81 @@ def stage_sdpa() -> Dict[str, Any]:
     return {"sdpa": backends}
 
 
+def _read_version_py(path: str) -> Dict[str, Any]:
+    """torch/version.py's assignments, read as text: torch is not imported."""
+    import ast
+
+    out: Dict[str, Any] = {}
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError:
+        return out
+    for match in re.finditer(r"^(__version__|cuda|hip|git_version)\s*(?::[^=\n]+)?=\s*(.+)$",
+                             text, re.M):
+        try:
+            out[match.group(1).strip("_")] = ast.literal_eval(match.group(2).strip())
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
+def _locate(name: str) -> Optional[str]:
+    """The file a module would load from, found without importing it or its package."""
+    import importlib.machinery
+    import importlib.util
+
+    top, _, rest = name.partition(".")
+    try:
+        spec = importlib.util.find_spec(top)  # a top-level find_spec imports nothing
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if not rest:
+        return spec.origin
+    for folder in spec.submodule_search_locations or []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            candidate = os.path.join(folder, *rest.split(".")) + suffix
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def _wheel_libraries() -> List[str]:
+    """Shared libraries of the nvidia-* wheels (site-packages/nvidia/*/lib), which torch loads
+    itself before any extension is imported."""
+    out: List[str] = []
+    for entry in sys.path:
+        root = os.path.join(entry or os.curdir, "nvidia")
+        if not os.path.isdir(root):
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            if dirpath[len(root):].count(os.sep) >= 3:
+                dirnames[:] = []
+            if os.path.basename(dirpath) in ("lib", "lib64"):
+                out.extend(os.path.join(dirpath, f) for f in sorted(filenames) if ".so" in f)
+    return out
+
+
+def stage_files() -> Dict[str, Any]:
+    """Where torch and each family's compiled extensions lie, for the static analysis."""
+    torch: Optional[Dict[str, Any]] = None
+    origin = _locate("torch")
+    if origin:
+        folder = os.path.dirname(origin)
+        lib = os.path.join(folder, "lib")
+        torch = {"dir": folder, "lib_dir": lib if os.path.isdir(lib) else None}
+        torch.update(_read_version_py(os.path.join(folder, "version.py")))
+    extensions = []
+    for family, spec in FAMILIES.items():
+        for name in spec["extensions"] + spec.get("optional", []):
+            path = _locate(name)
+            if path and not path.endswith(".py"):
+                extensions.append({"family": family, "module": name, "path": path})
+    return {"torch": torch, "extensions": extensions, "wheel_libraries": _wheel_libraries()}
+
+
 def _find_spec(name: str) -> bool:
     import importlib.util
 
@@ -370,6 +448,8 @@ def main(argv: List[str]) -> int:
             elif stage == "packages":
                 data = stage_packages()
                 dists = {d["name"]: d["version"] for d in data["distributions"]}
+            elif stage == "files":
+                data = stage_files()
             elif stage == "torch":
                 data = stage_torch()
             elif stage == "sdpa":

@@ -1,0 +1,30 @@
+"""GPU architecture names (sm_90, sm_90a, sm_100f, compute_90) and CUDA's rule for where code
+built for one runs (pure; shared by the torch arch-list check and the fatbin analysis)."""
+
+from __future__ import annotations
+
+import re
+from typing import Tuple
+
+ARCH = re.compile(r"(sm|compute)_(\d{2,})([af]?)")
+
+
+def arch_runs_on(arch: str, cc: Tuple[int, int]) -> bool:
+    """Whether an image for `arch` (sm_90, sm_90a, sm_100f, compute_90, ...) runs on `cc`.
+
+    CUDA Programming Guide, "Compute Capabilities" > "Feature Availability", and NVIDIA's CUDA
+    12.9 post on family-specific features: SASS runs on its own major with an equal or higher
+    minor; PTX is JIT-compiled for any equal or newer GPU; an `a` target runs on that exact
+    compute capability only; an `f` target on its own major with an equal or higher minor
+    (sm_100f on 10.0 and 10.3, never on 11.x or 12.x), for SASS and PTX alike.
+    """
+    match = ARCH.fullmatch(arch)
+    if match is None:
+        return False
+    kind, digits, suffix = match.groups()
+    target = (int(digits[:-1]), int(digits[-1]))
+    if suffix == "a":
+        return cc == target
+    if suffix == "f" or kind == "sm":
+        return cc[0] == target[0] and cc[1] >= target[1]
+    return cc >= target

@@ -1,0 +1,233 @@
+"""Checks that read the compiled extensions as files: libraries, symbols, glibc, GPU kernels, and
+whether that static prediction agrees with the real import."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
+from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
+from fadoctor.checks.flash import import_remedies, installed_family
+from fadoctor.checks.system import gpus, runs_on
+from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
+from fadoctor.mangling import is_torch_symbol
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Finding, Remedy, Severity
+
+SHOWN_SYMBOLS = 6  # missing symbols listed in a message; evidence keeps what the probe kept
+
+
+def _binaries(facts: Facts) -> List[BinaryAnalysis] | Skip:
+    if facts.binaries is None:
+        return Skip("needs the static analysis of the binaries, which these facts do not hold")
+    if facts.binaries.data is None:
+        return why_unknown("the static analysis of the binaries", facts.binaries)
+    if not facts.binaries.data:
+        return Skip("needs a compiled flash-attention extension, and none was found")
+    return facts.binaries.data
+
+
+def name(binary: BinaryAnalysis) -> str:
+    return binary.file.module or binary.file.path.rsplit("/", 1)[-1]
+
+
+def _diagnosed(binary: BinaryAnalysis, diagnosis: Diagnosis, message: str, facts: Facts,
+               matrix: Matrix, **evidence: object) -> Finding:
+    fa = installed_family(facts, binary.file.family)
+    remedies = (import_remedies(fa, diagnosis, facts, matrix, torch_view(facts)) if fa
+                else [Remedy(summary="Rebuild or reinstall it for this environment.")])
+    return Finding(severity=Severity.ERROR, category=diagnosis.category, subject=name(binary),
+                   message=message, evidence={"path": binary.file.path, **evidence,
+                                              **diagnosis.details}, remedies=remedies)
+
+
+def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
+    found = _binaries(facts)
+    if isinstance(found, Skip):
+        return found
+    findings: List[Finding] = []
+    for binary in found:
+        if binary.error is not None:
+            findings.append(Finding(severity=Severity.WARNING, category=Category.INTERNAL,
+                                    subject=name(binary), evidence={"path": binary.file.path},
+                                    message=f"{name(binary)} could not be read: {binary.error}"))
+            continue
+        missing = [lib for lib in binary.needed if lib.path is None]
+        for lib in missing:
+            findings.append(_diagnosed(
+                binary, missing_library(lib.name), facts=facts, matrix=matrix,
+                message=f"{name(binary)} needs {lib.name}, which the dynamic loader will not "
+                        f"find: importing it will fail ('{lib.name}: cannot open shared object "
+                        "file')", searched=[n.name for n in binary.needed]))
+        if not missing:
+            loaded = sum(1 for lib in binary.needed if lib.how == "loaded")
+            findings.append(info(f"{name(binary)}: its {len(binary.needed)} needed libraries "
+                                 f"resolve ({loaded} already loaded by torch)",
+                                 needed={lib.name: lib.path for lib in binary.needed}))
+    return findings
+
+
+def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
+    found = _binaries(facts)
+    if isinstance(found, Skip):
+        return found
+    torch = torch_view(facts)
+    abi = torch.cxx11_abi if torch else None
+    findings: List[Finding] = []
+    for binary in (b for b in found if b.error is None):
+        if not binary.missing_symbol_count:
+            findings.append(info(f"{name(binary)}: every symbol it imports is defined"))
+            continue
+        torch_missing = [s for s in binary.missing_symbols if is_torch_symbol(s.name)]
+        first = (torch_missing or binary.missing_symbols)[0]
+        diagnosis = undefined_symbol(first.name, abi)
+        if binary.string_abi is not None and abi is not None and torch_missing \
+                and binary.string_abi != int(abi):
+            diagnosis = undefined_symbol(_abi_witness(binary) or first.name, abi)
+        shown = [s.demangled or s.name for s in (torch_missing or binary.missing_symbols)]
+        findings.append(_diagnosed(
+            binary, diagnosis, facts=facts, matrix=matrix,
+            message=f"{name(binary)} needs {binary.missing_symbol_count} symbol(s) that no "
+                    f"library it loads defines — {diagnosis.explanation}{_built_for(facts, binary)}"
+                    f". Missing: {'; '.join(shown[:SHOWN_SYMBOLS])}"
+                    + (" …" if binary.missing_symbol_count > SHOWN_SYMBOLS else ""),
+            missing=[s.name for s in binary.missing_symbols], torch_cxx11_abi=abi,
+            extension_cxx11_abi=binary.string_abi))
+    return findings
+
+
+def _abi_witness(binary: BinaryAnalysis) -> Optional[str]:
+    from fadoctor.mangling import string_abi
+
+    return next((s.name for s in binary.missing_symbols
+                 if is_torch_symbol(s.name) and string_abi(s.name) is not None), None)
+
+
+_WHEEL_TAG = re.compile(r"\+cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)")
+
+
+def _built_for(facts: Facts, binary: BinaryAnalysis) -> str:
+    """What the installed wheel's file name says it was built for, when pip recorded it."""
+    fa = installed_family(facts, binary.file.family)
+    packages = facts.packages.data
+    dist = packages.get(fa.distribution) if packages and fa and fa.distribution else None
+    tag = _WHEEL_TAG.search(dist.direct_url or "") if dist else None
+    if tag is None:
+        return ""
+    cuda, torch, abi = tag.groups()
+    return (f" (its wheel's name says it was built for torch {torch}, CUDA {cuda}, "
+            f"cxx11abi{abi})")
+
+
+def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
+    found = _binaries(facts)
+    if isinstance(found, Skip):
+        return found
+    findings: List[Finding] = []
+    for binary in (b for b in found if b.error is None):
+        for unmet in binary.unmet_versions:
+            have = f"; it provides up to {unmet.available}" if unmet.available else ""
+            findings.append(_diagnosed(
+                binary, symbol_version(unmet.version), facts=facts, matrix=matrix,
+                message=f"{name(binary)} needs {unmet.version} from {unmet.library}{have}: "
+                        f"importing it will fail ('version `{unmet.version}' not found')",
+                library=unmet.library, available=unmet.available))
+        if not binary.unmet_versions:
+            findings.append(info(f"{name(binary)}: the system's C and C++ runtimes provide every "
+                                 "symbol version it needs"))
+    return findings
+
+
+def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
+    found = _binaries(facts)
+    if isinstance(found, Skip):
+        return found
+    devices = sorted({cc for _, cc in gpus(facts)})
+    if not devices:
+        return Skip("needs a GPU with a known compute capability, and none was found")
+    findings: List[Finding] = []
+    for binary in (b for b in found if b.kernels is not None):
+        kernels = binary.kernels
+        assert kernels is not None
+        archs = " ".join(kernels.sass) + (f"; PTX {' '.join(kernels.ptx)}" if kernels.ptx
+                                           else "; no PTX")
+        for cc in devices:
+            if any(runs_on(a, cc) for a in [*kernels.sass, *kernels.ptx]):
+                findings.append(info(f"{name(binary)} has kernels for sm_{cc.major}{cc.minor} "
+                                     f"(SASS {archs})", sass=kernels.sass, ptx=kernels.ptx))
+                continue
+            findings.append(Finding(
+                severity=Severity.ERROR, category=Category.NO_KERNEL_IMAGE, subject=name(binary),
+                message=f"{name(binary)} has no kernels for sm_{cc.major}{cc.minor} (SASS "
+                        f"{archs}): launching them fails with 'no kernel image is available for "
+                        "execution on the device'",
+                evidence={"path": binary.file.path, "sass": kernels.sass, "ptx": kernels.ptx},
+                remedies=_kernel_remedies(binary, cc.major, cc.minor)))
+    return findings or Skip("needs a binary with CUDA kernels, and none has a .nv_fatbin section")
+
+
+def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Remedy]:
+    from fadoctor.checks.flash import CSRC
+
+    if binary.file.module in CSRC:
+        folder, triton = CSRC[binary.file.module]
+        use = f" Or use {triton}, the Triton version, which compiles for the GPU at run time." \
+            if triton else ""
+        return [Remedy(summary=f"Rebuild {binary.file.module} from flash-attention's {folder} "
+                       f"with kernels for this GPU.{use}",
+                       commands=[f"cd flash-attention/{folder} && TORCH_CUDA_ARCH_LIST="
+                                 f"{major}.{minor} pip install . --no-build-isolation"])]
+    return [Remedy(summary="Build it for this GPU: flash-attn >= 2.7.3 takes the archs from "
+                   "FLASH_ATTN_CUDA_ARCHS; flash-attn 2.8.0 is the first release whose wheels "
+                   "carry sm_100 and sm_120.",
+                   commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE FLASH_ATTN_CUDA_ARCHS={major}"
+                             f"{minor} pip install flash-attn --no-build-isolation --no-cache-dir"])]
+
+
+def check_agreement(facts: Facts, matrix: Matrix) -> Outcome:
+    if facts.mode == "static":
+        return Skip("needs the real imports, and check --static imports nothing")
+    found = _binaries(facts)
+    if isinstance(found, Skip):
+        return found
+    findings: List[Finding] = []
+    for binary in (b for b in found if b.error is None):
+        actual = _import_outcome(facts, binary)
+        if actual is None:
+            continue
+        failed, said = actual
+        predicted = binary.predicts_import_failure
+        verdict = f"static: {'fails' if predicted else 'loads'}; import: {said}"
+        if predicted == failed:
+            findings.append(info(f"{name(binary)}: the prediction matches the import ({verdict})"))
+            continue
+        findings.append(Finding(
+            severity=Severity.WARNING, category=Category.INTERNAL, subject=name(binary),
+            message=f"{name(binary)}: fadoctor's static analysis and the real import disagree "
+                    f"({verdict}) — a fadoctor bug; please report it with `fadoctor snapshot`",
+            evidence={"path": binary.file.path, "predicted_failure": predicted,
+                      "import": said}))
+    return findings or Skip("needs an import result for an analysed binary, and none was made")
+
+
+def _import_outcome(facts: Facts, binary: BinaryAnalysis) -> Optional[Tuple[bool, str]]:
+    """Whether importing this binary failed in the worker, when the facts can tell."""
+    fa = installed_family(facts, binary.file.family)
+    if fa is None or fa.imported is None:
+        return None
+    if fa.imported.data is not None:
+        ext = next((e for e in fa.imported.data.extensions if e.module == binary.file.module),
+                   None)
+        if ext is None:
+            return None
+        return (not ext.ok, "loads" if ext.ok else f"fails: {ext.error}")
+    failure = fa.imported.failure
+    if failure is None or failure.kind != FailureKind.IMPORT_ERROR:
+        return None
+    loader = ("undefined symbol" in failure.reason or "cannot open shared object" in failure.reason
+              or "not found (required by" in failure.reason)
+    # The loader names the object for symbols and versions, only the library for a missing one.
+    mine = (binary.file.path in failure.reason or (binary.file.module or "\0") in failure.reason
+            or any(f"{lib.name}: cannot open" in failure.reason for lib in binary.needed))
+    return (True, f"fails: {failure.reason}") if loader and mine else None

@@ -1,0 +1,1 @@
+"""Probes: everything that touches the examined environment (child processes, NVML, files)."""

@@ -1,0 +1,320 @@
+"""ELF facts of shared objects, read from the files and never loaded: the one module that parses ELF.
+
+API (plain frozen dataclasses; `fadoctor.facts` maps them into the facts model):
+
+    read_elf(path, *, symbols=True) -> ElfInfo   soname, DT_NEEDED, DT_RPATH/DT_RUNPATH, the
+                                                undefined strong dynamic symbols, version needs
+                                                (.gnu.version_r) and definitions (.gnu.version_d)
+    identify(path) -> Optional[Identity]         ELF class, byte order and machine, from the header
+    read_section(path, name) -> Optional[bytes]  the raw bytes of one section (".nv_fatbin")
+    MappedElf(path)                              the file mapped read-only with its section table,
+                                                for `symbols.SymbolIndex`
+    ElfError                                     anything that cannot be read as ELF
+
+Two readers, on purpose. pyelftools reads the small structured parts (.dynamic, .gnu.version_r,
+.gnu.version_d); struct reads the section table and the bulk arrays (.dynsym, .gnu.version, the
+hash tables) from a read-only mmap, so pages of a 400 MB library are touched only where a lookup
+lands. pyelftools costs ~70 µs a symbol (5 s to enumerate libtorch_cpu's 75k dynamic symbols) and
+its section objects parse a whole GNU hash table on construction, so it is never asked for those.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.enums import ENUM_E_MACHINE
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 5, 6, 8, 11
+SHT_GNU_HASH, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = (
+    0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF)
+SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
+STB_LOCAL, STB_WEAK = 0, 2
+DF_1_NODEFLIB = 0x800
+VER_FLG_BASE, VER_FLG_WEAK = 0x1, 0x2
+VERSYM_HIDDEN = 0x8000
+_MACHINES: Dict[int, str] = {}
+for _name, _value in ENUM_E_MACHINE.items():
+    if isinstance(_value, int):
+        _MACHINES.setdefault(_value, _name)
+
+
+class ElfError(Exception):
+    """A file that is missing, unreadable, not ELF, or truncated."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What ld.so compares before it accepts a candidate file."""
+
+    elf_class: int  # 32 or 64
+    little_endian: bool
+    machine: str  # pyelftools' spelling: "EM_X86_64", "EM_AARCH64", ...
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    version: Optional[str] = None  # the version it is bound to: "GLIBC_2.14" for memcpy@GLIBC_2.14
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.version}" if self.version else self.name
+
+
+@dataclass(frozen=True)
+class VersionNeed:
+    library: str  # the file name as in DT_NEEDED: "libc.so.6"
+    versions: Tuple[str, ...]  # non-weak needs only: a missing weak version is a warning to ld.so
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    path: str
+    identity: Identity
+    soname: Optional[str]
+    needed: Tuple[str, ...]  # DT_NEEDED, in order
+    rpath: Tuple[str, ...]  # DT_RPATH split on ':', tokens ($ORIGIN, ...) unexpanded
+    runpath: Tuple[str, ...]  # DT_RUNPATH, likewise
+    nodeflib: bool  # DF_1_NODEFLIB: ld.so skips the cache's system entries and the default dirs
+    undefined: Tuple[Symbol, ...]  # undefined, non-weak, non-local .dynsym entries, in table order
+    version_needs: Tuple[VersionNeed, ...]
+    # None when there is no .gnu.version_d (an unversioned library), () when only the base entry.
+    version_definitions: Optional[Tuple[str, ...]]
+    sections: Tuple[str, ...]
+
+
+class _Section(NamedTuple):
+    number: int
+    type: int
+    offset: int
+    size: int
+    link: int
+
+
+class SymbolLayout(NamedTuple):
+    """Where Elf32_Sym / Elf64_Sym keep the fields we read (the two orders differ)."""
+
+    format: str
+    name: int  # field positions in the unpacked tuple
+    info: int
+    shndx: int
+    value: int
+    shndx_at: int  # byte offset of st_shndx in the entry
+
+
+SYMBOL_LAYOUTS = {32: SymbolLayout("IIIBBH", 0, 3, 5, 1, 14), 64: SymbolLayout("IBBHQQ", 0, 1, 3, 4, 6)}
+READ_ERRORS = (ValueError, OSError, struct.error, IndexError, ELFError)
+
+
+def _parse_identity(head: bytes, path: str) -> Tuple[Identity, str]:
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
+        raise ElfError(f"{path}: not an ELF file")
+    endian = "<" if head[5] == 1 else ">"
+    (machine,) = struct.unpack_from(endian + "H", head, 18)
+    return Identity(32 * head[4], head[5] == 1, _MACHINES.get(machine, f"EM_{machine}")), endian
+
+
+def identify(path: PathLike) -> Optional[Identity]:
+    """The identity from the first 20 bytes; None for a file that is not ELF or cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return _parse_identity(handle.read(20), os.fspath(path))[0]
+    except (OSError, ElfError):
+        return None
+
+
+class MappedElf:
+    """One ELF file mapped read-only, with its identity and section table (struct, no pyelftools)."""
+
+    def __init__(self, path: PathLike) -> None:
+        self.path = os.fspath(path)
+        self.data: Optional[mmap.mmap] = None
+        try:
+            self.file = open(self.path, "rb")  # noqa: SIM115 -- held open by the mapping until close()
+        except OSError as exc:
+            raise ElfError(f"{self.path}: {exc.strerror or exc}") from exc
+        try:
+            self.data = mmap.mmap(self.file.fileno(), 0, access=mmap.ACCESS_READ)
+            self.identity, self.endian = _parse_identity(self.data[:20], self.path)
+            self.table = self._section_table(self.data)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, READ_ERRORS):
+                raise ElfError(f"{self.path}: unreadable ELF ({exc})") from exc
+            raise
+        self.sections: Dict[str, _Section] = {}
+        for name, section in self.table:
+            self.sections.setdefault(name, section)
+
+    def _section_table(self, data: mmap.mmap) -> List[Tuple[str, _Section]]:
+        is64 = self.identity.elf_class == 64
+        (shoff,) = struct.unpack_from(self.endian + ("Q" if is64 else "I"), data, 0x28 if is64 else 0x20)
+        entsize, count, names = struct.unpack_from(self.endian + "HHH", data, 0x3A if is64 else 0x2E)
+        if shoff == 0:
+            return []
+        header = struct.Struct(self.endian + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII"))
+        first = header.unpack_from(data, shoff)
+        count = count or first[5]  # more than 0xff00 sections: the count is in section 0's sh_size
+        names = first[6] if names == SHN_XINDEX else names  # ... and the index in its sh_link
+        rows = [header.unpack_from(data, shoff + i * entsize) for i in range(count)]
+        strings = rows[names][4]
+        return [(self.cstring(strings + row[0]), _Section(i, row[1], row[4], row[5], row[6]))
+                for i, row in enumerate(rows)]
+
+    def cstring(self, offset: int) -> str:
+        assert self.data is not None
+        end = self.data.find(b"\0", offset)
+        if end < 0:
+            raise ElfError(f"{self.path}: unterminated string at {offset:#x}")
+        return self.data[offset:end].decode("utf-8", "replace")
+
+    def first(self, sh_type: int) -> Optional[_Section]:
+        return next((section for _, section in self.table if section.type == sh_type), None)
+
+    def contents(self, section: _Section) -> bytes:
+        assert self.data is not None
+        if section.type == SHT_NOBITS:
+            return b""
+        if section.offset + section.size > len(self.data):
+            raise ElfError(f"{self.path}: section {section.number} runs past the end of the file")
+        return self.data[section.offset:section.offset + section.size]
+
+    def close(self) -> None:
+        if self.data is not None:
+            self.data.close()
+            self.data = None
+        if not self.file.closed:
+            self.file.close()
+
+    def __enter__(self) -> MappedElf:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_section(path: PathLike, name: str) -> Optional[bytes]:
+    """The bytes of section `name` as stored; None when absent, b"" for SHT_NOBITS."""
+    with MappedElf(path) as image:
+        section = image.sections.get(name)
+        return None if section is None else image.contents(section)
+
+
+class _Dynamic(NamedTuple):
+    soname: Optional[str]
+    needed: Tuple[str, ...]
+    rpath: Tuple[str, ...]
+    runpath: Tuple[str, ...]
+    nodeflib: bool
+
+
+def _read_dynamic(elf: ELFFile, image: MappedElf) -> _Dynamic:
+    section = image.first(SHT_DYNAMIC)
+    if section is None:
+        return _Dynamic(None, (), (), (), False)
+    soname, needed, rpath, runpath, flags_1 = None, [], [], [], 0
+    for tag in elf.get_section(section.number).iter_tags():
+        kind = tag.entry.d_tag
+        if kind == "DT_NEEDED":
+            needed.append(tag.needed)
+        elif kind == "DT_SONAME":
+            soname = tag.soname
+        # An empty DT_RPATH/DT_RUNPATH is ignored by ld.so (decompose_rpath), not "the cwd".
+        elif kind == "DT_RPATH" and tag.rpath:
+            rpath.extend(tag.rpath.split(":"))
+        elif kind == "DT_RUNPATH" and tag.runpath:
+            runpath.extend(tag.runpath.split(":"))
+        elif kind == "DT_FLAGS_1":
+            flags_1 = tag.entry.d_val
+    return _Dynamic(soname, tuple(needed), tuple(rpath), tuple(runpath), bool(flags_1 & DF_1_NODEFLIB))
+
+
+def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, str]]:
+    """The needs per library, and the version index -> name map that .gnu.version refers to."""
+    section = image.first(SHT_GNU_VERNEED)
+    if section is None:
+        return (), {}
+    needs, names = [], {}
+    for verneed, auxiliaries in elf.get_section(section.number).iter_versions():
+        versions = []
+        for aux in auxiliaries:
+            names[aux["vna_other"]] = aux.name
+            if not aux["vna_flags"] & VER_FLG_WEAK:
+                versions.append(aux.name)
+        needs.append(VersionNeed(verneed.name, tuple(versions)))
+    return tuple(needs), names
+
+
+def _version_definitions(elf: ELFFile, image: MappedElf) -> Optional[Tuple[str, ...]]:
+    section = image.first(SHT_GNU_VERDEF)
+    if section is None:
+        return None
+    names = []
+    for verdef, auxiliaries in elf.get_section(section.number).iter_versions():
+        first = next(iter(auxiliaries), None)
+        # The base definition names the file itself (its soname), not a version.
+        if first is not None and not verdef["vd_flags"] & VER_FLG_BASE:
+            names.append(first.name)
+    return tuple(names)
+
+
+def _undefined_indices(raw: bytes, size: int, shndx_at: int) -> Iterator[int]:
+    """Entries whose st_shndx is SHN_UNDEF: a C-speed search of that two-byte column (a few
+    thousand hits among libtorch_cpu's 75k entries), not a Python loop over every entry."""
+    low, high = raw[shndx_at::size], raw[shndx_at + 1::size]  # either byte order: both zero
+    index = low.find(0)
+    while index >= 0:
+        if high[index] == 0:
+            yield index
+        index = low.find(0, index + 1)
+
+
+def _undefined_symbols(image: MappedElf, version_names: Dict[int, str]) -> Tuple[Symbol, ...]:
+    dynsym = image.first(SHT_DYNSYM)
+    if dynsym is None:
+        return ()
+    strings = image.table[dynsym.link][1].offset
+    layout = SYMBOL_LAYOUTS[image.identity.elf_class]
+    entry = struct.Struct(image.endian + layout.format)
+    raw = image.contents(dynsym)
+    raw = raw[:len(raw) - len(raw) % entry.size]
+    versym = image.first(SHT_GNU_VERSYM)
+    versions = image.contents(versym) if versym else b""
+    found = []
+    for index in _undefined_indices(raw, entry.size, layout.shndx_at):
+        fields = entry.unpack_from(raw, index * entry.size)
+        if index == 0 or fields[layout.info] >> 4 in (STB_LOCAL, STB_WEAK):
+            continue
+        name = image.cstring(strings + fields[layout.name])
+        if name:
+            version = None
+            if len(versions) >= 2 * index + 2:
+                (number,) = struct.unpack_from(image.endian + "H", versions, 2 * index)
+                version = version_names.get(number & ~VERSYM_HIDDEN)
+            found.append(Symbol(name, version))
+    return tuple(found)
+
+
+def read_elf(path: PathLike, *, symbols: bool = True) -> ElfInfo:
+    """The dynamic-linking facts of one file; `symbols=False` skips the .dynsym scan."""
+    with MappedElf(path) as image:
+        try:
+            elf = ELFFile(image.file)
+            dynamic = _read_dynamic(elf, image)
+            needs, version_names = _version_needs(elf, image)
+            definitions = _version_definitions(elf, image)
+            undefined = _undefined_symbols(image, version_names) if symbols else ()
+        except READ_ERRORS as exc:
+            raise ElfError(f"{image.path}: unreadable ELF ({exc})") from exc
+        return ElfInfo(
+            path=image.path, identity=image.identity, soname=dynamic.soname, needed=dynamic.needed,
+            rpath=dynamic.rpath, runpath=dynamic.runpath, nodeflib=dynamic.nodeflib,
+            undefined=undefined, version_needs=needs, version_definitions=definitions,
+            sections=tuple(name for name, _ in image.table if name))

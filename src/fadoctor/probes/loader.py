@@ -1,0 +1,367 @@
+"""What ld.so would do with an extension, predicted from the files: library search, symbols, versions.
+
+API (plain frozen dataclasses; nothing here is loaded, only read through `fadoctor.probes.elf`):
+
+    LoaderContext(...)                          the process state the search depends on, injectable
+    LoaderContext.for_interpreter(python, ...)  that state for a target interpreter
+    preload_map(paths) -> Dict[str, str]        file name and soname -> path, for already-loaded
+                                                libraries (torch's lib/, the nvidia-* wheels)
+    resolve(info, context) -> Tuple[Resolution, ...]    one per DT_NEEDED entry, in order
+    missing_symbols(info, libraries) -> Tuple[Symbol, ...]
+    unmet_versions(info, resolutions) -> Tuple[UnmetVersion, ...]
+    analyze(extension, context) -> Analysis      all of the above for one extension
+
+The search follows ld.so(8) and glibc's _dl_map_object: a library already loaded under that name
+or soname wins; a name with a '/' is a path; then DT_RPATH of the object and of the objects
+that loaded it, then of the executable (all skipped when the object has DT_RUNPATH);
+LD_LIBRARY_PATH; DT_RUNPATH; /etc/ld.so.cache; the default directories. A candidate of another
+ELF class or machine is skipped, as ld.so does. Not modelled: glibc-hwcaps subdirectories,
+LD_PRELOAD, secure (setuid) mode. The interpreter's global scope is modelled by two rules:
+Py*/_Py* symbols are provided by the interpreter, and the `preloaded` libraries are searched
+(torch loads its dependencies RTLD_GLOBAL before any extension).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import (
+    Callable,
+    Deque,
+    Dict,
+    FrozenSet,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
+
+from fadoctor.probes.elf import (
+    ElfError,
+    ElfInfo,
+    Identity,
+    PathLike,
+    Symbol,
+    identify,
+    read_elf,
+)
+from fadoctor.probes.ldcache import LD_CACHE, cache_index
+from fadoctor.probes.symbols import SymbolIndex, demangle
+
+_MULTIARCH = {"EM_X86_64": "x86_64-linux-gnu", "EM_AARCH64": "aarch64-linux-gnu",
+              "EM_PPC64": "powerpc64le-linux-gnu", "EM_386": "i386-linux-gnu",
+              "EM_S390": "s390x-linux-gnu", "EM_RISCV": "riscv64-linux-gnu"}
+_PLATFORMS = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_386": "i686",
+              "EM_S390": "s390x", "EM_RISCV": "riscv64"}
+_TOKEN = re.compile(r"\$(?:\{(ORIGIN|LIB|PLATFORM)\}|(ORIGIN|LIB|PLATFORM)(?![A-Za-z0-9_]))")
+
+
+class How(str, Enum):
+    """Where a DT_NEEDED entry was found, in ld.so's order."""
+
+    PATH = "path"  # the entry contains a '/'
+    LOADED = "loaded"  # already loaded under that name or soname
+    RPATH = "rpath"
+    LD_LIBRARY_PATH = "ld_library_path"
+    RUNPATH = "runpath"
+    LD_CACHE = "ld_cache"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class LoaderContext:
+    """The state of the process that will load the extension."""
+
+    ld_library_path: str = ""  # the raw variable: ':' or ';' separated, an empty entry is the cwd
+    preloaded: Mapping[str, str] = field(default_factory=dict)  # name or soname -> loaded path
+    ld_cache: Optional[str] = LD_CACHE  # None: no cache (a missing or corrupt file is ignored too)
+    default_dirs: Optional[Tuple[str, ...]] = None  # None: the usual ones for the object's machine
+    executable_rpath: Tuple[str, ...] = ()  # the interpreter's DT_RPATH, $ORIGIN expanded
+    cwd: str = field(default_factory=os.getcwd)
+    lib: Optional[str] = None  # what $LIB expands to; None: by machine
+    platform: Optional[str] = None  # what $PLATFORM expands to; None: by machine
+
+    @classmethod
+    def for_interpreter(cls, python: PathLike, environ: Optional[Mapping[str, str]] = None,
+                        preloaded: Optional[Mapping[str, str]] = None) -> LoaderContext:
+        """The context of `python` started with `environ` (default: this process's)."""
+        environ = os.environ if environ is None else environ
+        executable = os.path.realpath(python)  # ld.so's $ORIGIN for the executable: /proc/self/exe
+        try:
+            info = read_elf(executable, symbols=False)
+        except ElfError:
+            rpath: Tuple[str, ...] = ()
+        else:
+            origin = os.path.dirname(executable)
+            rpath = () if info.runpath else tuple(_expand(e, origin, info.identity, None, None)
+                                                  for e in info.rpath)
+        return cls(ld_library_path=environ.get("LD_LIBRARY_PATH", ""), preloaded=dict(preloaded or {}),
+                   executable_rpath=rpath)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    needed: str
+    path: Optional[str]  # None: the loader fails with "cannot open shared object file"
+    how: Optional[How]
+    # Candidates ld.so passes over: another ELF class or machine (or, last, a non-ELF file,
+    # where ld.so stops with "invalid ELF header" or "file too short").
+    rejected: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnmetVersion:
+    needed_by: str  # the object with the version need
+    library: str  # as named in the need: "libc.so.6"
+    version: str  # "GLIBC_2.32"
+    path: str  # the file found for `library`, which does not define `version`
+
+
+@dataclass(frozen=True)
+class MissingLibrary:
+    needed: str
+    needed_by: str
+    rejected: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MissingSymbol:
+    name: str
+    version: Optional[str]
+    demangled: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What loading one extension would do; `loadable` is the prediction for its import."""
+
+    extension: ElfInfo
+    resolutions: Tuple[Resolution, ...]  # the extension's own DT_NEEDED, in order
+    libraries: Tuple[str, ...]  # searched for symbols: the load closure, then the preloaded ones
+    missing_libraries: Tuple[MissingLibrary, ...]  # anywhere in the closure not already loaded
+    missing_symbols: Tuple[MissingSymbol, ...]
+    unmet_versions: Tuple[UnmetVersion, ...]
+    has_fatbin: bool
+
+    @property
+    def loadable(self) -> bool:
+        return not (self.missing_libraries or self.missing_symbols or self.unmet_versions)
+
+
+def preload_map(paths: Iterable[PathLike]) -> Dict[str, str]:
+    """File name and soname -> path for libraries already in the process; unreadable ones skipped."""
+    loaded: Dict[str, str] = {}
+    for path in (os.fspath(p) for p in paths):
+        loaded.setdefault(os.path.basename(path), path)
+        try:
+            soname = read_elf(path, symbols=False).soname
+        except ElfError:
+            continue
+        if soname:
+            loaded.setdefault(soname, path)
+    return loaded
+
+
+def default_dirs(identity: Identity) -> Tuple[str, ...]:
+    """glibc's built-in directories: Debian's multiarch ones, Red Hat's lib64, then /lib, /usr/lib."""
+    triplet = _MULTIARCH.get(identity.machine)
+    multiarch = (f"/lib/{triplet}", f"/usr/lib/{triplet}") if triplet else ()
+    lib64 = ("/lib64", "/usr/lib64") if identity.elf_class == 64 else ()
+    return multiarch + lib64 + ("/lib", "/usr/lib")
+
+
+def _expand(entry: str, origin: str, identity: Identity, lib: Optional[str], platform: Optional[str]) -> str:
+    def token(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name == "ORIGIN":
+            return origin
+        if name == "PLATFORM":
+            return platform or _PLATFORMS.get(identity.machine, "")
+        if lib is not None:
+            return lib
+        triplet = _MULTIARCH.get(identity.machine)
+        if triplet and os.path.isdir(f"/lib/{triplet}"):  # Debian's glibc: $LIB is lib/<triplet>
+            return f"lib/{triplet}"
+        return "lib64" if identity.elf_class == 64 else "lib"
+
+    return _TOKEN.sub(token, entry) if "$" in entry else entry
+
+
+class _Resolver:
+    """One load in progress: the context, the parsed cache, and what is loaded so far."""
+
+    def __init__(self, context: LoaderContext) -> None:
+        self.context = context
+        self.cache = cache_index(context.ld_cache)
+        self.loaded: Dict[str, str] = dict(context.preloaded)
+
+    def resolve(self, info: ElfInfo, chain: Tuple[str, ...]) -> Tuple[Resolution, ...]:
+        """`chain`: the DT_RPATH directories of the objects that loaded `info`, nearest first."""
+        return tuple(self.find(name, info, chain) for name in info.needed)
+
+    def find(self, name: str, info: ElfInfo, chain: Tuple[str, ...]) -> Resolution:
+        if name in self.loaded:
+            return Resolution(name, self.loaded[name], How.LOADED)
+        rejected: List[str] = []
+        for how, path in self._candidates(name, info, chain):
+            if not os.path.isfile(path):
+                continue
+            identity = identify(path)
+            if identity == info.identity:
+                return Resolution(name, path, how, tuple(rejected))
+            rejected.append(path)
+            if identity is None:  # not ELF: ld.so stops ("invalid ELF header", "file too short")
+                break
+        return Resolution(name, None, None, tuple(rejected))
+
+    def mark_loaded(self, needed: str, info: ElfInfo) -> None:
+        self.loaded.setdefault(needed, info.path)
+        if info.soname:
+            self.loaded.setdefault(info.soname, info.path)
+
+    def rpath(self, info: ElfInfo) -> Tuple[str, ...]:
+        """The DT_RPATH that `info` contributes, expanded; none at all when it has DT_RUNPATH."""
+        return () if info.runpath else tuple(self._expand(entry, info) for entry in info.rpath)
+
+    def _expand(self, entry: str, info: ElfInfo) -> str:
+        origin = os.path.dirname(os.path.abspath(info.path))
+        return _expand(entry, origin, info.identity, self.context.lib, self.context.platform)
+
+    def _candidates(self, name: str, info: ElfInfo, chain: Tuple[str, ...]) -> Iterator[Tuple[How, str]]:
+        context = self.context
+        if "/" in name:
+            yield How.PATH, os.path.join(context.cwd, self._expand(name, info))
+            return
+        # An empty directory entry is the current directory (glibc's fillin_rpath).
+        if not info.runpath:
+            for directory in self.rpath(info) + chain + context.executable_rpath:
+                yield How.RPATH, os.path.join(context.cwd, directory, name)
+        for directory in re.split("[:;]", context.ld_library_path) if context.ld_library_path else ():
+            yield How.LD_LIBRARY_PATH, os.path.join(context.cwd, directory, name)
+        for entry in info.runpath:
+            yield How.RUNPATH, os.path.join(context.cwd, self._expand(entry, info), name)
+        defaults = context.default_dirs if context.default_dirs is not None else default_dirs(info.identity)
+        system = tuple(directory.rstrip("/") + "/" for directory in defaults)
+        for path in self.cache.get(name, ()):
+            if not (info.nodeflib and path.startswith(system)):
+                yield How.LD_CACHE, path
+        if not info.nodeflib:
+            for directory in defaults:
+                yield How.DEFAULT, os.path.join(directory, name)
+
+
+def resolve(info: ElfInfo, context: Optional[LoaderContext] = None) -> Tuple[Resolution, ...]:
+    """Where ld.so would find each of `info`'s DT_NEEDED entries, loading it into `context`."""
+    return _Resolver(context or LoaderContext()).resolve(info, ())
+
+
+def _from_interpreter(name: str) -> bool:
+    return name.startswith(("Py", "_Py"))
+
+
+def missing_symbols(info: ElfInfo, libraries: Sequence[PathLike]) -> Tuple[Symbol, ...]:
+    """The undefined strong symbols of `info` that no library defines (versions are not matched)."""
+    with ExitStack() as stack:
+        indices = [stack.enter_context(SymbolIndex(path)) for path in _unique_files(libraries)]
+        return tuple(symbol for symbol in info.undefined
+                     if not _from_interpreter(symbol.name) and not _defined(symbol.name, indices))
+
+
+def _defined(name: str, indices: List[SymbolIndex]) -> bool:
+    """Whether some library defines `name`. The one that does moves to the front: an extension's
+    symbols come in runs from one library, and a miss costs a hash and a bloom-filter probe."""
+    for position, index in enumerate(indices):
+        if index.defines(name):
+            if position:
+                indices.insert(0, indices.pop(position))
+            return True
+    return False
+
+
+def unmet_versions(info: ElfInfo, resolutions: Sequence[Resolution]) -> Tuple[UnmetVersion, ...]:
+    """The version needs of `info` that the library found for them does not define."""
+    return _unmet(info, resolutions, lambda path: read_elf(path, symbols=False).version_definitions)
+
+
+def _unmet(info: ElfInfo, resolutions: Sequence[Resolution],
+           definitions: Callable[[str], Optional[Tuple[str, ...]]]) -> Tuple[UnmetVersion, ...]:
+    found = {r.needed: r.path for r in resolutions if r.path is not None}
+    unmet: List[UnmetVersion] = []
+    for need in info.version_needs:
+        path = found.get(need.library)
+        if path is None:
+            continue  # a library that is not found is reported as missing, not version by version
+        # An unversioned library meets no need: dl-version.c only warns, but binding a versioned
+        # reference into it fails an assertion in dl-lookup.c's check_match and the process dies.
+        provided = definitions(path) or ()
+        unmet.extend(UnmetVersion(info.path, need.library, version, path)
+                     for version in need.versions if version not in provided)
+    return tuple(unmet)
+
+
+class _Walk(NamedTuple):
+    own: Tuple[Resolution, ...]
+    libraries: Tuple[str, ...]
+    missing: Tuple[MissingLibrary, ...]
+    unmet: Tuple[UnmetVersion, ...]
+
+
+def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Walk:
+    """Breadth-first over DT_NEEDED, as _dl_map_object_deps loads them.
+
+    Nothing is reported below an already-loaded library: it and its dependencies did load.
+    """
+    infos: Dict[str, ElfInfo] = {}  # by real path: ld.so knows a loaded file by its identity
+    queue: Deque[Tuple[ElfInfo, Tuple[str, ...], bool]] = deque([(root, (), False)])
+    own: Optional[Tuple[Resolution, ...]] = None
+    missing: List[MissingLibrary] = []
+    unmet: List[UnmetVersion] = []
+    while queue:
+        info, chain, loaded = queue.popleft()
+        resolutions = resolver.resolve(info, chain)
+        own = resolutions if own is None else own
+        below = resolver.rpath(info) + chain
+        for resolution in resolutions:
+            if resolution.path is None:
+                if not loaded:
+                    missing.append(MissingLibrary(resolution.needed, info.path, resolution.rejected))
+                continue
+            key = os.path.realpath(resolution.path)
+            if key not in infos:
+                infos[key] = read_elf(resolution.path, symbols=False)
+                queue.append((infos[key], below, loaded or key in preloaded))
+            resolver.mark_loaded(resolution.needed, infos[key])
+        if not loaded:
+            unmet.extend(_unmet(info, resolutions, lambda p: infos[os.path.realpath(p)].version_definitions))
+    return _Walk(own or (), tuple(i.path for i in infos.values()), tuple(missing), tuple(unmet))
+
+
+def _unique_files(paths: Iterable[PathLike]) -> Tuple[str, ...]:
+    """`paths` without a second name for the same file, in order."""
+    unique: Dict[str, str] = {}
+    for path in paths:
+        unique.setdefault(os.path.realpath(path), os.fspath(path))
+    return tuple(unique.values())
+
+
+def analyze(extension: PathLike, context: Optional[LoaderContext] = None) -> Analysis:
+    """Whether `extension` would load into `context`, and if not, what is missing."""
+    context = context or LoaderContext()
+    info = read_elf(extension)
+    preloaded = _unique_files(context.preloaded.values())
+    walk = _walk(info, _Resolver(context), frozenset(map(os.path.realpath, preloaded)))
+    libraries = _unique_files(walk.libraries + preloaded)
+    missing = missing_symbols(info, libraries)
+    spelled = demangle(symbol.name for symbol in missing)
+    return Analysis(
+        extension=info, resolutions=walk.own, libraries=libraries, missing_libraries=walk.missing,
+        missing_symbols=tuple(MissingSymbol(s.name, s.version, spelled[s.name]) for s in missing),
+        unmet_versions=walk.unmet, has_fatbin=".nv_fatbin" in info.sections)

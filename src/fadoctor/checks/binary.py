@@ -144,27 +144,36 @@ def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
     if isinstance(found, Skip):
         return found
     devices = sorted({cc for _, cc in gpus(facts)})
+    with_kernels = [b for b in found if b.kernels is not None]
     if not devices:
-        return Skip("needs a GPU with a known compute capability, and none was found")
+        listed = "; ".join(f"{name(b)}: {_archs(b)}" for b in with_kernels)
+        return Skip("needs a GPU with a known compute capability, and none was found"
+                    + (f" (kernels: {listed})" if listed else ""))
     findings: List[Finding] = []
-    for binary in (b for b in found if b.kernels is not None):
+    for binary in with_kernels:
         kernels = binary.kernels
         assert kernels is not None
-        archs = " ".join(kernels.sass) + (f"; PTX {' '.join(kernels.ptx)}" if kernels.ptx
-                                           else "; no PTX")
+        archs = _archs(binary)
         for cc in devices:
             if any(runs_on(a, cc) for a in [*kernels.sass, *kernels.ptx]):
                 findings.append(info(f"{name(binary)} has kernels for sm_{cc.major}{cc.minor} "
-                                     f"(SASS {archs})", sass=kernels.sass, ptx=kernels.ptx))
+                                     f"({archs})", sass=kernels.sass, ptx=kernels.ptx))
                 continue
             findings.append(Finding(
                 severity=Severity.ERROR, category=Category.NO_KERNEL_IMAGE, subject=name(binary),
-                message=f"{name(binary)} has no kernels for sm_{cc.major}{cc.minor} (SASS "
-                        f"{archs}): launching them fails with 'no kernel image is available for "
-                        "execution on the device'",
+                message=f"{name(binary)} has no kernels for sm_{cc.major}{cc.minor} ({archs}): "
+                        "launching them fails with 'no kernel image is available for execution "
+                        "on the device'",
                 evidence={"path": binary.file.path, "sass": kernels.sass, "ptx": kernels.ptx},
                 remedies=_kernel_remedies(binary, cc.major, cc.minor)))
     return findings or Skip("needs a binary with CUDA kernels, and none has a .nv_fatbin section")
+
+
+def _archs(binary: BinaryAnalysis) -> str:
+    kernels = binary.kernels
+    assert kernels is not None
+    return "SASS " + " ".join(kernels.sass or ["none"]) + (
+        f", PTX {' '.join(kernels.ptx)}" if kernels.ptx else ", no PTX")
 
 
 def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Remedy]:

@@ -29,7 +29,7 @@ from typing import Dict, List, Sequence, Set, Tuple
 
 from elftools.elf.elffile import ELFFile
 
-from fadoctor.probes import ldcache, symbols
+from fadoctor.probes import ldcache, loader, symbols
 from fadoctor.probes.loader import Analysis, LoaderContext, analyze, preload_map
 
 PYTHON_API = ("Py", "_Py")
@@ -49,8 +49,10 @@ def preload_dirs(lib: Path, extra: Sequence[str]) -> List[Path]:
 
 
 def timed_analysis(extension: str, context: LoaderContext) -> Tuple[float, Analysis]:
+    # What one fadoctor process pays for its first extension: no memo from an earlier run.
     symbols.gnu_hash.cache_clear()
-    ldcache._index.cache_clear()  # the parsed /etc/ld.so.cache: each process reads it once
+    ldcache._index.cache_clear()
+    loader._library_info.cache_clear()
     start = time.perf_counter()
     analysis = analyze(extension, context)
     return time.perf_counter() - start, analysis

@@ -34,6 +34,7 @@ from fadoctor.probes.loader import (
     Resolution,
     UnmetVersion,
     analyze,
+    library_info,
     missing_symbols,
     preload_map,
     resolve,
@@ -351,3 +352,10 @@ def test_real_torch_library_finds_its_siblings_through_runpath(torch_lib: Path) 
     assert how["libc10.so"] == (How.RUNPATH, str(torch_lib / "libc10.so"))  # DT_RUNPATH $ORIGIN
     assert analysis.loadable
     assert analysis.missing_libraries == () and analysis.unmet_versions == ()
+
+
+def test_library_facts_are_memoized_per_file_state(tmp_path: Path) -> None:
+    path = stub(tmp_path, "libmemo.so.1", DEP % 7)
+    assert library_info(path) is library_info(path)
+    stub(tmp_path, "libmemo.so.2", DEP % 8, file_name="libmemo.so.1")  # rebuilt in place
+    assert library_info(path).soname == "libmemo.so.2"

@@ -24,7 +24,7 @@ from fadoctor.facts import (
     UnmetVersion,
 )
 from fadoctor.mangling import binary_string_abi, is_torch_symbol
-from fadoctor.probes.elf import ElfError, read_elf, read_section
+from fadoctor.probes.elf import ElfError, read_elf, section_view
 from fadoctor.probes.fatbin import FatbinError, parse_fatbin
 from fadoctor.probes.loader import Analysis, LoaderContext, analyze, preload_map
 from fadoctor.probes.symbols import SymbolIndex
@@ -122,11 +122,11 @@ def _newest(path: str, version: str) -> Optional[str]:
 
 
 def _kernels(path: str) -> Optional[Kernels]:
-    section = read_section(path, ".nv_fatbin")
-    if not section:
-        return None
     try:
-        fatbin = parse_fatbin(section)
+        with section_view(path, ".nv_fatbin") as section:
+            if not section:
+                return None
+            fatbin = parse_fatbin(section)
     except FatbinError:
         return None
     return Kernels(sass=sorted(fatbin.sass_archs), ptx=sorted(fatbin.ptx_archs),

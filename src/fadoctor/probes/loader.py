@@ -29,6 +29,7 @@ from collections import deque
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import (
     Callable,
     Deque,
@@ -263,6 +264,21 @@ def resolve(info: ElfInfo, context: Optional[LoaderContext] = None) -> Tuple[Res
     return _Resolver(context or LoaderContext()).resolve(info, ())
 
 
+def library_info(path: PathLike) -> ElfInfo:
+    """`read_elf(path, symbols=False)`, memoized per file state: every extension of a family
+    loads the same torch, CUDA and C++ runtime libraries, and pyelftools costs ms per file."""
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        raise ElfError(f"{os.fspath(path)}: {exc.strerror or exc}") from exc
+    return _library_info(os.fspath(path), (status.st_ino, status.st_mtime_ns, status.st_size))
+
+
+@lru_cache(maxsize=256)
+def _library_info(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
+    return read_elf(path, symbols=False)
+
+
 def _from_interpreter(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
 
@@ -288,7 +304,7 @@ def _defined(name: str, indices: List[SymbolIndex]) -> bool:
 
 def unmet_versions(info: ElfInfo, resolutions: Sequence[Resolution]) -> Tuple[UnmetVersion, ...]:
     """The version needs of `info` that the library found for them does not define."""
-    return _unmet(info, resolutions, lambda path: read_elf(path, symbols=False).version_definitions)
+    return _unmet(info, resolutions, lambda path: library_info(path).version_definitions)
 
 
 def _unmet(info: ElfInfo, resolutions: Sequence[Resolution],
@@ -336,7 +352,7 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
                 continue
             key = os.path.realpath(resolution.path)
             if key not in infos:
-                infos[key] = read_elf(resolution.path, symbols=False)
+                infos[key] = library_info(resolution.path)
                 queue.append((infos[key], below, loaded or key in preloaded))
             resolver.mark_loaded(resolution.needed, infos[key])
         if not loaded:

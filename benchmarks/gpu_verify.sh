@@ -24,7 +24,14 @@ run facts-without-fa4.json "$base" snapshot -o -
 run check-with-fa4.txt "$base:$fa4" check -v
 run facts-with-fa4.json "$base:$fa4" snapshot -o -
 run check-with-fa4.json "$base:$fa4" check --format json
+# The static analysis on this machine's real CUDA binaries: torch's own libc10_cuda.so and
+# libtorch_cuda.so (kernels for this GPU), with and without importing anything.
+lib=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+run check-static.txt "$base:$fa4" check --static -v --extension "$lib/libc10_cuda.so" \
+  --extension "$lib/libtorch_cuda.so"
+run facts-static.json "$base:$fa4" snapshot --static -o - --extension "$lib/libc10_cuda.so" \
+  --extension "$lib/libtorch_cuda.so"
 PYTHONPATH="$src:$base" python3 "$(dirname "$0")/bench_check.py" --runs 5 --json >"$out/bench.json" 2>&1
 echo "bench: exit $?"
-tail -n 40 "$out"/check-*.txt
+tail -n 60 "$out"/check-*.txt
 cat "$out/bench.json"

@@ -28,3 +28,9 @@ def arch_runs_on(arch: str, cc: Tuple[int, int]) -> bool:
     if suffix == "f" or kind == "sm":
         return cc[0] == target[0] and cc[1] >= target[1]
     return cc >= target
+
+
+def arch_key(arch: str) -> Tuple[int, str, str]:
+    """Order archs as people read them: sm_75 < sm_80 < sm_90 < sm_90a < sm_100."""
+    match = ARCH.fullmatch(arch)
+    return (int(match.group(2)), match.group(3), arch) if match else (0, "", arch)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from fadoctor.archs import arch_key
 from fadoctor.facts import (
     BinaryAnalysis,
     ExtensionFile,
@@ -129,5 +130,6 @@ def _kernels(path: str) -> Optional[Kernels]:
             fatbin = parse_fatbin(section)
     except FatbinError:
         return None
-    return Kernels(sass=sorted(fatbin.sass_archs), ptx=sorted(fatbin.ptx_archs),
+    return Kernels(sass=sorted(fatbin.sass_archs, key=arch_key),
+                   ptx=sorted(fatbin.ptx_archs, key=arch_key),
                    compressed=any(e.compressed for e in fatbin.entries))

@@ -8,7 +8,8 @@ from typing import List, Optional, Tuple
 
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
 from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
-from fadoctor.checks.flash import import_remedies, installed_family
+from fadoctor.checks.flash import installed_family
+from fadoctor.checks.import_remedies import CSRC, import_remedies
 from fadoctor.checks.system import gpus, runs_on
 from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
 from fadoctor.mangling import is_torch_symbol
@@ -177,8 +178,6 @@ def _archs(binary: BinaryAnalysis) -> str:
 
 
 def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Remedy]:
-    from fadoctor.checks.flash import CSRC
-
     if binary.file.module in CSRC:
         folder, triton = CSRC[binary.file.module]
         use = f" Or use {triton}, the Triton version, which compiles for the GPU at run time." \

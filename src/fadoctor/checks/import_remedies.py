@@ -1,0 +1,143 @@
+"""Remedies for a flash-attention build that does not load, by the cause the diagnosis names:
+the wheel to take, the release that fits, or the build that links against this system."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.checks.base import release, version
+from fadoctor.checks.classify import Diagnosis
+from fadoctor.checks.remedies import (
+    build_from_source,
+    newest_release_with_wheel,
+    reinstall_flash_attn,
+    sdpa_fallback,
+)
+from fadoctor.facts import Facts, Family, FlashAttention, Torch
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Remedy
+
+# flash-attention's optional extensions: the csrc/ folder whose setup.py builds each
+# (csrc/layer_norm/setup.py, csrc/rotary/setup.py, ...), and the Triton module in flash_attn/ops/
+# that does the same without a compiled extension. The maintainer recommends the Triton layer
+# norm over csrc/layer_norm, unmaintained since 2024-01 (flash-attention#1966).
+CSRC = {"dropout_layer_norm": ("csrc/layer_norm", "flash_attn.ops.triton.layer_norm"),
+        "rotary_emb": ("csrc/rotary", "flash_attn.ops.triton.rotary"),
+        "xentropy_cuda_lib": ("csrc/xentropy", "flash_attn.ops.triton.cross_entropy"),
+        "fused_softmax_lib": ("csrc/fused_softmax", None),
+        "fused_dense_lib": ("csrc/fused_dense_lib", None)}
+
+
+def csrc_remedies(module: str) -> List[Remedy]:
+    folder, triton = CSRC[module]
+    out = [Remedy(summary=f"{module} is built separately, from flash-attention's {folder}: "
+                  "rebuild it against this torch, in a checkout of your flash-attn version.",
+                  commands=[f"cd flash-attention/{folder} && pip install . --no-build-isolation"])]
+    if triton:
+        out.append(Remedy(summary=f"Or use {triton}, the Triton version, which needs no compiled "
+                          f"extension, and uninstall {module}.",
+                          commands=[f"pip uninstall {module}"]))
+    return out
+
+
+def import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, matrix: Matrix,
+                    torch: Optional[Torch] = None) -> List[Remedy]:
+    """What to do about a family that does not load, by the cause `diagnosis` names."""
+    torch = torch or facts.torch.data
+    tv = version(torch.version if torch else None)
+    if fa.family != Family.FA2 or fa.version is None or tv is None or torch is None:
+        return [Remedy(summary=f"Reinstall {fa.distribution or fa.family.value} built for torch "
+                       f"{torch.version if torch else '(unknown)'}, or build it from source in "
+                       "this environment."),
+                sdpa_fallback("Meanwhile:")]
+    build = _REMEDIES.get(diagnosis.category, _reinstall)
+    return [*build(fa.version, diagnosis, torch, tv, matrix), sdpa_fallback("Meanwhile:")]
+
+
+def _reinstall(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+               matrix: Matrix) -> List[Remedy]:
+    return [reinstall_flash_attn(fa_version)]
+
+
+def _abi_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                  matrix: Matrix) -> List[Remedy]:
+    abi = str(bool(torch.cxx11_abi)).upper()
+    out = []
+    if release(tv) == Version("2.6") and not torch.cxx11_abi:
+        out.append(Remedy(
+            summary="flash-attn 2.8.x wheels for torch 2.6 labelled cxx11abiFALSE were built "
+                    "against an ABI-1 torch; with pip's torch 2.6 (ABI 0) use 2.7.4.post1.",
+            commands=["pip install flash-attn==2.7.4.post1 --no-build-isolation --no-cache-dir"]))
+    out.append(Remedy(summary=f"If you install a release wheel by hand, take the one named "
+                      f"cxx11abi{abi} (this torch's _GLIBCXX_USE_CXX11_ABI); the others cannot "
+                      "load."))
+    return [*out, reinstall_flash_attn(fa_version)]
+
+
+def _glibc_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                    matrix: Matrix) -> List[Remedy]:
+    # Reinstalling the same version would fetch the same wheel: only an older build or a local
+    # compile links against this glibc.
+    out = []
+    older = newest_release_with_wheel(matrix, tv, builds_on="ubuntu-20.04")
+    if older is not None:
+        out.append(Remedy(
+            summary=f"flash-attn {older.version} is the newest release whose wheels were built "
+                    f"on Ubuntu 20.04 (glibc 2.31) for torch {release(tv)}.",
+            commands=[f"pip install flash-attn=={older.version} --no-build-isolation "
+                      "--no-cache-dir"]))
+    out.append(build_from_source(fa_version, "Or compile it on this machine, so it links "
+                                 "against this glibc."))
+    return out
+
+
+def _cuda_runtime_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                           matrix: Matrix) -> List[Remedy]:
+    out = [_other_cuda(diagnosis, torch.version, torch.cuda)] if torch.cuda else []
+    return [*out, reinstall_flash_attn(fa_version)]
+
+
+def _torch_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
+                    matrix: Matrix) -> List[Remedy]:
+    out = [*_torch_mismatch_remedies(fa_version, tv, matrix), reinstall_flash_attn(fa_version)]
+    # A wheel matches one torch build; a nightly or a container's torch matches none
+    # (flash-attention#723, #784: "compile from source").
+    source = build_from_source(fa_version, "If the reinstalled wheel fails the same way, it was "
+                               "compiled against another build of this torch release.")
+    out.insert(0 if tv.is_prerelease else len(out), source)
+    return out
+
+
+_REMEDIES = {
+    Category.CXX11_ABI_MISMATCH: _abi_remedies,
+    Category.GLIBC_TOO_OLD: _glibc_remedies,
+    Category.CUDA_RUNTIME_MISMATCH: _cuda_runtime_remedies,
+    Category.TORCH_VERSION_MISMATCH: _torch_remedies,
+}
+
+
+def _torch_mismatch_remedies(fa_version: str, tv: Version, matrix: Matrix) -> List[Remedy]:
+    rel = matrix.fa_release(Version(fa_version))
+    if rel is None or str(release(tv)) in rel.wheel_torch:
+        return []
+    newest = newest_release_with_wheel(matrix, tv)
+    if newest is None:
+        return []
+    return [Remedy(summary=f"flash-attn {fa_version} has no prebuilt wheel for torch "
+                   f"{release(tv)}; {newest.version} is the newest release that has one.",
+                   commands=[f"pip install flash-attn=={newest.version} --no-build-isolation "
+                             "--no-cache-dir"])]
+
+
+def _other_cuda(diagnosis: Diagnosis, torch_version: str, torch_cuda: str) -> Remedy:
+    """The binary links another CUDA major's runtime than torch's (flash-attention#728)."""
+    built = diagnosis.details.get("cuda_major")
+    lib = diagnosis.details.get("library", "its CUDA runtime")
+    major = torch_cuda.split(".")[0]
+    return Remedy(summary=f"This flash-attn was built for CUDA {built or 'another version'} (it "
+                  f"needs {lib}), but torch {torch_version} runs CUDA {torch_cuda}: replace it "
+                  f"with a build for CUDA {major}. Reinstalling with pip makes setup.py take the "
+                  "wheel for this torch's CUDA, or compile one; do not mix in binaries built for "
+                  "another CUDA (a conda package, a wheel copied from another machine).")

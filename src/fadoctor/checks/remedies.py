@@ -11,9 +11,10 @@ from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import DriverVersion, FlashAttnRelease, TorchRelease
 from fadoctor.report import Remedy
+from fadoctor.snippets import snippet
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
-TRANSFORMERS_SDPA = 'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")'
+TRANSFORMERS_SDPA = snippet("transformers_sdpa").code
 
 
 def cuda_of_variant(variant: str) -> Version:

@@ -15,6 +15,7 @@ import typer
 
 from fadoctor import __version__
 from fadoctor.errors import ExitCode, FadoctorError, InputError, UsageError
+from fadoctor.matrix.cli import matrix_app
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
@@ -158,6 +159,86 @@ def snapshot(
     return ExitCode.OK
 
 
+class PinFormatChoice(str, Enum):
+    text = "text"
+    pip = "pip"
+    uv = "uv"
+    requirements = "requirements"
+    json = "json"
+
+
+class FamilyChoice(str, Enum):
+    fa2 = "fa2"
+    fa3 = "fa3"
+    fa4 = "fa4"
+
+
+@app.command()
+@_guarded
+def fix(
+    print_pins: bool = typer.Option(True, "--print-pins", help="Print the install commands "
+                                    "(the only thing fix does: it never runs them)."),
+    keep_torch: bool = typer.Option(False, "--keep-torch", help="Keep the installed torch."),
+    torch: Optional[str] = typer.Option(None, "--torch", help="Plan for this torch (2.4, 2.4.0, "
+                                        "2.4.0+cu121)."),
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="Plan for this "
+                                             "flash-attn 2.x version."),
+    family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
+    python: Optional[str] = typer.Option(None, "--python", help="A Python version to plan for "
+                                         "(3.11), or the interpreter/environment to examine."),
+    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", help="Plan for a GPU of this compute "
+                                         "capability (8.0)."),
+    driver: Optional[str] = typer.Option(None, "--driver", help="Plan for this NVIDIA driver."),
+    glibc: Optional[str] = typer.Option(None, "--glibc", help="Plan for this glibc (2.35)."),
+    platform: Optional[str] = typer.Option(None, "--platform", help="Plan for this platform "
+                                           "(linux_x86_64)."),
+    no_detect: bool = typer.Option(False, "--no-detect", help="Take nothing from this machine: "
+                                   "only the what-if options."),
+    fmt: PinFormatChoice = typer.Option(PinFormatChoice.text, "--format", "-f",
+                                        help="text, pip, uv, requirements or json."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every rejected candidate."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
+                                               "compatibility matrix YAML."),
+) -> int:
+    """Plan the exact install for this machine (or a described one), and print it."""
+    from fadoctor.facts import Family
+    from fadoctor.fix.machine import WhatIf, apply, from_facts
+    from fadoctor.fix.render import PinFormat, render_plan
+    from fadoctor.fix.solver import Constraints, solve
+    from fadoctor.matrix import load_matrix
+
+    target = python if python and (os.sep in python or Path(python).exists()) else None
+    version = None if target else python
+    if keep_torch and torch:
+        raise UsageError("--keep-torch and --torch exclude each other")
+    facts = None if no_detect else _collect(target, None, True, [])
+    machine = apply(from_facts(facts), WhatIf(gpu_cc=gpu_cc, driver=driver, python=version,
+                                              torch=torch, glibc=glibc, platform=platform))
+    constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
+                              family=Family(family.value) if family else None)
+    plan = solve(machine, constraints, load_matrix(matrix_path))
+    _write(Path("-"), render_plan(plan, PinFormat(fmt.value), verbose))
+    return ExitCode.OK
+
+
+@app.command()
+@_guarded
+def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
+                                                      help="Snippet ID.")) -> int:
+    """Print a tested code remedy (the SDPA drop-in, torch.compile controls), or list them."""
+    from fadoctor.snippets import SNIPPETS
+
+    if snippet_id is None:
+        for s in SNIPPETS:
+            typer.echo(f"{s.id:<28} {s.title}")
+        return ExitCode.OK
+    found = next((s for s in SNIPPETS if s.id == snippet_id), None)
+    if found is None:
+        raise UsageError(f"no snippet {snippet_id!r}; `fadoctor snippet` lists them")
+    typer.echo(found.code.rstrip())
+    return ExitCode.OK
+
+
 @app.command()
 @_guarded
 def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
@@ -174,6 +255,9 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
     typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
     return ExitCode.OK
+
+
+app.add_typer(matrix_app, name="matrix")
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -34,3 +34,9 @@ class InternalError(FadoctorError):
     """fadoctor contradicted itself or failed."""
 
     exit_code = ExitCode.INTERNAL
+
+
+class NoPlanError(FadoctorError):
+    """No combination fits the machine and the constraints given: a finding, not bad usage."""
+
+    exit_code = ExitCode.PROBLEMS

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, List, Optional, Sequence, Union
 
 import yaml
 from pydantic import ValidationError
 
 from fadoctor.errors import InputError
+from fadoctor.matrix.base import Problems
 from fadoctor.matrix.models import Matrix
 
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
@@ -22,23 +23,64 @@ def default_matrix_path() -> Path:
 
 def load_matrix(path: Optional[Path] = None) -> Matrix:
     path = path or default_matrix_path()
+    raw = _read(path)
+    try:
+        return Matrix.model_validate(raw)
+    except ValidationError as exc:
+        lines = problems(exc, raw)
+        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+        raise InputError(f"matrix {path} is invalid: {lines[0]}{more}") from exc
+
+
+def lint_matrix(path: Optional[Path] = None) -> List[str]:
+    """Every problem of the matrix at `path`, one line each naming the entry ([] when valid).
+    A file that cannot be read or is not YAML raises InputError."""
+    raw = _read(path or default_matrix_path())
+    try:
+        Matrix.model_validate(raw)
+    except ValidationError as exc:
+        return problems(exc, raw)
+    return []
+
+
+def problems(exc: ValidationError, raw: Any = None) -> List[str]:
+    """One line per problem: where it is, then what is wrong. Invariants name their entry; for a
+    field error the entry's identity (id=..., version=...) follows its path."""
+    out: List[str] = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, Problems):
+            out += [f"{where}: {p}" for p in cause.problems]
+        else:
+            label = _entry_label(raw, error["loc"])
+            out.append(f"{where}{f' ({label})' if label else ''}: {error['msg']}")
+    return [line.replace("\n", " ") for line in out]
+
+
+_IDENTITY = ("id", "version", "minor", "name", "api", "cuda", "cuda_major", "family", "backend")
+
+
+def _entry_label(raw: Any, loc: Sequence[Union[int, str]]) -> Optional[str]:
+    """The identity of the innermost list entry on `loc` in the raw YAML, if it has one."""
+    label, node = None, raw
+    for step in loc:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(step, int) and isinstance(node, dict):
+            key = next((k for k in _IDENTITY if k in node), None)
+            label = f"{key}={node[key]}" if key else label
+    return label
+
+
+def _read(path: Path) -> Any:
     try:
         # CSafeLoader is the same safe loader, in C, when libyaml is there.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except OSError as exc:
         raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         raise InputError(f"matrix {path} is not valid YAML: {exc}".replace("\n", " ")) from exc
-    try:
-        return Matrix.model_validate(raw)
-    except ValidationError as exc:
-        raise InputError(f"matrix {path} is invalid: {_first_error(exc)}") from exc
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"

@@ -1,0 +1,1 @@
+"""`fadoctor fix`: plan a working torch + flash-attention install for a machine; print it."""

@@ -1,0 +1,111 @@
+"""FlashAttention-2 for one torch build: the exact prebuilt wheel its release workflow made, or why
+not, and the build recipe narrowed to this GPU when none fits (pure, over the matrix)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from packaging.version import Version
+
+from fadoctor.archs import arch_runs_on
+from fadoctor.fix.machine import Machine
+from fadoctor.matrix import Matrix
+from fadoctor.matrix.models import FlashAttnRelease
+
+RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """One torch build to pair flash-attn with: version, CUDA variant and C++ ABI."""
+
+    version: Version  # base version, 2.4.0
+    variant: str  # cu121
+    cxx11_abi: bool
+    installed: bool = False
+
+    @property
+    def minor(self) -> str:
+        return f"{self.version.major}.{self.version.minor}"
+
+    @property
+    def cuda(self) -> Version:
+        digits = self.variant[2:]
+        return Version(f"{digits[:-1]}.{digits[-1]}")
+
+    def __str__(self) -> str:
+        return f"torch {self.version}+{self.variant}"
+
+
+@dataclass(frozen=True)
+class Wheel:
+    release: FlashAttnRelease
+    filename: str
+
+    @property
+    def url(self) -> str:
+        return f"{RELEASES}/{self.release.tag}/{self.filename}"
+
+
+def find_wheel(release: FlashAttnRelease, torch: TorchBuild, machine: Machine,
+               matrix: Matrix) -> Tuple[Optional[Wheel], Optional[str]]:
+    """The release's wheel for this torch build and machine, or why there is none."""
+    local = release.local_version(torch.version, torch.cuda, torch.cxx11_abi)
+    if local is None:
+        return None, f"flash-attn {release.version} never downloads a wheel (setup.py compiles)"
+    pythons = release.assets.get(local)
+    if pythons is None:
+        built = "its job could not build one" if local in release.not_built else "none was built"
+        return None, f"flash-attn {release.version} has no {local} wheel ({built})"
+    if machine.python_tag and machine.python_tag not in pythons:
+        return None, (f"flash-attn {release.version}'s {local} wheels are for "
+                      f"{', '.join(pythons)}, not {machine.python_tag}")
+    if machine.platform != release.platform:
+        return None, f"flash-attn wheels are {release.platform} only, not {machine.platform}"
+    why = _wheel_unfit(release, torch, local, machine, matrix)
+    if why:
+        return None, why
+    python = machine.python_tag or pythons[-1]
+    filename = f"flash_attn-{release.version}+{local}-{python}-{python}-{release.platform}.whl"
+    return Wheel(release, filename), None
+
+
+def _wheel_unfit(release: FlashAttnRelease, torch: TorchBuild, local: str, machine: Machine,
+                 matrix: Matrix) -> Optional[str]:
+    built = matrix.wheel_cxx11_abi(release, local)
+    if built is not None and built != torch.cxx11_abi:
+        return (f"flash-attn {release.version}'s {local} wheel was compiled against a torch "
+                f"{torch.minor} build with C++11 ABI {int(built)}, not {int(torch.cxx11_abi)}")
+    cc = machine.gpu_cc
+    archs = release.wheel_archs(local)
+    if cc is not None and archs and not any(arch_runs_on(a, (cc.major, cc.minor))
+                                            for a in archs):
+        return (f"flash-attn {release.version}'s {local} wheels carry {' '.join(archs)}: no "
+                f"kernels for sm_{cc.major}{cc.minor}")
+    for defect in matrix.defects_for(release.version):
+        if defect.applies(torch.version, cc, machine.driver, cxx11_abi=torch.cxx11_abi,
+                          glibc=machine.glibc, torch_cuda=torch.cuda):
+            return f"flash-attn {release.version}: {defect.summary}"
+    return None
+
+
+def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
+                 fa_version: Optional[Version]) -> Tuple[Optional[FlashAttnRelease], List[str]]:
+    """The release to compile for this torch, and the commands, narrowed to this GPU."""
+    candidates = [r for r in matrix.flash_attn_releases if not r.version.is_prerelease
+                  and torch.version >= r.readme_min_torch
+                  and (fa_version is None or r.version == fa_version)
+                  and (machine.python is None or str(machine.python) + ".0" in r.requires_python
+                       or machine.python in r.requires_python)]
+    release = max(candidates, key=lambda r: r.version, default=None)
+    if release is None:
+        return None, []
+    cc = machine.gpu_cc
+    archs = f"{release.arch_env}={cc.major}{cc.minor} " if cc is not None \
+        and release.arch_env else ""
+    return release, [
+        "pip install ninja packaging",
+        f"MAX_JOBS=4 {archs}FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
+        f"flash-attn=={release.version} --no-build-isolation --no-cache-dir",
+    ]

@@ -1,0 +1,112 @@
+"""Plans as text, shell commands (pip or uv), a requirements file, or JSON (pure)."""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import Enum
+from typing import Any, Dict, List
+
+from fadoctor.fix.solver import Pick, Plan
+
+
+class PinFormat(str, Enum):
+    text = "text"
+    pip = "pip"
+    uv = "uv"
+    requirements = "requirements"
+    json = "json"
+
+
+def render_plan(plan: Plan, fmt: PinFormat, verbose: bool = False) -> str:
+    return {
+        PinFormat.text: _text, PinFormat.pip: _pip, PinFormat.uv: _uv,
+        PinFormat.requirements: _requirements, PinFormat.json: _json,
+    }[fmt](plan, verbose)
+
+
+def _machine(plan: Plan) -> str:
+    m = plan.machine
+    gpu = f"{m.gpu_name} " if m.gpu_name else "a GPU "
+    parts = [f"{gpu}(sm_{m.gpu_cc.major}{m.gpu_cc.minor})" if m.gpu_cc else "no GPU",
+             f"driver {m.driver}" if m.driver else "no driver",
+             f"Python {m.python}" if m.python else "Python ?",
+             f"glibc {m.glibc}" if m.glibc else "glibc ?", m.platform]
+    if m.torch:
+        parts.append(f"torch {m.torch} installed")
+    return ", ".join(parts)
+
+
+def _pick_lines(pick: Pick, indent: str) -> List[str]:
+    lines = [f"{indent}{cmd}" for cmd in pick.commands] or [f"{indent}(nothing to install)"]
+    lines += [f"{indent}# {note}" for note in pick.notes]
+    return lines
+
+
+def _text(plan: Plan, verbose: bool) -> str:
+    out = [f"fadoctor fix: for {_machine(plan)}", "", f"Best: {plan.best.summary}",
+           *_pick_lines(plan.best, "    ")]
+    if plan.alternatives:
+        out += ["", "Alternatives:"]
+        for pick in plan.alternatives:
+            out += [f"  - {pick.summary}", *_pick_lines(pick, "      ")]
+    if plan.rejected:
+        shown = plan.rejected if verbose else plan.rejected[:8]
+        out += ["", "Rejected:"] + [f"  - {why}" for why in shown]
+        if len(shown) < len(plan.rejected):
+            out.append(f"  ... {len(plan.rejected) - len(shown)} more (-v)")
+    out += ["", "fadoctor prints these commands; it runs none of them."]
+    return "\n".join(out) + "\n"
+
+
+def _pip(plan: Plan, verbose: bool) -> str:
+    return "\n".join([f"# {plan.best.summary}", *plan.best.commands]) + "\n"
+
+
+def _uv(plan: Plan, verbose: bool) -> str:
+    commands = [re.sub(r"^pip (install|uninstall)", r"uv pip \1", c).replace(" -y ", " ")
+                for c in plan.best.commands]
+    return "\n".join([f"# {plan.best.summary}", *commands]) + "\n"
+
+
+def _requirements(plan: Plan, verbose: bool) -> str:
+    best = plan.best
+    lines = [f"# {best.summary}"]
+    torch = best.torch
+    if torch is not None and not torch.installed:
+        lines += [f"--extra-index-url https://download.pytorch.org/whl/{torch.variant}",
+                  f"torch=={torch.version}+{torch.variant}"]
+    if best.wheel is not None:
+        lines += [f"flash-attn @ {best.wheel.url}", "einops"]
+    elif best.kind == "index":
+        lines += [re.sub(r"^pip install ", "", c).strip('"') for c in best.commands
+                  if c.startswith("pip install") and "torch==" not in c]
+    elif best.kind == "build":
+        lines += [f"# compiled, not installable from a requirements file: {c}"
+                  for c in best.commands if "torch==" not in c]
+    return "\n".join(lines) + "\n"
+
+
+def _pick_dict(pick: Pick) -> Dict[str, Any]:
+    return {
+        "family": pick.family.value if pick.family else "sdpa", "kind": pick.kind,
+        "summary": pick.summary, "version": pick.version,
+        "torch": f"{pick.torch.version}+{pick.torch.variant}" if pick.torch else None,
+        "wheel": pick.wheel.filename if pick.wheel else None,
+        "url": pick.wheel.url if pick.wheel else None,
+        "commands": list(pick.commands), "notes": list(pick.notes),
+    }
+
+
+def _json(plan: Plan, verbose: bool) -> str:
+    m = plan.machine
+    return json.dumps({
+        "machine": {"gpu": m.gpu_name, "compute_capability": str(m.gpu_cc) if m.gpu_cc else None,
+                    "driver": str(m.driver) if m.driver else None,
+                    "python": str(m.python) if m.python else None,
+                    "glibc": str(m.glibc) if m.glibc else None, "platform": m.platform,
+                    "torch": str(m.torch) if m.torch else None},
+        "best": _pick_dict(plan.best),
+        "alternatives": [_pick_dict(p) for p in plan.alternatives],
+        "rejected": list(plan.rejected),
+    }, indent=2) + "\n"

@@ -1,0 +1,248 @@
+"""`solve(machine, constraints, matrix) -> Plan`: the best working torch + flash-attention
+combination for a machine, the alternatives, and why every other candidate was rejected (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Literal, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.archs import arch_runs_on
+from fadoctor.checks.remedies import TORCH_INDEX, cuda_of_variant, torch_install
+from fadoctor.errors import NoPlanError, UsageError
+from fadoctor.facts import Family
+from fadoctor.fix.fa2 import TorchBuild, Wheel, build_recipe, find_wheel
+from fadoctor.fix.machine import Machine
+from fadoctor.matrix import Matrix
+from fadoctor.matrix.models import TorchRelease
+
+Kind = Literal["wheel", "index", "build", "sdpa"]
+
+
+@dataclass(frozen=True)
+class Constraints:
+    keep_torch: bool = False
+    torch: Optional[str] = None  # 2.4, 2.4.0, 2.4.0+cu121
+    flash_attn: Optional[str] = None  # an exact flash-attn 2.x version
+    family: Optional[Family] = None
+
+
+@dataclass(frozen=True)
+class Pick:
+    family: Optional[Family]  # None: PyTorch SDPA
+    kind: Kind
+    summary: str
+    torch: Optional[TorchBuild] = None
+    version: Optional[str] = None  # of the flash-attention package
+    wheel: Optional[Wheel] = None
+    commands: Tuple[str, ...] = ()
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    machine: Machine
+    best: Pick
+    alternatives: Tuple[Pick, ...] = ()
+    rejected: Tuple[str, ...] = ()
+
+
+@dataclass
+class _Search:
+    machine: Machine
+    constraints: Constraints
+    matrix: Matrix
+    rejected: List[str] = field(default_factory=list)
+
+
+def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
+    search = _Search(machine, constraints, matrix)
+    torches = torch_builds(search)
+    picks: List[Pick] = []
+    cc = machine.gpu_cc
+    if cc is not None and cc < Version("8.0"):
+        search.rejected.append(f"no flash-attention 2.x/3/4 build runs on compute capability "
+                               f"{cc} (FlashAttention-2 needs 8.0+)")
+    else:
+        wanted = constraints.family
+        if wanted in (None, Family.FA2):
+            picks.extend(_fa2_wheel(search, torches))
+        if wanted in (None, Family.FA4):
+            picks.extend(_fa4(search, torches))
+        if wanted in (None, Family.FA2):
+            picks.extend(_fa2_build(search, torches))
+        if wanted in (None, Family.FA3):
+            picks.extend(_fa3(search, torches))
+    picks.append(_sdpa(torches))
+    return Plan(machine=machine, best=picks[0], alternatives=tuple(picks[1:]),
+                rejected=tuple(search.rejected))
+
+
+# -- torch -----------------------------------------------------------------------------------
+
+
+def torch_builds(search: _Search) -> List[TorchBuild]:
+    """The torch builds to consider, best first: the installed one when kept, else the newest
+    release (or the one asked for) in the CUDA variant this driver runs."""
+    m, c, matrix = search.machine, search.constraints, search.matrix
+    if c.keep_torch:
+        return [_installed(m, matrix)]
+    wanted = _parse_torch(c.torch) if c.torch else None
+    out: List[TorchBuild] = []
+    for rel in sorted(matrix.torch_releases, key=lambda r: Version(r.minor), reverse=True):
+        if wanted is not None and Version(rel.minor) != Version(f"{wanted.major}.{wanted.minor}"):
+            continue
+        version = Version(wanted.base_version if wanted and wanted.release[2:] else rel.latest_patch)
+        variants = [wanted.local] if wanted is not None and wanted.local else rel.cuda_variants
+        for variant in _by_preference(rel, variants):
+            why = _torch_unfit(rel, variant, m, search.matrix)
+            if why:
+                search.rejected.append(f"torch {version}+{variant}: {why}")
+                continue
+            abi = rel.cxx11_abi_variants.get(variant, rel.cxx11_abi)
+            same = m.torch is not None and m.torch == Version(f"{version}+{variant}")
+            out.append(TorchBuild(version, variant, abi, installed=same))
+    if not out:
+        raise NoPlanError("no torch build in fadoctor's matrix fits this machine and these "
+                          "constraints: " + "; ".join(search.rejected[-3:]))
+    return out
+
+
+def _installed(m: Machine, matrix: Matrix) -> TorchBuild:
+    if m.torch is None or m.torch_variant is None or not m.torch_variant.startswith("cu"):
+        raise UsageError("--keep-torch needs an installed CUDA build of torch (or give --torch)")
+    rel = matrix.torch_release(m.torch)
+    abi = m.torch_cxx11_abi
+    if abi is None and rel is not None:
+        abi = rel.cxx11_abi_variants.get(m.torch_variant, rel.cxx11_abi)
+    return TorchBuild(Version(m.torch.base_version), m.torch_variant, bool(abi), installed=True)
+
+
+def _by_preference(rel: TorchRelease, variants: List[str]) -> List[str]:
+    """The default (PyPI) variant first, then the newer CUDA ones, then the older ones."""
+    rest = sorted((v for v in variants if v != rel.default_variant),
+                  key=lambda v: cuda_of_variant(v), reverse=True)
+    return ([rel.default_variant] if rel.default_variant in variants else []) + rest
+
+
+def _torch_unfit(rel: TorchRelease, variant: str, m: Machine, matrix: Matrix) -> Optional[str]:
+    if variant not in rel.cuda_variants:
+        return f"torch {rel.minor} has no {variant} build"
+    if m.python is not None and str(m.python) not in rel.python:
+        return f"no wheel for Python {m.python} (it has {', '.join(rel.python)})"
+    if m.platform != "linux_x86_64":
+        return f"fadoctor's matrix holds Linux x86_64 builds only, not {m.platform}"
+    cuda = cuda_of_variant(variant)
+    floor = matrix.driver_floor(cuda.major)
+    if m.driver is not None and floor is not None and m.driver < floor.min_driver:
+        return f"needs driver >= {floor.min_driver}; this one is {m.driver}"
+    archs = rel.arch_lists.get(variant)
+    cc = m.gpu_cc
+    if cc is not None and archs and not any(
+            arch_runs_on(_arch(a), (cc.major, cc.minor)) for a in archs.split(";")):
+        return f"its kernels ({archs}) do not run on sm_{cc.major}{cc.minor}"
+    return None
+
+
+def _arch(item: str) -> str:
+    digits = item.replace("+PTX", "").replace(".", "")
+    return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"
+
+
+def _parse_torch(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion as exc:
+        raise UsageError(f"--torch {text}: not a version") from exc
+
+
+def _torch_steps(torch: TorchBuild) -> Tuple[str, ...]:
+    return () if torch.installed else (torch_install(str(torch.version), torch.variant),)
+
+
+# -- families --------------------------------------------------------------------------------
+
+
+def _fa2_wheel(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
+    wanted = Version(search.constraints.flash_attn) if search.constraints.flash_attn else None
+    releases = sorted((r for r in search.matrix.flash_attn_releases
+                       if wanted is None or r.version == wanted),
+                      key=lambda r: r.version, reverse=True)
+    for torch in torches:
+        reasons: List[str] = []
+        for release in releases:
+            wheel, why = find_wheel(release, torch, search.machine, search.matrix)
+            if wheel is not None:
+                search.rejected.extend(f"{torch}: {r}" for r in reasons[:3])
+                return [Pick(Family.FA2, "wheel", f"flash-attn {release.version}, the prebuilt "
+                             f"wheel for {torch}", torch=torch, version=str(release.version),
+                             wheel=wheel, commands=(*_torch_steps(torch),
+                                                    f'pip install --no-deps "{wheel.url}"',
+                                                    "pip install einops"),
+                             notes=("--no-deps: the wheel does not pin torch and could pull "
+                                    "another one (flash-attention#1724)",))]
+            reasons.append(why or "")
+        search.rejected.append(f"{torch}: no flash-attn 2.x wheel fits"
+                               + (f" (newest: {reasons[0]})" if reasons else ""))
+    return []
+
+
+def _fa2_build(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
+    torch = torches[0]
+    wanted = Version(search.constraints.flash_attn) if search.constraints.flash_attn else None
+    release, commands = build_recipe(torch, search.machine, search.matrix, wanted)
+    if release is None:
+        search.rejected.append(f"{torch}: no flash-attn 2.x release to build for it")
+        return []
+    return [Pick(Family.FA2, "build", f"flash-attn {release.version} compiled here for {torch}",
+                 torch=torch, version=str(release.version),
+                 commands=(*_torch_steps(torch), *commands),
+                 notes=(f"needs nvcc {torch.cuda.major}.x (torch's cpp_extension refuses another "
+                        "major) and ninja: minutes with ninja on many cores, hours without "
+                        "(flash-attention README, #113); MAX_JOBS=4 below 96 GB of RAM (README)",))]
+
+
+def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
+    m, support = search.machine, search.matrix.family_support(Family.FA4)
+    cc = m.gpu_cc
+    if cc is not None and str(cc) not in support.tuned:
+        search.rejected.append(f"flash-attn-4: written for {', '.join(support.tuned)}, not "
+                               f"sm_{cc.major}{cc.minor}")
+        return []
+    for req in search.matrix.requirements(Family.FA4):
+        if req.min_python is not None and m.python is not None and m.python < req.min_python:
+            search.rejected.append(f"flash-attn-4: needs Python >= {req.min_python}")
+            return []
+    torch = torches[0]
+    extra = next((r.extra for r in search.matrix.requirements(Family.FA4)
+                  if r.extra and r.cuda_major == torch.cuda.major), None)
+    spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
+    return [Pick(Family.FA4, "index", f"flash-attn-4 (CuTe DSL, no compilation) with {torch}",
+                 torch=torch, commands=(*_torch_steps(torch), f"pip install {spec}"),
+                 notes=("a beta; import it as `from flash_attn.cute import flash_attn_func`",))]
+
+
+def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
+    cc, torch = search.machine.gpu_cc, torches[0]
+    if cc is not None and cc != Version("9.0"):
+        search.rejected.append(f"FlashAttention-3: Hopper (sm_90) only, not sm_{cc.major}{cc.minor}")
+        return []
+    return [Pick(Family.FA3, "build", f"FlashAttention-3 compiled here for {torch}", torch=torch,
+                 commands=(*_torch_steps(torch),
+                           "git clone https://github.com/Dao-AILab/flash-attention",
+                           "cd flash-attention/hopper && python setup.py install"),
+                 notes=("needs CUDA >= 12.3 (12.8 recommended, README); import "
+                        "flash_attn_interface",))]
+
+
+def _sdpa(torches: List[TorchBuild]) -> Pick:
+    torch = torches[0]
+    return Pick(None, "sdpa", f"PyTorch SDPA with {torch}, no flash-attn package", torch=torch,
+                commands=_torch_steps(torch),
+                notes=('transformers: load the model with attn_implementation="sdpa"',
+                       "code that calls flash_attn_func: `fadoctor snippet sdpa_flash_attn_func` "
+                       "prints a drop-in with the same layout and semantics (tested)"))
+
+
+__all__ = ["TORCH_INDEX", "Constraints", "Pick", "Plan", "solve"]

@@ -1,0 +1,90 @@
+"""`fadoctor matrix lint` and `fadoctor matrix show`: a typer sub-app over the matrix.
+
+Register it on the main app with `app.add_typer(matrix_app, name="matrix")`. Importing this
+module is cheap (the matrix, pydantic and rich load inside the commands), so `fadoctor --help`
+stays instant.
+"""
+
+import functools
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+
+from fadoctor.errors import ExitCode, FadoctorError
+
+matrix_app = typer.Typer(
+    name="matrix",
+    help="Check or print fadoctor's compatibility matrix.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+MATRIX_HELP = "The matrix YAML (default: the one fadoctor ships)."
+
+
+class ShowFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _guarded(command: Callable[..., int]) -> Callable[..., None]:
+    """fadoctor's errors become one line on stderr and their exit code (as in fadoctor.cli)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            code = int(command(*args, **kwargs))
+        except FadoctorError as exc:
+            sys.stderr.write(f"fadoctor: error: {exc}\n")
+            code = int(exc.exit_code)
+        raise typer.Exit(code)
+
+    return wrapper
+
+
+@matrix_app.command()
+@_guarded
+def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP)) -> int:
+    """Validate the matrix: schema, sources and cross-entry invariants (exit 2 when invalid)."""
+    from fadoctor.matrix.load import default_matrix_path, lint_matrix
+
+    path = matrix_path or default_matrix_path()
+    problems = lint_matrix(path)
+    for line in problems:
+        sys.stdout.write(f"matrix {path} is invalid: {line}\n")
+    if problems:
+        sys.stderr.write(f"fadoctor: {len(problems)} problem(s) in {path}\n")
+        return ExitCode.USAGE
+    sys.stdout.write(f"matrix {path} is valid\n")
+    return ExitCode.OK
+
+
+@matrix_app.command()
+@_guarded
+def show(
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="A flash-attn 2.x "
+                                             "release (2.8.3) or series (2.8)."),
+    torch: Optional[str] = typer.Option(None, "--torch", help="A torch release (2.6, 2.6.0)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="A GPU name (H100) or compute "
+                                      "capability (9.0, sm_90)."),
+    fmt: ShowFormat = typer.Option(ShowFormat.text, "--format", "-f", help="text or json."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP),
+) -> int:
+    """Print the matrix entries for a flash-attn version, a torch release and/or a GPU."""
+    from fadoctor.matrix.load import load_matrix
+    from fadoctor.matrix.show import Filters, select, to_json, to_text
+
+    picked = select(load_matrix(matrix_path), Filters(flash_attn, torch, gpu))
+    if fmt == ShowFormat.json:
+        sys.stdout.write(to_json(picked))
+        return ExitCode.OK
+    tty = sys.stdout.isatty()
+    width = typer.get_terminal_size()[0] if tty else 120
+    sys.stdout.write(to_text(picked, width=width, color=tty and "NO_COLOR" not in os.environ))
+    return ExitCode.OK

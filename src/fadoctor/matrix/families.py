@@ -1,0 +1,79 @@
+"""The flash-attention families beyond FA2's wheel matrix: which GPUs each runs on, what each
+requires, FlashAttention-4's releases, and FA2's AMD ROCm backends."""
+
+from __future__ import annotations
+
+from typing import List, Literal, Optional
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from pydantic import field_validator
+
+from fadoctor.facts import Family
+from fadoctor.matrix.base import Entry, _optional_version, _specifier, _version
+
+
+class FamilySupport(Entry):
+    family: Family
+    name: str
+    min_cc: Version
+    max_cc: Optional[Version] = None
+    tuned: List[str] = []
+
+    _v = field_validator("min_cc", "max_cc", mode="before")(_optional_version)
+
+
+class ArchGate(Entry):
+    versions: SpecifierSet
+    allowed_cc_majors: List[int]
+
+    _s = field_validator("versions", mode="before")(_specifier)
+
+
+class FamilyRequirement(Entry):
+    family: Family
+    min_torch: Optional[Version] = None
+    min_python: Optional[Version] = None
+    min_nvcc: Optional[Version] = None  # a source build refuses an older nvcc
+    # An install extra the family wants on a torch of this CUDA major, and the distribution
+    # whose presence shows it was taken.
+    cuda_major: Optional[int] = None
+    extra: Optional[str] = None
+    extra_marker: Optional[str] = None
+
+    _v = field_validator("min_torch", "min_python", "min_nvcc", mode="before")(_optional_version)
+
+
+class Fa4Release(Entry):
+    """One FlashAttention-4 beta: pure Python (CuTe DSL kernels are compiled at run time)."""
+
+    version: Version  # as the package index has it: 4.0.0b27
+    tag: str  # fa4-v4.0.0.beta27
+    distribution: str  # flash-attn4 for beta0-2, flash-attn-4 from beta4
+    requires_python: SpecifierSet
+    dependencies: List[str]
+    extra_cu13: List[str] = []  # what the [cu13] extra adds
+
+    _v = field_validator("version", mode="before")(_version)
+    _s = field_validator("requires_python", mode="before")(_specifier)
+
+
+class RocmBackend(Entry):
+    """An AMD ROCm backend of flash-attn 2.x (always built from source: no ROCm wheels)."""
+
+    backend: Literal["ck", "triton"]
+    versions: SpecifierSet  # flash-attn releases these facts hold for
+    min_rocm: Optional[Version] = None
+    gpus: List[str]  # as the README names them (MI200, MI300, RDNA)
+    gpu_archs: List[str] = []  # the GPU_ARCHS values setup.py accepts (CK)
+    dtypes: List[str]
+    max_head_dim_fwd: Optional[int] = None
+    max_head_dim_bwd: Optional[int] = None
+    enable_env: Optional[str] = None  # what selects the backend at build and run time
+    triton: Optional[str] = None  # the Triton the README recommends
+
+    _s = field_validator("versions", mode="before")(_specifier)
+    _v = field_validator("min_rocm", mode="before")(_optional_version)
+
+    def affects(self, version: Version) -> bool:
+        return self.versions.contains(version, prereleases=True)

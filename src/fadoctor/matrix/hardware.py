@@ -1,0 +1,92 @@
+"""NVIDIA hardware facts: the driver each CUDA runtime needs, and each GPU's compute capability."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+from packaging.version import Version
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
+
+from fadoctor.matrix.base import DriverVersion, Entry, _driver, _version
+
+
+class DriverFloor(Entry):
+    cuda_major: int
+    min_driver: DriverVersion
+
+    _v = field_validator("min_driver", mode="before")(_driver)
+
+
+class ToolkitDriver(Entry):
+    cuda: Version  # major.minor; the GA release's driver
+    min_driver: DriverVersion
+    updates: Dict[str, DriverVersion] = {}  # 12.9.1 -> the driver of that update release
+
+    _v = field_validator("cuda", mode="before")(_version)
+    _d = field_validator("min_driver", mode="before")(_driver)
+
+    @field_validator("updates", mode="before")
+    @classmethod
+    def _drivers(cls, value: object) -> Dict[str, DriverVersion]:
+        items = value.items() if isinstance(value, dict) else ()
+        return {str(k): _driver(v) for k, v in items}
+
+
+class CudaDriver(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    floors: List[DriverFloor]
+    toolkits: List[ToolkitDriver]
+
+
+class GpuSpec(Entry):
+    """A GPU model as NVIDIA names it on its compute-capability page. `pattern` (a regular
+    expression, case-insensitive) finds it in a device name such as nvidia-smi prints ("NVIDIA
+    H100 80GB HBM3"); by default the name itself, as whole words."""
+
+    name: str
+    pattern: Optional[str] = None
+    cc: Version
+    dense_bf16_tflops: Optional[float] = None
+    dense_fp16_tflops: Optional[float] = None
+    tflops_source: Optional[str] = None  # the vendor datasheet the peaks come from
+    _compiled: re.Pattern[str] = PrivateAttr()
+
+    _v = field_validator("cc", mode="before")(_version)
+
+    @model_validator(mode="after")
+    def _sound(self) -> GpuSpec:
+        try:
+            self._compiled = re.compile(self.regex, flags=re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"gpu {self.name!r}: pattern is not a regular expression: {exc}") from exc
+        peaks = self.dense_bf16_tflops is not None or self.dense_fp16_tflops is not None
+        if peaks and not (self.tflops_source or "").strip():
+            raise ValueError(f"gpu {self.name!r}: TFLOP/s figures need a tflops_source")
+        return self
+
+    @property
+    def regex(self) -> str:
+        if self.pattern is not None:
+            return self.pattern
+        words = r"\s+".join(re.escape(w) for w in self.name.split())
+        return rf"(?<![\w-]){words}(?![\w])"
+
+    def match_length(self, device: str) -> Optional[int]:
+        """How much of `device` this entry's pattern matches (None: it does not)."""
+        if self.pattern is None and self.name.split()[0].lower() not in device.lower():
+            return None  # cheap test first: resolve_gpu tries every entry
+        found = self._compiled.search(device)
+        return len(found.group(0)) if found else None
+
+
+def resolve_gpu(gpus: List[GpuSpec], device: str) -> Optional[GpuSpec]:
+    """The entry for a device name: the longest match wins ("RTX 4060 Ti" over "RTX 4060"); a tie
+    between different compute capabilities resolves to nothing rather than to a guess."""
+    scored = [(n, g) for g in gpus if (n := g.match_length(device)) is not None]
+    if not scored:
+        return None
+    best = max(n for n, _ in scored)
+    top = [g for n, g in scored if n == best]
+    return top[0] if len({g.cc for g in top}) == 1 else None

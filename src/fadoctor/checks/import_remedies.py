@@ -53,55 +53,77 @@ def import_remedies(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts, matr
                        "this environment."),
                 sdpa_fallback("Meanwhile:")]
     build = _REMEDIES.get(diagnosis.category, _reinstall)
-    return [*build(fa.version, diagnosis, torch, tv, matrix), sdpa_fallback("Meanwhile:")]
+    return [*build(fa.version, diagnosis, torch, tv, matrix, facts), sdpa_fallback("Meanwhile:")]
 
 
 def _reinstall(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
-               matrix: Matrix) -> List[Remedy]:
+               matrix: Matrix, facts: Facts) -> List[Remedy]:
     return [reinstall_flash_attn(fa_version)]
 
 
+def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch,
+                glibc_below: Optional[str] = None) -> Optional[Remedy]:
+    """The newest flash-attn 2.x wheel built for this torch build (CUDA, real C++ ABI) that
+    this system can load, from the matrix: what `fadoctor fix --keep-torch` would pick."""
+    from dataclasses import replace
+
+    from fadoctor.fix.fa2 import TorchBuild, find_wheel
+    from fadoctor.fix.machine import from_facts
+
+    tv = version(torch.version)
+    if tv is None or not torch.cuda or torch.cxx11_abi is None:
+        return None
+    build = TorchBuild(Version(tv.base_version), "cu" + torch.cuda.replace(".", ""),
+                       torch.cxx11_abi, installed=True)
+    machine = from_facts(facts)
+    if glibc_below is not None:  # the loader said which version is missing: glibc is older
+        major, minor = (int(p) for p in glibc_below.split(".")[:2])
+        machine = replace(machine, glibc=Version(f"{major}.{minor - 1}"))
+    for rel in sorted(matrix.flash_attn_releases, key=lambda r: r.version, reverse=True):
+        wheel, _ = find_wheel(rel, build, machine, matrix)
+        if wheel is not None:
+            caveat = wheel.caveat(tv)
+            return Remedy(
+                summary=f"flash-attn {rel.version} has a prebuilt wheel compiled for this torch "
+                        f"({build}, C++11 ABI {int(torch.cxx11_abi)}) that this system loads"
+                        + (f"; it was {caveat}." if caveat else "."),
+                commands=["pip uninstall -y flash-attn", f'pip install --no-deps "{wheel.url}"'])
+    return None
+
+
 def _abi_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
-                  matrix: Matrix) -> List[Remedy]:
+                  matrix: Matrix, facts: Facts) -> List[Remedy]:
     abi = str(bool(torch.cxx11_abi)).upper()
-    out = []
-    if release(tv) == Version("2.6") and not torch.cxx11_abi:
-        out.append(Remedy(
-            summary="flash-attn 2.8.x wheels for torch 2.6 labelled cxx11abiFALSE were built "
-                    "against an ABI-1 torch; with pip's torch 2.6 (ABI 0) use 2.7.4.post1.",
-            commands=["pip install flash-attn==2.7.4.post1 --no-build-isolation --no-cache-dir"]))
-    out.append(Remedy(summary=f"If you install a release wheel by hand, take the one named "
-                      f"cxx11abi{abi} (this torch's _GLIBCXX_USE_CXX11_ABI); the others cannot "
-                      "load."))
-    return [*out, reinstall_flash_attn(fa_version)]
+    exact = exact_wheel(facts, matrix, torch)
+    hint = Remedy(summary=f"If you pick a release wheel by hand, take one named cxx11abi{abi} "
+                  "(this torch's _GLIBCXX_USE_CXX11_ABI) whose torch build really had that ABI; "
+                  "the others cannot load.")
+    return [*([exact] if exact else []), hint, reinstall_flash_attn(fa_version)]
 
 
 def _glibc_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
-                    matrix: Matrix) -> List[Remedy]:
+                    matrix: Matrix, facts: Facts) -> List[Remedy]:
     # Reinstalling the same version would fetch the same wheel: only an older build or a local
     # compile links against this glibc.
-    out = []
-    older = newest_release_with_wheel(matrix, tv, builds_on="ubuntu-20.04")
-    if older is not None:
-        out.append(Remedy(
-            summary=f"flash-attn {older.version} is the newest release whose wheels were built "
-                    f"on Ubuntu 20.04 (glibc 2.31) for torch {release(tv)}.",
-            commands=[f"pip install flash-attn=={older.version} --no-build-isolation "
-                      "--no-cache-dir"]))
-    out.append(build_from_source(fa_version, "Or compile it on this machine, so it links "
-                                 "against this glibc."))
-    return out
+    required = diagnosis.details.get("required", "")
+    below = required.split("_", 1)[1] if required.startswith("GLIBC_") else None
+    exact = exact_wheel(facts, matrix, torch, glibc_below=below)
+    source = build_from_source(fa_version, "Or compile it on this machine, so it links against "
+                               "this glibc.")
+    return [*([exact] if exact else []), source]
 
 
 def _cuda_runtime_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
-                           matrix: Matrix) -> List[Remedy]:
+                           matrix: Matrix, facts: Facts) -> List[Remedy]:
     out = [_other_cuda(diagnosis, torch.version, torch.cuda)] if torch.cuda else []
     return [*out, reinstall_flash_attn(fa_version)]
 
 
 def _torch_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
-                    matrix: Matrix) -> List[Remedy]:
-    out = [*_torch_mismatch_remedies(fa_version, tv, matrix), reinstall_flash_attn(fa_version)]
+                    matrix: Matrix, facts: Facts) -> List[Remedy]:
+    exact = exact_wheel(facts, matrix, torch)
+    out = [*([exact] if exact else _torch_mismatch_remedies(fa_version, tv, matrix)),
+           reinstall_flash_attn(fa_version)]
     # A wheel matches one torch build; a nightly or a container's torch matches none
     # (flash-attention#723, #784: "compile from source").
     source = build_from_source(fa_version, "If the reinstalled wheel fails the same way, it was "

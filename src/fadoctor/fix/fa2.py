@@ -42,6 +42,16 @@ class TorchBuild:
 class Wheel:
     release: FlashAttnRelease
     filename: str
+    built_with: Optional[str] = None  # the exact torch its CI job compiled against
+
+    def caveat(self, torch: Version) -> Optional[str]:
+        """Said when the wheel's torch is another patch release than this one: maintainers say
+        such wheels may not load (flash-attention#931: 'built for torch 2.2.2 ... not compatible
+        with 2.2.0')."""
+        if self.built_with is None or Version(self.built_with).release[:3] == torch.release[:3]:
+            return None
+        return (f"compiled against torch {self.built_with}, not {torch}: a wheel for another "
+                "patch release may not load (flash-attention#931)")
 
     @property
     def url(self) -> str:
@@ -68,7 +78,8 @@ def find_wheel(release: FlashAttnRelease, torch: TorchBuild, machine: Machine,
         return None, why
     python = machine.python_tag or pythons[-1]
     filename = f"flash_attn-{release.version}+{local}-{python}-{python}-{release.platform}.whl"
-    return Wheel(release, filename), None
+    key = local.split("cxx11abi")[0]
+    return Wheel(release, filename, release.built_against_torch.get(key)), None
 
 
 def _wheel_unfit(release: FlashAttnRelease, torch: TorchBuild, local: str, machine: Machine,

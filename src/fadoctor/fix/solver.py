@@ -181,7 +181,8 @@ def _fa2_wheel(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                                                     f'pip install --no-deps "{wheel.url}"',
                                                     "pip install einops"),
                              notes=("--no-deps: the wheel does not pin torch and could pull "
-                                    "another one (flash-attention#1724)",))]
+                                    "another one (flash-attention#1724)",
+                                    *filter(None, [wheel.caveat(torch.version)])))]
             reasons.append(why or "")
         search.rejected.append(f"{torch}: no flash-attn 2.x wheel fits"
                                + (f" (newest: {reasons[0]})" if reasons else ""))

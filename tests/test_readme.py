@@ -35,3 +35,18 @@ def test_the_abi_example_is_the_fixtures_real_output() -> None:
     golden = (ROOT / "tests" / "golden" / "fa853-cxx11abi-true-wheel-on-pip-torch" / "text.txt")
     shown = [line for line in block.splitlines() if line.strip()]
     assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)
+
+
+def test_the_fix_example_is_what_fix_prints() -> None:
+    import shlex
+    import subprocess
+    import sys
+
+    section = README.split("## What to install", 1)[1]
+    block = section.split("```", 2)[1].strip().splitlines()
+    command, shown = block[0].removeprefix("$ "), block[1:]
+    args = shlex.split(command)
+    assert args[0] == "fadoctor"
+    done = subprocess.run([sys.executable, "-m", "fadoctor", *args[1:]], capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.splitlines() == shown

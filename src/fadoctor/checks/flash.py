@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from fadoctor.checks.base import Outcome, Skip, info, release, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.import_remedies import CSRC, csrc_remedies, import_remedies
+from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.remedies import (
     newest_release_with_wheel,
     sdpa_fallback,
@@ -52,19 +52,23 @@ def check_installed(facts: Facts, matrix: Matrix) -> Outcome:
 
 
 def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
-    """How to get flash-attention here: FA2 where a prebuilt wheel exists, FA4 on sm90+."""
+    """How to get flash-attention here: FA2 where a prebuilt wheel exists, FA4 on the GPUs it is
+    written for."""
     torch = facts.torch.data
     tv = version(torch.version if torch else None)
     remedies: List[Remedy] = []
-    if cc >= Version("9.0") and cc < Version("13.0"):
+    if str(cc) in matrix.family_support(Family.FA4).tuned:
         cuda = version(torch.cuda if torch else None)
         extra = next((r.extra for r in matrix.requirements(Family.FA4)
                       if r.extra and cuda is not None and r.cuda_major == cuda.major), None)
         spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
         remedies.append(Remedy(summary="FlashAttention-4 is written for Hopper and Blackwell and "
                                "needs no compilation.", commands=[f"pip install {spec}"]))
+    exact = exact_wheel(facts, matrix, torch, replace_installed=False) if torch else None
     newest = newest_release_with_wheel(matrix, tv) if tv is not None else None
-    if newest is not None:
+    if exact is not None:
+        remedies.append(exact)
+    elif newest is not None:
         remedies.append(Remedy(
             summary=f"FlashAttention-2: {newest.version} is the newest release with a prebuilt "
                     f"wheel for torch {release(tv) if tv else '?'} (setup.py fetches it).",
@@ -177,7 +181,7 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
         return Finding(
             severity=Severity.ERROR, category=Category.GPU_UNSUPPORTED, subject=fa.family.value,
             message=f"{what} does not run on {gpu} ({arch}): it {bound}",
-            evidence=evidence, remedies=_unsupported_remedies(fa.family, cc))
+            evidence=evidence, remedies=_unsupported_remedies(fa.family, cc, matrix))
     fv = version(fa.version)
     if fa.family == Family.FA2 and fv is not None:
         for gate in matrix.fa2_arch_gate:
@@ -202,8 +206,8 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
     return info(f"{what} supports {gpu} ({arch})", **evidence)
 
 
-def _unsupported_remedies(family: Family, cc: Version) -> List[Remedy]:
-    if cc < Version("8.0"):
+def _unsupported_remedies(family: Family, cc: Version, matrix: Matrix) -> List[Remedy]:
+    if cc < matrix.family_support(Family.FA2).min_cc:
         remedies = [sdpa_fallback("No flash-attention 2.x/3/4 build runs on GPUs older than "
                                   "Ampere.")]
         if cc >= Version("7.5"):

@@ -61,8 +61,8 @@ def _reinstall(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
     return [reinstall_flash_attn(fa_version)]
 
 
-def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch,
-                glibc_below: Optional[str] = None) -> Optional[Remedy]:
+def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch, glibc_below: Optional[str] = None,
+                replace_installed: bool = True) -> Optional[Remedy]:
     """The newest flash-attn 2.x wheel built for this torch build (CUDA, real C++ ABI) that
     this system can load, from the matrix: what `fadoctor fix --keep-torch` would pick."""
     from dataclasses import replace
@@ -84,10 +84,12 @@ def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch,
         if wheel is not None:
             caveat = wheel.caveat(tv)
             return Remedy(
-                summary=f"flash-attn {rel.version} has a prebuilt wheel compiled for this torch "
-                        f"({build}, C++11 ABI {int(torch.cxx11_abi)}) that this system loads"
-                        + (f"; it was {caveat}." if caveat else "."),
-                commands=["pip uninstall -y flash-attn", f'pip install --no-deps "{wheel.url}"'])
+                summary=f"Install flash-attn {rel.version} from its prebuilt wheel compiled for "
+                        f"this torch ({build}, C++11 ABI {int(torch.cxx11_abi)}), which this "
+                        "system loads" + (f"; it was {caveat}." if caveat else ". --no-deps: the "
+                        "wheel does not pin torch and could pull another one (#1724)."),
+                commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
+                          f'pip install --no-deps "{wheel.url}"', "pip install einops"])
     return None
 
 

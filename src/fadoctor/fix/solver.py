@@ -61,9 +61,10 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
     torches = torch_builds(search)
     picks: List[Pick] = []
     cc = machine.gpu_cc
-    if cc is not None and cc < Version("8.0"):
+    floor = min(matrix.family_support(f).min_cc for f in (Family.FA2, Family.FA3, Family.FA4))
+    if cc is not None and cc < floor:
         search.rejected.append(f"no flash-attention 2.x/3/4 build runs on compute capability "
-                               f"{cc} (FlashAttention-2 needs 8.0+)")
+                               f"{cc} (FlashAttention-2 needs {floor}+)")
     else:
         wanted = constraints.family
         if wanted in (None, Family.FA2):
@@ -226,8 +227,10 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
 
 def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
     cc, torch = search.machine.gpu_cc, torches[0]
-    if cc is not None and cc != Version("9.0"):
-        search.rejected.append(f"FlashAttention-3: Hopper (sm_90) only, not sm_{cc.major}{cc.minor}")
+    support = search.matrix.family_support(Family.FA3)
+    if cc is not None and str(cc) not in support.tuned:
+        search.rejected.append(f"FlashAttention-3: written for {', '.join(support.tuned)} only, "
+                               f"not sm_{cc.major}{cc.minor}")
         return []
     return [Pick(Family.FA3, "build", f"FlashAttention-3 compiled here for {torch}", torch=torch,
                  commands=(*_torch_steps(torch),

@@ -31,7 +31,9 @@ run check-static.txt "$base:$fa4" check --static -v --extension "$lib/libc10_cud
   --extension "$lib/libtorch_cuda.so"
 run facts-static.json "$base:$fa4" snapshot --static -o - --extension "$lib/libc10_cuda.so" \
   --extension "$lib/libtorch_cuda.so"
+run fix-pins.txt "$base" fix --print-pins
+run fix-pins-keep-torch.txt "$base" fix --print-pins --keep-torch
 PYTHONPATH="$src:$base" python3 "$(dirname "$0")/bench_check.py" --runs 5 --json >"$out/bench.json" 2>&1
 echo "bench: exit $?"
-tail -n 60 "$out"/check-*.txt
+tail -n 60 "$out"/check-*.txt "$out"/fix-*.txt
 cat "$out/bench.json"

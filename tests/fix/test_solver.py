@@ -116,3 +116,15 @@ def test_every_format_renders_the_best_pick(matrix: Matrix, fmt: PinFormat) -> N
     text = render_plan(plan, fmt)
     assert plan.best.wheel is not None
     assert plan.best.wheel.filename in text
+
+
+def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> None:
+    # As recorded on the H200 machine: torch 2.11.0+cu130 installed, no flash-attention.
+    m = apply(Machine(torch=Version("2.11.0+cu130")), WhatIf(gpu_cc="9.0", python="3.12",
+                                                              driver="580.159.04", glibc="2.39"))
+    plan = plan_for(matrix, m)
+    assert plan.best.family == Family.FA4 and plan.best.torch is not None
+    assert plan.best.torch.installed and plan.best.commands == ('pip install "flash-attn-4[cu13]"',)
+    wheel = next(p for p in plan.alternatives if p.kind == "wheel")
+    assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
+    assert wheel.commands[0].startswith('pip install "torch==')

@@ -75,9 +75,18 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
             picks.extend(_fa2_build(search, torches))
         if wanted in (None, Family.FA3):
             picks.extend(_fa3(search, torches))
+    picks.sort(key=_rank)
     picks.append(_sdpa(torches))
     return Plan(machine=machine, best=picks[0], alternatives=tuple(picks[1:]),
                 rejected=tuple(search.rejected))
+
+
+def _rank(pick: Pick) -> Tuple[int, int]:
+    """Nothing to compile before a compile; then the installed torch before changing it. The
+    sort is stable: FlashAttention-2 stays before -4, and -3, within a rank."""
+    compiles = 1 if pick.kind == "build" else 0
+    changes_torch = 0 if pick.torch is not None and pick.torch.installed else 1
+    return compiles, changes_torch
 
 
 # -- torch -----------------------------------------------------------------------------------
@@ -89,6 +98,13 @@ def torch_builds(search: _Search) -> List[TorchBuild]:
     m, c, matrix = search.machine, search.constraints, search.matrix
     if c.keep_torch:
         return [_installed(m, matrix)]
+    found = _candidates(search)
+    # The installed build first, when it fits: a plan that keeps it changes less.
+    return sorted(found, key=lambda t: not t.installed)
+
+
+def _candidates(search: _Search) -> List[TorchBuild]:
+    m, c, matrix = search.machine, search.constraints, search.matrix
     wanted = _parse_torch(c.torch) if c.torch else None
     out: List[TorchBuild] = []
     for rel in sorted(matrix.torch_releases, key=lambda r: Version(r.minor), reverse=True):

@@ -84,6 +84,8 @@ class Host(Frozen):
     python_executable: str
     python_abi_tag: Optional[str] = None  # "cp311", "cp313t"
     prefix: str
+    cpus: Optional[int] = None
+    memory_mib: Optional[int] = None  # physical memory: what bounds a flash-attn build's jobs
     environment: Dict[str, str] = {}  # the variables that steer CUDA, torch and flash-attn
 
 

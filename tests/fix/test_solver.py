@@ -128,3 +128,18 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
     wheel = next(p for p in plan.alternatives if p.kind == "wheel")
     assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
     assert wheel.commands[0].startswith('pip install "torch==')
+
+
+@pytest.mark.parametrize(("memory_gib", "cpus", "jobs"), [
+    (None, None, 4),  # unknown: the README's MAX_JOBS=4 below 96 GB
+    (39.0, 64, 3),  # flash-attention#382's 39 GB machine: 5 GB x 2 nvcc threads per job
+    (24.0, 2, 2),
+    (512.0, 16, 16),  # bounded by the cores
+])
+def test_build_jobs_follow_the_memory(memory_gib: Optional[float], cpus: Optional[int],
+                                      jobs: int, matrix: Matrix) -> None:
+    m = apply(Machine(memory_gib=memory_gib, cpus=cpus), WhatIf(gpu_cc="9.0", python="3.12"))
+    assert m.build_jobs == jobs
+    plan = plan_for(matrix, m, torch="2.11.0+cu130")
+    build = next(p for p in plan.alternatives if p.kind == "build" and p.family == Family.FA2)
+    assert any(c.startswith(f"MAX_JOBS={jobs} NVCC_THREADS=2 ") for c in build.commands)

@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
-from fadoctor.fix.machine import Machine
+from fadoctor.fix.machine import BUILD_THREADS, Machine
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FlashAttnRelease
 
@@ -117,6 +117,7 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
         and release.arch_env else ""
     return release, [
         "pip install ninja packaging",
-        f"MAX_JOBS=4 {archs}FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
+        f"MAX_JOBS={machine.build_jobs} NVCC_THREADS={BUILD_THREADS} {archs}"
+        "FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
         f"flash-attn=={release.version} --no-build-isolation --no-cache-dir",
     ]

@@ -13,6 +13,8 @@ from fadoctor.errors import UsageError
 from fadoctor.facts import Facts
 from fadoctor.matrix.models import DriverVersion
 
+BUILD_THREADS = 2  # nvcc --threads per job (NVCC_THREADS, flash-attn >= 2.5.7); its CI uses 2
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -24,6 +26,17 @@ class Machine:
     platform: str = "linux_x86_64"
     torch: Optional[Version] = None  # installed torch, with its local tag (2.4.0+cu121)
     torch_cxx11_abi: Optional[bool] = None
+    cpus: Optional[int] = None
+    memory_gib: Optional[float] = None
+
+    @property
+    def build_jobs(self) -> int:
+        """Parallel compile jobs for a flash-attn build with NVCC_THREADS=BUILD_THREADS: about
+        5 GB of RAM per nvcc thread (flash-attention setup.py on main: MAX_JOBS = free RAM /
+        (5 GB * NVCC_THREADS)); with the memory unknown, the README's MAX_JOBS=4 (< 96 GB)."""
+        if self.memory_gib is None:
+            return 4
+        return max(1, min(self.cpus or 1, int(self.memory_gib // (5 * BUILD_THREADS))))
 
     @property
     def python_tag(self) -> Optional[str]:
@@ -63,6 +76,8 @@ def from_facts(facts: Optional[Facts]) -> Machine:
         platform=f"{host.os.lower()}_{host.machine}" if host else "linux_x86_64",
         torch=_parse(Version, torch.version) if torch else None,
         torch_cxx11_abi=torch.cxx11_abi if torch else None,
+        cpus=host.cpus if host else None,
+        memory_gib=host.memory_mib / 1024 if host and host.memory_mib else None,
     )
 
 

@@ -218,7 +218,10 @@ def _fa2_build(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                  commands=(*_torch_steps(torch), *commands),
                  notes=(f"needs nvcc {torch.cuda.major}.x (torch's cpp_extension refuses another "
                         "major) and ninja: minutes with ninja on many cores, hours without "
-                        "(flash-attention README, #113); MAX_JOBS=4 below 96 GB of RAM (README)",))]
+                        "(flash-attention README, #113)",
+                        f"MAX_JOBS={search.machine.build_jobs}: about 5 GB of RAM per nvcc thread"
+                        + (f" on {search.machine.memory_gib:.0f} GB" if search.machine.memory_gib
+                           else " (memory unknown: the README's 4, for < 96 GB)")))]
 
 
 def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:

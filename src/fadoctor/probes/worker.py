@@ -116,10 +116,19 @@ def stage_host() -> Dict[str, Any]:
         "python_executable": sys.executable,
         "python_abi_tag": abi if platform.python_implementation() == "CPython" else None,
         "prefix": sys.prefix,
+        "cpus": os.cpu_count(),
+        "memory_mib": _memory_mib(),
         "environment": {k: v for k, v in os.environ.items()
                         if any(k == e or (e.endswith("_") and k.startswith(e))
                                for e in ENVIRONMENT)},
     }
+
+
+def _memory_mib() -> Optional[int]:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _read(dist: Any, name: str) -> Optional[str]:

@@ -34,3 +34,10 @@ def arch_key(arch: str) -> Tuple[int, str, str]:
     """Order archs as people read them: sm_75 < sm_80 < sm_90 < sm_90a < sm_100."""
     match = ARCH.fullmatch(arch)
     return (int(match.group(2)), match.group(3), arch) if match else (0, "", arch)
+
+
+def arch_name(item: str) -> str:
+    """A TORCH_CUDA_ARCH_LIST item ("9.0", "12.0+PTX") as torch.cuda.get_arch_list() names it:
+    SASS sm_90, or PTX compute_120 for a +PTX item."""
+    digits = item.replace("+PTX", "").replace(".", "")
+    return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"

@@ -7,7 +7,7 @@ from typing import Dict, List, Tuple
 
 from packaging.version import Version
 
-from fadoctor.archs import arch_runs_on
+from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, version, why_unknown
 from fadoctor.checks.classify import classify
 from fadoctor.checks.remedies import driver_version, torch_variant_remedies
@@ -222,7 +222,7 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
     if rel is None or v is None:
         return []
     fitting = [variant for variant, arches in rel.arch_lists.items()
-               if any(runs_on(_arch_entry(a), cc) for a in arches.split(";"))]
+               if any(runs_on(arch_name(a), cc) for a in arches.split(";"))]
     if not fitting:
         return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
                        f"sm_{cc.major}{cc.minor}; use another torch release.")]
@@ -232,13 +232,6 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
     return [Remedy(summary=f"Install the {variant} build of torch {v.base_version}, which has "
                    f"kernels for sm_{cc.major}{cc.minor}.",
                    commands=[torch_install(v.base_version, variant)])]
-
-
-def _arch_entry(item: str) -> str:
-    """A TORCH_CUDA_ARCH_LIST item ("9.0", "12.0+PTX") as an arch-list name."""
-    base = item.replace("+PTX", "")
-    digits = base.replace(".", "")
-    return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"
 
 
 def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:

@@ -8,7 +8,7 @@ from typing import List, Literal, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.archs import arch_runs_on
+from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.remedies import TORCH_INDEX, cuda_of_variant, torch_install
 from fadoctor.errors import NoPlanError, UsageError
 from fadoctor.facts import Family
@@ -157,14 +157,9 @@ def _torch_unfit(rel: TorchRelease, variant: str, m: Machine, matrix: Matrix) ->
     archs = rel.arch_lists.get(variant)
     cc = m.gpu_cc
     if cc is not None and archs and not any(
-            arch_runs_on(_arch(a), (cc.major, cc.minor)) for a in archs.split(";")):
+            arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";")):
         return f"its kernels ({archs}) do not run on sm_{cc.major}{cc.minor}"
     return None
-
-
-def _arch(item: str) -> str:
-    digits = item.replace("+PTX", "").replace(".", "")
-    return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"
 
 
 def _parse_torch(text: str) -> Version:

@@ -6,7 +6,7 @@ from typing import Any, List, Literal, Optional
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 # How a fact was established (the reference notes' labels): read in the project's code, said by a
 # maintainer, reported by users only, inferred by us from code, read from a published wheel, or
@@ -107,3 +107,9 @@ class Problems(ValueError):
 def raise_problems(problems: List[str]) -> None:
     if problems:
         raise Problems(problems)
+
+
+def trusted(info: ValidationInfo) -> bool:
+    """Whether the data comes from the compiled twin of a matrix that `fadoctor matrix lint`
+    already passed (the cross-entry checks then ran when it was written, not at every load)."""
+    return bool(info.context and info.context.get("trusted"))

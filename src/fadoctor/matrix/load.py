@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Union
 
@@ -21,8 +23,32 @@ def default_matrix_path() -> Path:
     return _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
 
 
+def twin_path(path: Path) -> Path:
+    """The compiled twin of a matrix YAML: the same data as JSON, with the YAML's digest."""
+    return path.with_suffix(".json")
+
+
+def write_twin(path: Path) -> Path:
+    """Compile the YAML at `path` into its twin, after the full validation (`lint`) passes."""
+    problems_found = lint_matrix(path)
+    if problems_found:
+        raise InputError(f"matrix {path} is invalid: {problems_found[0]}")
+    twin = twin_path(path)
+    body = {"yaml_sha256": _digest(path), "matrix": _read(path)}
+    twin.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n",
+                    encoding="utf-8")
+    return twin
+
+
 def load_matrix(path: Optional[Path] = None) -> Matrix:
+    """The matrix at `path` (default: the shipped one). Its compiled twin is read instead of
+    the YAML when its digest says it is the same data: JSON parses in a tenth of the time, and
+    the cross-entry checks ran when the twin was written (a YAML parse and those checks cost
+    ~0.5 s, which would be most of `fadoctor check` where torch is absent)."""
     path = path or default_matrix_path()
+    twin = _read_twin(path)
+    if twin is not None:
+        return Matrix.model_validate(twin, context={"trusted": True})
     raw = _read(path)
     try:
         return Matrix.model_validate(raw)
@@ -34,7 +60,8 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
 
 def lint_matrix(path: Optional[Path] = None) -> List[str]:
     """Every problem of the matrix at `path`, one line each naming the entry ([] when valid).
-    A file that cannot be read or is not YAML raises InputError."""
+    Always the YAML, with every check. A file that cannot be read or is not YAML raises
+    InputError."""
     raw = _read(path or default_matrix_path())
     try:
         Matrix.model_validate(raw)
@@ -73,6 +100,24 @@ def _entry_label(raw: Any, loc: Sequence[Union[int, str]]) -> Optional[str]:
             key = next((k for k in _IDENTITY if k in node), None)
             label = f"{key}={node[key]}" if key else label
     return label
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
+
+
+def _read_twin(path: Path) -> Any:
+    """The twin's data if it is the twin of exactly this YAML, else None."""
+    try:
+        body = json.loads(twin_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(body, dict) or body.get("yaml_sha256") != _digest(path):
+        return None
+    return body.get("matrix")
 
 
 def _read(path: Path) -> Any:

@@ -10,10 +10,18 @@ from __future__ import annotations
 from typing import List, Optional
 
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from fadoctor.facts import Family
-from fadoctor.matrix.base import DriverVersion, Entry, Evidence, Problems, minor_of, raise_problems
+from fadoctor.matrix.base import (
+    DriverVersion,
+    Entry,
+    Evidence,
+    Problems,
+    minor_of,
+    raise_problems,
+    trusted,
+)
 from fadoctor.matrix.defects import Defect, Stage
 from fadoctor.matrix.fa2 import CudaTagRule, FlashAttnRelease, LocalVersion, parse_local
 from fadoctor.matrix.families import ArchGate, Fa4Release, FamilyRequirement, FamilySupport, RocmBackend
@@ -47,8 +55,9 @@ class Matrix(BaseModel):
     known_defects: List[Defect]
 
     @model_validator(mode="after")
-    def _invariants(self) -> Matrix:
-        raise_problems([p for invariant in INVARIANTS for p in invariant(self)])
+    def _invariants(self, info: ValidationInfo) -> Matrix:
+        if not trusted(info):
+            raise_problems([p for invariant in INVARIANTS for p in invariant(self)])
         return self
 
     # -- queries ------------------------------------------------------------------------------

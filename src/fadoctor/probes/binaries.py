@@ -7,7 +7,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 from fadoctor.archs import arch_key
 from fadoctor.facts import (
@@ -25,10 +25,9 @@ from fadoctor.facts import (
     UnmetVersion,
 )
 from fadoctor.mangling import binary_string_abi, is_torch_symbol
-from fadoctor.probes.elf import ElfError, read_elf, section_view
-from fadoctor.probes.fatbin import FatbinError, parse_fatbin
-from fadoctor.probes.loader import Analysis, LoaderContext, analyze, preload_map
-from fadoctor.probes.symbols import SymbolIndex
+
+if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before
+    from fadoctor.probes.loader import Analysis, LoaderContext
 
 KEPT_SYMBOLS = 50  # missing symbols kept by name; the count keeps the rest
 # c10::Error's constructor takes a std::string: which one libc10 exports tells torch's C++ ABI.
@@ -47,10 +46,17 @@ def analyze_binaries(facts: Facts, extra: Sequence[str], environ: Mapping[str, s
             kind=FailureKind.SKIPPED, reason=f"needs the located files, which failed: {reason}"))
         return facts.model_copy(update={"binaries": failed})
     started = time.monotonic()
-    torch = _with_abi(files.torch)
-    context = LoaderContext.for_interpreter(facts.target.python, environ, _preloaded(files))
+    # torch's ABI from its files is needed only where torch did not say it (--static, or an
+    # import that failed); the ELF readers load only when there is something to read.
+    torch = files.torch if facts.torch.data is not None else _with_abi(files.torch)
     targets = [*files.extensions, *(ExtensionFile(path=p) for p in extra)]
-    binaries = Probe.success([analyze_one(t, context) for t in targets])
+    analyses: List[BinaryAnalysis] = []
+    if targets:
+        from fadoctor.probes.loader import LoaderContext
+
+        context = LoaderContext.for_interpreter(facts.target.python, environ, _preloaded(files))
+        analyses = [analyze_one(t, context) for t in targets]
+    binaries = Probe.success(analyses)
     timings = {**facts.timings, "binaries": round(time.monotonic() - started, 4)}
     return facts.model_copy(update={
         "files": Probe.success(files.model_copy(update={"torch": torch})),
@@ -65,12 +71,17 @@ def _preloaded(files: Files) -> Dict[str, str]:
         lib = Path(files.torch.lib_dir)
         paths.extend(str(p) for p in sorted(lib.iterdir()) if ".so" in p.name and p.is_file())
     paths.extend(files.wheel_libraries)
+    from fadoctor.probes.loader import preload_map
+
     return preload_map(paths)
 
 
 def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
     if torch is None or torch.lib_dir is None:
         return torch
+    from fadoctor.probes.elf import ElfError
+    from fadoctor.probes.symbols import SymbolIndex
+
     libc10 = os.path.join(torch.lib_dir, "libc10.so")
     try:
         with SymbolIndex(libc10) as index:
@@ -81,6 +92,9 @@ def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
 
 
 def analyze_one(target: ExtensionFile, context: LoaderContext) -> BinaryAnalysis:
+    from fadoctor.probes.elf import ElfError
+    from fadoctor.probes.loader import analyze
+
     try:
         analysis = analyze(target.path, context)
     except (ElfError, OSError) as exc:
@@ -113,6 +127,8 @@ def _needed(analysis: Analysis) -> List[NeededLibrary]:
 
 def _newest(path: str, version: str) -> Optional[str]:
     """The newest version of the same kind (GLIBC_, GLIBCXX_) that the library defines."""
+    from fadoctor.probes.elf import ElfError, read_elf
+
     kind = version.rsplit("_", 1)[0] + "_"
     try:
         defined = read_elf(path, symbols=False).version_definitions or ()
@@ -123,6 +139,9 @@ def _newest(path: str, version: str) -> Optional[str]:
 
 
 def _kernels(path: str) -> Optional[Kernels]:
+    from fadoctor.probes.elf import section_view
+    from fadoctor.probes.fatbin import FatbinError, parse_fatbin
+
     try:
         with section_view(path, ".nv_fatbin") as section:
             if not section:

@@ -14,7 +14,7 @@ from fadoctor.checks.remedies import (
     sdpa_fallback,
 )
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention
+from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -73,15 +73,28 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
             summary=f"FlashAttention-2: {newest.version} is the newest release with a prebuilt "
                     f"wheel for torch {release(tv) if tv else '?'} (setup.py fetches it).",
             commands=[f"pip install flash-attn=={newest.version} --no-build-isolation"]))
-    elif tv is not None:
-        remedies.append(Remedy(
-            summary=f"FlashAttention-2: no release has a prebuilt wheel for torch {release(tv)}; "
-                    "pip would compile it (needs nvcc matching torch's CUDA major, and ninja; "
-                    "limit parallel jobs with MAX_JOBS on small machines).",
-            commands=[f"MAX_JOBS=4 FLASH_ATTN_CUDA_ARCHS={cc.major}{cc.minor} "
-                      "pip install flash-attn --no-build-isolation"]))
+    elif tv is not None and torch is not None:
+        remedies.extend(_build_remedy(facts, matrix, torch))
     remedies.append(sdpa_fallback("Or train without flash-attn."))
     return remedies
+
+
+def _build_remedy(facts: Facts, matrix: Matrix, torch: Torch) -> List[Remedy]:
+    """No wheel for this torch: the build `fadoctor fix` would print, narrowed to this GPU."""
+    from fadoctor.fix.fa2 import TorchBuild, build_recipe
+    from fadoctor.fix.machine import from_facts
+
+    tv = version(torch.version)
+    if tv is None or not torch.cuda or torch.cxx11_abi is None:
+        return []
+    build = TorchBuild(Version(tv.base_version), "cu" + torch.cuda.replace(".", ""),
+                       torch.cxx11_abi, installed=True)
+    rel, commands = build_recipe(build, from_facts(facts), matrix, None)
+    if rel is None:
+        return []
+    return [Remedy(summary=f"FlashAttention-2: no release has a prebuilt wheel for torch "
+                   f"{release(tv)}; compile {rel.version} here (nvcc {build.cuda.major}.x and "
+                   "ninja; MAX_JOBS sized to this machine's memory).", commands=commands)]
 
 
 def check_import(facts: Facts, matrix: Matrix) -> Outcome:

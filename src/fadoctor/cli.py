@@ -4,17 +4,17 @@ Heavy modules (pydantic models, the matrix, rich) are imported inside the comman
 `fadoctor --help` probes nothing and starts fast.
 """
 
-import functools
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
 from fadoctor import __version__
-from fadoctor.errors import ExitCode, FadoctorError, InputError, UsageError
+from fadoctor.errors import ExitCode, InputError, UsageError
+from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 
 if TYPE_CHECKING:
@@ -51,35 +51,6 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
-_DEBUG = {"on": False}
-
-
-def _guarded(command: Callable[..., int]) -> Callable[..., None]:
-    """The one error map: fadoctor errors become one line on stderr and their exit code."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            code = int(command(*args, **kwargs))
-        except FadoctorError as exc:
-            if _DEBUG["on"]:
-                raise
-            sys.stderr.write(f"fadoctor: error: {exc}\n")
-            code = int(exc.exit_code)
-        except KeyboardInterrupt:
-            sys.stderr.write("fadoctor: interrupted\n")
-            code = 130
-        except Exception as exc:
-            if _DEBUG["on"]:
-                raise
-            sys.stderr.write(f"fadoctor: internal error: {type(exc).__name__}: {exc} "
-                             "(run with --debug for the traceback)\n")
-            code = int(ExitCode.INTERNAL)
-        raise typer.Exit(code)
-
-    return wrapper
-
-
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fadoctor {__version__}")
@@ -93,11 +64,11 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of fadoctor's own errors."),
 ) -> None:
     """Examine the environment you train in and say whether flash-attention will work there."""
-    _DEBUG["on"] = debug
+    DEBUG["on"] = debug
 
 
 @app.command()
-@_guarded
+@guarded
 def check(
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
     facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
@@ -144,7 +115,7 @@ def check(
 
 
 @app.command()
-@_guarded
+@guarded
 def snapshot(
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the facts JSON "
                                 "('-' for stdout)."),
@@ -174,7 +145,7 @@ class FamilyChoice(str, Enum):
 
 
 @app.command()
-@_guarded
+@guarded
 def fix(
     print_pins: bool = typer.Option(True, "--print-pins", help="Print the install commands "
                                     "(the only thing fix does: it never runs them)."),
@@ -222,7 +193,7 @@ def fix(
 
 
 @app.command()
-@_guarded
+@guarded
 def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
                                                       help="Snippet ID.")) -> int:
     """Print a tested code remedy (the SDPA drop-in, torch.compile controls), or list them."""
@@ -240,7 +211,7 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 
 
 @app.command()
-@_guarded
+@guarded
 def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
                                                      help="Check ID or name.")) -> int:
     """Document a check, or list them all."""

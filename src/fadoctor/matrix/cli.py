@@ -5,16 +5,16 @@ module is cheap (the matrix, pydantic and rich load inside the commands), so `fa
 stays instant.
 """
 
-import functools
 import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Optional
 
 import typer
 
-from fadoctor.errors import ExitCode, FadoctorError
+from fadoctor.errors import ExitCode
+from fadoctor.guard import guarded
 
 matrix_app = typer.Typer(
     name="matrix",
@@ -33,23 +33,8 @@ class ShowFormat(str, Enum):
     json = "json"
 
 
-def _guarded(command: Callable[..., int]) -> Callable[..., None]:
-    """fadoctor's errors become one line on stderr and their exit code (as in fadoctor.cli)."""
-
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            code = int(command(*args, **kwargs))
-        except FadoctorError as exc:
-            sys.stderr.write(f"fadoctor: error: {exc}\n")
-            code = int(exc.exit_code)
-        raise typer.Exit(code)
-
-    return wrapper
-
-
 @matrix_app.command()
-@_guarded
+@guarded
 def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP)) -> int:
     """Validate the matrix: schema, sources and cross-entry invariants (exit 2 when invalid)."""
     from fadoctor.matrix.load import default_matrix_path, lint_matrix
@@ -66,7 +51,7 @@ def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRI
 
 
 @matrix_app.command()
-@_guarded
+@guarded
 def show(
     flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="A flash-attn 2.x "
                                              "release (2.8.3) or series (2.8)."),

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from typing import Optional
 
 import pytest
 from tests.helpers.broken import environ_with_path, requires_torch
@@ -143,6 +142,3 @@ def test_static_mode_imports_nothing(torch_cu13: Path, vllm: Path, tmp_path: Pat
                     "--timeout", "120"], env=env, capture_output=True, timeout=600, check=False)
     assert "torch" in log.read_text()
 
-
-def first_missing(binary: BinaryAnalysis) -> Optional[str]:
-    return next((lib.name for lib in binary.needed if lib.path is None), None)

@@ -19,11 +19,6 @@ from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
 
-INSTALL = {
-    Family.FA2: "pip install flash-attn --no-build-isolation",
-    Family.FA4: "pip install flash-attn-4",
-}
-
 
 def installed(facts: Facts) -> List[FlashAttention]:
     return [fa for fa in facts.flash_attention if fa.installed]

@@ -83,13 +83,13 @@ def build_from_source(fa_version: str, why: str) -> Remedy:
     )
 
 
-def newest_release_with_wheel(matrix: Matrix, torch_version: Version,
-                              builds_on: Optional[str] = None) -> Optional[FlashAttnRelease]:
-    """The newest FA2 release whose workflow built wheels for this torch minor."""
+def newest_release_with_wheel(matrix: Matrix, torch_version: Version
+                              ) -> Optional[FlashAttnRelease]:
+    """The newest FA2 release whose workflow built wheels for this torch minor (any CUDA, any
+    ABI): the fallback when the torch build is too little known for `exact_wheel`."""
     minor = str(release(torch_version))
     candidates = [r for r in matrix.flash_attn_releases
-                  if minor in r.wheel_torch and not r.version.is_prerelease
-                  and (builds_on is None or r.builds_on == builds_on)]
+                  if minor in r.wheel_torch and not r.version.is_prerelease]
     return max(candidates, key=lambda r: r.version, default=None)
 
 

@@ -430,6 +430,23 @@ def stage_family(family: str, dists: Dict[str, str]) -> Dict[str, Any]:
     return result
 
 
+def _attention() -> Any:
+    """The attention-kernel stages (the `attention` folder beside this file), loaded under a
+    private name so that they neither shadow nor are shadowed by the user's modules."""
+    name = "_fadoctor_attention"
+    if name not in sys.modules:
+        import importlib.util
+
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention")
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def main(argv: List[str]) -> int:
     fd, stages = None, list(STAGES)
     i = 0
@@ -467,9 +484,14 @@ def main(argv: List[str]) -> int:
                 if dists is None:
                     dists = {d["name"]: d["version"] for d in stage_packages()["distributions"]}
                 data = stage_family(stage, dists)
+            elif "_" in stage:
+                attention = _attention()
+                data = attention.run(stage, attention.options_from_environment())
             else:
                 raise ValueError("unknown stage %r" % stage)
             emit({"event": "result", "stage": stage, "ok": True, "data": data})
+            if data.get("context_lost"):
+                return 3  # the CUDA context is unusable: the next stage needs a fresh worker
         except BaseException as exc:
             tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             emit({"event": "result", "stage": stage, "ok": False, "failure": {

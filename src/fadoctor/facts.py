@@ -12,6 +12,8 @@ from typing import Dict, Generic, List, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from fadoctor.kernel_facts import CompileTarget, SmokeTarget
+
 SCHEMA_VERSION = 1
 
 
@@ -267,6 +269,14 @@ class BinaryAnalysis(Frozen):
             or self.unmet_versions))
 
 
+class KernelRun(Frozen, Generic[T]):
+    """Attention-kernel stages of one kind (smoke tests, compile probes): one probe per target."""
+
+    grid: Optional[Literal["default", "full"]] = None  # smoke tests: which set ran
+    skipped: Optional[str] = None  # why none ran
+    targets: Dict[str, Probe[T]] = {}  # sdpa_flash, fa2, ...
+
+
 class Facts(Frozen):
     schema_version: int = SCHEMA_VERSION
     fadoctor_version: str
@@ -279,6 +289,8 @@ class Facts(Frozen):
     flash_attention: List[FlashAttention]
     files: Optional[Probe[Files]] = None
     binaries: Optional[Probe[List[BinaryAnalysis]]] = None
+    smoke: Optional[KernelRun[SmokeTarget]] = None  # None: not run (check --kernels none)
+    compile: Optional[KernelRun[CompileTarget]] = None  # None: not run (no check --compile)
     timings: Dict[str, float] = {}
 
     @model_validator(mode="after")

@@ -48,6 +48,9 @@ class Category(str, Enum):
     PLATFORM_UNSUPPORTED = "platform_unsupported"
     ROCM = "rocm"
     COMPILE_GRAPH_BREAK = "compile_graph_break"
+    NUMERICS = "numerics"  # a kernel runs but its output or gradients are wrong, NaN or Inf
+    KERNEL_FAILURE = "kernel_failure"  # a launch or runtime error the GPU's arch does not explain
+    GPU_BUSY = "gpu_busy"  # other work holds the GPU: kernel tests shrank or were skipped
     VERSION_CONFLICT = "version_conflict"
     INTERNAL = "internal"
     INFO = "info"

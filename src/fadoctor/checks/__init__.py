@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, sdpa, system
+from fadoctor.checks import binary, flash, kernels, sdpa, system
 from fadoctor.checks.base import Check
+from fadoctor.checks.compile import check_compile
 
 ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD101", "nvidia-driver", "An NVIDIA driver is loaded and reports GPUs",
@@ -96,6 +97,26 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "Puts the prediction from the files next to what importing the extension in the "
           "worker did. A disagreement is a fadoctor bug, reported as such, never hidden.",
           binary.check_agreement),
+    Check("FAD140", "kernel-smoke", "Each installed family and SDPA backend computes correct "
+          "attention",
+          "Runs each flash-attention family's functions (flash_attn_func, flash_attn_varlen_func, "
+          "flash_attn_with_kvcache; FA3's and FA4's flash_attn_func) and PyTorch SDPA with each "
+          "backend forced in turn, forward and backward, each in its own crash-isolated stage, and "
+          "judges every output and gradient against an fp32 reference by flash-attention's own "
+          "test rule: at most 2x (output) or 3x (gradients) the error of a PyTorch implementation "
+          "in the same dtype, plus rounding; NaN/Inf always fails. An input a backend's own "
+          "eligibility check refuses is not applicable, never a failure; a busy GPU is reported "
+          "as gpu_busy. --kernels default runs one bf16 causal GQA head-dim-128 case per target, "
+          "--kernels full the grid (bf16/fp16, causal or not, GQA or not, head dims 64/128/256, "
+          "varlen and kv-cache).",
+          kernels.check_smoke),
+    Check("FAD141", "torch-compile", "torch.compile(fullgraph=True) compiles each attention path",
+          "With check --compile: a small module calling each working family (and SDPA) is "
+          "compiled with fullgraph=True and run forward and backward; torch._dynamo.explain "
+          "counts the graph breaks and gives their reasons, and the registered torch.library "
+          "custom ops are listed (flash-attn registers them from 2.7.0 on torch >= 2.4). Caches go "
+          "to a temporary folder that is removed.",
+          check_compile),
 )
 
 BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}

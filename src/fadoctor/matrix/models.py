@@ -37,7 +37,7 @@ from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
 
 __all__ = [
-    "ArchGate", "CudaDriver", "CustomOps", "CudaTagRule", "Defect", "DriverFloor", "DriverVersion", "Entry",
+    "ArchGate", "CudaDriver", "CudaTagRule", "CustomOps", "Defect", "DriverFloor", "DriverVersion", "Entry",
     "Evidence", "Fa4Release", "FamilyRequirement", "FamilySupport", "FlashAttnRelease",
     "GpuSpec", "LocalVersion", "Matrix", "Problems", "RocmBackend", "SdpaRange", "Stage",
     "ToolkitDriver", "TorchApi", "TorchRelease", "parse_local",

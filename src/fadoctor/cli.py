@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor import __version__
+from fadoctor.bench_cli import bench_command
 from fadoctor.errors import ExitCode, InputError, UsageError
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
@@ -20,6 +21,7 @@ from fadoctor.matrix.cli import matrix_app
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
     from fadoctor.matrix import Matrix
+    from fadoctor.probes.kernels import KernelOptions
     from fadoctor.report import Report
 
 app = typer.Typer(
@@ -51,6 +53,16 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+KERNELS_HELP = ("Attention kernel smoke tests: default (one forward+backward case per family and "
+                "SDPA backend), full (the whole grid) or none.")
+COMPILE_HELP = "Also probe torch.compile(fullgraph=True) on each working attention path."
+
+
+class KernelSet(str, Enum):
+    default = "default"
+    full = "full"
+    none = "none"
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fadoctor {__version__}")
@@ -87,11 +99,14 @@ def check(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
+    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
+    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
-    if facts_file is not None and (python is not None or static or extension):
-        raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
-                         "apply when probing")
+    if facts_file is not None and (python is not None or static or extension or kernels
+                                   or compile_):
+        raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
+                         "--kernels and --compile apply when probing")
     if ignore:
         _check_ignore(ignore)
     loaded: List[Matrix] = []
@@ -105,7 +120,8 @@ def check(
         facts = _read_facts(facts_file)
         load()
     else:
-        facts = _collect(python, timeout, static, extension, meanwhile=load)
+        facts = _collect(python, timeout, static, extension, meanwhile=load,
+                         kernels=_kernels(kernels, compile_, timeout))
     from fadoctor.checks import BY_KEY
     from fadoctor.evaluate import evaluate
 
@@ -123,9 +139,11 @@ def snapshot(
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
+    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
+    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
-    facts = _collect(python, timeout, static, extension)
+    facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_, timeout))
     _write(output, facts.model_dump_json(indent=2) + "\n")
     return ExitCode.OK
 
@@ -228,6 +246,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     return ExitCode.OK
 
 
+app.command("bench")(bench_command)
 app.add_typer(matrix_app, name="matrix")
 
 
@@ -242,10 +261,20 @@ def _check_ignore(keys: List[str]) -> None:
         raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
 
 
+def _kernels(kernels: Optional[KernelSet], compile_: bool, timeout: Optional[float]
+             ) -> "KernelOptions":
+    from fadoctor.probes.kernels import KernelOptions
+
+    chosen = (kernels or KernelSet.default).value
+    return KernelOptions(smoke=chosen, compile=compile_, timeout=timeout)
+
+
 def _collect(python: Optional[str], timeout: Optional[float], static: bool,
-             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
+             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None,
+             kernels: Optional["KernelOptions"] = None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
+    from fadoctor.probes.kernels import KernelOptions, stage_label
     from fadoctor.probes.worker import STAGES
 
     for ext in extensions:
@@ -253,7 +282,8 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
             raise UsageError(f"--extension {ext}: no such file")
     timeouts = {stage: timeout for stage in STAGES} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
-                             extensions=tuple(str(e.resolve()) for e in extensions))
+                             extensions=tuple(str(e.resolve()) for e in extensions),
+                             kernels=kernels or KernelOptions())
     if not sys.stderr.isatty():
         collection = Collection(options)
         meanwhile()
@@ -265,7 +295,7 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
         collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+            f"fadoctor: {labels.get(stage) or stage_label(stage) or f'importing {stage}'}"))
         meanwhile()
         return collection.facts()
 

@@ -143,3 +143,43 @@ class CompileTarget(_Frozen):
     custom_ops: Optional[List[str]] = None  # registered ops in a flash-attention namespace
     explain: Optional[Explain] = None
     fullgraph: Optional[FullGraph] = None
+
+
+class Timing(_Frozen):
+    """One mode's timings: CUDA events around each call, L2 flushed before it."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+    tflops: float
+
+
+class Timings(_Frozen):
+    fwd: Timing
+    fwd_bwd: Timing
+
+
+class BenchTarget(_Frozen):
+    """One target timed at the user's shape, after its smoke test at that configuration."""
+
+    target: str
+    torch: Optional[str] = None
+    device: Optional[str] = None
+    device_name: Optional[str] = None
+    installed: Optional[bool] = None
+    import_error: Optional[str] = None
+    skipped: Optional[str] = None
+    case: Optional[CaseSpec] = None
+    check: Optional[CaseResult] = None
+    first_call_s: Optional[float] = None  # the process's first call (flash-attn-4 JIT-compiles)
+    timing: Optional[Timings] = None
+
+
+class HfAttention(_Frozen):
+    """The attention implementations the installed transformers registers."""
+
+    installed: bool
+    version: Optional[str] = None
+    error: Optional[str] = None
+    attn_implementations: Optional[List[str]] = None

@@ -15,10 +15,8 @@ from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import sdpa_backends_code, snippet
 
-SDPA_NAMES = {"sdpa_flash": "PyTorch SDPA (flash backend)",
-              "sdpa_efficient": "PyTorch SDPA (efficient backend)",
-              "sdpa_cudnn": "PyTorch SDPA (cuDNN backend)", "sdpa_math": "PyTorch SDPA (math backend)",
-              "sdpa": "PyTorch SDPA"}
+SDPA_NAMES = {"sdpa_flash": "SDPA flash", "sdpa_efficient": "SDPA efficient",
+              "sdpa_cudnn": "SDPA cuDNN", "sdpa_math": "SDPA math", "sdpa": "PyTorch SDPA"}
 _NO_IMAGE = ("no kernel image is available", "invalid device function")
 _GPU = ("only supports Ampere GPUs or newer", "only supports gpu architectures",
         "unsupported architecture", "compute capability")

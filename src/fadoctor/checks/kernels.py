@@ -65,8 +65,8 @@ def check_smoke(facts: Facts, matrix: Matrix) -> Outcome:
     passed = passed_targets(facts)
     findings = _busy(targets)
     for target, probe in targets.items():
-        findings += _target(facts, matrix, target, probe, passed, run.grid or "default")
-    return findings
+        findings += _target(facts, matrix, target, probe, passed)
+    return findings + [_summary(facts, matrix, targets, run.grid or "default")]
 
 
 def _busy(targets: Dict[str, Probe[SmokeTarget]]) -> List[Finding]:
@@ -95,13 +95,11 @@ def _busy_finding(gpu: GpuState, shrunk: int, oom: bool) -> Finding:
 
 
 def _target(facts: Facts, matrix: Matrix, target: str, probe: Probe[SmokeTarget],
-            passed: List[str], grid: str) -> List[Finding]:
+            passed: List[str]) -> List[Finding]:
     name = target_name(facts, matrix, target)
     if probe.data is None:
         return [_crashed(facts, matrix, target, name, probe, passed)]
     data = probe.data
-    if not data.cases:
-        return [info(f"{name}: not tested ({data.skipped or 'no case'})")]
     failing = [c for c in data.cases if c.status in FAILED]
     refused = [c for c in failing if c.status == "error"
                and classify_error(c.message or "").unsupported_input]
@@ -109,22 +107,47 @@ def _target(facts: Facts, matrix: Matrix, target: str, probe: Probe[SmokeTarget]
     findings = _failures(facts, matrix, target, name, broken, passed, data.context_lost)
     if refused:
         findings.append(_refused(name, target, refused))
-    findings.append(_summary(name, data, grid))
     return findings
 
 
-def _summary(name: str, data: SmokeTarget, grid: str) -> Finding:
-    counts: Dict[str, int] = {}
-    for case in data.cases:
-        counts[case.status] = counts.get(case.status, 0) + 1
-    text = ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in sorted(counts.items()))
-    extra = ""
-    if data.first_call is not None and data.first_call.first_s is not None:
-        extra = (f"; first call {data.first_call.first_s:.2f} s (lazy loading or JIT "
-                 f"compilation), then {data.first_call.repeat_s * 1000:.0f} ms")
-    reasons = sorted({c.reason for c in data.cases if c.status == "not_applicable" and c.reason})
-    return info(f"{name}: {text} ({grid} set{extra})",
-                not_applicable=reasons, cases=[c.label for c in data.cases])
+def _verdict(data: Optional[SmokeTarget]) -> str:
+    if data is None:
+        return "crashed"
+    statuses = {c.status for c in data.cases}
+    if not statuses:
+        return "not tested"
+    if statuses & set(FAILED):
+        return "failed"
+    if "passed" in statuses:
+        return "passed"
+    return "not applicable" if statuses == {"not_applicable"} else "not tested"
+
+
+def _summary(facts: Facts, matrix: Matrix, targets: Dict[str, Probe[SmokeTarget]], grid: str
+             ) -> Finding:
+    """One line for the whole run: which set ran, what passed, and the first calls' cost."""
+    groups: Dict[str, List[str]] = {}
+    details: Dict[str, object] = {}
+    firsts = []
+    for target, probe in targets.items():
+        name, data = target_name(facts, matrix, target), probe.data
+        groups.setdefault(_verdict(data), []).append(name)
+        if data is None:
+            continue
+        counts: Dict[str, int] = {}
+        for case in data.cases:
+            counts[case.status] = counts.get(case.status, 0) + 1
+        details[target] = {"cases": counts, "skipped": data.skipped, "not_applicable": sorted(
+            {c.reason for c in data.cases if c.status == "not_applicable" and c.reason})}
+        first = data.first_call
+        if first is not None and first.first_s is not None and first.first_s >= 1.0:
+            firsts.append(f"{name} {first.first_s:.1f} s, then {first.repeat_s * 1000:.0f} ms")
+    order = ("passed", "failed", "crashed", "not applicable", "not tested")
+    parts = [f"{verdict}: {', '.join(groups[verdict])}" for verdict in order if verdict in groups]
+    text = f"{grid} set — " + "; ".join(parts)
+    if firsts:
+        text += f". First call (lazy loading, JIT compilation): {'; '.join(firsts)}"
+    return info(text, grid=grid, targets=details)
 
 
 def _describe(case: CaseResult) -> Tuple[str, Optional[KernelError]]:

@@ -173,5 +173,14 @@ def gate(driver: Any, options: KernelOptions) -> Optional[str]:
         return None
     listed = data.source in ("nvml", "nvidia-smi")  # procfs knows the driver, not the GPUs
     if not data.present or (listed and not data.gpus):
-        return "no NVIDIA GPU was found" + (f" ({data.detail})" if data.detail else "")
+        return f"the driver probe ({data.source}) found no NVIDIA GPU"
     return None
+
+
+def stage_label(stage: str) -> Optional[str]:
+    """What a kernel stage is doing, for the progress line."""
+    if not attention.is_stage(stage):
+        return None
+    kind, target = attention.parse(stage)
+    verb = {"smoke": "testing the kernels of", "compile": "compiling", "bench": "timing"}[kind]
+    return f"{verb} {target}"

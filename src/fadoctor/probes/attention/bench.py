@@ -122,10 +122,12 @@ def run(target: str, options: Dict[str, Any]) -> Dict[str, Any]:
     if impl is None:
         return data
     device = data["device"]
+    if device == "cuda":
+        data["device_name"] = str(torch.cuda.get_device_name(torch.cuda.current_device()))
     api = "sdpa" if target.startswith("sdpa_") else "func"
     case = grid_.single(options, api)
     data["case"] = case.as_dict()
-    check_case = grid_.shrink([case], max(1, case.seqlen_k // CHECK_SEQLEN))[0]
+    check_case = grid_.shrink([case._replace(batch=1)], max(1, case.seqlen_k // CHECK_SEQLEN))[0]
     data["first_call_s"] = first_call(torch, impl, check_case, device)
     data["check"] = check = run_case(torch, impl, check_case, device)
     if check["status"] != "passed":

@@ -42,14 +42,21 @@ def _error(exc: BaseException) -> Dict[str, Any]:
             "traceback_tail": tb[-_TAIL:]}
 
 
-def explain(torch: Any, module: Any, args: List[Any]) -> Dict[str, Any]:
-    """Dynamo's graphs and graph breaks for one call, with each break's reason."""
+def _explain_once(torch: Any, module: Any, args: List[Any]) -> Any:
     torch._dynamo.reset()
     try:
-        try:
-            result = torch._dynamo.explain(module)(*args)
-        except TypeError:  # torch 2.0: explain(f, *args)
-            result = torch._dynamo.explain(module, *args)
+        return torch._dynamo.explain(module)(*args)
+    except TypeError:  # torch 2.0: explain(f, *args)
+        return torch._dynamo.explain(module, *args)
+
+
+def explain(torch: Any, module: Any, args: List[Any]) -> Dict[str, Any]:
+    """Dynamo's graphs and graph breaks for one call, with each break's reason. Asked twice: the
+    first explain of a process can report one graph and no break where there is one (seen with
+    torch 2.13 on a frame Dynamo restarts after the break)."""
+    try:
+        _explain_once(torch, module, args)
+        result = _explain_once(torch, module, args)
     except Exception as exc:
         return {"ok": False, "error": _error(exc)}
     reasons = []

@@ -153,7 +153,8 @@ def run_case(torch: Any, impl: Any, case: Case, device: str) -> Dict[str, Any]:
 def failed(torch: Any, device: str, exc: BaseException, result: Dict[str, Any], phase: str,
            warned: List[str]) -> Dict[str, Any]:
     text = ("%s" % exc).strip()
-    if "No available kernel" in text:  # the SDPA dispatcher refused before any kernel ran
+    if "No available kernel" in text or "No viable backend" in text:
+        # The SDPA dispatcher refused the input before any kernel ran (CUDA / CPU wording).
         reasons = [w.strip() for w in warned if w.strip()]
         result.update(status="not_applicable", reason="; ".join(reasons) or text[:_TAIL])
         return result

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor import __version__
-from fadoctor.errors import ExitCode, InputError, UsageError
+from fadoctor.errors import ExitCode, InputError, UsageError, invalid
+from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 
@@ -30,14 +31,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class FormatChoice(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    github = "github"
 
 
 class FailOn(str, Enum):
@@ -73,7 +66,7 @@ def check(
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
     facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
                                               "(from `fadoctor snapshot`) instead of this machine."),
-    fmt: FormatChoice = typer.Option(FormatChoice.text, "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option(Format.TEXT, "--format", "-f", help="Output format."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show passed checks' details "
                                  "and the evidence behind each finding."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding of "
@@ -130,14 +123,6 @@ def snapshot(
     return ExitCode.OK
 
 
-class PinFormatChoice(str, Enum):
-    text = "text"
-    pip = "pip"
-    uv = "uv"
-    requirements = "requirements"
-    json = "json"
-
-
 class FamilyChoice(str, Enum):
     fa2 = "fa2"
     fa3 = "fa3"
@@ -147,8 +132,8 @@ class FamilyChoice(str, Enum):
 @app.command()
 @guarded
 def fix(
-    print_pins: bool = typer.Option(True, "--print-pins", help="Print the install commands "
-                                    "(the only thing fix does: it never runs them)."),
+    print_pins: bool = typer.Option(False, "--print-pins", help="Print the install commands: "
+                                    "what fix always does (it never runs them)."),
     keep_torch: bool = typer.Option(False, "--keep-torch", help="Keep the installed torch."),
     torch: Optional[str] = typer.Option(None, "--torch", help="Plan for this torch (2.4, 2.4.0, "
                                         "2.4.0+cu121)."),
@@ -165,17 +150,16 @@ def fix(
                                            "(linux_x86_64)."),
     no_detect: bool = typer.Option(False, "--no-detect", help="Take nothing from this machine: "
                                    "only the what-if options."),
-    fmt: PinFormatChoice = typer.Option(PinFormatChoice.text, "--format", "-f",
-                                        help="text, pip, uv, requirements or json."),
+    fmt: PinFormat = typer.Option(PinFormat.text, "--format", "-f", help="Output format."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Every rejected candidate."),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts import Family
-    from fadoctor.fix.machine import WhatIf, apply, from_facts
-    from fadoctor.fix.render import PinFormat, render_plan
+    from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
+    from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
 
     target = python if python and (os.sep in python or Path(python).exists()) else None
@@ -188,7 +172,7 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    _write(Path("-"), render_plan(plan, PinFormat(fmt.value), verbose))
+    _write(Path("-"), render_plan(plan, fmt, verbose))
     return ExitCode.OK
 
 
@@ -282,20 +266,18 @@ def _read_facts(path: Path) -> "Facts":
     try:
         return Facts.model_validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}{more}") from exc
+        from fadoctor.validation import problems
+
+        raise invalid(f"facts file {path}", problems(exc)) from exc
 
 
-def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
-    from fadoctor.render import Format, RenderOptions, render
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) -> None:
+    from fadoctor.render import RenderOptions, render
 
     to_terminal = output is None and sys.stdout.isatty()
-    color = to_terminal and fmt == FormatChoice.text and "NO_COLOR" not in os.environ
+    color = to_terminal and fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
-                                                           color=color))
+    text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
     _write(output or Path("-"), text)
 
 

@@ -7,9 +7,10 @@ from typing import Any, Callable, List, Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.facts import Facts, Failure, Probe, Torch
+from fadoctor.facts import Facts, Failure, Probe
 from fadoctor.matrix import Matrix
 from fadoctor.report import Finding, Severity, Status
+from fadoctor.views import torch_view as torch_view  # where the checks import it from
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,3 @@ def info(message: str, **evidence: object) -> Finding:
 
     return Finding(severity=Severity.INFO, category=Category.INFO, message=message,
                    evidence=dict(evidence))
-
-
-def torch_view(facts: Facts) -> Optional[Torch]:
-    """torch as imported, else as its files say (check --static): version, CUDA, C++ ABI."""
-    if facts.torch.data is not None:
-        return facts.torch.data
-    files = facts.files.data if facts.files is not None else None
-    if files is None or files.torch is None or files.torch.version is None:
-        return None
-    t = files.torch
-    return Torch(version=t.version, cuda=t.cuda, hip=t.hip, cxx11_abi=t.cxx11_abi, file=t.dir)

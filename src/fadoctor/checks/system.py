@@ -10,10 +10,12 @@ from packaging.version import Version
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.remedies import driver_version, torch_variant_remedies
+from fadoctor.checks.remedies import torch_variant_remedies
 from fadoctor.facts import Facts, FailureKind
+from fadoctor.install.torch import cuda_of_variant, torch_install
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.views import driver_version
 
 GpuCc = Tuple[str, Version]  # (name, compute capability)
 
@@ -226,9 +228,7 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
     if not fitting:
         return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
                        f"sm_{cc.major}{cc.minor}; use another torch release.")]
-    from fadoctor.checks.remedies import torch_install
-
-    variant = max(fitting, key=lambda s: int(s[2:]))
+    variant = max(fitting, key=cuda_of_variant)
     return [Remedy(summary=f"Install the {variant} build of torch {v.base_version}, which has "
                    f"kernels for sm_{cc.major}{cc.minor}.",
                    commands=[torch_install(v.base_version, variant)])]

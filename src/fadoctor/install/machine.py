@@ -8,10 +8,10 @@ from typing import Dict, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.checks.base import torch_view
 from fadoctor.errors import UsageError
 from fadoctor.facts import Facts
 from fadoctor.matrix.models import DriverVersion
+from fadoctor.views import driver_version, torch_view
 
 BUILD_THREADS = 2  # nvcc --threads per job (NVCC_THREADS, flash-attn >= 2.5.7); its CI uses 2
 
@@ -70,7 +70,7 @@ def from_facts(facts: Optional[Facts]) -> Machine:
     return Machine(
         gpu_name=newest.name if newest else None,
         gpu_cc=Version(newest.compute_capability) if newest and newest.compute_capability else None,
-        driver=_driver(driver.version if driver else None),
+        driver=driver_version(facts),
         python=_minor(host.python_version) if host else None,
         glibc=_parse(Version, host.libc_version or "") if host and host.libc == "glibc" else None,
         platform=f"{host.os.lower()}_{host.machine}" if host else "linux_x86_64",
@@ -104,13 +104,6 @@ def apply(machine: Machine, what_if: WhatIf) -> Machine:
 def _parse(kind: type, text: str) -> Optional[Version]:
     try:
         return kind(text)  # type: ignore[no-any-return]
-    except InvalidVersion:
-        return None
-
-
-def _driver(text: Optional[str]) -> Optional[DriverVersion]:
-    try:
-        return DriverVersion(text) if text else None
     except InvalidVersion:
         return None
 

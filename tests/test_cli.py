@@ -221,8 +221,7 @@ def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    ("{not json", ["is invalid at (top level)", "Invalid JSON"]),
-    ('{"schema_version": 1}', ["is invalid at fadoctor_version", "more"]),
+    ("{not json", ["is invalid: (top level): ", "Invalid JSON"]),
     (None, ["cannot read facts file"]),
 ])
 def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Optional[str],
@@ -231,6 +230,19 @@ def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Option
     if content is not None:
         path.write_text(content)
     assert_usage_error(fadoctor("check", "--facts", str(path)), *words)
+
+
+def test_an_invalid_facts_file_lists_every_problem_field_by_field(tmp_path: Path) -> None:
+    """Not only the first: a header line, then a line per field (exit 2, no traceback)."""
+    path = tmp_path / "facts.json"
+    path.write_text('{"schema_version": 1, "mode": "sideways"}')
+    run = fadoctor("check", "--facts", str(path))
+    assert run.code == 2 and run.out == "" and "Traceback" not in run.err
+    head, *problems = run.err.splitlines()
+    assert head == f"fadoctor: error: facts file {path} is invalid ({len(problems)} problems):"
+    assert "  fadoctor_version: Field required" in problems
+    assert any(line.startswith("  mode: ") for line in problems)
+    assert len(problems) >= 3 and all(line.startswith("  ") for line in problems)
 
 
 @requires_torch

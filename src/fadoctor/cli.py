@@ -208,7 +208,10 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
+    from fadoctor.checks.docs import documentation
+    from fadoctor.matrix import load_matrix
+
+    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{documentation(found, load_matrix())}")
     return ExitCode.OK
 
 

@@ -288,6 +288,19 @@ def test_explain() -> None:
     assert [line.split()[0] for line in listing.out.splitlines()] == [c.id for c in ALL_CHECKS]
 
 
+def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:
+    run = fadoctor("fix", "--help", env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"})
+    assert run.code == 0
+    rows = {line.split()[1]: line for line in run.out.splitlines()
+            if line.startswith("│ --")}
+    for option, metavar in [("--torch", "VERSION"), ("--gpu-cc", "CC"), ("--platform", "TAG"),
+                            ("--python", "VERSION|PATH"), ("--driver", "VERSION")]:
+        assert rows[option].split()[2] == metavar, rows[option]
+    for flag in ("--print-pins", "--keep-torch", "--no-detect"):
+        assert "<bool>" not in rows[flag] and "default" not in rows[flag], rows[flag]
+    assert "<str>" not in run.out and "[default: True]" not in run.out
+
+
 @pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["--version"]])
 def test_help_and_version_probe_nothing(args: List[str]) -> None:
     run = fadoctor(*args, flags=("-X", "importtime"))

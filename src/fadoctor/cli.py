@@ -123,6 +123,9 @@ def snapshot(
     return ExitCode.OK
 
 
+FLAG = ""  # a flag takes no value: no metavar in --help (typer >= 0.20 would show <bool>)
+
+
 class FamilyChoice(str, Enum):
     fa2 = "fa2"
     fa3 = "fa3"
@@ -132,28 +135,34 @@ class FamilyChoice(str, Enum):
 @app.command()
 @guarded
 def fix(
-    print_pins: bool = typer.Option(False, "--print-pins", help="Print the install commands: "
-                                    "what fix always does (it never runs them)."),
-    keep_torch: bool = typer.Option(False, "--keep-torch", help="Keep the installed torch."),
-    torch: Optional[str] = typer.Option(None, "--torch", help="Plan for this torch (2.4, 2.4.0, "
-                                        "2.4.0+cu121)."),
-    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="Plan for this "
-                                             "flash-attn 2.x version."),
+    print_pins: bool = typer.Option(False, "--print-pins", metavar=FLAG, help="Print the "
+                                    "install commands: what fix always does (it never runs "
+                                    "them)."),
+    keep_torch: bool = typer.Option(False, "--keep-torch", metavar=FLAG,
+                                    help="Keep the installed torch."),
+    torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
+                                        "torch (2.4, 2.4.0, 2.4.0+cu121)."),
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
+                                             help="Plan for this flash-attn 2.x version."),
     family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
-    python: Optional[str] = typer.Option(None, "--python", help="A Python version to plan for "
-                                         "(3.11), or the interpreter/environment to examine."),
-    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", help="Plan for a GPU of this compute "
-                                         "capability (8.0)."),
-    driver: Optional[str] = typer.Option(None, "--driver", help="Plan for this NVIDIA driver."),
-    glibc: Optional[str] = typer.Option(None, "--glibc", help="Plan for this glibc (2.35)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="Plan for this platform "
-                                           "(linux_x86_64)."),
-    no_detect: bool = typer.Option(False, "--no-detect", help="Take nothing from this machine: "
-                                   "only the what-if options."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
+                                         help="A Python version to plan for (3.11), or the "
+                                         "interpreter/environment to examine."),
+    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", metavar="CC", help="Plan for a GPU "
+                                         "of this compute capability (8.0)."),
+    driver: Optional[str] = typer.Option(None, "--driver", metavar="VERSION",
+                                         help="Plan for this NVIDIA driver (550.54.14)."),
+    glibc: Optional[str] = typer.Option(None, "--glibc", metavar="VERSION",
+                                        help="Plan for this glibc (2.35)."),
+    platform: Optional[str] = typer.Option(None, "--platform", metavar="TAG", help="Plan for "
+                                           "this wheel platform tag (linux_x86_64)."),
+    no_detect: bool = typer.Option(False, "--no-detect", metavar=FLAG, help="Take nothing from "
+                                   "this machine: only the what-if options."),
     fmt: PinFormat = typer.Option(PinFormat.text, "--format", "-f", help="Output format."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every rejected candidate."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
-                                               "compatibility matrix YAML."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Every rejected candidate."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another compatibility matrix YAML."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts import Family

@@ -50,3 +50,11 @@ def test_the_fix_example_is_what_fix_prints() -> None:
     done = subprocess.run([sys.executable, "-m", "fadoctor", *args[1:]], capture_output=True,
                           text=True, timeout=120, check=True)
     assert done.stdout.splitlines() == shown
+
+
+def test_stage_table_is_the_registry() -> None:
+    from fadoctor.target.registry import STAGES
+
+    rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
+    assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]
+    assert "(defaults: per stage, in the stage table" in README

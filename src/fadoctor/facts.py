@@ -306,8 +306,8 @@ class Facts(Frozen):
     def _known_schema(self) -> Facts:
         if self.schema_version != SCHEMA_VERSION:
             raise ValueError(
-                f"facts schema_version {self.schema_version} is not {SCHEMA_VERSION}, "
-                "the version this fadoctor reads"
+                f"facts schema_version {self.schema_version} is not one this fadoctor reads "
+                f"(1, read as {SCHEMA_VERSION}, or {SCHEMA_VERSION})"
             )
         return self
 

@@ -26,7 +26,7 @@ from fadoctor.probes.runner import run_stages
 
 def run_worker(stages: str, env: Optional[Mapping[str, str]] = None, python: str = sys.executable
                ) -> List[Dict[str, Any]]:
-    """Run worker.py directly and return the records it wrote to its --fd."""
+    """Run the target package by path, as the runner does; the records it wrote to --fd."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen([python, "-B", str(WORKER), "--fd", str(write_fd), "--stages", stages],
                             pass_fds=(write_fd,), stdin=subprocess.DEVNULL,

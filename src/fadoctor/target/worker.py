@@ -6,7 +6,7 @@ from typing import Any, Callable, Dict, List  # noqa: F401 (type comments)
 from . import family, files, host, packages, sdpa, torch_facts
 from .context import Context
 from .protocol import Channel, parse_args
-from .registry import BY_NAME
+from .registry import BY_NAME, STAGES
 
 # A stage's `runs` -> the function that runs it: run(context, **params) -> the stage's data.
 DISPATCH = {
@@ -23,7 +23,8 @@ def main(argv: List[str]) -> int:
     request = parse_args(argv)
     channel = Channel(request.fd)
     context = Context(request.options)
-    for name in request.stages:
+    # Without --stages (run by hand, or by a launcher on each rank), every stage runs.
+    for name in request.stages or [stage.name for stage in STAGES]:
         channel.start(name)
         try:
             stage = BY_NAME.get(name)

@@ -119,7 +119,8 @@ def test_check_on_a_machine_without_a_driver_fails(live_json: Run) -> None:
 @pytest.mark.slow
 def test_a_snapshot_diagnoses_the_same_elsewhere(live_json: Run, snapshot: Path) -> None:
     facts = json.loads(snapshot.read_text())
-    assert facts["schema_version"] == 1 and facts["target"]["python"] == sys.executable
+    assert facts["schema_version"] == 2 and facts["origin"] == "probe"
+    assert facts["target"]["python"] == sys.executable
     replay = fadoctor("check", "--facts", str(snapshot), "--format", "json")
     assert replay.code == live_json.code
     assert json.loads(replay.out)["checks"] == json.loads(live_json.out)["checks"]

@@ -93,3 +93,11 @@ def test_the_first_command_installs_and_runs_check(tmp_path: Path, tool: str) ->
                           text=True, timeout=600, check=False)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert "FAD101 nvidia-driver" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_stage_table_is_the_registry() -> None:
+    from fadoctor.target.registry import STAGES
+
+    rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
+    assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]
+    assert "(defaults: per stage, in the stage table" in README

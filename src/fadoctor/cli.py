@@ -242,12 +242,12 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
              extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
-    from fadoctor.probes.worker import STAGES
+    from fadoctor.target.registry import BY_NAME
 
     for ext in extensions:
         if not ext.is_file():
             raise UsageError(f"--extension {ext}: no such file")
-    timeouts = {stage: timeout for stage in STAGES} if timeout else {}
+    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions))
     if not sys.stderr.isatty():
@@ -256,12 +256,10 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         return collection.facts()
     from rich.console import Console
 
-    labels = {"host": "reading the interpreter", "packages": "listing distributions",
-              "torch": "importing torch", "sdpa": "asking torch about SDPA backends"}
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
         collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
 

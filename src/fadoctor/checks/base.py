@@ -45,6 +45,11 @@ def why_unknown(what: str, probe: Probe[Any]) -> Skip:
     return Skip(f"needs {what}, which could not be gathered ({reason})")
 
 
+def unreported(what: str) -> Skip:
+    """`needs X, which is unknown` for a fact the source did not report (None in the facts)."""
+    return Skip(f"needs {what}, which is unknown: the facts do not report it")
+
+
 def version(text: Optional[str]) -> Optional[Version]:
     if not text:
         return None

@@ -7,7 +7,7 @@ from typing import List, Optional
 from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
-from fadoctor.checks.base import Outcome, Skip, info, release, version, why_unknown
+from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
 from fadoctor.checks.classify import classify
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.remedies import sdpa_fallback
@@ -34,6 +34,8 @@ def check_installed(facts: Facts, matrix: Matrix) -> Outcome:
     present = installed(facts)
     if present:
         return [info("installed: " + ", ".join(label(fa, matrix) for fa in present))]
+    if any(fa.installed is None for fa in facts.flash_attention):
+        return unreported("which flash-attention families are installed")
     devices = gpus(facts)
     if not devices:
         return Skip("needs an NVIDIA GPU to recommend a flash-attention family, and none was found")

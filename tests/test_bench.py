@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from tests.helpers.fake_family import make_family
 
 from fadoctor.bench import BenchFacts, BenchOptions, Shape, bench_report, collect_bench
 from fadoctor.facts import Failure, FailureKind, Probe
@@ -16,8 +17,6 @@ from fadoctor.kernel_facts import BenchTarget, HfAttention
 from fadoctor.matrix import Matrix, load_matrix
 from fadoctor.matrix.models import GpuSpec
 from fadoctor.render.bench import render_bench_json, render_bench_text
-from tests.helpers.fake_family import make_family
-
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from fadoctor.checks.kernel_remedies import SDPA_NAMES
 from fadoctor.facts import Failure, FailureKind, Family, Probe
 from fadoctor.kernel_facts import BenchTarget, HfAttention, Timing
 from fadoctor.matrix import Matrix
-from fadoctor.probes import attention
 from fadoctor.probes.runner import Progress, StageOutcome
 from fadoctor.snippets import sdpa_backends_code, snippet
+from fadoctor.target import attention
 
 # The transformers attn_implementation of each target. "sdpa" is cited with the snippet
 # transformers_sdpa; the others are offered only when the installed transformers registers them.
@@ -84,10 +84,10 @@ def collect_bench(python: str, environ: Mapping[str, str], options: BenchOptions
     from fadoctor.probes.kernels import KernelOptions, KernelWorkers
 
     stages = bench_stages(options)
-    workers = KernelWorkers(python, environ, KernelOptions(device=options.device,
-                                                           timeout=options.timeout),
-                            progress=progress, stage_extra=stage_options(options),
-                            stages=(stages, []))
+    limits = {s: options.timeout for s in stages} if options.timeout else None
+    workers = KernelWorkers(python, environ, KernelOptions(device=options.device),
+                            progress=progress, stages=stages, stage_extra=stage_options(options),
+                            timeouts=limits)
     outcomes = workers.wait()
     targets = {t: _probe(BenchTarget, outcomes.get(attention.stage_name("bench", t)))
                for t in options.targets}

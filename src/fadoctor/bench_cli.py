@@ -54,7 +54,7 @@ def bench_command(
 ) -> int:
     """Time every working attention backend at your shape; recommend the fastest correct one."""
     from fadoctor.bench import BenchOptions, Shape
-    from fadoctor.probes import attention
+    from fadoctor.target import attention
 
     unknown = [t for t in target if t not in attention.TARGETS]
     if unknown:
@@ -105,7 +105,7 @@ def _with_progress(work: Callable[[Optional[Callable[[str], None]]], BenchFacts]
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from fadoctor.probes.kernels import stage_label
+    from fadoctor.target.registry import BY_NAME
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
                   "{task.total}"), TimeElapsedColumn(), console=Console(stderr=True),
@@ -116,6 +116,6 @@ def _with_progress(work: Callable[[Optional[Callable[[str], None]]], BenchFacts]
         def step(stage: str) -> None:
             started.append(stage)
             bar.update(task, completed=len(started) - 1,
-                       description=stage_label(stage) or stage)
+                       description=BY_NAME[stage].label if stage in BY_NAME else stage)
 
         return work(step)

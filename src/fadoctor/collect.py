@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from fadoctor.errors import UsageError
-from fadoctor.probes import worker
 from fadoctor.probes.kernels import KernelOptions, KernelWorkers
-from fadoctor.probes.runner import Background, Progress
+from fadoctor.probes.runner import Background, Progress, StageOutcome
+from fadoctor.target import registry
 
 if TYPE_CHECKING:
     from fadoctor.facts import Driver, Facts, Probe
@@ -77,9 +77,11 @@ class Collection:
         self._started = time.monotonic()
         self._options = options
         self._environ = environ
-        stages = worker.STATIC_STAGES if options.static else worker.STAGES
-        self._worker = Background(self.target.python, stages, timeouts=options.timeouts,
-                                  env=environ, progress=progress)
+        self._stages = registry.names(static=options.static)
+        # One worker per lane, all started now: the lanes run in parallel.
+        self._workers = [Background(self.target.python, stages, timeouts=options.timeouts,
+                                    env=environ, progress=progress)
+                         for stages in registry.lanes(self._stages).values()]
         # The driver belongs to the machine, not the environment: probe it meanwhile, here.
         self._driver: List[Probe[Driver]] = []
         self._kernels: Optional[KernelWorkers] = None
@@ -98,15 +100,19 @@ class Collection:
             self._kernels_skipped = gate(self._driver[0], kernels)
             if self._kernels_skipped is None:  # the kernel workers start as soon as a GPU is known
                 self._kernels = KernelWorkers(self.target.python, self._environ, kernels,
-                                              progress=self._progress)
+                                              progress=self._progress,
+                                              timeouts=self._options.timeouts)
 
     def facts(self) -> Facts:
         from fadoctor.assemble import assemble
         from fadoctor.probes.binaries import analyze_binaries
 
-        outcomes = self._worker.wait()
+        outcomes: Dict[str, StageOutcome] = {}
+        for worker in self._workers:
+            outcomes.update(worker.wait())
         self._driver_thread.join()
-        facts = assemble(self.target, outcomes, self._driver[0])
+        ordered = {stage: outcomes[stage] for stage in self._stages}
+        facts = assemble(self.target, ordered, self._driver[0], static=self._options.static)
         # Read the binaries the worker located: here, not in the target, since pyelftools is
         # fadoctor's dependency, not the environment's.
         facts = analyze_binaries(facts, self._options.extensions, self._environ)

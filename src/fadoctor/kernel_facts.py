@@ -1,6 +1,6 @@
 """Facts from running attention kernels: smoke-test cases, the torch.compile probe, the GPU's load.
 
-One model per stage's data (`probes/attention/smoke.py`, `compile_probe.py` write them); the
+One model per stage's data (`target/attention/smoke.py`, `compile_probe.py`, `bench.py` write them); the
 facts model holds one per target, each a probe that may have crashed or hung instead.
 """
 
@@ -8,23 +8,18 @@ from __future__ import annotations
 
 from typing import List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+from fadoctor.frozen import Frozen
 
 CaseStatus = Literal["passed", "wrong", "nonfinite", "error", "not_applicable", "skipped"]
 
 
-class GpuProcess(_Frozen):
+class GpuProcess(Frozen):
     pid: int
     ours: bool  # a worker of this fadoctor run
     used_mib: Optional[int] = None
 
 
-class GpuState(_Frozen):
+class GpuState(Frozen):
     """The GPU before the cases ran."""
 
     index: int
@@ -36,7 +31,7 @@ class GpuState(_Frozen):
     busy: Optional[str] = None  # why it counts as shared with other work
 
 
-class CaseSpec(_Frozen):
+class CaseSpec(Frozen):
     api: Literal["sdpa", "func", "varlen", "kvcache"]
     dtype: str
     causal: bool
@@ -50,7 +45,7 @@ class CaseSpec(_Frozen):
     backward: bool
 
 
-class TensorCheck(_Frozen):
+class TensorCheck(Frozen):
     """One tensor against the fp32 reference: error <= multiple * pytorch_error + epsilon."""
 
     tensor: Literal["out", "dq", "dk", "dv"]
@@ -62,7 +57,7 @@ class TensorCheck(_Frozen):
     tolerance: Optional[float] = None
 
 
-class CaseResult(_Frozen):
+class CaseResult(Frozen):
     case: CaseSpec
     label: str  # "flash_attn_func, bfloat16, head dim 128, causal, GQA 16/4 heads, forward+backward"
     status: CaseStatus
@@ -77,7 +72,7 @@ class CaseResult(_Frozen):
     oom: bool = False
 
 
-class FirstCall(_Frozen):
+class FirstCall(Frozen):
     """The first passing case, run again: the first call paid lazy loading or JIT compilation."""
 
     label: str
@@ -85,7 +80,7 @@ class FirstCall(_Frozen):
     repeat_s: float
 
 
-class SmokeTarget(_Frozen):
+class SmokeTarget(Frozen):
     """One target's smoke test: SDPA with one backend forced, or a family."""
 
     target: str
@@ -106,13 +101,13 @@ class SmokeTarget(_Frozen):
         return bool(self.cases) and self.skipped is None
 
 
-class CompileError(_Frozen):
+class CompileError(Frozen):
     exception_type: str
     message: str
     traceback_tail: Optional[str] = None
 
 
-class Explain(_Frozen):
+class Explain(Frozen):
     """torch._dynamo.explain of the attention module."""
 
     ok: bool
@@ -122,7 +117,7 @@ class Explain(_Frozen):
     error: Optional[CompileError] = None
 
 
-class FullGraph(_Frozen):
+class FullGraph(Frozen):
     """torch.compile(fullgraph=True): compiled and ran forward+backward, or the error."""
 
     ok: bool
@@ -133,7 +128,7 @@ class FullGraph(_Frozen):
     error: Optional[CompileError] = None
 
 
-class CompileTarget(_Frozen):
+class CompileTarget(Frozen):
     target: str
     torch: Optional[str] = None
     device: Optional[str] = None
@@ -145,7 +140,7 @@ class CompileTarget(_Frozen):
     fullgraph: Optional[FullGraph] = None
 
 
-class Timing(_Frozen):
+class Timing(Frozen):
     """One mode's timings: CUDA events around each call, L2 flushed before it."""
 
     median_ms: float
@@ -155,12 +150,12 @@ class Timing(_Frozen):
     tflops: float
 
 
-class Timings(_Frozen):
+class Timings(Frozen):
     fwd: Timing
     fwd_bwd: Timing
 
 
-class BenchTarget(_Frozen):
+class BenchTarget(Frozen):
     """One target timed at the user's shape, after its smoke test at that configuration."""
 
     target: str
@@ -176,7 +171,7 @@ class BenchTarget(_Frozen):
     timing: Optional[Timings] = None
 
 
-class HfAttention(_Frozen):
+class HfAttention(Frozen):
     """The attention implementations the installed transformers registers."""
 
     installed: bool

@@ -8,9 +8,9 @@ from typing import Any, Dict
 import pytest
 import torch
 
-from fadoctor.probes import attention
-from fadoctor.probes.attention import cases, judge
-from fadoctor.probes.attention.calls import Sdpa, make_inputs
+from fadoctor.target import attention
+from fadoctor.target.attention import cases, judge
+from fadoctor.target.attention.calls import Sdpa, make_inputs
 
 SMALL = {"batch": 1, "seqlen": 64, "heads": 4, "kv_heads": 2}
 CPU: Dict[str, Any] = {"device": "cpu", "shape": SMALL}
@@ -99,7 +99,7 @@ def test_no_cuda_and_no_device_means_skipped_with_the_reason() -> None:
 
 
 def test_a_family_that_is_not_installed_is_said_so() -> None:
-    from fadoctor.probes.worker import FAMILIES
+    from fadoctor.target.tables import FAMILIES
 
     data = attention.run("smoke_fa3", {**CPU, "families": FAMILIES})
     assert data["installed"] is False and "cases" not in data
@@ -125,7 +125,7 @@ def test_the_compile_probe_reports_a_graph_break_with_its_reason() -> None:
     """A C call Dynamo cannot trace, as a flash-attn before 2.7 calls its pybind extension."""
     import ctypes
 
-    from fadoctor.probes.attention import compile_probe
+    from fadoctor.target.attention import compile_probe
 
     libc = ctypes.CDLL(None)
 

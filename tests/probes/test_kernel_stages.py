@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import pytest
+from tests.helpers.fake_family import make_family
 
 from fadoctor.facts import Probe
 from fadoctor.kernel_facts import SmokeTarget
 from fadoctor.probes import kernels
 from fadoctor.probes.kernels import KernelOptions, environment, stage_options
 from fadoctor.probes.runner import StageOutcome, run_stages
-from tests.helpers.fake_family import make_family
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +33,8 @@ def run_kernel_stages(stages: List[str], tmp: Path, pythonpath: Optional[Path] =
     if pythonpath is not None:
         base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath),
                                                            base.get("PYTHONPATH")]))
-    cache = tmp / "cache"
-    env = environment(base, str(cache), stage_options(options))
-    return run_stages(sys.executable, stages, env=env,
+    env = environment(base, str(tmp / "cache"))
+    return run_stages(sys.executable, stages, env=env, options=stage_options(options),
                       timeouts=timeouts or {s: 300.0 for s in stages})
 
 
@@ -63,7 +62,7 @@ def test_wrong_and_nan_kernels_are_caught_and_the_tuple_returns_unwrapped(tmp_pa
     [nan_grad] = smoke(outcomes, "fa3").cases
     assert nan_grad.status == "nonfinite"
     assert [e.tensor for e in nan_grad.errors if not e.finite] == ["dq", "dk", "dv"]
-    assert [e.finite for e in nan_grad.errors][0]  # the output itself is fine
+    assert nan_grad.errors[0].finite  # the output itself is fine
     [nan_out] = smoke(outcomes, "vllm_fa").cases
     assert nan_out.status == "nonfinite" and not nan_out.errors[0].finite
     [right] = smoke(outcomes, "fa4").cases
@@ -111,8 +110,7 @@ def test_the_full_grid_marks_missing_apis_and_refused_head_dims(tmp_path: Path) 
 
 
 def test_kernel_workers_remove_their_cache_folder(tmp_path: Path) -> None:
-    workers = kernels.KernelWorkers(sys.executable, os.environ, CPU,
-                                    stages=(["smoke_sdpa_math"], []))
+    workers = kernels.KernelWorkers(sys.executable, os.environ, CPU, stages=["smoke_sdpa_math"])
     assert Path(workers.cache_root).is_dir()
     outcomes = workers.wait()
     assert not Path(workers.cache_root).exists()
@@ -142,8 +140,9 @@ def test_smoke_and_inductor_compile_leave_the_environment_untouched(tmp_path: Pa
     before = tree_state(prefix)
     options = KernelOptions(smoke="default", compile=True, device="cpu", shape=SMALL)
     cache = tmp_path / "cache"
-    env = environment(dict(os.environ), str(cache), stage_options(options))
+    env = environment(dict(os.environ), str(cache))
     outcomes = run_stages(sys.executable, ["smoke_sdpa_math", "compile_sdpa"], env=env,
+                          options=stage_options(options),
                           timeouts={"smoke_sdpa_math": 300.0, "compile_sdpa": 900.0})
     compiled = outcomes["compile_sdpa"]
     assert compiled.ok and compiled.data is not None, compiled.failure

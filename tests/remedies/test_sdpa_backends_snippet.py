@@ -45,5 +45,5 @@ def test_the_snippet_for_other_backends_really_restricts_sdpa() -> None:
     assert scope["model"].qkv.weight.grad is not None
     # The efficient backend has no CPU kernel: restricted to it, SDPA refuses to run (CUDA
     # says "No available kernel", CPU "No viable backend").
-    with pytest.raises(RuntimeError, match="No viable backend|No available kernel"):
+    with pytest.raises(RuntimeError, match=r"No viable backend|No available kernel"):
         exec(sdpa_backends_code(["efficient"]), namespace())

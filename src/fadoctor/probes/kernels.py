@@ -1,10 +1,11 @@
 """Run the attention-kernel stages in the target interpreter, beside the main worker.
 
-Two more workers start with the collection: one runs the SDPA cases, one the flash-attention
-families, so that the first CUDA work (lazy kernel loading, library handles) and the families'
-imports overlap the main worker's imports instead of following them. Each stage is crash-isolated
-by the runner like any other. Compile and JIT caches (Inductor, Triton, CuTe DSL, CUDA, torch's
-jiterator) go to a temporary folder that is removed when the workers are done.
+The registry puts them in lanes of their own: SDPA's cases in one worker, the families' in
+another, so that the first CUDA work (lazy kernel loading, library handles) and the families'
+imports overlap the main worker's imports instead of following them; `fadoctor bench` times its
+targets one after another in a third. Each stage is crash-isolated by the runner like any other.
+Compile and JIT caches (Inductor, Triton, CuTe DSL, CUDA, torch's jiterator) go to a temporary
+folder that is removed when the workers are done; the main worker's environment is untouched.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from fadoctor.probes import attention, worker
 from fadoctor.probes.runner import Background, Progress, StageOutcome
+from fadoctor.target import attention, registry
+from fadoctor.target.tables import FAMILIES
 
 # Where each tool keeps its compile/JIT cache, by the variable that moves it:
 # TORCHINDUCTOR_CACHE_DIR: torch/_inductor/runtime/cache_dir_utils.py; TRITON_CACHE_DIR:
@@ -30,11 +32,8 @@ CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUTE_DSL_CACH
                    "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR", "CUDA_CACHE_PATH",
                    "PYTORCH_KERNEL_CACHE_PATH", "TMPDIR")
 
-# Seconds per stage. The first stage of each worker also pays `import torch` and, for a
-# family, its import (flash-attn-4: 8-12 s, then a JIT compile of its kernels on the first call).
-IMPORT_ALLOWANCE = 180.0
-TIMEOUTS = {("smoke", "default"): 120.0, ("smoke", "full"): 900.0, ("compile", None): 600.0,
-            ("bench", None): 600.0}
+# The full grid compiles and runs many more cases (flash-attn-4 JIT-compiles each configuration).
+FULL_GRID_TIMEOUT = 1200.0
 
 
 @dataclass(frozen=True)
@@ -43,73 +42,63 @@ class KernelOptions:
     compile: bool = False
     device: Optional[str] = None  # None: CUDA when torch has it; "cpu" runs the harness on CPU
     shape: Mapping[str, int] = field(default_factory=dict)  # batch, seqlen, heads, kv_heads
-    timeout: Optional[float] = None  # overrides every stage's default
 
     @property
     def wanted(self) -> bool:
         return self.smoke != "none" or self.compile
 
-
-def stage_lists(options: KernelOptions) -> Tuple[List[str], List[str]]:
-    """(SDPA worker's stages, family worker's stages)."""
-    sdpa: List[str] = []
-    families: List[str] = []
-    if options.smoke != "none":
-        sdpa += [attention.stage_name("smoke", t) for t in attention.SDPA_TARGETS]
-        families += [attention.stage_name("smoke", t) for t in attention.FAMILY_TARGETS]
-    if options.compile:
-        sdpa.append(attention.stage_name("compile", "sdpa"))
-        families += [attention.stage_name("compile", t) for t in attention.FAMILY_TARGETS]
-    return sdpa, families
-
-
-def timeouts(stages: List[str], options: KernelOptions) -> Dict[str, float]:
-    out = {}
-    for i, stage in enumerate(stages):
-        kind, _ = attention.parse(stage)
-        limit = TIMEOUTS.get((kind, options.smoke if kind == "smoke" else None), 600.0)
-        if options.timeout is not None:
-            limit = options.timeout
-        out[stage] = limit + (IMPORT_ALLOWANCE if i == 0 and options.timeout is None else 0.0)
-    return out
+    def groups(self) -> List[str]:
+        return (["smoke"] if self.smoke != "none" else []) + (["compile"] if self.compile else [])
 
 
 def stage_options(options: KernelOptions, extra: Optional[Mapping[str, Any]] = None
-                  ) -> Dict[str, Any]:
-    """What the stages read from the environment (attention.OPTIONS_ENV)."""
+                  ) -> Dict[str, str]:
+    """The worker options the attention stages read (one JSON object)."""
     out: Dict[str, Any] = {"grid": "full" if options.smoke == "full" else "default",
-                           "families": worker.FAMILIES}
+                           "families": FAMILIES}
     if options.device:
         out["device"] = options.device
     if options.shape:
         out["shape"] = dict(options.shape)
     out.update(extra or {})
-    return out
+    return {attention.OPTION: json.dumps(out)}
 
 
-def environment(base: Mapping[str, str], cache_root: str, options: Mapping[str, Any]
-                ) -> Dict[str, str]:
+def environment(base: Mapping[str, str], cache_root: str) -> Dict[str, str]:
+    """`base` with every compile/JIT cache moved into `cache_root`."""
     env = dict(base)
     for name in CACHE_VARIABLES:
         folder = os.path.join(cache_root, name.lower())
         os.makedirs(folder, exist_ok=True)
         env[name] = folder
-    env[attention.OPTIONS_ENV] = json.dumps(options)
     return env
 
 
+def stage_timeouts(stages: Sequence[str], options: KernelOptions,
+             given: Optional[Mapping[str, float]] = None) -> Dict[str, float]:
+    """The registry's timeouts, longer for the full grid, and what the user gave (--timeout)."""
+    out = {s: FULL_GRID_TIMEOUT for s in stages if options.smoke == "full" and
+           registry.BY_NAME[s].group == "smoke"}
+    out.update({s: t for s, t in (given or {}).items() if s in stages})
+    return out
+
+
 class KernelWorkers:
-    """The kernel stages under way in their own workers, with their cache folder."""
+    """The kernel stages under way, one worker per lane, with their cache folder."""
 
     def __init__(self, python: str, environ: Mapping[str, str], options: KernelOptions,
                  progress: Optional[Progress] = None,
+                 stages: Optional[Sequence[str]] = None,
                  stage_extra: Optional[Mapping[str, Any]] = None,
-                 stages: Optional[Tuple[List[str], List[str]]] = None) -> None:
+                 timeouts: Optional[Mapping[str, float]] = None) -> None:
+        chosen = list(stages) if stages is not None else registry.names(groups=options.groups())
         self.cache_root = tempfile.mkdtemp(prefix="fadoctor-jit-")
-        env = environment(environ, self.cache_root, stage_options(options, stage_extra))
-        self._runs = [Background(python, group, timeouts=timeouts(group, options), env=env,
-                                 progress=progress)
-                      for group in (stages or stage_lists(options)) if group]
+        env = environment(environ, self.cache_root)
+        worker_options = stage_options(options, stage_extra)
+        limits = stage_timeouts(chosen, options, timeouts)
+        self._runs = [Background(python, lane, timeouts=limits, env=env, progress=progress,
+                                 options=worker_options)
+                      for lane in registry.lanes(chosen).values()]
 
     def wait(self) -> Dict[str, StageOutcome]:
         outcomes: Dict[str, StageOutcome] = {}
@@ -119,48 +108,6 @@ class KernelWorkers:
         finally:
             shutil.rmtree(self.cache_root, ignore_errors=True)
         return outcomes
-
-
-def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, targets: Any,
-            grid: Optional[str]) -> Any:
-    from pydantic import ValidationError
-
-    from fadoctor.facts import Failure, FailureKind, KernelRun, Probe
-
-    probes: Dict[str, Any] = {}
-    for target in targets:
-        outcome = outcomes.get(attention.stage_name(kind, target))
-        if outcome is None:
-            continue
-        if not outcome.ok:
-            assert outcome.failure is not None
-            probes[target] = Probe.failed(Failure.model_validate(vars(outcome.failure)))
-            continue
-        try:
-            probes[target] = Probe.success(model.model_validate(outcome.data))
-        except ValidationError as exc:
-            probes[target] = Probe.failed(Failure(
-                kind=FailureKind.ERROR, reason=f"the worker's {outcome.stage} record is malformed: "
-                f"{exc}"))
-    return KernelRun[model](grid=grid, targets=probes)
-
-
-def assemble(outcomes: Mapping[str, StageOutcome], options: KernelOptions,
-             skipped: Optional[str] = None) -> Dict[str, Any]:
-    """The `smoke` and `compile` facts from the kernel stages' outcomes (or why none ran)."""
-    from fadoctor.facts import KernelRun
-    from fadoctor.kernel_facts import CompileTarget, SmokeTarget
-
-    out: Dict[str, Any] = {}
-    if options.smoke != "none":
-        out["smoke"] = (KernelRun[SmokeTarget](grid=options.smoke, skipped=skipped) if skipped
-                        else _run_of(SmokeTarget, outcomes, "smoke", attention.TARGETS,
-                                     options.smoke))
-    if options.compile:
-        targets = ("sdpa",) + attention.FAMILY_TARGETS
-        out["compile"] = (KernelRun[CompileTarget](skipped=skipped) if skipped
-                          else _run_of(CompileTarget, outcomes, "compile", targets, None))
-    return out
 
 
 def gate(driver: Any, options: KernelOptions) -> Optional[str]:
@@ -177,10 +124,41 @@ def gate(driver: Any, options: KernelOptions) -> Optional[str]:
     return None
 
 
-def stage_label(stage: str) -> Optional[str]:
-    """What a kernel stage is doing, for the progress line."""
-    if not attention.is_stage(stage):
-        return None
-    kind, target = attention.parse(stage)
-    verb = {"smoke": "testing the kernels of", "compile": "compiling", "bench": "timing"}[kind]
-    return f"{verb} {target}"
+def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, grid: Optional[str]
+            ) -> Any:
+    from pydantic import ValidationError
+
+    from fadoctor.facts import Failure, FailureKind, KernelRun, Probe
+
+    probes: Dict[str, Any] = {}
+    for stage in registry.names(groups=(kind,)):
+        outcome = outcomes.get(stage)
+        if outcome is None:
+            continue
+        target = dict(registry.BY_NAME[stage].params)["target"]
+        if not outcome.ok:
+            assert outcome.failure is not None
+            probes[target] = Probe.failed(Failure.model_validate(vars(outcome.failure)))
+            continue
+        try:
+            probes[target] = Probe.success(model.model_validate(outcome.data))
+        except ValidationError as exc:
+            probes[target] = Probe.failed(Failure(
+                kind=FailureKind.ERROR, reason=f"the worker's {stage} record is malformed: {exc}"))
+    return KernelRun[model](grid=grid, targets=probes)
+
+
+def assemble(outcomes: Mapping[str, StageOutcome], options: KernelOptions,
+             skipped: Optional[str] = None) -> Dict[str, Any]:
+    """The `smoke` and `compile` facts from the kernel stages' outcomes (or why none ran)."""
+    from fadoctor.facts import KernelRun
+    from fadoctor.kernel_facts import CompileTarget, SmokeTarget
+
+    out: Dict[str, Any] = {}
+    if options.smoke != "none":
+        out["smoke"] = (KernelRun[SmokeTarget](grid=options.smoke, skipped=skipped) if skipped
+                        else _run_of(SmokeTarget, outcomes, "smoke", options.smoke))
+    if options.compile:
+        out["compile"] = (KernelRun[CompileTarget](skipped=skipped) if skipped
+                          else _run_of(CompileTarget, outcomes, "compile", None))
+    return out

@@ -2,17 +2,14 @@
 
 Standard library only at import time, and Python 3.8 syntax: torch and the flash-attention
 families are imported inside the stage functions, in the interpreter the user trains with. Each
-stage is named `KIND_TARGET` (`smoke_sdpa_flash`, `compile_fa2`, `bench_fa4`) and returns plain
-JSON-able data; its options arrive as JSON in the environment variable `OPTIONS_ENV`.
-
-The worker loads this package from its folder under a private name, so that it can never shadow
-or be shadowed by the user's own modules.
+stage is named `KIND_TARGET` (`smoke_sdpa_flash`, `compile_fa2`, `bench_fa4`), declared in the
+registry with its target as parameter, and returns plain JSON-able data; the run's options
+(grid, device, shape) arrive as one JSON object, the worker option `OPTION`.
 """
 
 import importlib
 import json
-import os
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 # What can be tested: PyTorch SDPA with each backend forced in turn, and each family.
 SDPA_TARGETS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math")
@@ -26,7 +23,7 @@ EXTRA_TARGETS = {"compile": ("sdpa",), "bench": ("hf",)}
 # Stage kinds and the module that runs each.
 KINDS = {"smoke": "smoke", "compile": "compile_probe", "bench": "bench"}
 
-OPTIONS_ENV = "FADOCTOR_ATTENTION"
+OPTION = "attention"  # the worker option (--option attention=JSON) that carries the options
 
 # A stage's data carries this key (True) when the CUDA context is no longer usable: the worker
 # must exit after reporting, so that the next stage starts in a fresh process.
@@ -54,13 +51,12 @@ def is_stage(stage: str) -> bool:
     return True
 
 
-def options_from_environment() -> Dict[str, Any]:
-    text = os.environ.get(OPTIONS_ENV)
-    if not text:
-        return {}
-    value = json.loads(text)
+def options_of(context: Any) -> Dict[str, Any]:
+    """The run's options from a worker context (the JSON object of the option `OPTION`)."""
+    text = context.options.get(OPTION)
+    value = json.loads(text) if text else {}
     if not isinstance(value, dict):
-        raise ValueError("%s must hold a JSON object" % OPTIONS_ENV)
+        raise ValueError("the option %r must hold a JSON object" % OPTION)
     return value
 
 
@@ -70,3 +66,12 @@ def run(stage: str, options: Dict[str, Any]) -> Dict[str, Any]:
     module = importlib.import_module("." + KINDS[kind], __name__)
     data: Dict[str, Any] = module.run(target, options)
     return data
+
+
+def stage(kind: str) -> Callable[..., Dict[str, Any]]:
+    """The worker's entry for stages of `kind`: run(context, target) -> data."""
+
+    def run_stage(context: Any, target: str) -> Dict[str, Any]:
+        return run(stage_name(kind, target), options_of(context))
+
+    return run_stage

@@ -213,3 +213,18 @@ def test_compile_passes_with_custom_ops_and_flags_a_break_with_remedies(
     assert any("suppress_errors = True" in c for c in codes)
 
 
+
+
+@pytest.mark.parametrize("message, exception_type", [
+    ("(head_dim, head_dim_v)=(256, 256) is not supported on SM100/SM110. head_dim and head_dim_v "
+     "must be between 8 and 128 and divisible by 8, or (192, 128) for DeepSeek", "AssertionError"),
+    ("FlashAttention only support fp16 and bf16 data type", "RuntimeError"),
+    ("FA4 CuTe FP8 backward is not supported yet (forward-only).", "NotImplementedError"),
+])
+def test_inputs_a_family_refuses_are_not_broken_kernels(message: str,
+                                                        exception_type: str) -> None:
+    assert classify_error(message, exception_type).unsupported_input
+    assert not classify_error("CUDA error: an illegal memory access was encountered",
+                              "RuntimeError").unsupported_input
+    assert classify_error("Unsupported compute capability. Supported: 8.x, 9.x",
+                          "AssertionError").category == Category.GPU_UNSUPPORTED

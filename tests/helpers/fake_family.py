@@ -22,7 +22,8 @@ def _attention(q, k, v, causal, scale):
     scores = torch.einsum("bthd,bshd->bhts", q.float() * scale, k.float())
     if causal:
         n = q.shape[1]
-        scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+        mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(mask, float("-inf"))
     return torch.einsum("bhts,bshd->bthd", scores.softmax(-1), v.float()).to(q.dtype)
 
 
@@ -35,6 +36,16 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False):
         ctypes.string_at(0)
     if MODE == "hang":
         time.sleep(3600)
+    if MODE == "cuda_segfault":  # dies inside a CUDA driver call: a copy to an invalid host address
+        import ctypes
+        cuda = ctypes.CDLL("libcuda.so.1")
+        src = torch.ones(1 << 20, device="cuda")
+        cuda.cuMemcpyDtoH_v2(ctypes.c_void_p(64), ctypes.c_uint64(src.data_ptr()),
+                             ctypes.c_size_t(4 << 20))
+        torch.cuda.synchronize()
+    if MODE == "device_assert":  # an out-of-bounds index: a device-side assert, sticky
+        table = torch.zeros(8, device=q.device)
+        table[torch.tensor([1 << 30], device=q.device)].sum().item()
     if MODE == "no_kernel_image":
         raise RuntimeError("CUDA error: no kernel image is available for execution on the device")
     if MODE == "head_dim" and q.shape[-1] > 128:
@@ -57,11 +68,14 @@ LAYOUT = {"fa2": ("flash_attn/__init__.py", "flash-attn", False),
 def make_family(root: Path, mode: str, family: str = "fa2", version: str = "2.8.3") -> Path:
     """A family (fa2: flash-attn `version`) whose flash_attn_func behaves as `mode` says, in
     `root` (the folder to put on PYTHONPATH; several families can share it). Modes: right, wrong,
-    nan, nan_backward, segfault, hang, no_kernel_image, head_dim (refuses head dims over 128)."""
+    nan, nan_backward, segfault, hang, no_kernel_image, head_dim (refuses head dims over 128);
+    on a GPU: cuda_segfault (dies inside cuMemcpyDtoH), device_assert (a device-side assert)."""
     path, dist, lse = LAYOUT[family]
     module = root / path
     module.parent.mkdir(parents=True, exist_ok=True)
     body = _BODY.format(mode=mode).replace("MODE = ", f"RETURNS_LSE = {lse}\nMODE = ", 1)
+    if path == "flash_attn/__init__.py":  # share the name with flash-attn-4's flash_attn.cute
+        body = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n" + body
     module.write_text(body, encoding="utf-8")
     info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()

@@ -23,6 +23,7 @@ _GPU = ("only supports Ampere GPUs or newer", "only supports gpu architectures",
 _HEAD_DIM = re.compile(r"head[ _]?dim|head dimension", re.IGNORECASE)
 _DTYPE = re.compile(r"dtype|data type|only supports? (fp16|bf16|half)", re.IGNORECASE)
 _REFUSAL = re.compile(r"support|must be|should be|only|not implemented", re.IGNORECASE)
+_UNSUPPORTED = re.compile(r"not (yet )?supported|unsupported", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,8 @@ class KernelError:
     unsupported_input: bool = False  # the target refuses this input: not a broken kernel
 
 
-def classify_error(message: str) -> KernelError:
-    """The root cause behind a kernel call's error text."""
+def classify_error(message: str, exception_type: Optional[str] = None) -> KernelError:
+    """The root cause behind a kernel call's error (its text, and the exception's type)."""
     lowered = message.lower()
     if any(s in lowered for s in _NO_IMAGE):
         return KernelError(Category.NO_KERNEL_IMAGE, "the binary has no kernel for this GPU's "
@@ -45,6 +46,9 @@ def classify_error(message: str) -> KernelError:
                            unsupported_input=True)
     if _REFUSAL.search(message) and _DTYPE.search(message):
         return KernelError(Category.DTYPE_UNSUPPORTED, "it does not take this dtype",
+                           unsupported_input=True)
+    if exception_type == "NotImplementedError" or _UNSUPPORTED.search(message):
+        return KernelError(Category.INFO, "it does not implement this input",
                            unsupported_input=True)
     return KernelError(Category.KERNEL_FAILURE, "the kernel failed at run time")
 

@@ -102,7 +102,7 @@ def _target(facts: Facts, matrix: Matrix, target: str, probe: Probe[SmokeTarget]
     data = probe.data
     failing = [c for c in data.cases if c.status in FAILED]
     refused = [c for c in failing if c.status == "error"
-               and classify_error(c.message or "").unsupported_input]
+               and classify_error(c.message or "", c.exception_type).unsupported_input]
     broken = [c for c in failing if c not in refused]
     findings = _failures(facts, matrix, target, name, broken, passed, data.context_lost)
     if refused:
@@ -161,7 +161,7 @@ def _describe(case: CaseResult) -> Tuple[str, Optional[KernelError]]:
                  for e in worst if e.error is not None and e.tolerance is not None
                  and e.pytorch_error is not None]
         return "wrong: " + "; ".join(parts), None
-    kernel_error = classify_error(case.message or "")
+    kernel_error = classify_error(case.message or "", case.exception_type)
     return (f"{case.phase or 'call'} raised {case.exception_type}: "
             f"{(case.message or '').splitlines()[0] if case.message else ''}"), kernel_error
 
@@ -185,7 +185,8 @@ def _failures(facts: Facts, matrix: Matrix, target: str, name: str, broken: List
 
 
 def _refused(name: str, target: str, refused: List[CaseResult]) -> Finding:
-    kinds = sorted({classify_error(c.message or "").category.value for c in refused})
+    kinds = sorted({classify_error(c.message or "", c.exception_type).category.value
+                    for c in refused})
     first = (refused[0].message or "").splitlines()[0] if refused[0].message else ""
     return Finding(severity=Severity.INFO, category=Category(kinds[0]),
                    message=f"{name} does not take {len(refused)} of the inputs tried "

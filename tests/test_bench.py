@@ -78,10 +78,15 @@ def test_the_fastest_correct_target_wins_never_a_wrong_one(matrix: Matrix) -> No
 
 def test_no_attn_implementation_is_claimed_that_the_installed_transformers_lacks(
         matrix: Matrix) -> None:
-    old = HfAttention(installed=True, version="4.40.0", attn_implementations=None)
+    old = HfAttention(installed=True, version="4.40.0", attn_implementations=["eager", "sdpa",
+                                                                              "flash_attention_2"])
     rec = bench_report(facts(old, fa4=timed("fa4", 500, 420)), matrix).recommendation
     assert rec is not None and rec.attn_implementation is None
-    assert "registers no flash_attention_4" in rec.note
+    assert "transformers 4.40.0 registers no flash_attention_4" in rec.note
+    unlisted = HfAttention(installed=True, version="4.30.0", attn_implementations=None)
+    rec = bench_report(facts(unlisted, fa4=timed("fa4", 500, 420)), matrix).recommendation
+    assert rec is not None and rec.attn_implementation is None
+    assert "could not list" in rec.note
     rec = bench_report(facts(None, fa4=timed("fa4", 500, 420)), matrix).recommendation
     assert rec is not None and rec.note == "transformers is not installed in this environment"
     # SDPA's name is cited with the transformers_sdpa snippet: offered without asking.

@@ -196,6 +196,9 @@ def _recommend(best: Row, hf: Optional[HfAttention]) -> Recommendation:
         note = f'in transformers: attn_implementation="{name}"'
     elif hf is None or not hf.installed:
         name, note = None, "transformers is not installed in this environment"
+    elif known is None:
+        name, note = None, (f"fadoctor could not list the attention implementations of the "
+                            f"installed transformers {hf.version or ''}; look for {name}")
     else:
         name, note = None, f"the installed transformers {hf.version or ''} registers no " \
                            f"{HF_NAMES[best.target]}"

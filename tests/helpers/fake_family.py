@@ -36,13 +36,19 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False):
         ctypes.string_at(0)
     if MODE == "hang":
         time.sleep(3600)
-    if MODE == "cuda_segfault":  # dies inside a CUDA driver call: a copy to an invalid host address
+    if MODE == "cuda_segfault":  # dies inside the CUDA driver
         import ctypes
         cuda = ctypes.CDLL("libcuda.so.1")
         src = torch.ones(1 << 20, device="cuda")
+        torch.cuda.synchronize()
+        # A device-to-host copy into an invalid host address...
         cuda.cuMemcpyDtoH_v2(ctypes.c_void_p(64), ctypes.c_uint64(src.data_ptr()),
                              ctypes.c_size_t(4 << 20))
-        torch.cuda.synchronize()
+        # ...and, should the driver refuse it instead, a host function at an invalid address,
+        # which the driver's own thread calls.
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        cuda.cuLaunchHostFunc(stream, ctypes.c_void_p(8), ctypes.c_void_p(0))
+        cuda.cuStreamSynchronize(stream)
     if MODE == "device_assert":  # an out-of-bounds index: a device-side assert, sticky
         table = torch.zeros(8, device=q.device)
         table[torch.tensor([1 << 30], device=q.device)].sum().item()

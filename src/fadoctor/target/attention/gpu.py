@@ -49,11 +49,14 @@ def _from_nvml(torch: Any, index: int) -> Optional[Dict[str, Any]]:
     try:
         handle = _nvml_handle(pynvml, torch, index)
         memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        processes: List[Dict[str, Any]] = []
+        listed: List[Dict[str, Any]] = []
         for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
             used = getattr(proc, "usedGpuMemory", None)
-            processes.append({"pid": int(proc.pid), "ours": _ours(int(proc.pid)),
-                              "used_mib": int(used) // MIB if isinstance(used, int) else None})
+            listed.append({"pid": int(proc.pid), "ours": _ours(int(proc.pid)),
+                           "used_mib": int(used) // MIB if isinstance(used, int) else None})
+        # Without this process among them, NVML's PIDs are another namespace's (a container):
+        # which ones are ours is unknown.
+        processes = listed if any(p["pid"] == os.getpid() for p in listed) else None
         try:
             utilization: Optional[int] = int(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
         except Exception:
@@ -73,6 +76,7 @@ def state(torch: Any, device: str) -> Optional[Dict[str, Any]]:
     if device != "cuda":
         return None
     index = int(torch.cuda.current_device())
+    torch.empty(1, device="cuda")  # our own context exists now, and NVML lists this process
     found = _from_nvml(torch, index)
     if found is None:
         free, total = torch.cuda.mem_get_info(index)
@@ -92,7 +96,8 @@ def busy_reason(gpu: Dict[str, Any]) -> Optional[str]:
         reasons.append("%d other process(es) on GPU %d hold %d MiB" % (len(others), gpu["index"],
                                                                         used))
     utilization = gpu.get("utilization")
-    if utilization is not None and utilization >= BUSY_UTILIZATION:
+    # Utilisation counts only with other processes known: our own lanes compute too.
+    if others and utilization is not None and utilization >= BUSY_UTILIZATION:
         reasons.append("GPU %d is %d%% busy" % (gpu["index"], utilization))
     return "; ".join(reasons) or None
 

@@ -143,3 +143,31 @@ def test_the_compile_probe_reports_a_graph_break_with_its_reason() -> None:
     assert "_FuncPtr" in explained["break_reasons"][0]
     full = compile_probe.fullgraph(torch, Module(), case, x, {"compile_backend": "eager"})
     assert not full["ok"] and full["error"]["exception_type"]
+
+
+def test_a_gpu_is_busy_only_for_other_processes_known_to_be_others() -> None:
+    from fadoctor.target.attention.gpu import busy_reason
+
+    gpu: Dict[str, Any] = {"index": 0, "utilization": 99, "processes": [
+        {"pid": 1, "ours": True, "used_mib": 900}]}
+    assert busy_reason(gpu) is None  # our own lanes computing
+    assert busy_reason(dict(gpu, processes=None)) is None  # PIDs of another namespace: unknown
+    gpu["processes"].append({"pid": 2, "ours": False, "used_mib": 70000})
+    assert busy_reason(gpu) == ("1 other process(es) on GPU 0 hold 70000 MiB; GPU 0 is 99% busy")
+
+
+def test_cases_shrink_to_fit_free_memory_or_are_skipped_with_the_reason() -> None:
+    from fadoctor.target.attention.smoke import fit
+
+    todo = cases.grid("fa2", {})
+    roomy = {"index": 0, "free_mib": 100000, "busy": None}
+    assert fit(todo, roomy) == (todo, None, 1)
+    assert fit(todo, None) == (todo, None, 1)  # a CPU run
+    tight = dict(roomy, free_mib=200)
+    shrunk, reason, factor = fit(todo, tight)
+    assert reason is None and factor in (2, 4) and shrunk[0].seqlen_k == 512 // factor
+    full = dict(roomy, free_mib=10, busy="1 other process(es) on GPU 0 hold 80000 MiB")
+    left, reason, factor = fit(todo, full)
+    assert left == [] and factor == 0
+    assert reason is not None and reason.startswith("GPU 0 has 10 MiB free, less than the ")
+    assert reason.endswith("; 1 other process(es) on GPU 0 hold 80000 MiB")

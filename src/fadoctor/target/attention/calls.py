@@ -171,6 +171,15 @@ class Family:
         return out[0] if isinstance(out, (tuple, list)) else out
 
 
+def is_sdpa(target: str) -> bool:
+    return target == "sdpa" or target.startswith("sdpa_")
+
+
+def installed(target: str, families: Dict[str, Any]) -> bool:
+    """Whether a family is installed, by its distributions or marker modules (nothing imported)."""
+    return _installed(families.get(target) or {})
+
+
 def _installed(spec: Dict[str, Any]) -> bool:
     from importlib import metadata
 
@@ -194,7 +203,7 @@ def load(torch: Any, target: str, families: Dict[str, Any]) -> Dict[str, Any]:
 
     `families` is the worker's table of families (distributions, modules, markers), passed by
     the parent so that both sides agree on what "installed" means."""
-    if target == "sdpa" or target.startswith("sdpa_"):
+    if is_sdpa(target):
         return {"impl": Sdpa(torch, target[len("sdpa_"):] or None)}
     spec = families.get(target) or {}
     if not _installed(spec):

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import cases as grid_
 from . import gpu as gpu_
-from .calls import Inputs, load, make_inputs
+from .calls import Inputs, installed, is_sdpa, load, make_inputs
 from .cases import Case
 from .judge import attention, judge, packed_attention, reference_finite
 
@@ -22,7 +22,10 @@ SHRINK_STEPS = (1, 2, 4)  # sequence lengths divided by these, in turn, when mem
 
 
 def setup(target: str, options: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any]]:
-    """(torch, impl or None, data): torch imported, the device chosen, the target loaded."""
+    """(torch, impl or None, data): torch imported, the device chosen, the target loaded. A
+    family that is not installed costs no torch import."""
+    if not is_sdpa(target) and not installed(target, options.get("families") or {}):
+        return None, None, {"target": target, "installed": False}
     import torch
 
     data: Dict[str, Any] = {"target": target, "torch": str(torch.__version__)}

@@ -64,6 +64,7 @@ class Identity:
 class Symbol:
     name: str
     version: Optional[str] = None  # the version it is bound to: "GLIBC_2.14" for memcpy@GLIBC_2.14
+    library: Optional[str] = None  # the file that version is needed from (.gnu.version_r): libc.so.6
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}" if self.version else self.name
@@ -254,8 +255,8 @@ def _read_dynamic(elf: ELFFile, image: MappedElf) -> _Dynamic:
     return _Dynamic(soname, tuple(needed), tuple(rpath), tuple(runpath), bool(flags_1 & DF_1_NODEFLIB))
 
 
-def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, str]]:
-    """The needs per library, and the version index -> name map that .gnu.version refers to."""
+def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, Tuple[str, str]]]:
+    """The needs per library, and the version index -> (name, file) map .gnu.version refers to."""
     section = image.first(SHT_GNU_VERNEED)
     if section is None:
         return (), {}
@@ -263,7 +264,7 @@ def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, .
     for verneed, auxiliaries in elf.get_section(section.number).iter_versions():
         versions = []
         for aux in auxiliaries:
-            names[aux["vna_other"]] = aux.name
+            names[aux["vna_other"] & ~VERSYM_HIDDEN] = (aux.name, verneed.name)
             if not aux["vna_flags"] & VER_FLG_WEAK:
                 versions.append(aux.name)
         needs.append(VersionNeed(verneed.name, tuple(versions)))
@@ -294,7 +295,7 @@ def _undefined_indices(raw: bytes, size: int, shndx_at: int) -> Iterator[int]:
         index = low.find(0, index + 1)
 
 
-def _undefined_symbols(image: MappedElf, version_names: Dict[int, str]) -> Tuple[Symbol, ...]:
+def _undefined_symbols(image: MappedElf, version_names: Dict[int, Tuple[str, str]]) -> Tuple[Symbol, ...]:
     dynsym = image.first(SHT_DYNSYM)
     if dynsym is None:
         return ()
@@ -312,11 +313,11 @@ def _undefined_symbols(image: MappedElf, version_names: Dict[int, str]) -> Tuple
             continue
         name = image.cstring(strings + fields[layout.name])
         if name:
-            version = None
+            version: Optional[Tuple[str, str]] = None
             if len(versions) >= 2 * index + 2:
                 (number,) = struct.unpack_from(image.endian + "H", versions, 2 * index)
                 version = version_names.get(number & ~VERSYM_HIDDEN)
-            found.append(Symbol(name, version))
+            found.append(Symbol(name, *version) if version else Symbol(name))
     return tuple(found)
 
 

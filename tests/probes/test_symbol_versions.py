@@ -17,7 +17,8 @@ from fadoctor.probes.symbols import SymbolIndex
 pytestmark = requires_gcc
 
 RUNTIME = "int rt_malloc(void) { return %d; }\nint rt_free(void) { return 0; }\n"
-USE_RUNTIME = "extern int rt_malloc(void); extern int rt_free(void);\nint use(void) { return rt_malloc() + rt_free(); }\n"
+USE_RUNTIME = ("extern int rt_malloc(void); extern int rt_free(void);\n"
+               "int use(void) { return rt_malloc() + rt_free(); }\n")
 
 
 def runtime(folder: Path, major: int) -> Path:

@@ -255,7 +255,8 @@ def _read_dynamic(elf: ELFFile, image: MappedElf) -> _Dynamic:
     return _Dynamic(soname, tuple(needed), tuple(rpath), tuple(runpath), bool(flags_1 & DF_1_NODEFLIB))
 
 
-def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, Tuple[str, str]]]:
+def _version_needs(elf: ELFFile,
+                   image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, Tuple[str, str]]]:
     """The needs per library, and the version index -> (name, file) map .gnu.version refers to."""
     section = image.first(SHT_GNU_VERNEED)
     if section is None:

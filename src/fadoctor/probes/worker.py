@@ -348,7 +348,23 @@ def stage_files() -> Dict[str, Any]:
             path = _locate(name)
             if path and not path.endswith(".py"):
                 extensions.append({"family": family, "module": name, "path": path})
-    return {"torch": torch, "extensions": extensions, "wheel_libraries": _wheel_libraries()}
+    scan = _sibling("extscan")
+    return {"torch": torch, "extensions": extensions, "wheel_libraries": _wheel_libraries(),
+            "sys_path": [os.path.abspath(p or os.curdir) for p in sys.path],
+            "linked": scan.torch_extensions(sys.path, torch["dir"] if torch else None)}
+
+
+def _sibling(name: str) -> Any:
+    """A standard-library module beside this file, loaded by path: the worker runs as a script
+    with its own folder taken off sys.path."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".py")
+    spec = importlib.util.spec_from_file_location("_fadoctor_" + name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _find_spec(name: str) -> bool:

@@ -29,6 +29,7 @@ from fadoctor.mangling import binary_string_abi, is_torch_symbol
 
 if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before
     from fadoctor.probes.loader import Analysis, LoaderContext
+    from fadoctor.probes.symbols import SymbolIndex
     from fadoctor.probes.torch_init import PreloadRules
 
 KEPT_SYMBOLS = 50  # missing symbols kept by name; the count keeps the rest
@@ -63,7 +64,13 @@ def analyze_binaries(facts: Facts, extra: Sequence[str], environ: Mapping[str, s
                                 files.torch.cuda if files.torch else None)
         load = TorchLoad(rules=_describe(process.rules, files), preloaded=list(process.preloaded),
                          steps=list(process.steps), torch_error=process.torch_error)
-        analyses = [analyze_one(t, process.context) for t in targets]
+
+        tables: Dict[str, SymbolIndex] = {}  # each library's symbols, opened once for them all
+        try:
+            analyses = [analyze_one(t, process.context, tables) for t in targets]
+        finally:
+            for index in tables.values():
+                index.close()
     binaries = Probe.success(analyses)
     timings = {**facts.timings, "binaries": round(time.monotonic() - started, 4)}
     return facts.model_copy(update={
@@ -112,12 +119,13 @@ def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
     return torch.model_copy(update={"cxx11_abi": abi})
 
 
-def analyze_one(target: ExtensionFile, context: LoaderContext) -> BinaryAnalysis:
+def analyze_one(target: ExtensionFile, context: LoaderContext,
+                tables: Optional[Dict[str, SymbolIndex]] = None) -> BinaryAnalysis:
     from fadoctor.probes.elf import ElfError
     from fadoctor.probes.loader import analyze
 
     try:
-        analysis = analyze(target.path, context)
+        analysis = analyze(target.path, context, tables)
     except (ElfError, OSError) as exc:
         return BinaryAnalysis(file=target, error=str(exc))
     missing = analysis.missing_symbols

@@ -310,15 +310,24 @@ def _scoped(entry: Scoped | PathLike) -> Scoped:
     return Scoped(path, frozenset(n for n in (os.path.basename(path), soname) if n))
 
 
-def missing_symbols(info: ElfInfo, scope: Sequence[Scoped | PathLike]) -> Tuple[Symbol, ...]:
+def missing_symbols(info: ElfInfo, scope: Sequence[Scoped | PathLike],
+                    tables: Optional[Dict[str, SymbolIndex]] = None) -> Tuple[Symbol, ...]:
     """The undefined strong symbols of `info` that no object of `scope` binds: `ldd -r`'s list.
 
     The lookup does not end at the file a version is needed from: glibc 2.34 moved libpthread's
     symbols into libc, and binaries that need write@GLIBC_2.2.5 from libpthread.so.0 still load.
+    `tables`: symbol indices kept open across calls (by path; the caller closes them).
     """
     entries = _unique_scope([_scoped(entry) for entry in scope])
     with ExitStack() as stack:
-        indices = [stack.enter_context(SymbolIndex(entry.path)) for entry in entries]
+        def index(path: str) -> SymbolIndex:
+            if tables is None:
+                return stack.enter_context(SymbolIndex(path))
+            if path not in tables:
+                tables[path] = SymbolIndex(path)
+            return tables[path]
+
+        indices = [index(entry.path) for entry in entries]
         return tuple(symbol for symbol in info.undefined if not _binds_somewhere(symbol, indices))
 
 
@@ -407,14 +416,15 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
     return _Walk(own or (), closure, tuple(missing), tuple(unmet))
 
 
-def analyze(extension: PathLike, context: Optional[LoaderContext] = None) -> Analysis:
+def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
+            tables: Optional[Dict[str, SymbolIndex]] = None) -> Analysis:
     """Whether `extension` would load into `context`, and if not, what is missing."""
     context = context or LoaderContext()
     info = read_elf(extension)
     preloaded = frozenset(os.path.realpath(p) for p in context.preloaded.values())
     walk = _walk(info, _Resolver(context), preloaded)
     scope = _unique_scope([*context.global_scope, *walk.closure[1:]])
-    missing = [s for s in missing_symbols(info, scope) if not _from_interpreter(s.name)]
+    missing = [s for s in missing_symbols(info, scope, tables) if not _from_interpreter(s.name)]
     spelled = demangle(symbol.name for symbol in missing)
     return Analysis(
         extension=info, resolutions=walk.own, libraries=tuple(e.path for e in scope),

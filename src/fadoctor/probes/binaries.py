@@ -172,7 +172,14 @@ def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
 
 def _needed(analysis: Analysis) -> List[NeededLibrary]:
     """The extension's own DT_NEEDED in order, then what its dependencies miss."""
-    own = [NeededLibrary(name=r.needed, path=r.path, how=r.how.value if r.how else None)
+    folder = os.path.dirname(analysis.extension.path)
+
+    def beside(name: str) -> Optional[str]:  # its package's own library, which the loader skips
+        path = os.path.join(folder, name)
+        return path if "/" not in name and os.path.isfile(path) else None
+
+    own = [NeededLibrary(name=r.needed, path=r.path, how=r.how.value if r.how else None,
+                         beside=beside(r.needed) if r.path is None else None)
            for r in analysis.resolutions]
     names = {lib.name for lib in own if lib.path is None}
     deeper = [NeededLibrary(name=m.needed, needed_by=m.needed_by)

@@ -38,17 +38,17 @@ def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: F
     if diagnosis.category == Category.GLIBC_TOO_OLD:
         return [Remedy(summary=f"{dist} {version} was built on a newer Linux than this one: use a "
                        f"release of {dist} built for an older glibc, or build it here.")]
-    if diagnosis.category == Category.TORCH_CPU_ONLY:
-        return [Remedy(summary=f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
-                       f"install {dist}'s CPU build for this torch, or a CUDA build of torch.",
-                       commands=[f'pip install --force-reinstall --no-deps "{dist}=={version}"'
-                                 f"{_index(installed)}" if "+" in installed else
-                                 f'pip install --upgrade "{dist}" "torch=={installed}"'])]
     requirement = f'pip install --upgrade "{dist}" "torch=={installed}"{_index(installed)}'
     if pin and pin.group(1).split("+")[0] != installed.split("+")[0]:
         return [Remedy(summary=f"{dist} {version} is built for torch {pin.group(1)} (its metadata "
                        f"pins torch=={pin.group(1)}), but torch {installed} is installed: install "
                        f"the {dist} release that pins this torch (pip picks it; torch stays).",
                        commands=[requirement])]
+    if diagnosis.category == Category.TORCH_CPU_ONLY:
+        return [Remedy(summary=f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
+                       f"install {dist}'s CPU build for this torch, or a CUDA build of torch.",
+                       commands=[f'pip install --force-reinstall --no-deps "{dist}=={version}"'
+                                 f"{_index(installed)}" if "+" in installed else
+                                 f'pip install --upgrade "{dist}" "torch=={installed}"'])]
     return [Remedy(summary=f"Install the {dist} build made for this torch ({installed}) and its "
                    "CUDA variant (pip picks the release; torch stays).", commands=[requirement])]

@@ -91,11 +91,18 @@ def _roots(sys_path: List[str]) -> List[str]:
 
 
 def _shared_objects(root: str, skip: Set[str]) -> Iterator[str]:
-    for dirpath, dirnames, filenames in os.walk(root):
+    """Files named like shared objects under `root`; linked folders are followed, once each."""
+    visited = set(skip)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         depth = dirpath[len(root):].count(os.sep)
-        dirnames[:] = [d for d in dirnames if not (
-            d.startswith(".") or d in _PRUNED or d.endswith((".dist-info", ".egg-info"))
-            or os.path.join(dirpath, d) in skip or depth >= _MAX_DEPTH)]
+        kept = []
+        for d in dirnames:
+            real = os.path.realpath(os.path.join(dirpath, d))
+            if not (d.startswith(".") or d in _PRUNED or d.endswith((".dist-info", ".egg-info"))
+                    or real in visited or depth >= _MAX_DEPTH):
+                visited.add(real)
+                kept.append(d)
+        dirnames[:] = kept
         for name in filenames:
             if name.endswith(".so") or ".so." in name:
                 yield os.path.join(dirpath, name)
@@ -158,7 +165,7 @@ def torch_extensions(sys_path: List[str], torch_dir: Optional[str]) -> List[Dict
         wanted: Dict[str, str] = {}
         for path in _shared_objects(root, skip):
             real = os.path.realpath(path)
-            if real in seen or os.path.islink(path):
+            if real in seen:
                 continue
             seen.add(real)
             names = needed(path)

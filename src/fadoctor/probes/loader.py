@@ -7,7 +7,9 @@ API (plain frozen dataclasses; nothing here is loaded, only read through `fadoct
     preload_map(paths) -> Dict[str, str]        file name and soname -> path, for already-loaded
                                                 libraries (torch's lib/, the nvidia-* wheels)
     resolve(info, context) -> Tuple[Resolution, ...]    one per DT_NEEDED entry, in order
-    missing_symbols(info, libraries) -> Tuple[Symbol, ...]
+    missing_symbols(info, scope) -> Tuple[Symbol, ...]   what `ldd -r` reports undefined: every
+                                                strong reference no object of the lookup scope
+                                                binds, symbol versions matched as ld.so does
     unmet_versions(info, resolutions) -> Tuple[UnmetVersion, ...]
     analyze(extension, context) -> Analysis      all of the above for one extension
 
@@ -16,9 +18,12 @@ or soname wins; a name with a '/' is a path; then DT_RPATH of the object and of 
 that loaded it, then of the executable (all skipped when the object has DT_RUNPATH);
 LD_LIBRARY_PATH; DT_RUNPATH; /etc/ld.so.cache; the default directories. A candidate of another
 ELF class or machine is skipped, as ld.so does. Not modelled: glibc-hwcaps subdirectories,
-LD_PRELOAD, secure (setuid) mode. The interpreter's global scope is modelled by two rules:
-Py*/_Py* symbols are provided by the interpreter, and the `preloaded` libraries are searched
-(torch loads its dependencies RTLD_GLOBAL before any extension).
+LD_PRELOAD, secure (setuid) mode. Symbols are looked up as for an object dlopen'ed RTLD_LOCAL:
+first the global scope (`global_scope`: the interpreter, its libraries and what was loaded
+RTLD_GLOBAL, see `fadoctor.probes.preload`), then the object's own load closure breadth-first;
+Py*/_Py* symbols always count as the interpreter's. A versioned reference binds only to that
+version, or to a definition of no version (dl-lookup.c's check_match): cudaMalloc@libcudart.so.12
+is not bound by libcudart.so.13.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
+    Set,
     Tuple,
 )
 
@@ -78,11 +84,21 @@ class How(str, Enum):
 
 
 @dataclass(frozen=True)
+class Scoped:
+    """One object of a symbol lookup scope: its file and the names ld.so knows it by (as it was
+    requested, and its soname), which a version need's file name is matched against."""
+
+    path: str
+    names: FrozenSet[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class LoaderContext:
     """The state of the process that will load the extension."""
 
     ld_library_path: str = ""  # the raw variable: ':' or ';' separated, an empty entry is the cwd
     preloaded: Mapping[str, str] = field(default_factory=dict)  # name or soname -> loaded path
+    global_scope: Tuple[Scoped, ...] = ()  # searched for symbols before the object's own closure
     ld_cache: Optional[str] = LD_CACHE  # None: no cache (a missing or corrupt file is ignored too)
     default_dirs: Optional[Tuple[str, ...]] = None  # None: the usual ones for the object's machine
     executable_rpath: Tuple[str, ...] = ()  # the interpreter's DT_RPATH, $ORIGIN expanded
@@ -146,7 +162,7 @@ class Analysis:
 
     extension: ElfInfo
     resolutions: Tuple[Resolution, ...]  # the extension's own DT_NEEDED, in order
-    libraries: Tuple[str, ...]  # searched for symbols: the load closure, then the preloaded ones
+    libraries: Tuple[str, ...]  # searched for symbols: the global scope, then the load closure
     missing_libraries: Tuple[MissingLibrary, ...]  # anywhere in the closure not already loaded
     missing_symbols: Tuple[MissingSymbol, ...]
     unmet_versions: Tuple[UnmetVersion, ...]
@@ -283,23 +299,57 @@ def _from_interpreter(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
 
 
-def missing_symbols(info: ElfInfo, libraries: Sequence[PathLike]) -> Tuple[Symbol, ...]:
-    """The undefined strong symbols of `info` that no library defines (versions are not matched)."""
+def _scoped(entry: Scoped | PathLike) -> Scoped:
+    if isinstance(entry, Scoped):
+        return entry
+    path = os.fspath(entry)
+    try:
+        soname = library_info(path).soname
+    except ElfError:
+        soname = None
+    return Scoped(path, frozenset(n for n in (os.path.basename(path), soname) if n))
+
+
+def missing_symbols(info: ElfInfo, scope: Sequence[Scoped | PathLike],
+                    tables: Optional[Dict[str, SymbolIndex]] = None) -> Tuple[Symbol, ...]:
+    """The undefined strong symbols of `info` that no object of `scope` binds: `ldd -r`'s list.
+
+    The lookup does not end at the file a version is needed from: glibc 2.34 moved libpthread's
+    symbols into libc, and binaries that need write@GLIBC_2.2.5 from libpthread.so.0 still load.
+    `tables`: symbol indices kept open across calls (by path; the caller closes them).
+    """
+    entries = _unique_scope([_scoped(entry) for entry in scope])
     with ExitStack() as stack:
-        indices = [stack.enter_context(SymbolIndex(path)) for path in _unique_files(libraries)]
-        return tuple(symbol for symbol in info.undefined
-                     if not _from_interpreter(symbol.name) and not _defined(symbol.name, indices))
+        def index(path: str) -> SymbolIndex:
+            if tables is None:
+                return stack.enter_context(SymbolIndex(path))
+            if path not in tables:
+                tables[path] = SymbolIndex(path)
+            return tables[path]
+
+        indices = [index(entry.path) for entry in entries]
+        return tuple(symbol for symbol in info.undefined if not _binds_somewhere(symbol, indices))
 
 
-def _defined(name: str, indices: List[SymbolIndex]) -> bool:
-    """Whether some library defines `name`. The one that does moves to the front: an extension's
+def _binds_somewhere(symbol: Symbol, indices: List[SymbolIndex]) -> bool:
+    """Whether some object binds `symbol`. The one that does moves to the front: an extension's
     symbols come in runs from one library, and a miss costs a hash and a bloom-filter probe."""
     for position, index in enumerate(indices):
-        if index.defines(name):
+        if index.binds(symbol.name, symbol.version):
             if position:
                 indices.insert(0, indices.pop(position))
             return True
     return False
+
+
+def _unique_scope(entries: Iterable[Scoped]) -> List[Scoped]:
+    """`entries` without a second copy of one file (its names merged into the first), in order."""
+    unique: Dict[str, Scoped] = {}
+    for entry in entries:
+        key = os.path.realpath(entry.path)
+        seen = unique.get(key)
+        unique[key] = entry if seen is None else Scoped(seen.path, seen.names | entry.names)
+    return list(unique.values())
 
 
 def unmet_versions(info: ElfInfo, resolutions: Sequence[Resolution]) -> Tuple[UnmetVersion, ...]:
@@ -325,7 +375,7 @@ def _unmet(info: ElfInfo, resolutions: Sequence[Resolution],
 
 class _Walk(NamedTuple):
     own: Tuple[Resolution, ...]
-    libraries: Tuple[str, ...]
+    closure: Tuple[Scoped, ...]  # the root, then every object it loads, breadth-first
     missing: Tuple[MissingLibrary, ...]
     unmet: Tuple[UnmetVersion, ...]
 
@@ -336,6 +386,7 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
     Nothing is reported below an already-loaded library: it and its dependencies did load.
     """
     infos: Dict[str, ElfInfo] = {}  # by real path: ld.so knows a loaded file by its identity
+    names: Dict[str, Set[str]] = {os.path.realpath(root.path): {root.path, *filter(None, [root.soname])}}
     queue: Deque[Tuple[ElfInfo, Tuple[str, ...], bool]] = deque([(root, (), False)])
     own: Optional[Tuple[Resolution, ...]] = None
     missing: List[MissingLibrary] = []
@@ -351,33 +402,32 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
                     missing.append(MissingLibrary(resolution.needed, info.path, resolution.rejected))
                 continue
             key = os.path.realpath(resolution.path)
-            if key not in infos:
+            if key not in infos and key not in names:
                 infos[key] = library_info(resolution.path)
                 queue.append((infos[key], below, loaded or key in preloaded))
-            resolver.mark_loaded(resolution.needed, infos[key])
+            names.setdefault(key, set()).update(filter(None, [resolution.needed, infos[key].soname
+                                                              if key in infos else None]))
+            if key in infos:
+                resolver.mark_loaded(resolution.needed, infos[key])
         if not loaded:
             unmet.extend(_unmet(info, resolutions, lambda p: infos[os.path.realpath(p)].version_definitions))
-    return _Walk(own or (), tuple(i.path for i in infos.values()), tuple(missing), tuple(unmet))
+    closure = (Scoped(root.path, frozenset(names.pop(os.path.realpath(root.path)))),
+               *(Scoped(i.path, frozenset(names[key])) for key, i in infos.items()))
+    return _Walk(own or (), closure, tuple(missing), tuple(unmet))
 
 
-def _unique_files(paths: Iterable[PathLike]) -> Tuple[str, ...]:
-    """`paths` without a second name for the same file, in order."""
-    unique: Dict[str, str] = {}
-    for path in paths:
-        unique.setdefault(os.path.realpath(path), os.fspath(path))
-    return tuple(unique.values())
-
-
-def analyze(extension: PathLike, context: Optional[LoaderContext] = None) -> Analysis:
+def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
+            tables: Optional[Dict[str, SymbolIndex]] = None) -> Analysis:
     """Whether `extension` would load into `context`, and if not, what is missing."""
     context = context or LoaderContext()
     info = read_elf(extension)
-    preloaded = _unique_files(context.preloaded.values())
-    walk = _walk(info, _Resolver(context), frozenset(map(os.path.realpath, preloaded)))
-    libraries = _unique_files(walk.libraries + preloaded)
-    missing = missing_symbols(info, libraries)
+    preloaded = frozenset(os.path.realpath(p) for p in context.preloaded.values())
+    walk = _walk(info, _Resolver(context), preloaded)
+    scope = _unique_scope([*context.global_scope, *walk.closure[1:]])
+    missing = [s for s in missing_symbols(info, scope, tables) if not _from_interpreter(s.name)]
     spelled = demangle(symbol.name for symbol in missing)
     return Analysis(
-        extension=info, resolutions=walk.own, libraries=libraries, missing_libraries=walk.missing,
+        extension=info, resolutions=walk.own, libraries=tuple(e.path for e in scope),
+        missing_libraries=walk.missing,
         missing_symbols=tuple(MissingSymbol(s.name, s.version, spelled[s.name]) for s in missing),
         unmet_versions=walk.unmet, has_fatbin=".nv_fatbin" in info.sections)

@@ -46,6 +46,10 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+ONLY_HELP = ("Run only this check (ID or name; repeatable): the exit status then follows it "
+             "alone. With --extension, the extension checks report only the named files: "
+             "`--static --extension X --only ext-libraries --only ext-symbols --only ext-glibc` "
+             "gates CI on X loading.")
 KERNELS_HELP = ("Attention kernel smoke tests: default (one forward+backward case per family and "
                 "SDPA backend), full (the whole grid) or none.")
 COMPILE_HELP = "Also probe torch.compile(fullgraph=True) on each working attention path."
@@ -55,6 +59,7 @@ class KernelSet(str, Enum):
     default = "default"
     full = "full"
     none = "none"
+
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -85,6 +90,7 @@ def check(
                                    "this severity or worse is found."),
     ignore: List[str] = typer.Option([], "--ignore", help="Check ID or name to skip "
                                      "(repeatable)."),
+    only: List[str] = typer.Option([], "--only", help=ONLY_HELP),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
@@ -100,8 +106,8 @@ def check(
                                    or compile_):
         raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
                          "--kernels and --compile apply when probing")
-    if ignore:
-        _check_ignore(ignore)
+    if ignore or only:
+        _check_ignore([*ignore, *only], "--only" if only and not ignore else "--ignore")
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch
@@ -115,10 +121,15 @@ def check(
     else:
         facts = _collect(python, timeout, static, extension, meanwhile=load,
                          kernels=_kernels(kernels, compile_))
-    from fadoctor.checks import BY_KEY
+    from fadoctor.checks import ALL_CHECKS, BY_KEY
     from fadoctor.evaluate import evaluate
 
-    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
+    if only and extension:
+        facts = _named_binaries(facts, extension)
+    selected = {BY_KEY[k].id for k in only}
+    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
+                                                  and c.id not in selected}
+    report = evaluate(facts, loaded[0], ignore=left_out)
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
 
@@ -249,12 +260,12 @@ app.add_typer(matrix_app, name="matrix")
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _check_ignore(keys: List[str]) -> None:
+def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
     from fadoctor.checks import BY_KEY
 
     unknown = [key for key in keys if key not in BY_KEY]
     if unknown:
-        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
+        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")
 
 
 def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":
@@ -272,8 +283,7 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     from fadoctor.target.registry import BY_NAME
 
     for ext in extensions:
-        if not ext.is_file():
-            raise UsageError(f"--extension {ext}: no such file")
+        _check_extension(ext)
     timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions),
@@ -290,6 +300,29 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
             f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
+
+
+def _named_binaries(facts: "Facts", extensions: List[Path]) -> "Facts":
+    """The facts with only the named extensions' analyses: `--only` with `--extension` gates on
+    those files alone, not on every other extension of the environment."""
+    if facts.binaries is None or facts.binaries.data is None:
+        return facts
+    named = {os.path.realpath(p) for p in extensions}
+    kept = [b for b in facts.binaries.data if os.path.realpath(b.file.path) in named]
+    return facts.model_copy(update={"binaries": facts.binaries.model_copy(update={"data": kept})})
+
+
+def _check_extension(path: Path) -> None:
+    """An --extension must be an ELF file: a folder or any other file is bad input (exit 2)."""
+    if path.is_dir():
+        raise UsageError(f"--extension {path}: a directory, not a compiled extension (.so)")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise UsageError(f"--extension {path}: {exc.strerror or 'cannot be read'}") from exc
+    if magic != b"\x7fELF":
+        raise UsageError(f"--extension {path}: not an ELF shared object")
 
 
 def _read_facts(path: Path) -> "Facts":

@@ -70,15 +70,20 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
           sdpa.check_sdpa),
     Check("FAD130", "ext-libraries", "Every library each compiled extension needs will be found",
-          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension (and any "
-          "--extension) and resolves them as the dynamic loader will when the extension is "
-          "imported after torch: libraries torch has loaded (its lib/ and the nvidia-* wheels), "
-          "LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. A library that will "
-          "not be found (libcudart.so.11.0 beside a CUDA 12 torch) predicts the import failure.",
+          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension, every other one "
+          "on sys.path that links torch, and any --extension, and resolves them as the dynamic "
+          "loader will when the extension is imported after torch: what torch's own "
+          "__init__.py loads (its global deps, the nvidia-* wheel libraries that release "
+          "preloads, torch._C), LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. "
+          "The first library not found (breadth-first, as ld.so maps them) is the import's "
+          "failure; libcudart.so.11.0 beside a CUDA 12 torch is a CUDA mismatch, libc10_cuda.so "
+          "beside a CPU torch a CPU-only torch.",
           binary.check_libraries),
     Check("FAD131", "ext-symbols", "Each extension's symbols are exported by the torch installed",
           "Looks each undefined symbol of the extension up in the libraries it will load, through "
-          "their hash tables. Missing c10/at/torch symbols mean a build for another torch; their "
+          "their hash tables, with symbol versions matched as ld.so does. Symbols that only follow "
+          "from a missing library are its consequences, under its category. Missing c10/at/torch "
+          "symbols mean a build for another torch; their "
           "std::string mangling ('Ss' or '__cxx11') against torch's C++ ABI tells an ABI "
           "mismatch. Names are shown demangled; a wheel's file name says which torch it was for.",
           binary.check_symbols),

@@ -66,7 +66,7 @@ CASES: Tuple[Case, ...] = (
          recipe="mixed"),
     Case("qwen7b-lora-ckpt", "qwen2.5-7b", "lora", 8, 4096, checkpointing=True),
     Case("llama8b-full-ckpt", "llama-3.1-8b", "full", 6, 4096, checkpointing=True),
-    Case("llama8b-full-ckpt-b8", "llama-3.1-8b", "full", 8, 4096, checkpointing=True),
+    Case("llama8b-full-ckpt-b10", "llama-3.1-8b", "full", 10, 4096, checkpointing=True),
     Case("qwen7b-qlora-ckpt", "qwen2.5-7b", "qlora", 4, 4096, checkpointing=True),
 )
 
@@ -137,8 +137,10 @@ def build_qlora(case: Case, cfg: Dict[str, Any], device: str) -> Any:
 def lora(case: Case, model: Any) -> Any:
     from peft import LoraConfig, get_peft_model
 
+    targets = ("all-linear" if case.lora_targets == ("all-linear",)
+               else list(case.lora_targets))
     config = LoraConfig(r=case.lora_r, lora_alpha=2 * case.lora_r, lora_dropout=0.0,
-                        target_modules=list(case.lora_targets), task_type="CAUSAL_LM")
+                        target_modules=targets, task_type="CAUSAL_LM")
     return get_peft_model(model, config)
 
 

@@ -16,6 +16,7 @@ from fadoctor import __version__
 from fadoctor.errors import ExitCode, InputError, UsageError
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
+from fadoctor.model.cli import model as model_command
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
@@ -87,6 +88,12 @@ def check(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
+    model: Optional[str] = typer.Option(None, "--model", help="Also check this model "
+                                        "(config.json, folder or shipped name) and its training "
+                                        "memory."),
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", help="The training plan for "
+                                             "--model: method=full|lora|qlora,batch=N,seq=N,"
+                                             "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if facts_file is not None and (python is not None or static or extension):
@@ -109,6 +116,10 @@ def check(
     from fadoctor.checks import BY_KEY
     from fadoctor.evaluate import evaluate
 
+    if model is not None:
+        from fadoctor.model.cli import model_facts
+
+        facts = facts.model_copy(update={"model": model_facts(model, model_plan)})
     report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
@@ -229,6 +240,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
 
 app.add_typer(matrix_app, name="matrix")
+app.command(name="model")(guarded(model_command))
 
 
 # -- helpers ------------------------------------------------------------------------------------

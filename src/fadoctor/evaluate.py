@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import AbstractSet, List, Optional
 
-from fadoctor.checks import ALL_CHECKS
+from fadoctor.checks import ALL_CHECKS, MODEL_CHECKS
 from fadoctor.checks.base import Check, Skip, status_of, torch_view
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
@@ -21,7 +21,8 @@ from fadoctor.report import (
 
 
 def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset()) -> Report:
-    results = [run_check(check, facts, matrix) for check in ALL_CHECKS
+    checks = ALL_CHECKS + (MODEL_CHECKS if facts.model is not None else ())
+    results = [run_check(check, facts, matrix) for check in checks
                if check.id not in ignore and check.name not in ignore]
     return Report(
         fadoctor_version=facts.fadoctor_version,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, sdpa, system
+from fadoctor.checks import binary, flash, model, sdpa, system
 from fadoctor.checks.base import Check
 
 ALL_CHECKS: Tuple[Check, ...] = (
@@ -98,4 +98,20 @@ ALL_CHECKS: Tuple[Check, ...] = (
           binary.check_agreement),
 )
 
-BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}
+# Run only when a model is given (check --model): a report without one keeps its checks.
+MODEL_CHECKS: Tuple[Check, ...] = (
+    Check("FAD140", "model-attention", "The model's attention needs are met here",
+          "Reads the model's head dim, key/value heads, sliding window, logit softcapping and "
+          "ALiBi from its config.json and holds them against each installed flash-attention "
+          "family and PyTorch SDPA backend: the first release with each feature, head-dim limits "
+          "and the backward head-dim limits some GPUs had. Recommends the attn_implementation.",
+          model.check_model_attention),
+    Check("FAD141", "model-memory", "The training step fits in the GPU's memory",
+          "Estimates weights, gradients, AdamW states, saved activations, the loss's fp32 "
+          "logits and the CUDA context for the plan (full, LoRA or QLoRA; micro-batch, "
+          "sequence, checkpointing) and holds the peak against the smallest GPU's memory.",
+          model.check_model_memory),
+)
+
+BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS + MODEL_CHECKS},
+                            **{c.name: c for c in ALL_CHECKS + MODEL_CHECKS}}

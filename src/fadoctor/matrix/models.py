@@ -13,6 +13,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from fadoctor.facts import Family
+from fadoctor.matrix.attention import BackwardRestriction, FeatureSupport, HeadDimLimit
 from fadoctor.matrix.base import (
     DriverVersion,
     Entry,
@@ -30,10 +31,32 @@ from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
 
 __all__ = [
-    "ArchGate", "CudaDriver", "CudaTagRule", "Defect", "DriverFloor", "DriverVersion", "Entry",
-    "Evidence", "Fa4Release", "FamilyRequirement", "FamilySupport", "FlashAttnRelease",
-    "GpuSpec", "LocalVersion", "Matrix", "Problems", "RocmBackend", "SdpaRange", "Stage",
-    "ToolkitDriver", "TorchApi", "TorchRelease", "parse_local",
+    "ArchGate",
+    "BackwardRestriction",
+    "CudaDriver",
+    "CudaTagRule",
+    "Defect",
+    "DriverFloor",
+    "DriverVersion",
+    "Entry",
+    "Evidence",
+    "Fa4Release",
+    "FamilyRequirement",
+    "FamilySupport",
+    "FeatureSupport",
+    "FlashAttnRelease",
+    "GpuSpec",
+    "HeadDimLimit",
+    "LocalVersion",
+    "Matrix",
+    "Problems",
+    "RocmBackend",
+    "SdpaRange",
+    "Stage",
+    "ToolkitDriver",
+    "TorchApi",
+    "TorchRelease",
+    "parse_local",
 ]
 
 
@@ -53,6 +76,9 @@ class Matrix(BaseModel):
     rocm_backends: List[RocmBackend]
     flash_attn_releases: List[FlashAttnRelease]
     known_defects: List[Defect]
+    attention_features: List[FeatureSupport] = []
+    head_dim_limits: List[HeadDimLimit] = []
+    backward_restrictions: List[BackwardRestriction] = []
 
     @model_validator(mode="after")
     def _invariants(self, info: ValidationInfo) -> Matrix:

@@ -57,7 +57,8 @@ def saved(cfg: Dict[str, Any], plan: TrainingPlan) -> int:
     ids = torch.randint(0, SMALL["vocab_size"], (BATCH, SEQ))
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast(
             "cpu", dtype=torch.bfloat16, enabled=plan.recipe == "mixed"):
-        model(input_ids=ids, labels=ids).loss
+        loss = model(input_ids=ids, labels=ids).loss
+    assert loss.requires_grad
     return sum(seen.values())
 
 

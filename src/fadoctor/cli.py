@@ -116,11 +116,12 @@ def check(
     from fadoctor.checks import BY_KEY
     from fadoctor.evaluate import evaluate
 
+    wanted = None
     if model is not None:
         from fadoctor.model.cli import model_facts
 
-        facts = facts.model_copy(update={"model": model_facts(model, model_plan)})
-    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
+        wanted = model_facts(model, model_plan)
+    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore}, model=wanted)
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
 

@@ -12,8 +12,6 @@ from typing import Dict, Generic, List, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from fadoctor.model.spec import ModelFacts
-
 SCHEMA_VERSION = 1
 
 
@@ -282,7 +280,6 @@ class Facts(Frozen):
     files: Optional[Probe[Files]] = None
     binaries: Optional[Probe[List[BinaryAnalysis]]] = None
     timings: Dict[str, float] = {}
-    model: Optional[ModelFacts] = None  # check --model: the model and training plan to hold
 
     @model_validator(mode="after")
     def _known_schema(self) -> Facts:

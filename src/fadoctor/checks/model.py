@@ -9,21 +9,19 @@ from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.model.advice import ModelAdvice, advise
 from fadoctor.model.memory import GIB
+from fadoctor.model.spec import ModelFacts
 from fadoctor.report import Category, Finding, Remedy, Severity
 
 
-def _advice(facts: Facts, matrix: Matrix) -> ModelAdvice:
+def _advice(facts: Facts, matrix: Matrix, model: ModelFacts) -> ModelAdvice:
     from fadoctor.model.cli import here_of
 
-    assert facts.model is not None
     here, capacity = here_of(facts)
-    return advise(facts.model.spec, facts.model.plan, matrix, here, capacity)
+    return advise(model.spec, model.plan, matrix, here, capacity)
 
 
-def check_model_attention(facts: Facts, matrix: Matrix) -> Outcome:
-    if facts.model is None:
-        return Skip("needs a model (check --model CONFIG)")
-    advice = _advice(facts, matrix)
+def check_model_attention(facts: Facts, matrix: Matrix, model: ModelFacts) -> Outcome:
+    advice = _advice(facts, matrix, model)
     name = advice.spec.name
     rec = advice.recommendation
     remedy = Remedy(summary=f'from_pretrained(..., attn_implementation="{rec.attn_implementation}")'
@@ -58,10 +56,8 @@ def check_model_attention(facts: Facts, matrix: Matrix) -> Outcome:
     return findings
 
 
-def check_model_memory(facts: Facts, matrix: Matrix) -> Outcome:
-    if facts.model is None:
-        return Skip("needs a model (check --model CONFIG)")
-    advice = _advice(facts, matrix)
+def check_model_memory(facts: Facts, matrix: Matrix, model: ModelFacts) -> Outcome:
+    advice = _advice(facts, matrix, model)
     mem = advice.memory
     evidence = {"peak_allocated_gib": round(mem.peak_allocated / GIB, 2),
                 "total_gib": round(mem.total / GIB, 2), "peak_phase": mem.peak_phase,

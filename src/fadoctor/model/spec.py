@@ -103,7 +103,7 @@ class TrainingPlan(Frozen):
 
 
 class ModelFacts(Frozen):
-    """A model and a plan, as `check --model` hands them to the checks."""
+    """A model and a plan, as `check --model` hands them to the model checks."""
 
     spec: ModelSpec
     plan: TrainingPlan

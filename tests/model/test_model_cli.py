@@ -45,12 +45,12 @@ def test_check_with_a_model_adds_its_findings() -> None:
                                  "qwen2.5-7b", "--model-plan", "method=full,batch=4,seq=4096"])
     report = json.loads(result.output)
     by_id = {c["id"]: c for c in report["checks"]}
-    memory = by_id["FAD141"]
+    memory = by_id["FAD151"]
     assert memory["status"] == "failed"
     assert memory["findings"][0]["category"] == "out_of_memory"
-    assert by_id["FAD140"]["status"] in ("passed", "warning")
+    assert by_id["FAD150"]["status"] in ("passed", "warning")
     plain = RUNNER.invoke(app, ["check", "--facts", str(facts), "--format", "json"])
-    assert "FAD141" not in plain.output  # without --model the report keeps its checks
+    assert "FAD151" not in plain.output  # without --model the report keeps its checks
 
 
 def test_model_plan_errors_are_usage_errors() -> None:

@@ -109,13 +109,13 @@ ALL_CHECKS: Tuple[Check, ...] = (
 # Run only when a model is given (check --model): a report without one keeps its checks. Their
 # `run` is bound to the model by model_checks().
 MODEL_CHECKS: Tuple[Check, ...] = (
-    Check("FAD140", "model-attention", "The model's attention needs are met here",
+    Check("FAD150", "model-attention", "The model's attention needs are met here",
           "Reads the model's head dim, key/value heads, sliding window, logit softcapping and "
           "ALiBi from its config.json and holds them against each installed flash-attention "
           "family and PyTorch SDPA backend: the first release with each feature, head-dim limits "
           "and the backward head-dim limits some GPUs had. Recommends the attn_implementation.",
           lambda facts, matrix: Skip("needs a model (check --model CONFIG)")),
-    Check("FAD141", "model-memory", "The training step fits in the GPU's memory",
+    Check("FAD151", "model-memory", "The training step fits in the GPU's memory",
           "Estimates weights, gradients, AdamW states, saved activations, the loss's fp32 "
           "logits and the CUDA context for the plan (full, LoRA or QLoRA; micro-batch, "
           "sequence, checkpointing) and holds the peak against the smallest GPU's memory.",

@@ -30,16 +30,20 @@ class Precision:
     """Dtypes of a run: the residual stream, and whether each Linear casts its input."""
 
     residual: int  # bytes: bf16 model 2; fp32 residual (mixed, QLoRA after kbit prep) 4
+    # bytes of a Linear's output, hence of q, k, v and the MLP: bitsandbytes' Linear4bit computes
+    # in bf16 but returns its input's dtype, fp32 after kbit prep (measured on the H200: the
+    # QLoRA layer saves fp32 q, k, v and MLP tensors, tests/fixtures/model_memory/h200.json)
+    compute: int
     autocast: bool  # mixed precision: every Linear casts its fp32 input to bf16 anew
     adapter_copies: bool  # LoRA casts a bf16 input to fp32: a new tensor per adapter
 
 
 def precision(plan: TrainingPlan) -> Precision:
     if plan.method == "qlora":  # prepare_model_for_kbit_training: non-4-bit weights in fp32
-        return Precision(residual=FP32, autocast=False, adapter_copies=False)
+        return Precision(residual=FP32, compute=FP32, autocast=False, adapter_copies=False)
     if plan.method == "full" and plan.recipe == "mixed":
-        return Precision(residual=FP32, autocast=True, adapter_copies=False)
-    return Precision(residual=BF16, autocast=False, adapter_copies=True)
+        return Precision(residual=FP32, compute=BF16, autocast=True, adapter_copies=False)
+    return Precision(residual=BF16, compute=BF16, autocast=False, adapter_copies=True)
 
 
 Terms = List[Tuple[str, float]]
@@ -94,9 +98,12 @@ def attention(spec: ModelSpec, plan: TrainingPlan) -> Terms:
     probabilities, bf16 probabilities)."""
     q = spec.num_heads * spec.head_dim
     kv = spec.num_kv_heads * spec.head_dim
+    width = precision(plan).compute
+    if plan.attn != "eager" and width == FP32 and spec.gqa:
+        return math_attention(spec, plan)
     if plan.attn != "eager":
         v = (q + 2 * kv) if spec.structure.fused_qkv else kv  # a view keeps the qkv storage
-        return [("attention q, k, v, output", BF16 * (2 * q + kv + v)),
+        return [("attention q, k, v, output", width * (2 * q + kv + v)),
                 ("attention log-sum-exp", LSE * spec.num_heads)]
     repeated = q if spec.gqa else kv
     matrix = FP32 + BF16 + (BF16 if spec.attn_softcap else 0)
@@ -107,9 +114,21 @@ def attention(spec: ModelSpec, plan: TrainingPlan) -> Terms:
     return terms
 
 
+def math_attention(spec: ModelSpec, plan: TrainingPlan) -> Terms:
+    """fp32 q, k, v with grouped-query heads (QLoRA after kbit prep): PyTorch's flash kernel
+    takes no fp32 and, per scaled_dot_product_attention's docstring, GQA "works only for
+    Flash_attention and math kernel on CUDA", so SDPA runs the math path, which keeps the
+    scaled q, k and v repeated to every query head, and the fp32 s x s probabilities (on the
+    H200, Qwen2.5-0.5B QLoRA saved 221,645 B/token/layer against 221,640 counted here)."""
+    q = spec.num_heads * spec.head_dim
+    return [("attention scaled q, repeated k, v (SDPA math, fp32)", FP32 * 3 * q),
+            ("attention probabilities (SDPA math, fp32)", float(FP32 * spec.num_heads * plan.seq))]
+
+
 def mlp(spec: ModelSpec, plan: TrainingPlan) -> Terms:
     inter = spec.intermediate_size
-    out: Terms = [("MLP gate (activation input), activation output, up", 3 * BF16 * inter)]
+    width = precision(plan).compute
+    out: Terms = [("MLP gate (activation input), activation output, up", 3 * width * inter)]
     return out + linear_inputs(spec, plan, ("down_proj",), inter, shared_bf16=True)
 
 

@@ -3,7 +3,8 @@
     OUT=/some/dir python benchmarks/model_memory_gpu.py [--cases a,b] [--budget 330]
     python benchmarks/model_memory_gpu.py --device cpu --tiny      # develop it without a GPU
 
-Each case builds a real model from a config shipped in src/fadoctor/model/configs/ with random
+Each case builds a real model from a config in src/fadoctor/model/configs/ (or, for the Qwen
+models fadoctor does not ship, tests/fixtures/model_configs/) with random
 weights (transformers `from_config`, nothing is downloaded), runs a few real training steps
 (full fine-tuning with AdamW, LoRA with peft, QLoRA with bitsandbytes when they import) and
 records `torch.cuda.max_memory_allocated` per phase (forward, backward, optimizer step), the bytes
@@ -31,13 +32,14 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "src" / "fadoctor" / "model" / "configs"
+FIXTURE_CONFIGS = ROOT / "tests" / "fixtures" / "model_configs"  # measured, not shipped
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
-    config: str  # a file stem in src/fadoctor/model/configs
+    config: str  # a file stem in src/fadoctor/model/configs or tests/fixtures/model_configs
     method: str  # full | lora | qlora
     batch: int
     seq: int
@@ -66,7 +68,7 @@ CASES: Tuple[Case, ...] = (
          recipe="mixed"),
     Case("qwen7b-lora-ckpt", "qwen2.5-7b", "lora", 8, 4096, checkpointing=True),
     Case("llama8b-full-ckpt", "llama-3.1-8b", "full", 6, 4096, checkpointing=True),
-    Case("llama8b-full-ckpt-b10", "llama-3.1-8b", "full", 10, 4096, checkpointing=True),
+    Case("llama8b-full-ckpt-b8", "llama-3.1-8b", "full", 8, 4096, checkpointing=True),
     Case("qwen7b-qlora-ckpt", "qwen2.5-7b", "qlora", 4, 4096, checkpointing=True),
 )
 
@@ -76,7 +78,9 @@ TINY = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_atte
 
 
 def load_config(stem: str, tiny: bool) -> Dict[str, Any]:
-    cfg = json.loads((CONFIGS / f"{stem}.json").read_text(encoding="utf-8"))
+    path = CONFIGS / f"{stem}.json"
+    path = path if path.exists() else FIXTURE_CONFIGS / f"{stem}.json"
+    cfg = json.loads(path.read_text(encoding="utf-8"))
     if tiny:
         cfg.update(TINY)
         for key in ("bos_token_id", "eos_token_id", "pad_token_id"):

@@ -13,7 +13,8 @@ transformers = pytest.importorskip("transformers")
 
 from fadoctor.model import activations as act  # noqa: E402
 from fadoctor.model.memory import params  # noqa: E402
-from fadoctor.model.spec import CONFIGS, TrainingPlan, read_config, spec_from_config  # noqa: E402
+from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config  # noqa: E402
+from tests.helpers.model_configs import config_file  # noqa: E402
 
 SMALL = dict(hidden_size=256, intermediate_size=704, num_attention_heads=8, num_key_value_heads=2,
              vocab_size=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)
@@ -21,7 +22,7 @@ BATCH, SEQ = 2, 128
 
 
 def config(name: str, layers: int) -> Dict[str, Any]:
-    cfg = read_config(CONFIGS / f"{name}.json")
+    cfg = read_config(config_file(name))
     cfg.update(SMALL, num_hidden_layers=layers)
     if "head_dim" in cfg:
         cfg["head_dim"] = 32
@@ -99,7 +100,7 @@ def test_mixed_precision_adds_the_autocast_weight_copies() -> None:
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "gemma-2-9b",
                                   "phi-3-mini-4k-instruct", "qwen2.5-0.5b"])
 def test_parameter_count_equals_the_transformers_model(name: str) -> None:
-    cfg = read_config(CONFIGS / f"{name}.json")
+    cfg = read_config(config_file(name))
     body = {k: v for k, v in cfg.items() if k not in ("architectures", "model_type")}
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(

@@ -7,11 +7,12 @@ import pytest
 
 from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import GIB, lora_params, params, state_terms
-from fadoctor.model.spec import CONFIGS, TrainingPlan, read_config, spec_from_config
+from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config
+from tests.helpers.model_configs import config_file
 
 
 def spec(name: str):  # type: ignore[no-untyped-def]
-    return spec_from_config(read_config(CONFIGS / f"{name}.json"), name)
+    return spec_from_config(read_config(config_file(name)), name)
 
 
 def test_llama_3_1_8b_parameters_and_lora_rank_16() -> None:

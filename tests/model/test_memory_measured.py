@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 from fadoctor.model.bench import estimate_case
-from fadoctor.model.spec import CONFIGS, read_config
+from fadoctor.model.spec import read_config
+from tests.helpers.model_configs import config_file
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "model_memory"
 
@@ -33,7 +34,7 @@ CASES = recorded()
 @pytest.mark.parametrize("case", [c for _, c in CASES] or [None], ids=[n for n, _ in CASES] or
                          ["none"])
 def test_estimate_within_ten_percent_of_max_memory_allocated(case: Dict[str, Any]) -> None:
-    cfg = read_config(CONFIGS / f"{case['case']['config']}.json")
+    cfg = read_config(config_file(case["case"]["config"]))
     predicted = estimate_case(cfg, case["case"])["peak_allocated_bytes"]
     measured = case["max_memory_allocated"]
     assert predicted == pytest.approx(measured, rel=0.10), (predicted, measured)

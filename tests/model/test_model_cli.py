@@ -8,7 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from fadoctor.cli import app
+from tests.helpers.model_configs import config_file
 
+QWEN7B = config_file("qwen2.5-7b")  # a file path: fadoctor does not ship it
 RUNNER = CliRunner()
 FACTS = Path(__file__).resolve().parents[1] / "fixtures" / "facts"
 
@@ -23,7 +25,7 @@ def test_model_json_for_a_shipped_config() -> None:
 
 
 def test_model_text_and_does_not_fit_exit_code() -> None:
-    result = RUNNER.invoke(app, ["model", "qwen2.5-7b", "--no-detect", "--gpu-memory", "24",
+    result = RUNNER.invoke(app, ["model", str(QWEN7B), "--no-detect", "--gpu-memory", "24",
                                  "--method", "full"])
     assert result.exit_code == 1
     assert "does not fit" in result.output and "AdamW states" in result.output
@@ -42,7 +44,7 @@ def test_model_folder_and_bad_input(tmp_path: Path) -> None:
 def test_check_with_a_model_adds_its_findings() -> None:
     facts = FACTS / "h100-torch211-cu130-no-fa.json"
     result = RUNNER.invoke(app, ["check", "--facts", str(facts), "--format", "json", "--model",
-                                 "qwen2.5-7b", "--model-plan", "method=full,batch=4,seq=4096"])
+                                 str(QWEN7B), "--model-plan", "method=full,batch=4,seq=4096"])
     report = json.loads(result.output)
     by_id = {c["id"]: c for c in report["checks"]}
     memory = by_id["FAD151"]
@@ -55,6 +57,6 @@ def test_check_with_a_model_adds_its_findings() -> None:
 
 def test_model_plan_errors_are_usage_errors() -> None:
     facts = FACTS / "h100-torch211-cu130-no-fa.json"
-    result = RUNNER.invoke(app, ["check", "--facts", str(facts), "--model", "qwen2.5-7b",
+    result = RUNNER.invoke(app, ["check", "--facts", str(facts), "--model", str(QWEN7B),
                                  "--model-plan", "speed=fast"])
     assert result.exit_code == 2 and "--model-plan 'speed'" in result.output

@@ -9,15 +9,17 @@ import pytest
 
 from fadoctor.errors import InputError
 from fadoctor.model.spec import CONFIGS, read_config, shipped, spec_from_config
+from tests.helpers.model_configs import config_file
 
 
 def spec(name: str):  # type: ignore[no-untyped-def]
-    return spec_from_config(read_config(CONFIGS / f"{name}.json"), name)
+    return spec_from_config(read_config(config_file(name)), name)
 
 
 def test_every_shipped_config_reads() -> None:
-    assert {"gemma-2-9b", "llama-3.1-8b", "mistral-7b-v0.1", "phi-3-mini-4k-instruct",
-            "qwen2.5-0.5b", "qwen2.5-7b"} <= set(shipped())
+    # the Qwen configs are measurement fixtures, not shipped: no primary source for their values
+    assert set(shipped()) == {"gemma-2-9b", "llama-3.1-8b", "mistral-7b-v0.1",
+                              "phi-3-mini-4k-instruct"}
     for name in shipped():
         assert spec(name).num_layers > 0
 

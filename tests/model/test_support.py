@@ -6,14 +6,15 @@ from typing import Dict
 
 from fadoctor.matrix import load_matrix
 from fadoctor.model.advice import advise
-from fadoctor.model.spec import CONFIGS, TrainingPlan, read_config, spec_from_config
+from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config
+from tests.helpers.model_configs import config_file
 from fadoctor.model.support import Here, assess
 
 MATRIX = load_matrix()
 
 
 def spec(name: str, **changes: object):  # type: ignore[no-untyped-def]
-    cfg = read_config(CONFIGS / f"{name}.json")
+    cfg = read_config(config_file(name))
     cfg.update(changes)
     return spec_from_config(cfg, name)
 

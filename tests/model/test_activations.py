@@ -11,10 +11,11 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tests.helpers.model_configs import config_file  # noqa: E402
+
 from fadoctor.model import activations as act  # noqa: E402
 from fadoctor.model.memory import params  # noqa: E402
 from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config  # noqa: E402
-from tests.helpers.model_configs import config_file  # noqa: E402
 
 SMALL = dict(hidden_size=256, intermediate_size=704, num_attention_heads=8, num_key_value_heads=2,
              vocab_size=1024, bos_token_id=None, eos_token_id=None, pad_token_id=None)

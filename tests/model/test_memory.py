@@ -4,11 +4,11 @@ the phases, and the largest batch that fits."""
 from __future__ import annotations
 
 import pytest
+from tests.helpers.model_configs import config_file
 
 from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import GIB, lora_params, params, state_terms
 from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config
-from tests.helpers.model_configs import config_file
 
 
 def spec(name: str):  # type: ignore[no-untyped-def]

@@ -1,5 +1,6 @@
 """The estimate against torch.cuda.max_memory_allocated measured on a real GPU: every case that
-benchmarks/model_memory_gpu.py recorded (tests/fixtures/model_memory/*.json) within 10%."""
+benchmarks/model_memory_gpu.py recorded (tests/fixtures/model_memory/*.json) within 10%, and the
+activation terms against the bytes autograd saved there."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from tests.helpers.model_configs import config_file
 
 from fadoctor.model.bench import estimate_case
 from fadoctor.model.spec import read_config
-from tests.helpers.model_configs import config_file
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "model_memory"
 
@@ -38,3 +39,22 @@ def test_estimate_within_ten_percent_of_max_memory_allocated(case: Dict[str, Any
     predicted = estimate_case(cfg, case["case"])["peak_allocated_bytes"]
     measured = case["max_memory_allocated"]
     assert predicted == pytest.approx(measured, rel=0.10), (predicted, measured)
+
+
+SAVED = [(n, c) for n, c in CASES if not c["case"].get("checkpointing")
+         and c["steps"] and "saved_bytes" in c["steps"][0]]
+
+
+@pytest.mark.skipif(not SAVED, reason="no GPU measurements of saved tensors recorded yet")
+@pytest.mark.parametrize("case", [c for _, c in SAVED] or [None], ids=[n for n, _ in SAVED] or
+                         ["none"])
+def test_activation_terms_equal_what_autograd_saved_on_the_gpu(case: Dict[str, Any]) -> None:
+    """Without checkpointing, the bytes the saved-tensor hooks counted in the first step (each
+    storage once, parameters excluded) are the estimate's activation terms."""
+    from fadoctor.model.bench import plan_of
+    from fadoctor.model.estimate import activation_terms
+    from fadoctor.model.spec import spec_from_config
+
+    spec = spec_from_config(read_config(config_file(case["case"]["config"])), "model")
+    _, _, saved = activation_terms(spec, plan_of(case["case"]))
+    assert saved == pytest.approx(case["steps"][0]["saved_bytes"], rel=0.03)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.helpers.model_configs import config_file
 from typer.testing import CliRunner
 
 from fadoctor.cli import app
-from tests.helpers.model_configs import config_file
 
 QWEN7B = config_file("qwen2.5-7b")  # a file path: fadoctor does not ship it
 RUNNER = CliRunner()

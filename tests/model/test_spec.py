@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.helpers.model_configs import config_file
 
 from fadoctor.errors import InputError
 from fadoctor.model.spec import CONFIGS, read_config, shipped, spec_from_config
-from tests.helpers.model_configs import config_file
 
 
 def spec(name: str):  # type: ignore[no-untyped-def]

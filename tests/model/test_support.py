@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Dict
 
+from tests.helpers.model_configs import config_file
+
 from fadoctor.matrix import load_matrix
 from fadoctor.model.advice import advise
 from fadoctor.model.spec import TrainingPlan, read_config, spec_from_config
-from tests.helpers.model_configs import config_file
 from fadoctor.model.support import Here, assess
 
 MATRIX = load_matrix()

@@ -14,7 +14,7 @@ from fadoctor.report import Category, Finding, Remedy, Severity
 
 
 def _advice(facts: Facts, matrix: Matrix, model: ModelFacts) -> ModelAdvice:
-    from fadoctor.model.cli import here_of
+    from fadoctor.model.support import here_of
 
     here, capacity = here_of(facts)
     return advise(model.spec, model.plan, matrix, here, capacity)

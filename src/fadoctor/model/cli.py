@@ -14,9 +14,7 @@ import typer
 from fadoctor.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from fadoctor.facts import Facts
     from fadoctor.model.spec import ModelFacts, ModelSpec, TrainingPlan
-    from fadoctor.model.support import Here
 
 CONFIG_HELP = ("A Hugging Face config.json, a model folder holding one, or the name of a config "
                "fadoctor ships (`fadoctor model --list`). Nothing is downloaded.")
@@ -66,24 +64,6 @@ def parse_plan(text: Optional[str]) -> TrainingPlan:
         raise UsageError(f"--model-plan {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
 
 
-def here_of(facts: Optional[Facts]) -> tuple[Here, Optional[int]]:
-    """The installed families, torch and GPUs the facts record, and the smallest GPU's memory."""
-    from fadoctor.checks.base import torch_view
-    from fadoctor.model.support import Here
-
-    if facts is None:
-        return Here(), None
-    driver = facts.driver.data
-    gpus = driver.gpus if driver else []
-    torch = torch_view(facts)
-    mems = [g.memory_mib for g in gpus if g.memory_mib]
-    return (Here(families={fa.family.value: fa.version for fa in facts.flash_attention
-                           if fa.installed and fa.version},
-                 torch=torch.version if torch else None,
-                 ccs=tuple(g.compute_capability for g in gpus if g.compute_capability)),
-            min(mems) * 2**20 if mems else None)
-
-
 def model_facts(config: str, plan: Optional[str]) -> ModelFacts:
     from fadoctor.model.spec import ModelFacts
 
@@ -127,12 +107,13 @@ def model(
 
 def _advise(spec: ModelSpec, plan: TrainingPlan, gpu_memory: Optional[float],
             no_detect: bool, python: Optional[str], fmt: Format) -> int:
-    from fadoctor.cli import _collect
+    from fadoctor.collect import Collection, CollectOptions
     from fadoctor.matrix import load_matrix
     from fadoctor.model.advice import advise
     from fadoctor.model.render import render_json, render_text
+    from fadoctor.model.support import here_of
 
-    facts = None if no_detect else _collect(python, None, True, [])
+    facts = None if no_detect else Collection(CollectOptions(python=python, static=True)).facts()
     here, capacity = here_of(facts)
     if gpu_memory is not None:
         capacity = int(gpu_memory * 2**30)

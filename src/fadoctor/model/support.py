@@ -4,7 +4,7 @@ flash-attention family and PyTorch SDPA backend, on the GPUs at hand. Pure."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.attention import Implementation
 from fadoctor.model.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from fadoctor.facts import Facts
 
 LABELS: Dict[str, str] = {
     "fa2": "FlashAttention-2 (flash-attn)", "fa3": "FlashAttention-3 (flash_attn_3)",
@@ -139,3 +142,20 @@ def assess(spec: ModelSpec, matrix: Matrix, here: Here) -> List[Support]:
                             problems=problems + dims, head_dim_problem=bool(dims),
                             dtype_problem=bad_dtype, minimum=minimum(matrix, impl, needs(spec))))
     return rows
+
+
+def here_of(facts: Optional[Facts]) -> tuple[Here, Optional[int]]:
+    """The installed families, torch and GPUs the facts record, and the smallest GPU's memory."""
+    from fadoctor.views import torch_view
+
+    if facts is None:
+        return Here(), None
+    driver = facts.driver.data
+    gpus = (driver.gpus or []) if driver else []  # None: not gathered
+    torch = torch_view(facts)
+    mems = [g.memory_mib for g in gpus if g.memory_mib]
+    return (Here(families={fa.family.value: fa.version for fa in facts.flash_attention
+                           if fa.installed and fa.version},
+                 torch=torch.version if torch else None,
+                 ccs=tuple(g.compute_capability for g in gpus if g.compute_capability)),
+            min(mems) * 2**20 if mems else None)

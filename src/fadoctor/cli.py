@@ -18,6 +18,7 @@ from fadoctor.errors import ExitCode, InputError, UsageError, invalid
 from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
+from fadoctor.model.cli import model as model_command
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
@@ -100,6 +101,12 @@ def check(
                                           "file instead of stdout."),
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
     compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
+    model: Optional[str] = typer.Option(None, "--model", help="Also check this model "
+                                        "(config.json, folder or shipped name) and its training "
+                                        "memory."),
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", help="The training plan for "
+                                             "--model: method=full|lora|qlora,batch=N,seq=N,"
+                                             "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if facts_file is not None and (python is not None or static or extension or kernels
@@ -129,7 +136,12 @@ def check(
     selected = {BY_KEY[k].id for k in only}
     left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
                                                   and c.id not in selected}
-    report = evaluate(facts, loaded[0], ignore=left_out)
+    wanted = None
+    if model is not None:
+        from fadoctor.model.cli import model_facts
+
+        wanted = model_facts(model, model_plan)
+    report = evaluate(facts, loaded[0], ignore=left_out, model=wanted)
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
 
@@ -255,6 +267,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
 app.command("bench")(bench_command)
 app.add_typer(matrix_app, name="matrix")
+app.command(name="model")(guarded(model_command))
 
 
 # -- helpers ------------------------------------------------------------------------------------

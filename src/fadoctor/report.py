@@ -41,6 +41,7 @@ class Category(str, Enum):
     GLIBC_TOO_OLD = "glibc_too_old"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
     HEAD_DIM_UNSUPPORTED = "head_dim_unsupported"
+    OUT_OF_MEMORY = "out_of_memory"  # check --model: the training step's estimate exceeds the GPU
     BUILD_TOOLCHAIN = "build_toolchain"
     BUILD_RESOURCES = "build_resources"
     BUILD_ISOLATION = "build_isolation"

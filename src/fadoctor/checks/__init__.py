@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, kernels, sdpa, system
-from fadoctor.checks.base import Check
+from fadoctor.checks import binary, flash, kernels, model, sdpa, system
+from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
+from fadoctor.model.spec import ModelFacts
 
 ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD101", "nvidia-driver", "An NVIDIA driver is loaded and reports GPUs",
@@ -124,4 +127,28 @@ ALL_CHECKS: Tuple[Check, ...] = (
           check_compile),
 )
 
-BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}
+# Run only when a model is given (check --model): a report without one keeps its checks. Their
+# `run` is bound to the model by model_checks().
+MODEL_CHECKS: Tuple[Check, ...] = (
+    Check("FAD150", "model-attention", "The model's attention needs are met here",
+          "Reads the model's head dim, key/value heads, sliding window, logit softcapping and "
+          "ALiBi from its config.json and holds them against each installed flash-attention "
+          "family and PyTorch SDPA backend: the first release with each feature, head-dim limits "
+          "and the backward head-dim limits some GPUs had. Recommends the attn_implementation.",
+          lambda facts, matrix: Skip("needs a model (check --model CONFIG)")),
+    Check("FAD151", "model-memory", "The training step fits in the GPU's memory",
+          "Estimates weights, gradients, AdamW states, saved activations, the loss's fp32 "
+          "logits and the CUDA context for the plan (full, LoRA or QLoRA; micro-batch, "
+          "sequence, checkpointing) and holds the peak against the smallest GPU's memory.",
+          lambda facts, matrix: Skip("needs a model (check --model CONFIG)")),
+)
+
+
+def model_checks(spec: ModelFacts) -> Tuple[Check, ...]:
+    """MODEL_CHECKS run on `spec`."""
+    runs = (model.check_model_attention, model.check_model_memory)
+    return tuple(replace(c, run=functools.partial(run, model=spec))
+                 for c, run in zip(MODEL_CHECKS, runs))
+
+BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS + MODEL_CHECKS},
+                            **{c.name: c for c in ALL_CHECKS + MODEL_CHECKS}}

@@ -13,6 +13,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
 
 from fadoctor.facts import Family
+from fadoctor.matrix.attention import BackwardRestriction, FeatureSupport, HeadDimLimit
 from fadoctor.matrix.base import (
     DriverVersion,
     Entry,
@@ -37,10 +38,33 @@ from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
 
 __all__ = [
-    "ArchGate", "CudaDriver", "CudaTagRule", "CustomOps", "Defect", "DriverFloor", "DriverVersion", "Entry",
-    "Evidence", "Fa4Release", "FamilyRequirement", "FamilySupport", "FlashAttnRelease",
-    "GpuSpec", "LocalVersion", "Matrix", "Problems", "RocmBackend", "SdpaRange", "Stage",
-    "ToolkitDriver", "TorchApi", "TorchRelease", "parse_local",
+    "ArchGate",
+    "BackwardRestriction",
+    "CudaDriver",
+    "CudaTagRule",
+    "CustomOps",
+    "Defect",
+    "DriverFloor",
+    "DriverVersion",
+    "Entry",
+    "Evidence",
+    "Fa4Release",
+    "FamilyRequirement",
+    "FamilySupport",
+    "FeatureSupport",
+    "FlashAttnRelease",
+    "GpuSpec",
+    "HeadDimLimit",
+    "LocalVersion",
+    "Matrix",
+    "Problems",
+    "RocmBackend",
+    "SdpaRange",
+    "Stage",
+    "ToolkitDriver",
+    "TorchApi",
+    "TorchRelease",
+    "parse_local",
 ]
 
 
@@ -61,6 +85,9 @@ class Matrix(BaseModel):
     flash_attn_releases: List[FlashAttnRelease]
     known_defects: List[Defect]
     custom_ops: List[CustomOps] = []
+    attention_features: List[FeatureSupport] = []
+    head_dim_limits: List[HeadDimLimit] = []
+    backward_restrictions: List[BackwardRestriction] = []
 
     @model_validator(mode="after")
     def _invariants(self, info: ValidationInfo) -> Matrix:

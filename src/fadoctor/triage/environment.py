@@ -1,0 +1,372 @@
+"""Parsers of environment listings: collect_env, pip list/freeze/show, conda list, nvidia-smi
+(table, -L and -q), nvcc --version, ldd --version, uname -a, os-release, `key: value` lines and
+prose with versions (pure). Each value is stated with its line."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, List, Optional, Tuple
+
+from fadoctor.triage import observed as o
+from fadoctor.triage.observed import LISTING, PROSE, TOOL, Observed
+from fadoctor.triage.text import Pasted, Quote
+
+VERSION = r"\d+(?:\.\d+){1,3}(?:\.?(?:post|dev|rc|a|b)\d*)?(?:\+[A-Za-z0-9.]+)?"
+_V = re.compile(VERSION)
+
+# collect_env's own lines (torch/utils/collect_env.py; the format is the same from 2.0 to 2.14).
+_COLLECT_ENV: List[Tuple[str, str, int]] = [
+    ("PyTorch version:", o.TORCH, TOOL), ("CUDA used to build PyTorch:", o.TORCH_CUDA, TOOL),
+    ("ROCM used to build PyTorch:", o.TORCH_HIP, TOOL), ("OS:", o.OS, TOOL),
+    ("GCC version:", o.GCC, TOOL), ("Libc version:", o.GLIBC, TOOL),
+    ("Python version:", o.PYTHON, TOOL), ("Is CUDA available:", o.CUDA_AVAILABLE, TOOL),
+    ("CUDA runtime version:", o.NVCC, TOOL), ("Nvidia driver version:", o.DRIVER, TOOL),
+    ("HIP runtime version:", o.ROCM, TOOL),
+]
+_NOT_VALUES = ("n/a", "none", "could not collect", "no cuda", "")
+
+_SMI_HEADER = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
+_SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
+_SMI_L = re.compile(r"^\s*GPU \d+:\s*(.+?)\s*(?:\(UUID:.*)?$")
+_SMI_Q = re.compile(r"^\s*(Driver Version|CUDA Version|Product Name)\s*:\s*(.+?)\s*$")
+_NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")
+_LDD = re.compile(r"^ldd \(.*\)\s+(\d+\.\d+)|GNU C Library .*?version (\d+\.\d+)")
+_UNAME = re.compile(r"^Linux \S+ (\d+\.\d+\S*) .*?\b(x86_64|aarch64|ppc64le|arm64)\b")
+_OS_RELEASE = re.compile(r'^PRETTY_NAME="?([^"]+)"?\s*$')
+_PIP_FREEZE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(\S+)")
+_PIP_LIST = re.compile(r"^\s*(?:\[conda\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d[\w.+!-]*)"
+                       r"(?:\s+(\S+))?(?:\s+(\S+))?\s*$")
+_PIP_SHOW = re.compile(r"^(Name|Version):\s*(\S+)\s*$")
+_CONDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
+_KEY_VALUE = re.compile(r"^\s*[-*]?\s*([A-Za-z][\w .()/-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
+_PROSE = re.compile(
+    r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?attn(?:ention)?(?:[-_ ]?[234])?|rocm|"
+    r"ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
+    r"(?:\s*(?:version|ver\.?|v|is|:|==?|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
+_SITE = re.compile(r"python(3\.\d+)/(?:site|dist)-packages")
+_CPYTHON_SO = re.compile(r"\.cpython-3(\d+)[a-z]*-(x86_64|aarch64|ppc64le)-linux-gnu\.so")
+_WHEEL = re.compile(r"[A-Za-z0-9_.]+-\d[\w.+!]*(?:-\d\w*)?-[\w.]+-[\w.]+-[\w.]+\.whl")
+_SO_PATH = re.compile(r"^\s*(/\S+/(lib[\w+-]+\.so(?:\.\d+)*))\s*$")
+_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
+                     re.IGNORECASE)
+_MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
+_CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
+_CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b|"
+                 r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)
+_ARCH_FAMILIES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
+                  "maxwell")
+_AMD = re.compile(r"\b(gfx\d{3,4}[a-z]?)\b|\b(Radeon[\w ]*?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|MI\d{3}X?)\b")
+_GPU_HINT = re.compile(r"nvidia|geforce|\brtx\b|\bgtx\b|quadro|tesla|titan|jetson|\bgpu\b|"
+                       r"\b(?:[abhlt]\d{1,3}|gb\d{2,3}|[bv]\d{3})\b", re.IGNORECASE)
+
+_NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
+                 "centos", "rocky", "rocm", "nvcc", "gcc", "driver", "glibc", "os", "windows"}
+
+# `key: value` keys a person writes, and what they mean.
+_KEYS = {"torch": o.TORCH, "pytorch": o.TORCH, "torch version": o.TORCH,
+         "pytorch version": o.TORCH, "python": o.PYTHON, "python version": o.PYTHON,
+         "cuda": o.CUDA, "cuda version": o.CUDA, "os": o.OS, "system": o.OS,
+         "operating system": o.OS, "distro": o.OS, "platform": o.OS, "rocm": o.ROCM,
+         "rocm version": o.ROCM, "driver": o.DRIVER, "driver version": o.DRIVER,
+         "nvidia driver": o.DRIVER, "gcc": o.GCC, "gcc version": o.GCC, "glibc": o.GLIBC,
+         "nvcc": o.NVCC, "cuda toolkit": o.NVCC}
+_PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
+                 "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
+                 "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl")
+
+
+def read_environment(text: Pasted, seen: Observed, gpu_names: Callable[[str], List[Tuple[str, Optional[str]]]]) -> None:
+    """Every environment fact the text states, into `seen`. `gpu_names` finds GPU models in a
+    line (name, compute capability) from the matrix's GPU table."""
+    show_name: Optional[str] = None
+    for index, line in enumerate(text.lines):
+        if not line.strip():
+            continue
+        quote = _Lazy(text, index)
+        low = line.lower()
+        _tool_lines(line, low, quote, seen)
+        show_name = _packages(line, low, quote, seen, show_name)
+        _key_values(line, quote, seen)
+        _prose(line, low, quote, seen)
+        _paths(line, low, quote, seen)
+        _hardware(line, low, quote, seen, gpu_names)
+
+
+class _Lazy:
+    """The quote of a line, made only when a parser uses it (most lines state nothing)."""
+
+    def __init__(self, text: Pasted, index: int) -> None:
+        self.text, self.index = text, index
+        self._quote: Optional[Quote] = None
+
+    def __call__(self) -> Quote:
+        if self._quote is None:
+            self._quote = self.text.quote(self.index)
+        return self._quote
+
+
+def _value(raw: str) -> Optional[str]:
+    value = raw.strip()
+    return None if value.lower() in _NOT_VALUES else value
+
+
+def _tool_lines(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
+    stripped = line.strip()
+    for prefix, key, weight in _COLLECT_ENV:
+        if stripped.startswith(prefix):
+            value = _value(stripped[len(prefix):])
+            if value is not None:
+                seen.kinds.add("collect_env")
+                _state_special(key, value, quote(), seen, weight)
+            return
+    if "driver version" in low:
+        header = _SMI_HEADER.search(line)
+        if header:
+            seen.kinds.add("nvidia-smi")
+            seen.state(o.DRIVER, header.group(1), quote(), TOOL)
+            seen.state(o.DRIVER_CUDA, header.group(2), quote(), TOOL)
+            return
+    query = _SMI_Q.match(line) if " : " in line or ":" in line else None
+    if query:
+        key, value = query.groups()
+        seen.kinds.add("nvidia-smi -q")
+        if key == "Driver Version":
+            seen.state(o.DRIVER, value, quote(), TOOL)
+        elif key == "CUDA Version":
+            seen.state(o.DRIVER_CUDA, value, quote(), TOOL)
+        return
+    if "cuda compilation tools" in low:
+        nvcc = _NVCC.search(line)
+        if nvcc:
+            seen.kinds.add("nvcc --version")
+            seen.state(o.NVCC, nvcc.group(1), quote(), TOOL)
+    elif low.startswith("ldd (") or "gnu c library" in low:
+        ldd = _LDD.search(line)
+        if ldd:
+            seen.kinds.add("ldd --version")
+            seen.state(o.GLIBC, ldd.group(1) or ldd.group(2), quote(), TOOL)
+    elif low.startswith("linux "):
+        uname = _UNAME.match(line)
+        if uname:
+            seen.kinds.add("uname -a")
+            seen.state(o.KERNEL, uname.group(1), quote(), TOOL)
+            seen.state(o.MACHINE, uname.group(2), quote(), TOOL)
+    elif low.startswith("pretty_name="):
+        release = _OS_RELEASE.match(line.strip())
+        if release:
+            seen.kinds.add("os-release")
+            seen.state(o.OS, release.group(1), quote(), TOOL)
+    elif low.startswith(("memtotal:", "mem:")):
+        _memory_line(line, quote, seen)
+    elif low.startswith("cpu(s):"):
+        cpus = _CPUS.match(line.strip())
+        if cpus:
+            seen.state(o.CPUS, cpus.group(1), quote(), TOOL)
+
+
+def _state_special(key: str, value: str, quote: Quote, seen: Observed, weight: int) -> None:
+    """collect_env values that need unpacking (Python's sys.version, `glibc-2.35`, the OS line)."""
+    if key == o.PYTHON:
+        found = _V.search(value)
+        if found:
+            seen.state(o.PYTHON, found.group(0), quote, weight)
+        return
+    if key == o.GLIBC:
+        found = re.search(r"glibc-?(\d+\.\d+)", value)
+        if found:
+            seen.state(o.GLIBC, found.group(1), quote, weight)
+        return
+    if key == o.OS:
+        arch = re.search(r"\((x86_64|aarch64|ppc64le|arm64|AMD64)\)", value)
+        if arch:
+            seen.state(o.MACHINE, arch.group(1), quote, weight)
+        seen.state(o.OS, re.sub(r"\s*\([^)]*\)\s*$", "", value), quote, weight)
+        return
+    if key in (o.NVCC, o.ROCM, o.DRIVER, o.GCC):
+        found = _V.search(value)
+        if found is None:
+            return
+        value = found.group(0)
+    if key == o.TORCH:
+        _torch_version(value, quote, seen, weight)
+        return
+    seen.state(key, value, quote, weight)
+
+
+def _torch_version(value: str, quote: Quote, seen: Observed, weight: int) -> None:
+    """torch's version and what its local tag says: +cu121 (CUDA 12.1), +cpu, +rocm6.2."""
+    found = _V.search(value)
+    if found is None:
+        return
+    version = found.group(0)
+    seen.state(o.TORCH, version, quote, weight)
+    local = version.partition("+")[2]
+    cu = re.fullmatch(r"cu(\d+)(\d)", local)
+    if cu:
+        seen.state(o.TORCH_CUDA, f"{cu.group(1)}.{cu.group(2)}", quote, weight)
+    elif local.startswith("rocm"):
+        seen.state(o.TORCH_HIP, local[4:], quote, weight)
+    elif local == "cpu":
+        seen.state(o.TORCH_CUDA, "none", quote, weight)
+    if ".dev" in version or "nightly" in value.lower() or "git" in local:
+        seen.state(o.TORCH_NIGHTLY, "true", quote, weight)
+
+
+def _packages(line: str, low: str, quote: _Lazy, seen: Observed, show_name: Optional[str]
+              ) -> Optional[str]:
+    """pip freeze (`name==version`, collect_env's `[pip3] ...`), pip list and conda list
+    columns, pip show's Name/Version pairs. Returns the pending pip-show name."""
+    show = _PIP_SHOW.match(line.strip())
+    if show:
+        if show.group(1) == "Name":
+            return show.group(2)
+        if show_name is not None:
+            seen.kinds.add("pip show")
+            _package(show_name, show.group(2), quote(), seen, LISTING)
+        return None
+    freeze = _PIP_FREEZE.match(line) if "==" in line else None
+    if freeze:
+        seen.kinds.add("pip freeze")
+        _package(freeze.group(1), freeze.group(2), quote(), seen, LISTING)
+        return show_name
+    columns = _PIP_LIST.match(line) if not line.startswith((" ", "\t")) or "[conda]" in low \
+        else None
+    if columns and _V.match(columns.group(2)) and not columns.group(1)[0].isdigit():
+        name, version, build = columns.group(1), columns.group(2), columns.group(3)
+        if name.lower() in _NOT_PACKAGES:
+            return show_name
+        seen.kinds.add("conda list" if build and "[conda]" in low or (build and "_" in build)
+                       else "pip list")
+        _package(name, version, quote(), seen, LISTING)
+        conda = _CONDA_BUILD.search(build or "") if name.lower() == "pytorch" else None
+        if conda:
+            seen.state(o.TORCH_CUDA, f"{conda.group(1)}.{conda.group(2)}", quote(), LISTING)
+    return show_name
+
+
+def _package(name: str, version: str, quote: Quote, seen: Observed, weight: int) -> None:
+    lowered = name.lower()
+    if lowered in ("torch", "pytorch"):
+        _torch_version(version, quote, seen, weight)
+        return
+    if lowered == "python":
+        seen.state(o.PYTHON, version, quote, weight)
+        return
+    if _V.match(version) or version.endswith(".x"):
+        seen.package(name, version, quote, weight)
+
+
+def _key_values(line: str, quote: _Lazy, seen: Observed) -> None:
+    if ":" not in line and "=" not in line:
+        return
+    found = _KEY_VALUE.match(line)
+    if found is None:
+        return
+    key, value = found.group(1).strip().lower(), found.group(2)
+    if key in _KEYS:
+        fact = _KEYS[key]
+        if fact in (o.OS,):
+            seen.state(fact, value, quote(), PROSE)
+        else:
+            _state_special(fact, value, quote(), seen, PROSE)
+            if fact == o.TORCH and "nightly" in value.lower():
+                seen.state(o.TORCH_NIGHTLY, "true", quote(), PROSE)
+    elif key in _PACKAGE_KEYS:
+        version = _V.search(value) or re.search(r"\d+\.x", value)
+        if version:
+            seen.package(_package_name(key), version.group(0), quote(), PROSE)
+
+
+def _package_name(word: str) -> str:
+    word = word.lower().replace(" ", "-").replace("_", "-")
+    if word.startswith("flash-attention") or word == "flash-attn-2":
+        return "flash-attn"
+    return word
+
+
+def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
+    if not any(k in low for k in ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian",
+                                   "centos", "rocky", "glibc", "gcc", "nvcc", "driver",
+                                   "transformers", "vllm", "unsloth")):
+        return
+    for found in _PROSE.finditer(line):
+        word, value = found.group(1).lower(), found.group(2)
+        if word in ("torch", "pytorch"):
+            _torch_version(value, quote(), seen, PROSE)
+            if "nightly" in low:
+                seen.state(o.TORCH_NIGHTLY, "true", quote(), PROSE)
+        elif word == "python":
+            seen.state(o.PYTHON, value, quote(), PROSE)
+        elif word in ("ubuntu", "debian", "centos", "rocky"):
+            seen.state(o.OS, f"{found.group(1)} {value}", quote(), PROSE)
+        elif word in ("cuda", "rocm", "glibc", "gcc", "nvcc", "driver"):
+            key = {"cuda": o.CUDA, "rocm": o.ROCM, "glibc": o.GLIBC, "gcc": o.GCC,
+                   "nvcc": o.NVCC, "driver": o.DRIVER}[word]
+            seen.state(key, value, quote(), PROSE)
+        else:
+            seen.package(_package_name(word), value, quote(), PROSE)
+
+
+def _paths(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
+    """What paths show: the Python of a site-packages folder, the Python and machine of an
+    extension's file name, wheels named, libraries listed as present."""
+    if "packages" in low:
+        site = _SITE.search(line)
+        if site:
+            seen.state(o.PYTHON, site.group(1), quote(), PROSE)
+    if ".cpython-3" in low:
+        so = _CPYTHON_SO.search(line)
+        if so:
+            seen.state(o.PYTHON, f"3.{so.group(1)}", quote(), PROSE)
+            seen.state(o.MACHINE, so.group(2), quote(), PROSE)
+            seen.state(o.OS, "Linux", quote(), PROSE)
+    if ".whl" in low:
+        for wheel in _WHEEL.finditer(line):
+            seen.wheels.append(o.Stated(wheel.group(0).rsplit("/", 1)[-1], quote()))
+    if ".so" in low and "cannot open" not in low and "not found" not in low:
+        so_path = _SO_PATH.match(line)
+        if so_path:
+            seen.libraries.append(o.Stated(so_path.group(2), quote()))
+
+
+def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
+    found = _MEMTOTAL.match(line.strip())
+    if found is None:
+        return
+    if found.group(1):
+        seen.state(o.MEMORY_GIB, str(round(int(found.group(1)) / 1024 ** 2, 1)), quote(), TOOL)
+        return
+    amount, unit = float(found.group(2)), found.group(3)
+    gib = amount / 1024 if unit.startswith("M") else amount
+    seen.state(o.MEMORY_GIB, str(round(gib, 1)), quote(), TOOL)
+
+
+def _hardware(line: str, low: str, quote: _Lazy, seen: Observed,
+              gpu_names: Callable[[str], List[Tuple[str, Optional[str]]]]) -> None:
+    if ("ram" in low or "memory" in low) and "gpu" not in low:
+        memory = _MEMORY.search(line)
+        if memory:
+            seen.state(o.MEMORY_GIB, memory.group(1), quote(), PROSE)
+    stating = not any(w in low for w in ("or newer", "only support", "requires", "optimized for",
+                                          "supports ", "not supported"))
+    for family in _ARCH_FAMILIES if stating else ():
+        if family in low:
+            seen.state(o.GPU_ARCH_FAMILY, family.split()[0], quote(), PROSE)
+            break
+    if "gfx" in low or "radeon" in low or "instinct" in low or re.search(r"\bmi\d{3}", low):
+        amd = _AMD.search(line)
+        if amd:
+            seen.gpus.append(o.Gpu(amd.group(0), quote(), vendor="amd"))
+            if amd.group(1):
+                seen.state(o.AMD_ARCH, amd.group(1), quote(), PROSE)
+    if "capab" in low or "run on a sm" in low:
+        cc = _CC.search(line)
+        if cc:
+            major, minor = (cc.group(1), cc.group(2)) if cc.group(1) else (cc.group(3), cc.group(4))
+            seen.state(o.GPU_CC, f"{int(major)}.{minor}", quote(), PROSE)
+    if _GPU_HINT.search(line):
+        row = _SMI_ROW.match(line)
+        subject = row.group(2) if row else line
+        for name, cc in gpu_names(subject):
+            if not any(g.name == name for g in seen.gpus):
+                seen.gpus.append(o.Gpu(name, quote(), cc))

@@ -16,6 +16,7 @@ from fadoctor import __version__
 from fadoctor.errors import ExitCode, InputError, UsageError
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
+from fadoctor.triage.command import triage_command
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
@@ -51,6 +52,9 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+REDACT_HELP = ("Remove user names, home folders, host names and secret-looking values from the "
+               "output, so that it can be pasted publicly.")
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fadoctor {__version__}")
@@ -87,6 +91,7 @@ def check(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if facts_file is not None and (python is not None or static or extension):
@@ -110,7 +115,7 @@ def check(
     from fadoctor.evaluate import evaluate
 
     report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
-    _emit(report, fmt, verbose, output)
+    _emit(report, fmt, verbose, output, redact)
     return _exit_code(report, fail_on)
 
 
@@ -123,10 +128,11 @@ def snapshot(
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     facts = _collect(python, timeout, static, extension)
-    _write(output, facts.model_dump_json(indent=2) + "\n")
+    _write(output, _redacted(facts.model_dump_json(indent=2) + "\n", redact))
     return ExitCode.OK
 
 
@@ -228,6 +234,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     return ExitCode.OK
 
 
+app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
 
 
@@ -288,7 +295,17 @@ def _read_facts(path: Path) -> "Facts":
         raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}{more}") from exc
 
 
-def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
+def _redacted(text: str, redact: bool) -> str:
+    if not redact:
+        return text
+    from fadoctor.cli_identity import this_machine
+    from fadoctor.redact import redact as scrub
+
+    return scrub(text, this_machine())
+
+
+def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path],
+          redact: bool = False) -> None:
     from fadoctor.render import Format, RenderOptions, render
 
     to_terminal = output is None and sys.stdout.isatty()
@@ -296,7 +313,7 @@ def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[P
     width = typer.get_terminal_size()[0] if to_terminal else 100
     text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
                                                            color=color))
-    _write(output or Path("-"), text)
+    _write(output or Path("-"), _redacted(text, redact))
 
 
 def _write(path: Path, text: str) -> None:

@@ -290,6 +290,7 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
                                    "transformers", "vllm", "unsloth")):
         return
     for found in _PROSE.finditer(line):
+        seen.kinds.add("prose with versions")
         word, value = found.group(1).lower(), found.group(2)
         if word in ("torch", "pytorch"):
             _torch_version(value, quote(), seen, PROSE)

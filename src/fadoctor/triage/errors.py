@@ -61,6 +61,7 @@ def read_errors(text: Pasted, seen: Observed) -> None:
         if raised is None:
             continue
         kind, message = raised
+        seen.kinds.add("build log" if BUILD in seen.marks else "error messages")
         seen.raised.append(Raised(kind, message.strip(), text.quote(index), index,
                                   in_build=BUILD in seen.marks,
                                   frames=list(frames) if in_traceback else []))

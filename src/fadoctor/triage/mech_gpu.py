@@ -89,9 +89,13 @@ def torch_arch(ctx: Context) -> List[Signal]:
 
 
 def _torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
-    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True)
+    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
     stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
-    for rel in ([stated] if stated else []) + releases:
+    if stated is not None:  # the nearest release from the stated one up: the smallest change
+        releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
+    else:
+        releases.reverse()
+    for rel in releases:
         fitting = [v for v, archs in rel.arch_lists.items()
                    if any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
                           for a in archs.split(";"))]

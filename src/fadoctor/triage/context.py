@@ -118,7 +118,7 @@ class Context:
         release = self.matrix.torch_release(self.torch) if self.torch else None
         variant = self.torch_variant
         if release is None or variant is None or variant not in release.cuda_variants \
-                or self.torch_is_nightly or "conda list" in self.seen.kinds:
+                or self.torch_is_nightly or self.seen.get(o.TORCH_CONDA):
             return None
         abi = release.variant_abi(variant)
         self.assumptions.append(f"torch {self.torch}'s C++11 ABI taken as {int(abi)}, that of "

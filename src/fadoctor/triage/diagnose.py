@@ -4,6 +4,7 @@ signatures, merge them and put the most likely cause first, saying why (pure).""
 from __future__ import annotations
 
 import json
+import re
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from fadoctor import __version__
@@ -87,7 +88,7 @@ def _from_checks(ctx: Context, checks: Sequence[CheckResult], strength: int) -> 
             if finding.severity == Severity.INFO:
                 continue
             haystack = (finding.message + " " + json.dumps(finding.evidence, default=str)).lower()
-            quotes = [q for value, q in stated if value in haystack] or \
+            quotes = [q for value, q in stated if _mentions(value, haystack)] or \
                 quote_lines(ctx.text, ctx.lower, finding)
             out.append(Signal(check.id, finding.category, finding.message, dedupe(quotes),
                               strength if finding.severity == Severity.ERROR else strength - 25,
@@ -100,7 +101,12 @@ def _stated(seen: Observed) -> List[Tuple[str, Quote]]:
     pairs = [(s.value.lower(), s.quote) for s in seen.values.values()]
     pairs += [(f"{name} {s.value}".lower(), s.quote) for name, s in seen.packages.items()]
     pairs += [(g.name.lower(), g.quote) for g in seen.gpus]
-    return [(value, quote) for value, quote in pairs if len(value) >= 3]
+    return [(value, quote) for value, quote in pairs if len(value) >= 2]
+
+
+def _mentions(value: str, haystack: str) -> bool:
+    return value in haystack and re.search(
+        rf"(?<![\w.]){re.escape(value)}(?![\w])", haystack) is not None
 
 
 def _merge(signals: List[Signal], from_checks: List[Signal]) -> List[Signal]:

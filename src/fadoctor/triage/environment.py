@@ -36,11 +36,12 @@ _OS_RELEASE = re.compile(r'^PRETTY_NAME="?([^"]+)"?\s*$')
 _PIP_FREEZE = re.compile(r"^\s*(?:\[(?:pip3?|conda)\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*(\S+)")
 _PIP_LIST = re.compile(r"^\s*(?:\[conda\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d[\w.+!-]*)"
                        r"(?:\s+(\S+))?(?:\s+(\S+))?\s*$")
+_LISTING_HEADER = re.compile(r"^\s*#?\s*(?:Package|Name)\s+Version(?:\s+Build)?")
 _PIP_SHOW = re.compile(r"^(Name|Version):\s*(\S+)\s*$")
 _CONDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
 _KEY_VALUE = re.compile(r"^\s*[-*]?\s*([A-Za-z][\w .()/-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
 _PROSE = re.compile(
-    r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?attn(?:ention)?(?:[-_ ]?[234])?|rocm|"
+    r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|rocm|"
     r"ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
     r"(?:\s*(?:version|ver\.?|v|is|:|==?|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
 _SITE = re.compile(r"python(3\.\d+)/(?:site|dist)-packages")
@@ -90,6 +91,9 @@ def read_environment(text: Pasted, seen: Observed, gpu_names: Callable[[str], Li
         _prose(line, low, quote, seen)
         _paths(line, low, quote, seen)
         _hardware(line, low, quote, seen, gpu_names)
+    for kind, count in seen.rows.items():
+        if count >= 3:  # a listing, not a requirement or two quoted in prose
+            seen.kinds.add(kind)
 
 
 class _Lazy:
@@ -216,6 +220,9 @@ def _packages(line: str, low: str, quote: _Lazy, seen: Observed, show_name: Opti
               ) -> Optional[str]:
     """pip freeze (`name==version`, collect_env's `[pip3] ...`), pip list and conda list
     columns, pip show's Name/Version pairs. Returns the pending pip-show name."""
+    if _LISTING_HEADER.match(line):
+        seen.kinds.add("conda list" if line.lstrip().startswith("#") else "pip list")
+        return show_name
     show = _PIP_SHOW.match(line.strip())
     if show:
         if show.group(1) == "Name":
@@ -226,7 +233,8 @@ def _packages(line: str, low: str, quote: _Lazy, seen: Observed, show_name: Opti
         return None
     freeze = _PIP_FREEZE.match(line) if "==" in line else None
     if freeze:
-        seen.kinds.add("pip freeze")
+        if not line.lstrip().startswith("["):  # collect_env's [pip3] lines are a filtered list
+            seen.rows["pip freeze"] = seen.rows.get("pip freeze", 0) + 1
         _package(freeze.group(1), freeze.group(2), quote(), seen, LISTING)
         return show_name
     columns = _PIP_LIST.match(line) if not line.startswith((" ", "\t")) or "[conda]" in low \
@@ -235,9 +243,11 @@ def _packages(line: str, low: str, quote: _Lazy, seen: Observed, show_name: Opti
         name, version, build = columns.group(1), columns.group(2), columns.group(3)
         if name.lower() in _NOT_PACKAGES:
             return show_name
-        seen.kinds.add("conda list" if build and "[conda]" in low or (build and "_" in build)
-                       else "pip list")
+        if "[conda]" not in low:
+            seen.rows["pip list"] = seen.rows.get("pip list", 0) + 1
         _package(name, version, quote(), seen, LISTING)
+        if name.lower() in ("pytorch", "torch") and build and not build.startswith("pypi"):
+            seen.state(o.TORCH_CONDA, "true", quote(), LISTING)
         conda = _CONDA_BUILD.search(build or "") if name.lower() == "pytorch" else None
         if conda:
             seen.state(o.TORCH_CUDA, f"{conda.group(1)}.{conda.group(2)}", quote(), LISTING)
@@ -259,7 +269,7 @@ def _package(name: str, version: str, quote: Quote, seen: Observed, weight: int)
 def _key_values(line: str, quote: _Lazy, seen: Observed) -> None:
     if ":" not in line and "=" not in line:
         return
-    found = _KEY_VALUE.match(line)
+    found = _KEY_VALUE.match(line.replace("*", "").replace("`", ""))
     if found is None:
         return
     key, value = found.group(1).strip().lower(), found.group(2)

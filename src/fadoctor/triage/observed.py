@@ -10,8 +10,8 @@ from fadoctor.triage.text import Quote
 
 # The facts a report can state. A parser sets them through `Observed.state`, which keeps the value
 # from the most reliable kind of input (a tool's own output over prose).
-TORCH, TORCH_CUDA, TORCH_HIP, TORCH_ABI, TORCH_NIGHTLY = (
-    "torch", "torch_cuda", "torch_hip", "torch_cxx11_abi", "torch_nightly")
+TORCH, TORCH_CUDA, TORCH_HIP, TORCH_ABI, TORCH_NIGHTLY, TORCH_CONDA = (
+    "torch", "torch_cuda", "torch_hip", "torch_cxx11_abi", "torch_nightly", "torch_conda")
 PYTHON, OS, GLIBC, MACHINE, KERNEL = "python", "os", "glibc", "machine", "kernel"
 DRIVER, DRIVER_CUDA, NVCC, CUDA, GCC, ROCM = (
     "driver", "driver_cuda", "nvcc", "cuda", "gcc", "rocm")
@@ -61,6 +61,7 @@ class Observed:
     raised: List[Raised] = field(default_factory=list)
     marks: Dict[str, Stated] = field(default_factory=dict)  # build/log markers (see errors.py)
     kinds: Set[str] = field(default_factory=set)  # which kinds of input were recognised
+    rows: Dict[str, int] = field(default_factory=dict)  # listing-shaped lines, by kind
 
     def state(self, key: str, value: str, quote: Quote, weight: int = PROSE) -> None:
         value = value.strip()

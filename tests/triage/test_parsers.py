@@ -12,7 +12,7 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.environment import read_environment
 from fadoctor.triage.errors import read_errors
-from fadoctor.triage.gpus import resolver
+from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.observed import Observed
 from fadoctor.triage.text import split
 
@@ -55,7 +55,7 @@ Versions of relevant libraries:
 def seen_in(text: str, matrix: Matrix) -> Observed:
     pasted = split(text)
     seen = Observed()
-    read_environment(pasted, seen, resolver(matrix))
+    read_environment(pasted, seen, GpuFinder(matrix))
     read_errors(pasted, seen)
     return seen
 

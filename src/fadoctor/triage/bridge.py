@@ -116,8 +116,8 @@ def _families(ctx: Context) -> List[FlashAttention]:
 
 def _fa2_implied(ctx: Context) -> bool:
     """flash-attn 2.x's own messages or files in the text show it is installed."""
-    return any(w in low for low in ctx.lower for w in (
-        "flash_attn_2_cuda", "site-packages/flash_attn/", "flashattention only support"))
+    return bool(ctx.text.containing(("flash_attn_2_cuda", "-packages/flash_attn/",
+                                     "flashattention only support"), first=True))
 
 
 def _imported(ctx: Context, family: Family) -> Probe:  # type: ignore[type-arg]

@@ -52,27 +52,29 @@ class Context:
     def lower(self) -> Tuple[str, ...]:
         return tuple(line.lower() for line in self.text.lines)
 
-    def find(self, pattern: Pattern[str], needles: Sequence[str]) -> Iterator[Tuple[int, re.Match[str]]]:
-        """Each line holding one of `needles` (lower case) where `pattern` matches."""
-        for index, low in enumerate(self.lower):
-            if any(n in low for n in needles):
-                found = pattern.search(self.text.lines[index])
-                if found:
-                    yield index, found
+    def find(self, pattern: Pattern[str], needles: Sequence[str]
+             ) -> Iterator[Tuple[int, re.Match[str]]]:
+        """Each line holding one of `needles` (lower case) where `pattern` matches: the needles
+        are found in one scan of the whole text, the pattern runs on those lines only."""
+        for index in self.text.containing(needles):
+            found = pattern.search(self.text.lines[index])
+            if found:
+                yield index, found
 
     def first(self, pattern: Pattern[str], needles: Sequence[str]
               ) -> Optional[Tuple[int, re.Match[str]]]:
         return next(self.find(pattern, needles), None)
+
+    def low(self, index: int) -> str:
+        return self.text.lines[index].lower()
 
     def quote(self, index: int) -> Quote:
         return self.text.quote(index)
 
     def has(self, *needles: str) -> Optional[Quote]:
         """The first line holding any of `needles` (lower case)."""
-        for index, low in enumerate(self.lower):
-            if any(n in low for n in needles):
-                return self.text.quote(index)
-        return None
+        found = self.text.containing(needles)
+        return self.text.quote(found[0]) if found else None
 
     # -- stated and derived values --------------------------------------------------------------
 

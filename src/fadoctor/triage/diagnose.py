@@ -19,7 +19,7 @@ from fadoctor.triage.bridge import to_facts, unknown_checks
 from fadoctor.triage.context import Context
 from fadoctor.triage.environment import read_environment
 from fadoctor.triage.errors import read_errors
-from fadoctor.triage.gpus import resolver
+from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.model import Diagnosed, Missing, Triage
 from fadoctor.triage.observed import Observed
 from fadoctor.triage.ranking import rank
@@ -48,7 +48,7 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     recorded = read_recorded(text)
     if recorded is not None:
         return _from_recorded(ctx, recorded)
-    read_environment(text, seen, resolver(matrix))
+    read_environment(text, seen, GpuFinder(matrix))
     read_errors(text, seen)
     signals = [s for mechanism in MECHANISMS for s in _run(mechanism, ctx)]
     report = evaluate(to_facts(ctx), matrix)
@@ -89,7 +89,7 @@ def _from_checks(ctx: Context, checks: Sequence[CheckResult], strength: int) -> 
                 continue
             haystack = (finding.message + " " + json.dumps(finding.evidence, default=str)).lower()
             quotes = [q for value, q in stated if _mentions(value, haystack)] or \
-                quote_lines(ctx.text, ctx.lower, finding)
+                quote_lines(ctx.text, finding)
             out.append(Signal(check.id, finding.category, finding.message, dedupe(quotes),
                               strength if finding.severity == Severity.ERROR else strength - 25,
                               list(finding.remedies), finding.severity,

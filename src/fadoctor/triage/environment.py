@@ -5,9 +5,10 @@ prose with versions (pure). Each value is stated with its line."""
 from __future__ import annotations
 
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from fadoctor.triage import observed as o
+from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.observed import LISTING, PROSE, TOOL, Observed
 from fadoctor.triage.text import Pasted, Quote
 
@@ -46,19 +47,30 @@ _PROSE = re.compile(
     r"(?:\s*(?:version|ver\.?|v|is|:|==?|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
 _SITE = re.compile(r"python(3\.\d+)/(?:site|dist)-packages")
 _CPYTHON_SO = re.compile(r"\.cpython-3(\d+)[a-z]*-(x86_64|aarch64|ppc64le)-linux-gnu\.so")
-_WHEEL = re.compile(r"[A-Za-z0-9_.]+-\d[\w.+!]*(?:-\d\w*)?-[\w.]+-[\w.]+-[\w.]+\.whl")
+_WHEEL = re.compile(r"[A-Za-z0-9_.]{1,100}-\d[\w.+!]{0,100}(?:-\d\w{0,20})?-[\w.]{1,40}-[\w.]{1,40}"
+                    r"-[\w.]{1,80}\.whl")
 _SO_PATH = re.compile(r"^\s*(/\S+/(lib[\w+-]+\.so(?:\.\d+)*))\s*$")
 _MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
                      re.IGNORECASE)
+_TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
+                 "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",
+                 "product name", "cuda compilation tools", "gnu c library")
+_PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w+\][ \t]*)?#?[ \t]*[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
+                           r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
+_PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
+                  "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
 _CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b|"
                  r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)
-_ARCH_FAMILIES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
-                  "maxwell")
-_AMD = re.compile(r"\b(gfx\d{3,4}[a-z]?)\b|\b(Radeon[\w ]*?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|MI\d{3}X?)\b")
-_GPU_HINT = re.compile(r"nvidia|geforce|\brtx\b|\bgtx\b|quadro|tesla|titan|jetson|\bgpu\b|"
-                       r"\b(?:[abhlt]\d{1,3}|gb\d{2,3}|[bv]\d{3})\b", re.IGNORECASE)
+_FAMILY = re.compile(r"\b(Blackwell|Hopper|Ada(?= Lovelace)|Ampere|Turing|Volta|Pascal|Maxwell)\b",
+                     re.IGNORECASE)
+_FAMILY_NEEDLES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
+                   "maxwell")
+_NOT_STATING = ("or newer", "only support", "requires", "optimized for", "supports ",
+                "not supported")
+_AMD = re.compile(r"\b(gfx\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
+                  r"MI\d{3}X?)\b")
 
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
                  "centos", "rocky", "rocm", "nvcc", "gcc", "driver", "glibc", "os", "windows"}
@@ -74,23 +86,29 @@ _KEYS = {"torch": o.TORCH, "pytorch": o.TORCH, "torch version": o.TORCH,
 _PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
                  "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
                  "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl")
+_KEY_HINT = re.compile(
+    r"[ \t]*[-*]?[ \t]*[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
+        [*_KEYS, *_PACKAGE_KEYS], key=len, reverse=True)) + r")[*`]*[ \t]*[:=]",
+    re.IGNORECASE)
 
 
-def read_environment(text: Pasted, seen: Observed, gpu_names: Callable[[str], List[Tuple[str, Optional[str]]]]) -> None:
-    """Every environment fact the text states, into `seen`. `gpu_names` finds GPU models in a
-    line (name, compute capability) from the matrix's GPU table."""
+def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
+    """Every environment fact the text states, into `seen`. Each parser runs only on the lines
+    its hint pattern finds in one scan of the whole text (a report can be megabytes of log)."""
+    for index in text.containing(_TOOL_NEEDLES):
+        line = text.lines[index]
+        _tool_lines(line, line.lower(), _Lazy(text, index), seen)
     show_name: Optional[str] = None
-    for index, line in enumerate(text.lines):
-        if not line.strip():
-            continue
-        quote = _Lazy(text, index)
-        low = line.lower()
-        _tool_lines(line, low, quote, seen)
-        show_name = _packages(line, low, quote, seen, show_name)
-        _key_values(line, quote, seen)
-        _prose(line, low, quote, seen)
-        _paths(line, low, quote, seen)
-        _hardware(line, low, quote, seen, gpu_names)
+    for index in text.matching(_PACKAGE_HINT):
+        line = text.lines[index]
+        show_name = _packages(line, line.lower(), _Lazy(text, index), seen, show_name)
+    for index in text.matching(_KEY_HINT):
+        _key_values(text.lines[index], _Lazy(text, index), seen)
+    for index in text.containing(_PROSE_NEEDLES):
+        line = text.lines[index]
+        _prose(line, line.lower(), _Lazy(text, index), seen)
+    _paths(text, seen)
+    _hardware(text, seen, gpus)
     for kind, count in seen.rows.items():
         if count >= 3:  # a listing, not a requirement or two quoted in prose
             seen.kinds.add(kind)
@@ -295,10 +313,6 @@ def _package_name(word: str) -> str:
 
 
 def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
-    if not any(k in low for k in ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian",
-                                   "centos", "rocky", "glibc", "gcc", "nvcc", "driver",
-                                   "transformers", "vllm", "unsloth")):
-        return
     for found in _PROSE.finditer(line):
         seen.kinds.add("prose with versions")
         word, value = found.group(1).lower(), found.group(2)
@@ -318,26 +332,28 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
             seen.package(_package_name(word), value, quote(), PROSE)
 
 
-def _paths(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
+def _paths(text: Pasted, seen: Observed) -> None:
     """What paths show: the Python of a site-packages folder, the Python and machine of an
     extension's file name, wheels named, libraries listed as present."""
-    if "packages" in low:
-        site = _SITE.search(line)
-        if site:
-            seen.state(o.PYTHON, site.group(1), quote(), PROSE)
-    if ".cpython-3" in low:
-        so = _CPYTHON_SO.search(line)
-        if so:
-            seen.state(o.PYTHON, f"3.{so.group(1)}", quote(), PROSE)
-            seen.state(o.MACHINE, so.group(2), quote(), PROSE)
-            seen.state(o.OS, "Linux", quote(), PROSE)
-    if ".whl" in low:
-        for wheel in _WHEEL.finditer(line):
-            seen.wheels.append(o.Stated(wheel.group(0).rsplit("/", 1)[-1], quote()))
-    if ".so" in low and "cannot open" not in low and "not found" not in low:
-        so_path = _SO_PATH.match(line)
+    site = _SITE.search(text.joined) if "-packages" in text.joined else None
+    if site:
+        seen.state(o.PYTHON, site.group(1), _at(text, site.start()), PROSE)
+    so = _CPYTHON_SO.search(text.joined) if ".cpython-3" in text.joined else None
+    if so:
+        quote = _at(text, so.start())
+        seen.state(o.PYTHON, f"3.{so.group(1)}", quote, PROSE)
+        seen.state(o.MACHINE, so.group(2), quote, PROSE)
+        seen.state(o.OS, "Linux", quote, PROSE)
+    for wheel in _WHEEL.finditer(text.joined) if ".whl" in text.joined else ():
+        seen.wheels.append(o.Stated(wheel.group(0).rsplit("/", 1)[-1], _at(text, wheel.start())))
+    for index in text.containing((".so",)):
+        so_path = _SO_PATH.match(text.lines[index])
         if so_path:
-            seen.libraries.append(o.Stated(so_path.group(2), quote()))
+            seen.libraries.append(o.Stated(so_path.group(2), text.quote(index)))
+
+
+def _at(text: Pasted, offset: int) -> Quote:
+    return text.quote(text.index_at(offset))
 
 
 def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
@@ -352,32 +368,32 @@ def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
     seen.state(o.MEMORY_GIB, str(round(gib, 1)), quote(), TOOL)
 
 
-def _hardware(line: str, low: str, quote: _Lazy, seen: Observed,
-              gpu_names: Callable[[str], List[Tuple[str, Optional[str]]]]) -> None:
-    if ("ram" in low or "memory" in low) and "gpu" not in low:
+def _hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
+    for index in text.containing(("ram", "memory")):
+        line = text.lines[index]
         memory = _MEMORY.search(line)
-        if memory:
-            seen.state(o.MEMORY_GIB, memory.group(1), quote(), PROSE)
-    stating = not any(w in low for w in ("or newer", "only support", "requires", "optimized for",
-                                          "supports ", "not supported"))
-    for family in _ARCH_FAMILIES if stating else ():
-        if family in low:
-            seen.state(o.GPU_ARCH_FAMILY, family.split()[0], quote(), PROSE)
-            break
-    if "gfx" in low or "radeon" in low or "instinct" in low or re.search(r"\bmi\d{3}", low):
-        amd = _AMD.search(line)
+        if memory and "gpu" not in line.lower():
+            seen.state(o.MEMORY_GIB, memory.group(1), text.quote(index), PROSE)
+    for index in text.containing(_FAMILY_NEEDLES):
+        low = text.lines[index].lower()
+        if not any(w in low for w in _NOT_STATING):
+            family = _FAMILY.search(text.lines[index])
+            if family:
+                seen.state(o.GPU_ARCH_FAMILY, family.group(1).lower(), text.quote(index), PROSE)
+    for index in text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3")):
+        amd = _AMD.search(text.lines[index])
         if amd:
-            seen.gpus.append(o.Gpu(amd.group(0), quote(), vendor="amd"))
+            seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
             if amd.group(1):
-                seen.state(o.AMD_ARCH, amd.group(1), quote(), PROSE)
-    if "capab" in low or "run on a sm" in low:
-        cc = _CC.search(line)
+                seen.state(o.AMD_ARCH, amd.group(1), text.quote(index), PROSE)
+    for index in text.containing(("capability", "run on a sm")):
+        cc = _CC.search(text.lines[index])
         if cc:
             major, minor = (cc.group(1), cc.group(2)) if cc.group(1) else (cc.group(3), cc.group(4))
-            seen.state(o.GPU_CC, f"{int(major)}.{minor}", quote(), PROSE)
-    if _GPU_HINT.search(line):
+            seen.state(o.GPU_CC, f"{int(major)}.{minor}", text.quote(index), PROSE)
+    for index in text.containing(gpus.needles):
+        line = text.lines[index]
         row = _SMI_ROW.match(line)
-        subject = row.group(2) if row else line
-        for name, cc in gpu_names(subject):
+        for name, cc_text in gpus.names(row.group(2) if row else line):
             if not any(g.name == name for g in seen.gpus):
-                seen.gpus.append(o.Gpu(name, quote(), cc))
+                seen.gpus.append(o.Gpu(name, text.quote(index), cc_text))

@@ -41,13 +41,14 @@ _ISOLATED = re.compile(r"pip3?\s+install\s+(?:-\S+\s+)*(?:\.|-e\s+\.|git\+\S+|fl
 
 
 def read_errors(text: Pasted, seen: Observed) -> None:
+    _marks(text, seen)
+    build_from = seen.marks[BUILD].quote.line if BUILD in seen.marks else None
     frames: List[str] = []
     in_traceback = False
     for index, line in enumerate(text.lines):
-        if not line.strip():
+        if ":" not in line and 'File "' not in line and "killed" not in line.lower():
             continue
         low = line.lower()
-        _marks(text, index, low, seen)
         if "traceback (most recent call last)" in low:
             in_traceback, frames = True, []
             seen.kinds.add("traceback")
@@ -63,7 +64,8 @@ def read_errors(text: Pasted, seen: Observed) -> None:
         kind, message = raised
         seen.kinds.add("build log" if BUILD in seen.marks else "error messages")
         seen.raised.append(Raised(kind, message.strip(), text.quote(index), index,
-                                  in_build=BUILD in seen.marks,
+                                  in_build=build_from is not None
+                                  and build_from <= text.numbers[index],
                                   frames=list(frames) if in_traceback else []))
         if in_traceback and kind not in ("log", "error"):
             in_traceback = False
@@ -85,10 +87,13 @@ def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def _marks(text: Pasted, index: int, low: str, seen: Observed) -> None:
+def _marks(text: Pasted, seen: Observed) -> None:
     for mark, needles in _MARKS:
-        if mark not in seen.marks and any(n in low for n in needles):
-            seen.mark(mark, text.quote(index))
-    if ISOLATED not in seen.marks and "install" in low and "pip" in low:
+        found = text.containing(needles, first=True)
+        if found:
+            seen.mark(mark, text.quote(found[0]))
+    for index in text.containing(("pip install", "pip3 install")):
+        low = text.lines[index].lower()
         if _ISOLATED.search(low) and "--no-build-isolation" not in low:
             seen.mark(ISOLATED, text.quote(index))
+            break

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from fadoctor.matrix import Matrix
 
@@ -18,9 +19,20 @@ _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
-def resolver(matrix: Matrix) -> Callable[[str], List[Tuple[str, Optional[str]]]]:
-    def names(line: str) -> List[Tuple[str, Optional[str]]]:
-        spec = matrix.gpu(line) or matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
+class GpuFinder:
+    """`hint` finds lines that may name a GPU (one scan of the text); `names` resolves one."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        self.matrix = matrix
+        words = {g.name.split()[0].lower() for g in matrix.gpus}
+        # Lines worth resolving: a model's first word (short ones only after a space).
+        self.needles = tuple(sorted({w if len(w) > 2 else f" {w}" for w in words}
+                                    | {"nvidia", "rtx", "gtx", "tesla"}))
+        self.names = functools.lru_cache(maxsize=4096)(self._names)
+
+    def _names(self, line: str) -> List[Tuple[str, Optional[str]]]:
+        line = line[:400]
+        spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:
             return [(spec.name, str(spec.cc))]
         model = _MODEL.search(line)
@@ -30,5 +42,3 @@ def resolver(matrix: Matrix) -> Callable[[str], List[Tuple[str, Optional[str]]]]
             if pattern.search(model.group(0)):
                 return [(model.group(0).strip(), cc)]
         return [(model.group(0).strip(), None)]
-
-    return names

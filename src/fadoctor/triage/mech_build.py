@@ -37,13 +37,13 @@ _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\
                       r"C\+\+17 (?:or later )?(?:compatible )?compiler is required", re.I)
 _ARCH = re.compile(r"Unsupported gpu architecture '(?:compute|sm)_(\d+)\w?'")
 _PYTHON_H = re.compile(r"Python\.h: No such file or directory")
-_WHEEL_TAG = re.compile(r"(\S+\.whl) is not a supported wheel on this platform")
+_WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 _BUILD_FAILED = re.compile(r"Failed (?:to build|building wheel for) (?:flash[-_]attn|"
                            r"installable wheels)|subprocess-exited-with-error", re.I)
 
 
 def _build_context(ctx: Context, index: int) -> bool:
-    low = ctx.lower[index]
+    low = ctx.low(index)
     return e.BUILD in ctx.seen.marks or any(w in low for w in ("build", "compil", "install",
                                                                "wheel", "setup.py"))
 
@@ -68,10 +68,10 @@ def _prebuilt(ctx: Context) -> Remedy:
 
 def memory(ctx: Context) -> List[Signal]:
     log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc"))
-                if "cuda out of memory" not in ctx.lower[i] and _build_context(ctx, i)), None)
+                if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
     prose = None if log else next(
         ((i, m) for i, m in ctx.find(_OOM_PROSE, ("memory", "ram", "oom"))
-         if "cuda out of memory" not in ctx.lower[i] and _build_context(ctx, i)), None)
+         if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
     hit = log or prose
     if hit is None:
         return []
@@ -89,8 +89,8 @@ def slow_build(ctx: Context) -> List[Signal]:
     ninja = ctx.first(_NO_NINJA, ("ninja",))
     slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
         "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long"))
-        if _build_context(ctx, i) and ("flash" in ctx.lower[i] or e.BUILD in ctx.seen.marks
-                                       or "wheel" in ctx.lower[i])), None)
+        if _build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
+                                       or "wheel" in ctx.low(i))), None)
     hit = ninja or slow
     if hit is None:
         return []

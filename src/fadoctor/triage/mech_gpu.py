@@ -46,7 +46,7 @@ def _gpu_words(ctx: Context) -> str:
 
 def ampere_only(ctx: Context) -> List[Signal]:
     hit = ctx.first(_AMPERE, ("ampere gpus", "compute capability"))
-    if hit is None or "ampere" not in ctx.lower[hit[0]] and ctx.amd:
+    if hit is None or "ampere" not in ctx.low(hit[0]) and ctx.amd:
         return []
     quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
     cc, fa2 = ctx.gpu_cc, ctx.fa2
@@ -116,7 +116,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
     quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
     folder = _CSRC_PATH.search(ctx.text.lines[index])
     module = _FOLDER_MODULE.get(folder.group(1)) if folder else next(
-        (m for m in CSRC if m in ctx.lower[index]), None)
+        (m for m in CSRC if m in ctx.low(index)), None)
     if module is not None:
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                        f"{module}, flash-attention's separately built extension from "
@@ -164,7 +164,7 @@ def dtype(ctx: Context) -> List[Signal]:
     hit = ctx.first(_DTYPE, ("fp16", "bf16", "half", "float16", "bfloat16"))
     if hit is None:
         return []
-    old_gpu = "bfloat16 is only" in ctx.lower[hit[0]]
+    old_gpu = "bfloat16 is only" in ctx.low(hit[0])
     want = "float16" if old_gpu else "bfloat16"
     code = ("model = AutoModelForCausalLM.from_pretrained(\n    name, torch_dtype=torch."
             f'{want}, attn_implementation="flash_attention_2")')
@@ -182,7 +182,7 @@ def head_dim(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     index, found = hit
-    low = ctx.lower[index]
+    low = ctx.low(index)
     quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
     if "backward" in low and ("a100" in low or "h100" in low):
         return [Signal(

@@ -19,8 +19,9 @@ from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
-_UNDEFINED = re.compile(r"(?:([^\s:'\"]+\.so[\w.]*)\s*:\s*)?undefined symbol:?\s*([A-Za-z_$][\w$.@]{0,511})?")
-_MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?)\s*:\s*cannot open shared object file")
+_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
+                        r"([A-Za-z_$][\w$.@]{0,511})?")
+_MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
 _GLIBC = re.compile(r"version [`'‘\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'’\"]? not found"
                     r"(?:\s*\(required by ([^)]+)\))?")
 _CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"

@@ -95,7 +95,7 @@ def renamed_api(ctx: Context) -> List[Signal]:
     for index, found in ctx.find(_RENAMED, ("flash_attn",)):
         name = found.group(2) or found.group(3)
         module = found.group(1) or found.group(4)
-        low = ctx.lower[index]
+        low = ctx.low(index)
         failing = found.group(3) is not None or any(
             w in low for w in ("fail", "error", "broken", "cannot", "can't"))
         if name not in RENAMED or not failing:
@@ -124,10 +124,10 @@ def _fa_quote(ctx: Context):  # type: ignore[no-untyped-def]
 def _caller(ctx: Context) -> Optional[str]:
     """The framework the report is about: named in the traceback's paths, else most often."""
     counts: Counter[str] = Counter()
-    for low in ctx.lower:
-        for word, dist in WRAPPERS.items():
-            if word in low:
-                counts[dist] += 3 if f"/{word}/" in low else 1
+    lower = ctx.text.lower
+    for word, dist in WRAPPERS.items():
+        counts[dist] += lower.count(word) + 2 * lower.count(f"/{word}/")
+    counts = +counts  # drop the zeros
     return counts.most_common(1)[0][0] if counts else None
 
 

@@ -35,17 +35,8 @@ def read_recorded(text: Pasted) -> Optional[Recorded]:
         return None
 
 
-def quote_lines(text: Pasted, lower: tuple, finding: Finding, limit: int = 3  # type: ignore[type-arg]
-                ) -> List[Quote]:
+def quote_lines(text: Pasted, finding: Finding, limit: int = 3) -> List[Quote]:
     """Lines of the text holding the values a finding's evidence names."""
-    needles = []
-    for value in finding.evidence.values():
-        if isinstance(value, str) and len(value.strip()) >= 4:
-            needles.append(value.strip().lower()[:80])
-    out: List[Quote] = []
-    for index, low in enumerate(lower):
-        if any(n in low for n in needles):
-            out.append(text.quote(index))
-            if len(out) >= limit:
-                break
-    return out
+    needles = [value.strip().lower()[:80] for value in finding.evidence.values()
+               if isinstance(value, str) and len(value.strip()) >= 4]
+    return [text.quote(index) for index in text.containing(needles)[:limit]]

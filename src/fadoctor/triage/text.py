@@ -8,8 +8,10 @@ finding can always point at the line it used.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterator, List, Tuple, Union
+from functools import cached_property
+from typing import Iterator, List, Pattern, Sequence, Set, Tuple, Union
 
 MAX_LINE = 2000  # longer lines are cut into pieces of this size (same line number)
 MAX_QUOTE = 300  # a quote shows at most this much of its line
@@ -48,9 +50,45 @@ class Pasted:
         for i in range(start, end):
             yield i, self.lines[i]
 
-    @property
+    @cached_property
     def joined(self) -> str:
         return "\n".join(self.lines)
+
+    @cached_property
+    def starts(self) -> List[int]:
+        """Where each piece starts in `joined`."""
+        out, at = [], 0
+        for line in self.lines:
+            out.append(at)
+            at += len(line) + 1
+        return out
+
+    @cached_property
+    def lower(self) -> str:
+        return self.joined.lower()
+
+    def index_at(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def containing(self, needles: Sequence[str], first: bool = False) -> List[int]:
+        """The pieces holding any of `needles` (lower case), in order. str.find over the whole
+        text is C-fast, so the per-line parsers run only where something can be found."""
+        found: Set[int] = set()
+        lower, starts = self.lower, self.starts
+        for needle in needles:
+            at = lower.find(needle)
+            while at != -1:
+                index = self.index_at(at)
+                found.add(index)
+                if first:
+                    break
+                end = starts[index + 1] if index + 1 < len(starts) else len(lower)
+                at = lower.find(needle, end)
+        return sorted(found)
+
+    def matching(self, pattern: Pattern[str]) -> List[int]:
+        """The pieces that `pattern` matches at their start (an anchored test per line)."""
+        return [i for i, line in enumerate(self.lines) if pattern.match(line)]
 
 
 def decode(raw: Union[bytes, str]) -> str:

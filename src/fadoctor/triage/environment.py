@@ -5,7 +5,7 @@ prose with versions (pure). Each value is stated with its line."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from fadoctor.triage import observed as o
 from fadoctor.triage.gpus import GpuFinder
@@ -94,17 +94,18 @@ _KEY_HINT = re.compile(
 
 def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
     """Every environment fact the text states, into `seen`. Each parser runs only on the lines
-    its hint pattern finds in one scan of the whole text (a report can be megabytes of log)."""
-    for index in text.containing(_TOOL_NEEDLES):
+    its hint finds in one scan of the whole text (a report can be megabytes of log), and once per
+    distinct line: a repeated line states nothing new (the first quote of a value is kept)."""
+    for index in _distinct(text, text.containing(_TOOL_NEEDLES)):
         line = text.lines[index]
         _tool_lines(line, line.lower(), _Lazy(text, index), seen)
     show_name: Optional[str] = None
-    for index in text.matching(_PACKAGE_HINT):
+    for index in _distinct(text, text.matching(_PACKAGE_HINT)):
         line = text.lines[index]
         show_name = _packages(line, line.lower(), _Lazy(text, index), seen, show_name)
-    for index in text.matching(_KEY_HINT):
+    for index in _distinct(text, text.matching(_KEY_HINT, (":", "="))):
         _key_values(text.lines[index], _Lazy(text, index), seen)
-    for index in text.containing(_PROSE_NEEDLES):
+    for index in _distinct(text, text.containing(_PROSE_NEEDLES)):
         line = text.lines[index]
         _prose(line, line.lower(), _Lazy(text, index), seen)
     _paths(text, seen)
@@ -112,6 +113,17 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
     for kind, count in seen.rows.items():
         if count >= 3:  # a listing, not a requirement or two quoted in prose
             seen.kinds.add(kind)
+
+
+def _distinct(text: Pasted, indexes: List[int]) -> List[int]:
+    done: Set[str] = set()
+    out = []
+    for index in indexes:
+        line = text.lines[index]
+        if line not in done:
+            done.add(line)
+            out.append(index)
+    return out
 
 
 class _Lazy:
@@ -344,9 +356,14 @@ def _paths(text: Pasted, seen: Observed) -> None:
         seen.state(o.PYTHON, f"3.{so.group(1)}", quote, PROSE)
         seen.state(o.MACHINE, so.group(2), quote, PROSE)
         seen.state(o.OS, "Linux", quote, PROSE)
-    for wheel in _WHEEL.finditer(text.joined) if ".whl" in text.joined else ():
-        seen.wheels.append(o.Stated(wheel.group(0).rsplit("/", 1)[-1], _at(text, wheel.start())))
-    for index in text.containing((".so",)):
+    named = set()
+    for index in _distinct(text, text.containing((".whl",))):
+        for wheel in _WHEEL.finditer(text.lines[index]):
+            name = wheel.group(0).rsplit("/", 1)[-1]
+            if name not in named:
+                named.add(name)
+                seen.wheels.append(o.Stated(name, text.quote(index)))
+    for index in _distinct(text, text.containing((".so",))):
         so_path = _SO_PATH.match(text.lines[index])
         if so_path:
             seen.libraries.append(o.Stated(so_path.group(2), text.quote(index)))
@@ -369,29 +386,29 @@ def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
 
 
 def _hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
-    for index in text.containing(("ram", "memory")):
+    for index in _distinct(text, text.containing(("ram", "memory"))):
         line = text.lines[index]
         memory = _MEMORY.search(line)
         if memory and "gpu" not in line.lower():
             seen.state(o.MEMORY_GIB, memory.group(1), text.quote(index), PROSE)
-    for index in text.containing(_FAMILY_NEEDLES):
+    for index in _distinct(text, text.containing(_FAMILY_NEEDLES)):
         low = text.lines[index].lower()
         if not any(w in low for w in _NOT_STATING):
             family = _FAMILY.search(text.lines[index])
             if family:
                 seen.state(o.GPU_ARCH_FAMILY, family.group(1).lower(), text.quote(index), PROSE)
-    for index in text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3")):
+    for index in _distinct(text, text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3"))):
         amd = _AMD.search(text.lines[index])
         if amd:
             seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
             if amd.group(1):
                 seen.state(o.AMD_ARCH, amd.group(1), text.quote(index), PROSE)
-    for index in text.containing(("capability", "run on a sm")):
+    for index in _distinct(text, text.containing(("capability", "run on a sm"))):
         cc = _CC.search(text.lines[index])
         if cc:
             major, minor = (cc.group(1), cc.group(2)) if cc.group(1) else (cc.group(3), cc.group(4))
             seen.state(o.GPU_CC, f"{int(major)}.{minor}", text.quote(index), PROSE)
-    for index in text.containing(gpus.needles):
+    for index in _distinct(text, text.containing(gpus.needles)):
         line = text.lines[index]
         row = _SMI_ROW.match(line)
         for name, cc_text in gpus.names(row.group(2) if row else line):

@@ -4,7 +4,7 @@ markers of a build log (pip, setup.py, ninja, nvcc) that say what was being done
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Set, Tuple
 
 from fadoctor.triage.observed import Observed, Raised
 from fadoctor.triage.text import Pasted
@@ -45,6 +45,7 @@ def read_errors(text: Pasted, seen: Observed) -> None:
     build_from = seen.marks[BUILD].quote.line if BUILD in seen.marks else None
     frames: List[str] = []
     in_traceback = False
+    done: Set[str] = set()
     for index, line in enumerate(text.lines):
         if ":" not in line and 'File "' not in line and "killed" not in line.lower():
             continue
@@ -58,9 +59,10 @@ def read_errors(text: Pasted, seen: Observed) -> None:
             if frame:
                 frames.append(frame.group(1))
                 continue
-        raised = _raised(line, low)
+        raised = _raised(line, low) if line not in done else None
         if raised is None:
             continue
+        done.add(line)  # the same error line again adds nothing
         kind, message = raised
         seen.kinds.add("build log" if BUILD in seen.marks else "error messages")
         seen.raised.append(Raised(kind, message.strip(), text.quote(index), index,

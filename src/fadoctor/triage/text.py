@@ -64,37 +64,60 @@ class Pasted:
         return out
 
     @cached_property
+    def lower_lines(self) -> Tuple[str, ...]:
+        return tuple(line.lower() for line in self.lines)
+
+    @cached_property
     def lower(self) -> str:
-        return self.joined.lower()
+        return "\n".join(self.lower_lines)
+
+    @cached_property
+    def lower_starts(self) -> List[int]:
+        out, at = [], 0
+        for line in self.lower_lines:
+            out.append(at)
+            at += len(line) + 1
+        return out
 
     def index_at(self, offset: int) -> int:
+        """The piece at an offset of `joined`."""
         return bisect_right(self.starts, offset) - 1
 
     def containing(self, needles: Sequence[str], first: bool = False) -> List[int]:
-        """The pieces holding any of `needles` (lower case), in order. str.find over the whole
-        text is C-fast, so the per-line parsers run only where something can be found."""
+        """The pieces holding any of `needles` (lower case), in order. Rare needles are found
+        with str.find over the whole text and frequent ones line by line, both at C speed, so
+        that the per-line parsers run only where something can be found."""
         found: Set[int] = set()
-        lower, starts = self.lower, self.starts
+        lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
         for needle in needles:
+            count = lower.count(needle) if needle else 0
+            if count == 0:
+                continue
+            if count > len(lines) // 16:
+                hits = [i for i, line in enumerate(lines) if needle in line]
+                found.update(hits[:1] if first else hits)
+                continue
             at = lower.find(needle)
             while at != -1:
-                index = self.index_at(at)
+                index = bisect_right(starts, at) - 1
                 found.add(index)
                 if first:
                     break
-                end = starts[index + 1] if index + 1 < len(starts) else len(lower)
-                at = lower.find(needle, end)
-        return sorted(found)
+                at = lower.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
+        out = sorted(found)
+        return out[:1] if first else out
 
-    def matching(self, pattern: Pattern[str]) -> List[int]:
-        """The pieces that `pattern` matches at their start (an anchored test per line)."""
-        return [i for i, line in enumerate(self.lines) if pattern.match(line)]
+    def matching(self, pattern: Pattern[str], needles: Sequence[str] = ("",)) -> List[int]:
+        """The pieces holding one of `needles` that `pattern` matches at their start."""
+        return [i for i, line in enumerate(self.lines)
+                if any(n in line for n in needles) and pattern.match(line)]
 
 
 def decode(raw: Union[bytes, str]) -> str:
-    """Text from bytes: UTF-8 (with or without BOM), UTF-16 with a BOM, else Latin-1."""
+    """Text from bytes: UTF-8 (with or without BOM), UTF-16 with a BOM, else UTF-8 with each bad
+    byte replaced. A str keeps everything but lone surrogates, which no output could encode."""
     if isinstance(raw, str):
-        return raw
+        return raw.encode("utf-8", "replace").decode("utf-8")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         return raw.decode("utf-16", errors="replace")
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List
 
 from fadoctor.report import Severity
@@ -70,6 +71,12 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _fence(lines: List[str]) -> str:
+    """A code fence longer than any run of backticks in the quoted text, which cannot close it."""
+    longest = max((len(run) for ln in lines for run in re.findall(r"`+", ln)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def render_markdown(result: Triage, verbose: bool = False) -> str:
     out = [f"## fadoctor triage: {_md(headline(result))}", ""]
     out += [f"- **{key}**: {_md(value or 'not stated')}" for key, value in _environment(result)]
@@ -79,7 +86,8 @@ def render_markdown(result: Triage, verbose: bool = False) -> str:
                 _md(finding.message), "", f"*Why here:* {_md(finding.why_ranked)}", ""]
         quoted = finding.evidence.get("quoted") or []
         if quoted:
-            out += ["From the report:", "", "```", *quoted, "```", ""]
+            fence = _fence(quoted)
+            out += ["From the report:", "", fence, *quoted, fence, ""]
         for remedy in finding.remedies:
             out.append(f"- {_md(remedy.summary)}")
             body = "\n".join(remedy.commands) or remedy.code or ""

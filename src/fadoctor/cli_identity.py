@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import socket
@@ -12,16 +13,12 @@ from fadoctor.redact import Identity
 
 def this_machine() -> Identity:
     users = {os.environ.get(k, "") for k in ("USER", "LOGNAME", "USERNAME")}
-    try:
+    with contextlib.suppress(KeyError, OSError):
         users.add(getpass.getuser())
-    except (KeyError, OSError):
-        pass
     host = socket.gethostname()
     homes = {os.environ.get("HOME", "")}
-    try:
+    with contextlib.suppress(RuntimeError, KeyError):
         homes.add(str(Path.home()))
-    except (RuntimeError, KeyError):
-        pass
     return Identity(users=tuple(u for u in users if u),
                     hosts=tuple(h for h in {host, host.split(".")[0]} if h),
                     homes=tuple(h for h in homes if h))

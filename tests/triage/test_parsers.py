@@ -167,7 +167,9 @@ def test_fadoctor_markdown_report_pasted_back(matrix: Matrix) -> None:
 
 | Check | Status | Result |
 | --- | --- | --- |
-| FAD111 flash-attn-import | failed | flash-attn 2.8.2 fails to import (import error): /opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE |
+| FAD111 flash-attn-import | failed | flash-attn 2.8.2 fails to import (import error): \
+/opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: \
+undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE |
 """
     result = triage(markdown, matrix)
     top = result.diagnosis[0]

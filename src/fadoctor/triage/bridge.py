@@ -9,7 +9,7 @@ skipped. This module is the one place that knows both models.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from fadoctor import __version__
 from fadoctor.facts import (
@@ -19,6 +19,7 @@ from fadoctor.facts import (
     Failure,
     FailureKind,
     Family,
+    FamilyImport,
     Files,
     FlashAttention,
     Gpu,
@@ -40,7 +41,8 @@ _LINUX = ("linux", "ubuntu", "debian", "centos", "rhel", "red hat", "rocky", "fe
           "arch", "suse", "amazon")
 
 
-def _unknown(reason: str = NOT_STATED) -> Probe:  # type: ignore[type-arg]
+def _unknown(reason: str = NOT_STATED) -> Probe[Any]:
+    """A probe the text leaves unknown."""
     return Probe.failed(Failure(kind=FailureKind.SKIPPED, reason=reason))
 
 
@@ -53,7 +55,7 @@ def to_facts(ctx: Context) -> Facts:
         flash_attention=_families(ctx), files=_files(ctx))
 
 
-def _host(ctx: Context) -> Probe:  # type: ignore[type-arg]
+def _host(ctx: Context) -> Probe[Host]:
     python = ctx.seen.get(o.PYTHON)
     if python is None:
         return _unknown()
@@ -68,7 +70,7 @@ def _host(ctx: Context) -> Probe:  # type: ignore[type-arg]
         prefix=PASTED, memory_mib=int(memory * 1024) if memory else None))
 
 
-def _packages(ctx: Context) -> Probe:  # type: ignore[type-arg]
+def _packages(ctx: Context) -> Probe[Packages]:
     listed = [Distribution(name=name, version=stated.value)
               for name, stated in sorted(ctx.seen.packages.items())]
     if ctx.torch is not None:
@@ -76,7 +78,7 @@ def _packages(ctx: Context) -> Probe:  # type: ignore[type-arg]
     return Probe.success(Packages(distributions=listed)) if listed else _unknown()
 
 
-def _driver(ctx: Context) -> Probe:  # type: ignore[type-arg]
+def _driver(ctx: Context) -> Probe[Driver]:
     gpus = [g for g in ctx.seen.gpus if g.vendor == "nvidia"]
     version = ctx.seen.get(o.DRIVER)
     if not gpus and version is None:
@@ -88,7 +90,7 @@ def _driver(ctx: Context) -> Probe:  # type: ignore[type-arg]
         gpus=[Gpu(index=i, name=g.name, compute_capability=g.cc) for i, g in enumerate(gpus)]))
 
 
-def _files(ctx: Context) -> Optional[Probe]:  # type: ignore[type-arg]
+def _files(ctx: Context) -> Optional[Probe[Files]]:
     """torch as the text states it: version and build, read like torch's files (not imported)."""
     torch = ctx.torch
     hip = ctx.seen.get(o.TORCH_HIP)
@@ -120,7 +122,7 @@ def _fa2_implied(ctx: Context) -> bool:
                                      "flashattention only support"), first=True))
 
 
-def _imported(ctx: Context, family: Family) -> Probe:  # type: ignore[type-arg]
+def _imported(ctx: Context, family: Family) -> Probe[FamilyImport]:
     module = {Family.FA2: "flash_attn", Family.FA3: "flash_attn_3", Family.FA4: "flash_attn.cute",
               Family.VLLM_FA: "vllm_flash_attn"}[family]
     for raised in ctx.seen.raised:

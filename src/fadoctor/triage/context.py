@@ -203,6 +203,11 @@ class Context:
                               else stated.value)
         return Version(found.public) if found is not None else None
 
+    def fa_quote(self) -> Optional[Quote]:
+        """The line that states the flash-attn version, if one does."""
+        stated = self.package(*FA2_NAMES)
+        return stated.quote if stated else None
+
     @property
     def fa2_exact(self) -> bool:
         stated = self.package(*FA2_NAMES)

@@ -25,7 +25,7 @@ from fadoctor.triage.observed import Observed
 from fadoctor.triage.ranking import rank
 from fadoctor.triage.recorded import quote_lines, read_recorded
 from fadoctor.triage.signal import IMPLIED, NAMED, Mechanism, Signal, dedupe
-from fadoctor.triage.text import Pasted, Quote, split
+from fadoctor.triage.text import Quote, split
 
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (

@@ -18,6 +18,7 @@ from fadoctor.snippets import snippet
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
 _NO_KERNEL = re.compile(r"no kernel image is available|invalid device function|device kernel "
@@ -46,7 +47,7 @@ def _gpu_words(ctx: Context) -> str:
 
 def ampere_only(ctx: Context) -> List[Signal]:
     hit = ctx.first(_AMPERE, ("ampere gpus", "compute capability"))
-    if hit is None or "ampere" not in ctx.low(hit[0]) and ctx.amd:
+    if hit is None or ("ampere" not in ctx.low(hit[0]) and ctx.amd):
         return []
     quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
     cc, fa2 = ctx.gpu_cc, ctx.fa2
@@ -126,7 +127,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
     return [_fa_kernels(ctx, quotes)]
 
 
-def _fa_kernels(ctx: Context, quotes: list) -> Signal:  # type: ignore[type-arg]
+def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     cc, fa2 = ctx.gpu_cc, ctx.fa2
     remedies: List[Remedy] = []
     if fa2 is not None and cc is not None:
@@ -242,10 +243,6 @@ def graph_breaks(ctx: Context) -> List[Signal]:
         remedies.append(Remedy(summary=found.title, code=found.code))
     return [Signal("graph_break", Category.COMPILE_GRAPH_BREAK,
                    "torch.compile cannot trace into the flash-attention call and breaks the graph "
-                   "there", dedupe([ctx.quote(hit[0]), *([_fa_q] if (_fa_q := _fa_quote(ctx)) else [])]),
+                   "there", dedupe([ctx.quote(hit[0]), *filter(None, [ctx.fa_quote()])]),
                    LOGGED, remedies)]
 
-
-def _fa_quote(ctx: Context):  # type: ignore[no-untyped-def]
-    stated = ctx.package("flash-attn")
-    return stated.quote if stated else None

@@ -16,14 +16,18 @@ from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.observed import Stated
+from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
                         r"([A-Za-z_$][\w$.@]{0,511})?")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
-_GLIBC = re.compile(r"version [`'‘\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'’\"]? not found"
-                    r"(?:\s*\(required by ([^)]+)\))?")
+# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
+# locale or an issue tracker changed it.
+_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2019\"]? "
+                    r"not found"
+                    r"(?:\s*\(required by ([^)]{1,400})\))?")
 _CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"
                           r"cudnn|nvrtc|cu[A-Z])")
 _IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
@@ -105,7 +109,7 @@ def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> O
                                                             r.REVEAL_TORCH)])
 
 
-def _installed_wheel(ctx: Context) -> Optional[object]:
+def _installed_wheel(ctx: Context) -> Optional[Stated]:
     rejected = ctx.has("not a supported wheel")
     for wheel in ctx.seen.wheels:
         if wheel.value.startswith(("flash_attn", "vllm_flash_attn")) and rejected is None:
@@ -143,9 +147,9 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
 
 def _wheel_torch(ctx: Context) -> Optional[str]:
     wheel = _installed_wheel(ctx)
-    if wheel is None or "+" not in wheel.value:  # type: ignore[attr-defined]
+    if wheel is None or "+" not in wheel.value:
         return None
-    local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0])  # type: ignore[attr-defined]
+    local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0])
     return local.torch if local else None
 
 
@@ -182,7 +186,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
                        f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
                        quotes + [ctx.quote(i) for i in _import_line(ctx, index)], NAMED,
                        [*csrc_remedies(module), r.sdpa("Meanwhile:")], details={"library": lib})]
-    out = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
+    out: List[Optional[Remedy]] = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
         if diagnosis.category == Category.TORCH_VERSION_MISMATCH else [r.reinstall(ctx)]
     return [Signal("missing_library", diagnosis.category,
                    f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,

@@ -14,6 +14,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 # Names callers import from flash_attn that a release renamed (flash_attn_facts.md §4, from
 # flash_attn/flash_attn_interface.py at each tag): the compiled module is imported as
@@ -74,7 +75,7 @@ def wrappers(ctx: Context) -> List[Signal]:
         needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
 
 
-def _installed(ctx: Context):  # type: ignore[no-untyped-def]
+def _installed(ctx: Context) -> Optional[Quote]:
     stated = ctx.package("flash-attn", "flash-attn-2", "flash-attn-3", "flash-attn-4")
     if stated is not None:
         return stated.quote
@@ -105,7 +106,7 @@ def renamed_api(ctx: Context) -> List[Signal]:
         if installed is not None and installed < Version(since):
             continue
         caller = _caller(ctx)
-        quotes = dedupe([ctx.quote(index), *(q for q in [_fa_quote(ctx)] if q)])
+        quotes = dedupe([ctx.quote(index), *filter(None, [ctx.fa_quote()])])
         return [Signal(
             "renamed_api", Category.VERSION_CONFLICT,
             f"{caller or 'the caller'} imports {name} from {module}, a name flash-attn {since} "
@@ -114,11 +115,6 @@ def renamed_api(ctx: Context) -> List[Signal]:
             quotes, NAMED if found.group(3) else LOGGED, _rename_remedies(ctx, caller, since),
             details={"name": name, "renamed_in": since, "new_name": new})]
     return []
-
-
-def _fa_quote(ctx: Context):  # type: ignore[no-untyped-def]
-    stated = ctx.package("flash-attn")
-    return stated.quote if stated else None
 
 
 def _caller(ctx: Context) -> Optional[str]:

@@ -90,7 +90,8 @@ class Observed:
 
 def canonical(name: str) -> str:
     """PEP 503: flash_attn, Flash.Attn and flash-attn are one distribution."""
-    out, dash = [], False
+    out: List[str] = []
+    dash = False
     for ch in name.strip().lower():
         if ch in "-_.":
             dash = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional, Tuple
 
 from fadoctor.report import Severity
 from fadoctor.triage.model import Diagnosed, Triage
@@ -23,7 +23,7 @@ def headline(result: Triage) -> str:
     return f"{verdict}{f' ({errors} certain from the text)' if errors else ''}; read: {read}"
 
 
-def _environment(result: Triage) -> List[tuple]:  # type: ignore[type-arg]
+def _environment(result: Triage) -> List[Tuple[str, Optional[str]]]:
     env = result.environment
     return [("python", env.python), ("platform", env.platform), ("torch", env.torch),
             ("driver", env.driver), ("GPUs", ", ".join(env.gpus) or None),

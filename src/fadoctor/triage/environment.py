@@ -5,10 +5,11 @@ prose with versions (pure). Each value is stated with its line."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Tuple
 
 from fadoctor.triage import observed as o
 from fadoctor.triage.gpus import GpuFinder
+from fadoctor.triage.hardware import read_hardware, read_paths
 from fadoctor.triage.observed import LISTING, PROSE, TOOL, Observed
 from fadoctor.triage.text import Pasted, Quote
 
@@ -27,7 +28,6 @@ _COLLECT_ENV: List[Tuple[str, str, int]] = [
 _NOT_VALUES = ("n/a", "none", "could not collect", "no cuda", "")
 
 _SMI_HEADER = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
-_SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
 _SMI_L = re.compile(r"^\s*GPU \d+:\s*(.+?)\s*(?:\(UUID:.*)?$")
 _SMI_Q = re.compile(r"^\s*(Driver Version|CUDA Version|Product Name)\s*:\s*(.+?)\s*$")
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")
@@ -45,13 +45,6 @@ _PROSE = re.compile(
     r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|rocm|"
     r"ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
     r"(?:\s*(?:version|ver\.?|v|is|:|==?|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
-_SITE = re.compile(r"python(3\.\d+)/(?:site|dist)-packages")
-_CPYTHON_SO = re.compile(r"\.cpython-3(\d+)[a-z]*-(x86_64|aarch64|ppc64le)-linux-gnu\.so")
-_WHEEL = re.compile(r"[A-Za-z0-9_.]{1,100}-\d[\w.+!]{0,100}(?:-\d\w{0,20})?-[\w.]{1,40}-[\w.]{1,40}"
-                    r"-[\w.]{1,80}\.whl")
-_SO_PATH = re.compile(r"^\s*(/\S+/(lib[\w+-]+\.so(?:\.\d+)*))\s*$")
-_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
-                     re.IGNORECASE)
 _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",
                  "product name", "cuda compilation tools", "gnu c library")
@@ -61,17 +54,6 @@ _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian"
                   "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
-_CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b|"
-                 r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)
-_FAMILY = re.compile(r"\b(Blackwell|Hopper|Ada(?= Lovelace)|Ampere|Turing|Volta|Pascal|Maxwell)\b",
-                     re.IGNORECASE)
-_FAMILY_NEEDLES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
-                   "maxwell")
-_NOT_STATING = ("or newer", "only support", "requires", "optimized for", "supports ",
-                "not supported")
-_AMD = re.compile(r"\b(gfx\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
-                  r"MI\d{3}X?)\b")
-
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
                  "centos", "rocky", "rocm", "nvcc", "gcc", "driver", "glibc", "os", "windows"}
 
@@ -96,34 +78,23 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
     """Every environment fact the text states, into `seen`. Each parser runs only on the lines
     its hint finds in one scan of the whole text (a report can be megabytes of log), and once per
     distinct line: a repeated line states nothing new (the first quote of a value is kept)."""
-    for index in _distinct(text, text.containing(_TOOL_NEEDLES)):
+    for index in text.distinct(text.containing(_TOOL_NEEDLES)):
         line = text.lines[index]
         _tool_lines(line, line.lower(), _Lazy(text, index), seen)
     show_name: Optional[str] = None
-    for index in _distinct(text, text.matching(_PACKAGE_HINT)):
+    for index in text.distinct(text.matching(_PACKAGE_HINT)):
         line = text.lines[index]
         show_name = _packages(line, line.lower(), _Lazy(text, index), seen, show_name)
-    for index in _distinct(text, text.matching(_KEY_HINT, (":", "="))):
+    for index in text.distinct(text.matching(_KEY_HINT, (":", "="))):
         _key_values(text.lines[index], _Lazy(text, index), seen)
-    for index in _distinct(text, text.containing(_PROSE_NEEDLES)):
+    for index in text.distinct(text.containing(_PROSE_NEEDLES)):
         line = text.lines[index]
         _prose(line, line.lower(), _Lazy(text, index), seen)
-    _paths(text, seen)
-    _hardware(text, seen, gpus)
+    read_paths(text, seen)
+    read_hardware(text, seen, gpus)
     for kind, count in seen.rows.items():
         if count >= 3:  # a listing, not a requirement or two quoted in prose
             seen.kinds.add(kind)
-
-
-def _distinct(text: Pasted, indexes: List[int]) -> List[int]:
-    done: Set[str] = set()
-    out = []
-    for index in indexes:
-        line = text.lines[index]
-        if line not in done:
-            done.add(line)
-            out.append(index)
-    return out
 
 
 class _Lazy:
@@ -344,35 +315,6 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
             seen.package(_package_name(word), value, quote(), PROSE)
 
 
-def _paths(text: Pasted, seen: Observed) -> None:
-    """What paths show: the Python of a site-packages folder, the Python and machine of an
-    extension's file name, wheels named, libraries listed as present."""
-    site = _SITE.search(text.joined) if "-packages" in text.joined else None
-    if site:
-        seen.state(o.PYTHON, site.group(1), _at(text, site.start()), PROSE)
-    so = _CPYTHON_SO.search(text.joined) if ".cpython-3" in text.joined else None
-    if so:
-        quote = _at(text, so.start())
-        seen.state(o.PYTHON, f"3.{so.group(1)}", quote, PROSE)
-        seen.state(o.MACHINE, so.group(2), quote, PROSE)
-        seen.state(o.OS, "Linux", quote, PROSE)
-    named = set()
-    for index in _distinct(text, text.containing((".whl",))):
-        for wheel in _WHEEL.finditer(text.lines[index]):
-            name = wheel.group(0).rsplit("/", 1)[-1]
-            if name not in named:
-                named.add(name)
-                seen.wheels.append(o.Stated(name, text.quote(index)))
-    for index in _distinct(text, text.containing((".so",))):
-        so_path = _SO_PATH.match(text.lines[index])
-        if so_path:
-            seen.libraries.append(o.Stated(so_path.group(2), text.quote(index)))
-
-
-def _at(text: Pasted, offset: int) -> Quote:
-    return text.quote(text.index_at(offset))
-
-
 def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
     found = _MEMTOTAL.match(line.strip())
     if found is None:
@@ -383,34 +325,3 @@ def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:
     amount, unit = float(found.group(2)), found.group(3)
     gib = amount / 1024 if unit.startswith("M") else amount
     seen.state(o.MEMORY_GIB, str(round(gib, 1)), quote(), TOOL)
-
-
-def _hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
-    for index in _distinct(text, text.containing(("ram", "memory"))):
-        line = text.lines[index]
-        memory = _MEMORY.search(line)
-        if memory and "gpu" not in line.lower():
-            seen.state(o.MEMORY_GIB, memory.group(1), text.quote(index), PROSE)
-    for index in _distinct(text, text.containing(_FAMILY_NEEDLES)):
-        low = text.lines[index].lower()
-        if not any(w in low for w in _NOT_STATING):
-            family = _FAMILY.search(text.lines[index])
-            if family:
-                seen.state(o.GPU_ARCH_FAMILY, family.group(1).lower(), text.quote(index), PROSE)
-    for index in _distinct(text, text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3"))):
-        amd = _AMD.search(text.lines[index])
-        if amd:
-            seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
-            if amd.group(1):
-                seen.state(o.AMD_ARCH, amd.group(1), text.quote(index), PROSE)
-    for index in _distinct(text, text.containing(("capability", "run on a sm"))):
-        cc = _CC.search(text.lines[index])
-        if cc:
-            major, minor = (cc.group(1), cc.group(2)) if cc.group(1) else (cc.group(3), cc.group(4))
-            seen.state(o.GPU_CC, f"{int(major)}.{minor}", text.quote(index), PROSE)
-    for index in _distinct(text, text.containing(gpus.needles)):
-        line = text.lines[index]
-        row = _SMI_ROW.match(line)
-        for name, cc_text in gpus.names(row.group(2) if row else line):
-            if not any(g.name == name for g in seen.gpus):
-                seen.gpus.append(o.Gpu(name, text.quote(index), cc_text))

@@ -107,6 +107,16 @@ class Pasted:
         out = sorted(found)
         return out[:1] if first else out
 
+    def distinct(self, indexes: List[int]) -> List[int]:
+        """The first piece of each distinct content: a repeated line states nothing new."""
+        done: Set[str] = set()
+        out = []
+        for index in indexes:
+            if self.lines[index] not in done:
+                done.add(self.lines[index])
+                out.append(index)
+        return out
+
     def matching(self, pattern: Pattern[str], needles: Sequence[str] = ("",)) -> List[int]:
         """The pieces holding one of `needles` that `pattern` matches at their start."""
         return [i for i, line in enumerate(self.lines)

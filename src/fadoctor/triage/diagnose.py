@@ -113,6 +113,12 @@ def _merge(signals: List[Signal], from_checks: List[Signal]) -> List[Signal]:
     """A check that reaches a signal's category corroborates it (and lends its remedies);
     wrappers' and generic build messages fold into a named cause when there is one."""
     for check in from_checks:
+        error = str(check.details.get("error") or "")
+        reread = next((s for s in signals if error and any(error[:120] in q.text
+                                                             for q in s.quotes)), None)
+        if reread is not None:  # the same error line, read with less context: not a second cause
+            reread.remedies += [rem for rem in check.remedies if _adds(rem, reread.remedies)]
+            continue
         same = next((s for s in signals if s.category == check.category), None)
         if same is None:
             signals.append(check)

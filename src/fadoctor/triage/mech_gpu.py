@@ -129,13 +129,8 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
 
 def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     cc, fa2 = ctx.gpu_cc, ctx.fa2
-    remedies: List[Remedy] = []
-    if fa2 is not None and cc is not None:
-        for defect in ctx.matrix.defects_for(fa2):
-            if defect.matches(ctx.torch, cc, ctx.driver, glibc=ctx.glibc) is not False \
-                    and defect.category in (Category.NO_KERNEL_IMAGE, Category.DRIVER_TOO_OLD,
-                                            Category.GPU_UNSUPPORTED):
-                remedies.append(Remedy(summary=f"{defect.summary} {defect.remedy}"))
+    remedies = r.known_defects(ctx, Category.NO_KERNEL_IMAGE, Category.DRIVER_TOO_OLD,
+                               Category.GPU_UNSUPPORTED) if cc is not None else []
     first = _first_release_for(ctx, cc) if cc is not None else None
     if first is not None:
         remedies.append(Remedy(summary=f"flash-attn {first} is the first release whose wheels "

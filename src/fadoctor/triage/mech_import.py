@@ -96,14 +96,16 @@ def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> O
         return None
     quotes = dedupe([*quotes, *ctx.quotes("torch")])
     want = str(bool(torch_abi)).upper()
-    hint = Remedy(summary=f"Take the wheel named cxx11abi{want} (torch's _GLIBCXX_USE_CXX11_ABI = "
-                  f"{int(torch_abi)}), or build from source against this torch.")
+    hint = Remedy(summary=f"If you pick a release wheel by hand, take one named cxx11abi{want} "
+                  f"(torch's _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}) whose torch build really "
+                  "had that ABI (`fadoctor matrix show --flash-attn VERSION` says which did).")
     return Signal(
         "undefined_symbol", Category.CXX11_ABI_MISMATCH,
         f"the extension was built with the C++11 ABI = {built} ({how}), but torch {ctx.torch} "
         f"uses _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}: its torch symbols cannot resolve",
         quotes, NAMED,
-        r.keep([r.exact_wheel(ctx), hint, r.force_build(ctx, "Or:"), r.sdpa("Meanwhile:")]),
+        r.keep([r.exact_wheel(ctx), *r.known_defects(ctx, Category.CXX11_ABI_MISMATCH), hint,
+                r.force_build(ctx, "Or:"), r.sdpa("Meanwhile:")]),
         details={"symbol": symbol, "extension_cxx11_abi": built, "torch_cxx11_abi": int(torch_abi)},
         needs=[] if ctx.seen.get("torch_cxx11_abi") else [("torch's C++ ABI, as torch reports it",
                                                             r.REVEAL_TORCH)])

@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from fadoctor.checks.remedies import sdpa_fallback, torch_install
 from fadoctor.fix.fa2 import TorchBuild, build_recipe, find_wheel
-from fadoctor.report import Remedy
+from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
@@ -120,6 +120,21 @@ def torch_for_cuda(ctx: Context, cuda_major: int, at_most: Optional[Version] = N
             return Remedy(summary=f"Install torch {version} built for CUDA {cuda_major} "
                           f"({variant}).", commands=[torch_install(version, variant)])
     return None
+
+
+def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:
+    """The matrix's known defects of the stated flash-attn release that the stated facts do not
+    rule out, with what to take instead."""
+    if ctx.fa2 is None:
+        return []
+    out = []
+    for defect in ctx.matrix.defects_for(ctx.fa2):
+        if defect.category in categories and defect.matches(
+                ctx.torch, ctx.gpu_cc_exact, ctx.driver, cxx11_abi=ctx.torch_abi, glibc=ctx.glibc,
+                torch_cuda=ctx.torch_cuda) is not False:
+            out.append(Remedy(summary=f"A known defect of flash-attn {defect.versions}: "
+                              f"{defect.summary} {defect.remedy}"))
+    return out
 
 
 def sdpa(reason: str) -> Remedy:

@@ -50,3 +50,16 @@ def test_the_fix_example_is_what_fix_prints() -> None:
     done = subprocess.run([sys.executable, "-m", "fadoctor", *args[1:]], capture_output=True,
                           text=True, timeout=120, check=True)
     assert done.stdout.splitlines() == shown
+
+
+def test_the_triage_example_is_what_triage_prints() -> None:
+    from fadoctor.matrix import load_matrix
+    from fadoctor.triage.diagnose import triage
+    from fadoctor.triage.render import render_text
+
+    section = README.split("## Diagnosing a pasted report", 1)[1]
+    pasted, shown = section.split("```", 4)[1], section.split("```", 4)[3]
+    fixture = ROOT / "tests" / "fixtures" / "triage" / "abi-cxx11-string-on-abi0-torch26"
+    assert pasted.strip() == (fixture / "report.txt").read_text(encoding="utf-8").strip()
+    printed = render_text(triage(pasted.strip() + "\n", load_matrix(None)))
+    assert shown.strip().splitlines()[1:] == printed.rstrip().splitlines()

@@ -50,6 +50,8 @@ _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "p
                  "product name", "cuda compilation tools", "gnu c library")
 _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w+\][ \t]*)?#?[ \t]*[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
                            r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
+_REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
+              "was built for:")
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
                   "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
@@ -297,6 +299,8 @@ def _package_name(word: str) -> str:
 
 def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
     for found in _PROSE.finditer(line):
+        if low[:found.start()].rstrip().endswith(_REQUIRING):
+            continue  # "requires torch==2.4.1" states a requirement, not what is installed
         seen.kinds.add("prose with versions")
         word, value = found.group(1).lower(), found.group(2)
         if word in ("torch", "pytorch"):

@@ -28,7 +28,8 @@ _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hou
                    r"never finish\w*|(?:takes?|taking) (?:so|very|too) long)\b", re.I)
 _NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja)'")
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
-                        r"No such file or directory: '[^']*/nvcc'|nvcc: (?:command )?not found", re.I)
+                        r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
+                        r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
 _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that "
                             r"was used to compile\s+PyTorch \((\d+\.\d+)\)")
 _NVCC_MIN = re.compile(r"FlashAttention(?:-3)? is only supported on CUDA (\d+\.\d+) and above")
@@ -38,6 +39,10 @@ _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\
 _ARCH = re.compile(r"Unsupported gpu architecture '(?:compute|sm)_(\d+)\w?'")
 _PYTHON_H = re.compile(r"Python\.h: No such file or directory")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
+_LOCAL_PIN = re.compile(r"(?:Could not find a version that satisfies the requirement|No matching "
+                        r"distribution found for) (flash[-_]attn[^\s+]{0,40}\+\S{1,80})", re.I)
+_GUESSED = re.compile(r"(?:Guessing wheel URL|Downloading|Raw wheel path)\W{0,5}\s*\S{0,200}?/"
+                      r"(flash_attn-[\w.+]{1,120}-cp\d+-cp\d+\w*-\w+\.whl)")
 _BUILD_FAILED = re.compile(r"Failed (?:to build|building wheel for) (?:flash[-_]attn|"
                            r"installable wheels)|subprocess-exited-with-error", re.I)
 
@@ -127,7 +132,7 @@ def isolation(ctx: Context) -> List[Signal]:
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc"))
+    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file"))
     if hit is None:
         return []
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
@@ -283,6 +288,43 @@ def _python_wheel(ctx: Context, name: str, tag: str, have: Version) -> List[Reme
     out.append(Remedy(summary=f"Or create the environment with Python {wanted}, the wheel's.",
                       commands=[f"conda create -n fa python={wanted}"]))
     return out
+
+
+def local_pin(ctx: Context) -> List[Signal]:
+    """`flash-attn==2.x+cu12torch...` asks pip for a local version the wheels' metadata lacks."""
+    hit = ctx.first(_LOCAL_PIN, ("satisfies the requirement", "no matching distribution"))
+    if hit is None:
+        return []
+    return [Signal("local_pin", Category.WRONG_WHEEL,
+                   f"pip cannot resolve {hit[1].group(1)}: the +cu..torch.. part names a wheel file "
+                   "on the release page, not a version a package index has (the wheels' metadata "
+                   "carries no local version, flash-attention#1423)", [ctx.quote(hit[0])], NAMED,
+                   [_prebuilt(ctx),
+                    Remedy(summary="Install that wheel by its URL instead of pinning it as a "
+                           "version.", link=r.WHEELS_PAGE)])]
+
+
+def no_prebuilt_wheel(ctx: Context) -> List[Signal]:
+    """setup.py guessed a wheel URL the release does not have, and compiled instead."""
+    if e.NO_WHEEL not in ctx.seen.marks:
+        return []
+    hit = ctx.first(_GUESSED, ("flash_attn-",))
+    quotes = [ctx.seen.marks[e.NO_WHEEL].quote, *([ctx.quote(hit[0])] if hit else [])]
+    why = ""
+    if hit is not None:
+        name = hit[1].group(1)
+        version, _, rest = name[len("flash_attn-"):].partition("+")
+        local, python = rest.split("-")[0], rest.split("-")[1] if "-" in rest else ""
+        rel = ctx.matrix.fa_release(Version(version)) if parse_version(version) else None
+        if rel is not None:
+            pythons = rel.assets.get(local)
+            why = (f": flash-attn {version} built no {local} wheel" if pythons is None else
+                   f": flash-attn {version}'s {local} wheels are for {', '.join(pythons)}, not "
+                   f"{python}" if python not in pythons else "")
+    return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
+                   f"setup.py found no prebuilt wheel for this torch, CUDA, C++ ABI and Python"
+                   f"{why}, so it compiles flash-attn from source (slow, and it needs nvcc)",
+                   dedupe(quotes), LOGGED - 15, [_prebuilt(ctx)], severity=Severity.WARNING)]
 
 
 def build_failed(ctx: Context) -> List[Signal]:

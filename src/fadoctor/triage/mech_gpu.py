@@ -124,7 +124,26 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        f"{CSRC[module][0]}, has no kernels for {_gpu_words(ctx)}: it is "
                        "unmaintained since 2024-01 (flash-attention#1966)", quotes, NAMED,
                        csrc_remedies(module))]
+    cc = ctx.gpu_cc_exact
+    if cc is not None and _torch_lacks(ctx, cc):
+        return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                       f"torch {ctx.torch} has no kernels for {_gpu_words(ctx)}: its "
+                       f"{ctx.torch_variant} build was compiled for other architectures",
+                       dedupe([*quotes, *ctx.quotes("torch")]), NAMED, _torch_with_arch(ctx, cc))]
+    if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc:
+        return [Signal("no_kernel_image", Category.GPU_UNSUPPORTED,
+                       f"{_gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "
+                       "kernels for it", quotes, NAMED,
+                       [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
     return [_fa_kernels(ctx, quotes)]
+
+
+def _torch_lacks(ctx: Context, cc: Version) -> bool:
+    """The stated torch build's arch list (from the matrix) has no code for this GPU."""
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    archs = release.arch_lists.get(ctx.torch_variant or "") if release is not None else None
+    return archs is not None and not any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
+                                         for a in archs.split(";"))
 
 
 def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:

@@ -17,7 +17,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.observed import Stated
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
@@ -43,8 +43,12 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     if symbol is not None and ("libtorch" in library or "libc10" in library
                                or _CUDA_SYMBOL.match(symbol) or _is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]
+    owner = owner_of(library)
     abi = _abi_mismatch(ctx, symbol, quotes)
     if abi is not None:
+        if owner is not None:
+            abi.message = f"{owner}: {abi.message}"
+            abi.remedies = r.rebuild_other(ctx, owner)
         return [abi]
     if symbol is not None and not is_torch_symbol(symbol):
         shown = _demangled(symbol)
@@ -57,7 +61,30 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         return [Signal("undefined_symbol", category, f"{_name(library)} {what}", quotes, NAMED,
                        r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]),
                        details={"symbol": symbol, "demangled": shown})]
-    return [_torch_mismatch(ctx, library, symbol, quotes)]
+    mismatch = _torch_mismatch(ctx, library, symbol, quotes)
+    if owner is not None:
+        mismatch.message = f"{owner}: {mismatch.message}"
+        mismatch.remedies = r.rebuild_other(ctx, owner)
+    return [mismatch]
+
+
+# Compiled modules of packages other than flash-attention, by the top-level name in the path.
+_OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
+           "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
+           "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
+           "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
+           "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
+           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel"}
+
+
+def owner_of(library: str) -> Optional[str]:
+    """The distribution a failing binary belongs to when it is not a flash-attention family
+    (None: flash-attention's, or unknown)."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in library:
+            top = library.split(marker, 1)[1].split("/", 1)[0]
+            return _OTHERS.get(top.split(".", 1)[0])
+    return _OTHERS.get(library.rsplit("/", 1)[-1].split(".", 1)[0])
 
 
 def _is_cuda_library(library: str) -> bool:
@@ -240,6 +267,39 @@ def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quo
     return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
                   r.keep(remedies), details={"library": lib, "cuda_major": built},
                   needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
+
+
+_NO_COMPILED = re.compile(r"No module named '(flash_attn_2_cuda|flash_attn_cuda|flash_attn_3(?:\._C|"
+                          r"_cuda)?|flash_attn_gpu|vllm_flash_attn\.\w+|dropout_layer_norm|"
+                          r"rotary_emb|fused_dense_lib|xentropy_cuda_lib|fused_softmax_lib)'")
+
+
+def missing_module(ctx: Context) -> List[Signal]:
+    """A compiled module of flash-attention that Python cannot find."""
+    hit = ctx.first(_NO_COMPILED, ("no module named",))
+    if hit is None:
+        return []
+    module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
+    if module in CSRC:
+        return [Signal("missing_module", Category.NOT_INSTALLED,
+                       f"{module}, an optional flash-attention extension built separately from "
+                       f"{CSRC[module][0]}, is not installed", quotes, NAMED,
+                       csrc_remedies(module))]
+    if module == "flash_attn_cuda" and (ctx.fa2 is None or ctx.fa2 >= Version("2.0")):
+        return [Signal("missing_module", Category.VERSION_CONFLICT,
+                       "the caller imports flash_attn_cuda, the compiled module of flash-attn "
+                       "1.x: it was written for flash-attn 1.x, and 2.x names it "
+                       "flash_attn_2_cuda", dedupe([*quotes, *filter(None, [ctx.fa_quote()])]),
+                       LOGGED, [Remedy(summary="Upgrade the package that imports it to a release "
+                                       "written for flash-attn 2.x, or install flash-attn 1.x.",
+                                       commands=['pip install "flash-attn<2"'])])]
+    return [Signal("missing_module", Category.WRONG_WHEEL,
+                   f"flash_attn imports, but its compiled extension {module} is not there: Python "
+                   "runs from a flash-attention source checkout (its flash_attn folder shadows the "
+                   "installed package), or the install built no extension", quotes, NAMED,
+                   [Remedy(summary="Run from another directory than a flash-attention checkout; "
+                           "if it still fails, reinstall it.", commands=["cd ~"]),
+                    r.reinstall(ctx)])]
 
 
 def glibc_versions(ctx: Context) -> List[Signal]:

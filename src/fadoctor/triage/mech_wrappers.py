@@ -42,6 +42,9 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"installed flash[-_ ]?attn|successfully installed[^\n]*flash[-_]attn|"
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
+_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|MacBook|mps)\b", re.IGNORECASE)
+_MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars",
+                   re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
 _OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
                          r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
@@ -55,6 +58,9 @@ def wrappers(ctx: Context) -> List[Signal]:
         return []
     index, _ = hit
     quotes = [ctx.quote(index)]
+    reason = _fallback_reason(ctx, index)
+    if reason is not None:
+        return [reason]
     installed = _installed(ctx)
     if installed is None:
         return [Signal(
@@ -73,6 +79,30 @@ def wrappers(ctx: Context) -> List[Signal]:
                 commands=[r.REVEAL_IMPORT])],
         severity=Severity.WARNING,
         needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
+
+
+def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
+    """A framework that names why it will not use flash-attention (vLLM: "Cannot use
+    FlashAttention-2 backend for Volta and Turing GPUs", "... for dtype other than ...")."""
+    low, quotes = ctx.low(index), [ctx.quote(index)]
+    if any(w in low for w in ("volta", "turing", "compute capability", " gpus", "gpu ")):
+        return Signal("wrapper", Category.GPU_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 on this GPU: it needs Ampere "
+                      "(sm_80) or newer", dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else [])]),
+                      LOGGED, [r.sdpa("It falls back to another attention backend; to choose one:")],
+                      severity=Severity.WARNING)
+    if "dtype" in low:
+        return Signal("wrapper", Category.DTYPE_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 for this dtype (fp16 and bf16 "
+                      "only)", quotes, LOGGED,
+                      [Remedy(summary="Run the model in bfloat16 or float16 (e.g. vLLM's "
+                              "--dtype bfloat16).")], severity=Severity.WARNING)
+    if "head size" in low or "head dim" in low:
+        return Signal("wrapper", Category.HEAD_DIM_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 for this model's head size",
+                      quotes, LOGGED, [r.sdpa("It falls back to another backend; to choose one:")],
+                      severity=Severity.WARNING)
+    return None
 
 
 def _installed(ctx: Context) -> Optional[Quote]:
@@ -141,17 +171,49 @@ def _rename_remedies(ctx: Context, caller: Optional[str], since: str) -> List[Re
     return out
 
 
-def windows(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_DLL, ("dll load failed",))
+def platform(ctx: Context) -> List[Signal]:
+    """flash-attention on a platform it does not build for: Windows (no official wheels; a build
+    needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
+    mac = ctx.first(_MAC, ("darwin", "macos", "mac os", "apple m", "mps", "macbook"))
+    if mac is not None and ctx.has("flash"):
+        return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
+                       "flash-attention needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
+                       "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
+                       NAMED + 5, [r.sdpa("On a Mac:")])]
+    dll = ctx.first(_DLL, ("dll load failed",))
+    build = ctx.first(_MSVC, ("visual c++", "msvc", "cl.exe", "vcvars"))
+    hit = dll or build
     if hit is None or not (ctx.has("flash") or (hit[1].group(1) or "").startswith("flash")):
         return []
+    what = ("Windows cannot load this flash-attn extension" if dll else
+            "the flash-attn build needs the MSVC toolchain on Windows")
     return [Signal(
         "windows", Category.PLATFORM_UNSUPPORTED,
-        "Windows cannot load this flash-attn extension: flash-attention publishes wheels for "
-        "Linux x86_64 only, so a Windows build comes from elsewhere and must match this torch and "
-        "CUDA exactly", [ctx.quote(hit[0])], NAMED,
+        f"{what}: flash-attention publishes wheels for Linux x86_64 only, so on Windows it must be "
+        "built (hours, with MSVC and the CUDA toolkit) or taken from a third party, and must match "
+        "this torch and CUDA exactly", [ctx.quote(hit[0])], NAMED,
         [Remedy(summary="Run under WSL2 or Linux, where the official wheels install."),
          r.sdpa("Or, on Windows:")])]
+
+
+_BUILT_FOR = re.compile(r"(\w+) was built for:?\s*$|(\w+) was built for:?\s*PyTorch ([\w.+]+)")
+_YOU_HAVE = re.compile(r"PyTorch ([\w.+]+)\b.*\(you have ([\w.+]+)\)")
+
+
+def built_for(ctx: Context) -> List[Signal]:
+    """A package's own report that its extension was built for another torch (xFormers)."""
+    hit = ctx.first(_YOU_HAVE, ("you have",))
+    if hit is None:
+        return []
+    index, found = hit
+    owner = next((m.group(1) or m.group(2) for _, m in
+                  ((i, _BUILT_FOR.search(line)) for i, line in ctx.text.window(index, 2, 0))
+                  if m), None)
+    name = {"xformers": "xformers"}.get((owner or "").lower(), (owner or "the package").lower())
+    return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
+                   f"{name}'s extensions were built for torch {found.group(1)}, but torch "
+                   f"{found.group(2)} is installed: they cannot load", [ctx.quote(index)],
+                   NAMED, r.rebuild_other(ctx, name, found.group(2)))]
 
 
 def torch_cpu(ctx: Context) -> List[Signal]:

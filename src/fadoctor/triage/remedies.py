@@ -137,6 +137,17 @@ def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:
     return out
 
 
+def rebuild_other(ctx: Context, owner: str, installed: Optional[str] = None) -> List[Remedy]:
+    """An extension of another package (vLLM, xformers, torchvision...) built for another torch."""
+    torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
+    return [Remedy(summary=f"{owner}'s compiled extension was built for another torch than the "
+                   f"installed{torch}: install the {owner} release built for this torch (its "
+                   "requirements name the torch it was built with), or the torch it names.",
+                   commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]),
+            Remedy(summary=f"Or build {owner} from source against this torch.",
+                   commands=[f"pip install --no-build-isolation --no-binary {owner} {owner}"])]
+
+
 def sdpa(reason: str) -> Remedy:
     return sdpa_fallback(reason)
 

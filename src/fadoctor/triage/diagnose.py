@@ -30,9 +30,10 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
-    mech_wrappers.renamed_api, mech_wrappers.platform, mech_import.missing_module, mech_wrappers.torch_cpu,
-    mech_wrappers.driver, mech_wrappers.built_for, mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only,
-    mech_gpu.dtype, mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks,
+    mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
+    mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,
+    mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
+    mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks,
     mech_build.memory, mech_build.slow_build, mech_build.isolation, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.local_pin,

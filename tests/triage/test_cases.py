@@ -5,7 +5,7 @@ confirmed root cause, and its own remedies carry the fix."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
@@ -84,3 +84,40 @@ def test_ranks_are_explained_in_order(matrix: Matrix) -> None:
     assert result.diagnosis[0].why_ranked.startswith("most likely")
     # The wrapper's "package is not found" folds into the undefined symbol it hides.
     assert "not found" in " ".join(result.diagnosis[0].evidence["quoted"])
+
+
+HEALTHY = """\
+PyTorch version: 2.4.0+cu121
+CUDA used to build PyTorch: 12.1
+OS: Ubuntu 22.04.4 LTS (x86_64)
+Libc version: glibc-2.35
+Python version: 3.10.14 (main, May  6 2024, 19:42:50) [GCC 11.2.0] (64-bit runtime)
+Is CUDA available: True
+GPU models and configuration: GPU 0: NVIDIA A100-SXM4-80GB
+Nvidia driver version: 535.161.08
+Package            Version
+------------------ -----------
+flash-attn         2.6.3
+torch              2.4.0
+transformers       4.44.2
+"""
+
+
+@pytest.mark.parametrize("text, absent", [
+    (HEALTHY, None),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+     "total capacity of 79.15 GiB of which 3.06 MiB is free.", None),
+    ("Loading checkpoint shards: [1/3]\nMemoryError\nnvcc -V: Cuda compilation tools, release "
+     "12.1, V12.1.105", "build_resources"),
+    ("The README says flash-attn requires Ampere GPUs or newer (A100, RTX 3090, H100) and "
+     "supports fp16 and bf16.", None),
+    ("pip install flash-attn --no-build-isolation\nSuccessfully installed flash-attn-2.7.4.post1",
+     None),
+], ids=["healthy-collect-env", "training-oom", "oom-outside-a-build", "readme-prose", "success"])
+def test_no_cause_where_there_is_none(text: str, absent: Optional[str], matrix: Matrix) -> None:
+    """Text that shows no failure gets no error finding (and no build cause for a training OOM)."""
+    result = triage(text, matrix)
+    if absent is None:
+        assert [d for d in result.diagnosis if d.severity == Severity.ERROR] == []
+    else:
+        assert absent not in [d.category.value for d in result.diagnosis]

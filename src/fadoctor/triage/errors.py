@@ -23,11 +23,11 @@ BUILD, NO_ISOLATION, ISOLATED, FROM_SOURCE, DOCKER, WINDOWS, NO_WHEEL = (
     "no_prebuilt_wheel")
 _MARKS: List[Tuple[str, Tuple[str, ...]]] = [
     (BUILD, ("building wheel", "running setup.py", "setup.py install", "setup.py bdist",
-             "building wheels for collected", "bdist_wheel", "ninja:", "[1/", "nvcc fatal",
-             "subprocess-exited-with-error", "failed to build", "failed building wheel",
-             "compiling", "compilation terminated", "building from source", "build from source",
-             "install from source", "installs flash-attn from source", "getting requirements to build",
-             "preparing metadata", "error: command", "cc1plus", "ptxas", "cicc", "buildextension")),
+             "building wheels for collected", "bdist_wheel", "build_ext", "ninja: build stopped",
+             "nvcc fatal", "subprocess-exited-with-error", "failed to build", "failed building wheel",
+             "compilation terminated", "building from source", "getting requirements to build",
+             "error: command", "cc1plus", "ptxas", "buildextension", "/bin/nvcc ",
+             "--generate-dependencies-with-compile")),
     (NO_ISOLATION, ("--no-build-isolation", "no_build_isolation")),
     (FROM_SOURCE, ("from source", "git+https", "setup.py install", "force_build", "pip install .",
                    "pip install -e .", "python -m pip install .", "building from source",

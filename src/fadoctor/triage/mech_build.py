@@ -55,11 +55,12 @@ def _build_context(ctx: Context, index: int) -> bool:
 
 def _jobs(ctx: Context) -> Remedy:
     jobs = ctx.build_jobs
+    pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
     memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
     return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
                   f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={jobs} fits {memory}.",
-                  commands=[f"MAX_JOBS={jobs} NVCC_THREADS={BUILD_THREADS} pip install flash-attn "
-                            "--no-build-isolation --no-cache-dir"])
+                  commands=[f"MAX_JOBS={jobs} NVCC_THREADS={BUILD_THREADS} pip install "
+                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
 
 
 def _prebuilt(ctx: Context) -> Remedy:

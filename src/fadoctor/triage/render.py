@@ -20,7 +20,9 @@ def headline(result: Triage) -> str:
     else:
         verdict = f"{len(result.diagnosis)} possible causes, most likely first"
     read = ", ".join(result.read) or "nothing recognised"
-    return f"{verdict}{f' ({errors} certain from the text)' if errors else ''}; read: {read}"
+    shown = f" ({errors} of them errors the quoted lines show)" if errors and len(
+        result.diagnosis) > 1 else (" (an error the quoted lines show)" if errors else "")
+    return f"{verdict}{shown}; read: {read}"
 
 
 def _environment(result: Triage) -> List[Tuple[str, Optional[str]]]:

@@ -43,8 +43,8 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
 _MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|MacBook|mps)\b", re.IGNORECASE)
-_MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars",
-                   re.IGNORECASE)
+_MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
+                   r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
 _OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
                          r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
@@ -181,7 +181,7 @@ def platform(ctx: Context) -> List[Signal]:
                        "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
                        NAMED + 5, [r.sdpa("On a Mac:")])]
     dll = ctx.first(_DLL, ("dll load failed",))
-    build = ctx.first(_MSVC, ("visual c++", "msvc", "cl.exe", "vcvars"))
+    build = ctx.first(_MSVC, ("visual c++", "msvc", "cl.exe", "vcvars", "visual studio"))
     hit = dll or build
     if hit is None or not (ctx.has("flash") or (hit[1].group(1) or "").startswith("flash")):
         return []

@@ -36,7 +36,15 @@ def read_recorded(text: Pasted) -> Optional[Recorded]:
 
 
 def quote_lines(text: Pasted, finding: Finding, limit: int = 3) -> List[Quote]:
-    """Lines of the text holding the values a finding's evidence names."""
-    needles = [value.strip().lower()[:80] for value in finding.evidence.values()
-               if isinstance(value, str) and len(value.strip()) >= 4]
-    return [text.quote(index) for index in text.containing(needles)[:limit]]
+    """Lines of the text holding the values a finding's evidence names, the most specific
+    (longest) values first."""
+    needles = sorted({value.strip().lower()[:80] for value in finding.evidence.values()
+                      if isinstance(value, str) and len(value.strip()) >= 4}, key=len, reverse=True)
+    lines: List[int] = []
+    for needle in needles:
+        found = text.containing((needle,), first=True)
+        if found and found[0] not in lines:
+            lines.append(found[0])
+        if len(lines) >= limit:
+            break
+    return [text.quote(index) for index in sorted(lines)]

@@ -49,7 +49,9 @@ def triage_command(
         from fadoctor.redact import redact as scrub
 
         text = scrub(text, this_machine())
-    _write(output, text)
+    from fadoctor.cli import _write  # the one writer of every command's output (cli imports us)
+
+    _write(output or Path("-"), text)
     return ExitCode.PROBLEMS if any(d.severity == Severity.ERROR for d in result.diagnosis) \
         else ExitCode.OK
 
@@ -68,14 +70,3 @@ def _read(source: Optional[str]) -> bytes:
     if len(data) > MAX_BYTES:
         raise InputError(f"the report is larger than {MAX_BYTES // 2 ** 20} MB")
     return data
-
-
-def _write(output: Optional[Path], text: str) -> None:
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from exc

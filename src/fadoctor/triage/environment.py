@@ -126,21 +126,12 @@ def _tool_lines(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
                 seen.kinds.add("collect_env")
                 _state_special(key, value, quote(), seen, weight)
             return
-    if "driver version" in low:
-        header = _SMI_HEADER.search(line)
-        if header:
-            seen.kinds.add("nvidia-smi")
-            seen.state(o.DRIVER, header.group(1), quote(), TOOL)
-            seen.state(o.DRIVER_CUDA, header.group(2), quote(), TOOL)
-            return
-    query = _SMI_Q.match(line) if " : " in line or ":" in line else None
-    if query:
-        key, value = query.groups()
-        seen.kinds.add("nvidia-smi -q")
-        if key == "Driver Version":
-            seen.state(o.DRIVER, value, quote(), TOOL)
-        elif key == "CUDA Version":
-            seen.state(o.DRIVER_CUDA, value, quote(), TOOL)
+    smi = _nvidia_smi(line, low)
+    if smi is not None:
+        kind, pairs = smi
+        seen.kinds.add(kind)
+        for key, value in pairs:
+            seen.state(key, value, quote(), TOOL)
         return
     if "cuda compilation tools" in low:
         nvcc = _NVCC.search(line)
@@ -169,6 +160,18 @@ def _tool_lines(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
         cpus = _CPUS.match(line.strip())
         if cpus:
             seen.state(o.CPUS, cpus.group(1), quote(), TOOL)
+
+
+def _nvidia_smi(line: str, low: str) -> Optional[Tuple[str, List[Tuple[str, str]]]]:
+    """nvidia-smi's header (table) or its `-q` lines: the driver and its CUDA version."""
+    header = _SMI_HEADER.search(line) if "driver version" in low else None
+    if header:
+        return "nvidia-smi", [(o.DRIVER, header.group(1)), (o.DRIVER_CUDA, header.group(2))]
+    query = _SMI_Q.match(line)
+    if query:
+        key = {"Driver Version": o.DRIVER, "CUDA Version": o.DRIVER_CUDA}.get(query.group(1))
+        return "nvidia-smi -q", [(key, query.group(2))] if key else []
+    return None
 
 
 def _state_special(key: str, value: str, quote: Quote, seen: Observed, weight: int) -> None:

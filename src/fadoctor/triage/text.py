@@ -57,11 +57,7 @@ class Pasted:
     @cached_property
     def starts(self) -> List[int]:
         """Where each piece starts in `joined`."""
-        out, at = [], 0
-        for line in self.lines:
-            out.append(at)
-            at += len(line) + 1
-        return out
+        return _offsets(self.lines)
 
     @cached_property
     def lower_lines(self) -> Tuple[str, ...]:
@@ -73,11 +69,8 @@ class Pasted:
 
     @cached_property
     def lower_starts(self) -> List[int]:
-        out, at = [], 0
-        for line in self.lower_lines:
-            out.append(at)
-            at += len(line) + 1
-        return out
+        """Where each piece starts in `lower` (lower-casing can change a length)."""
+        return _offsets(self.lower_lines)
 
     def index_at(self, offset: int) -> int:
         """The piece at an offset of `joined`."""
@@ -121,6 +114,14 @@ class Pasted:
         """The pieces holding one of `needles` that `pattern` matches at their start."""
         return [i for i, line in enumerate(self.lines)
                 if any(n in line for n in needles) and pattern.match(line)]
+
+
+def _offsets(lines: Sequence[str]) -> List[int]:
+    out, at = [], 0
+    for line in lines:
+        out.append(at)
+        at += len(line) + 1
+    return out
 
 
 def decode(raw: Union[bytes, str]) -> str:

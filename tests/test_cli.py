@@ -119,7 +119,8 @@ def test_check_on_a_machine_without_a_driver_fails(live_json: Run) -> None:
 @pytest.mark.slow
 def test_a_snapshot_diagnoses_the_same_elsewhere(live_json: Run, snapshot: Path) -> None:
     facts = json.loads(snapshot.read_text())
-    assert facts["schema_version"] == 1 and facts["target"]["python"] == sys.executable
+    assert facts["schema_version"] == 2 and facts["origin"] == "probe"
+    assert facts["target"]["python"] == sys.executable
     replay = fadoctor("check", "--facts", str(snapshot), "--format", "json")
     assert replay.code == live_json.code
     assert json.loads(replay.out)["checks"] == json.loads(live_json.out)["checks"]
@@ -183,6 +184,14 @@ def venv_facts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_only_gates_the_exit_status_on_the_checks_named(venv_facts: Path) -> None:
+    # FAD107 warns and FAD101 (no driver here) fails: --only FAD107 exits on FAD107 alone.
+    run = fadoctor("check", "--facts", str(venv_facts), "-f", "json", "--only", "duplicate-installs")
+    assert [c["id"] for c in json.loads(run.out)["checks"]] == ["FAD107"]
+    assert run.code == 0
+    assert fadoctor("check", "--facts", str(venv_facts), "--only", "FAD101").code == 1
+
+
 def only(check_id: str) -> List[str]:
     return [arg for c in ALL_CHECKS if c.id != check_id for arg in ("--ignore", c.id)]
 
@@ -221,8 +230,7 @@ def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    ("{not json", ["is invalid at (top level)", "Invalid JSON"]),
-    ('{"schema_version": 1}', ["is invalid at fadoctor_version", "more"]),
+    ("{not json", ["is invalid: (top level): ", "Invalid JSON"]),
     (None, ["cannot read facts file"]),
 ])
 def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Optional[str],
@@ -231,6 +239,19 @@ def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Option
     if content is not None:
         path.write_text(content)
     assert_usage_error(fadoctor("check", "--facts", str(path)), *words)
+
+
+def test_an_invalid_facts_file_lists_every_problem_field_by_field(tmp_path: Path) -> None:
+    """Not only the first: a header line, then a line per field (exit 2, no traceback)."""
+    path = tmp_path / "facts.json"
+    path.write_text('{"schema_version": 1, "mode": "sideways"}')
+    run = fadoctor("check", "--facts", str(path))
+    assert run.code == 2 and run.out == "" and "Traceback" not in run.err
+    head, *problems = run.err.splitlines()
+    assert head == f"fadoctor: error: facts file {path} is invalid ({len(problems)} problems):"
+    assert "  fadoctor_version: Field required" in problems
+    assert any(line.startswith("  mode: ") for line in problems)
+    assert len(problems) >= 3 and all(line.startswith("  ") for line in problems)
 
 
 @requires_torch
@@ -260,6 +281,9 @@ def test_a_bad_matrix_is_one_line_and_exit_2(venv_facts: Path, tmp_path: Path, y
     (["check", "--ignore", "FAD999"], ["--ignore FAD999", "no such check"]),
     (["check", "--facts", "f.json", "--python", "python3"], ["apply when probing"]),
     (["explain", "NOPE"], ["no check 'NOPE'"]),
+    (["check", "--only", "FAD999"], ["--only FAD999", "no such check"]),
+    (["check", "--static", "--extension", "tests"], ["--extension tests", "a directory"]),
+    (["check", "--static", "--extension", "README.md"], ["--extension README.md", "not an ELF"]),
 ])
 def test_bad_usage_is_one_line_and_exit_2(args: List[str], words: List[str]) -> None:
     assert_usage_error(fadoctor(*args), *words)
@@ -274,6 +298,19 @@ def test_explain() -> None:
     listing = fadoctor("explain")
     assert listing.code == 0
     assert [line.split()[0] for line in listing.out.splitlines()] == [c.id for c in ALL_CHECKS]
+
+
+def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:
+    run = fadoctor("fix", "--help", env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"})
+    assert run.code == 0
+    rows = {line.split()[1]: line for line in run.out.splitlines()
+            if line.startswith("│ --")}
+    for option, metavar in [("--torch", "VERSION"), ("--gpu-cc", "CC"), ("--platform", "TAG"),
+                            ("--python", "VERSION|PATH"), ("--driver", "VERSION")]:
+        assert rows[option].split()[2] == metavar, rows[option]
+    for flag in ("--print-pins", "--keep-torch", "--no-detect"):
+        assert "<bool>" not in rows[flag] and "default" not in rows[flag], rows[flag]
+    assert "<str>" not in run.out and "[default: True]" not in run.out
 
 
 @pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["--version"]])

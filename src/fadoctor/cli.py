@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor import __version__
-from fadoctor.errors import ExitCode, InputError, UsageError
+from fadoctor.errors import ExitCode, InputError, UsageError, invalid
+from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 from fadoctor.triage.command import triage_command
@@ -33,14 +34,6 @@ app = typer.Typer(
 )
 
 
-class FormatChoice(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    github = "github"
-
-
 class FailOn(str, Enum):
     error = "error"
     warning = "warning"
@@ -54,6 +47,10 @@ STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
 REDACT_HELP = ("Remove user names, home folders, host names and secret-looking values from the "
                "output, so that it can be pasted publicly.")
+ONLY_HELP = ("Run only this check (ID or name; repeatable): the exit status then follows it "
+             "alone. With --extension, the extension checks report only the named files: "
+             "`--static --extension X --only ext-libraries --only ext-symbols --only ext-glibc` "
+             "gates CI on X loading.")
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -77,13 +74,14 @@ def check(
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
     facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
                                               "(from `fadoctor snapshot`) instead of this machine."),
-    fmt: FormatChoice = typer.Option(FormatChoice.text, "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option(Format.TEXT, "--format", "-f", help="Output format."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show passed checks' details "
                                  "and the evidence behind each finding."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding of "
                                    "this severity or worse is found."),
     ignore: List[str] = typer.Option([], "--ignore", help="Check ID or name to skip "
                                      "(repeatable)."),
+    only: List[str] = typer.Option([], "--only", help=ONLY_HELP),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
@@ -97,8 +95,8 @@ def check(
     if facts_file is not None and (python is not None or static or extension):
         raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
                          "apply when probing")
-    if ignore:
-        _check_ignore(ignore)
+    if ignore or only:
+        _check_ignore([*ignore, *only], "--only" if only and not ignore else "--ignore")
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch
@@ -111,10 +109,15 @@ def check(
         load()
     else:
         facts = _collect(python, timeout, static, extension, meanwhile=load)
-    from fadoctor.checks import BY_KEY
+    from fadoctor.checks import ALL_CHECKS, BY_KEY
     from fadoctor.evaluate import evaluate
 
-    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
+    if only and extension:
+        facts = _named_binaries(facts, extension)
+    selected = {BY_KEY[k].id for k in only}
+    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
+                                                  and c.id not in selected}
+    report = evaluate(facts, loaded[0], ignore=left_out)
     _emit(report, fmt, verbose, output, redact)
     return _exit_code(report, fail_on)
 
@@ -136,12 +139,7 @@ def snapshot(
     return ExitCode.OK
 
 
-class PinFormatChoice(str, Enum):
-    text = "text"
-    pip = "pip"
-    uv = "uv"
-    requirements = "requirements"
-    json = "json"
+FLAG = ""  # a flag takes no value: no metavar in --help (typer >= 0.20 would show <bool>)
 
 
 class FamilyChoice(str, Enum):
@@ -153,35 +151,40 @@ class FamilyChoice(str, Enum):
 @app.command()
 @guarded
 def fix(
-    print_pins: bool = typer.Option(True, "--print-pins", help="Print the install commands "
-                                    "(the only thing fix does: it never runs them)."),
-    keep_torch: bool = typer.Option(False, "--keep-torch", help="Keep the installed torch."),
-    torch: Optional[str] = typer.Option(None, "--torch", help="Plan for this torch (2.4, 2.4.0, "
-                                        "2.4.0+cu121)."),
-    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="Plan for this "
-                                             "flash-attn 2.x version."),
+    print_pins: bool = typer.Option(False, "--print-pins", metavar=FLAG, help="Print the "
+                                    "install commands: what fix always does (it never runs "
+                                    "them)."),
+    keep_torch: bool = typer.Option(False, "--keep-torch", metavar=FLAG,
+                                    help="Keep the installed torch."),
+    torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
+                                        "torch (2.4, 2.4.0, 2.4.0+cu121)."),
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
+                                             help="Plan for this flash-attn 2.x version."),
     family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
-    python: Optional[str] = typer.Option(None, "--python", help="A Python version to plan for "
-                                         "(3.11), or the interpreter/environment to examine."),
-    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", help="Plan for a GPU of this compute "
-                                         "capability (8.0)."),
-    driver: Optional[str] = typer.Option(None, "--driver", help="Plan for this NVIDIA driver."),
-    glibc: Optional[str] = typer.Option(None, "--glibc", help="Plan for this glibc (2.35)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="Plan for this platform "
-                                           "(linux_x86_64)."),
-    no_detect: bool = typer.Option(False, "--no-detect", help="Take nothing from this machine: "
-                                   "only the what-if options."),
-    fmt: PinFormatChoice = typer.Option(PinFormatChoice.text, "--format", "-f",
-                                        help="text, pip, uv, requirements or json."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every rejected candidate."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
-                                               "compatibility matrix YAML."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
+                                         help="A Python version to plan for (3.11), or the "
+                                         "interpreter/environment to examine."),
+    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", metavar="CC", help="Plan for a GPU "
+                                         "of this compute capability (8.0)."),
+    driver: Optional[str] = typer.Option(None, "--driver", metavar="VERSION",
+                                         help="Plan for this NVIDIA driver (550.54.14)."),
+    glibc: Optional[str] = typer.Option(None, "--glibc", metavar="VERSION",
+                                        help="Plan for this glibc (2.35)."),
+    platform: Optional[str] = typer.Option(None, "--platform", metavar="TAG", help="Plan for "
+                                           "this wheel platform tag (linux_x86_64)."),
+    no_detect: bool = typer.Option(False, "--no-detect", metavar=FLAG, help="Take nothing from "
+                                   "this machine: only the what-if options."),
+    fmt: PinFormat = typer.Option(PinFormat.text, "--format", "-f", help="Output format."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Every rejected candidate."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another compatibility matrix YAML."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts import Family
-    from fadoctor.fix.machine import WhatIf, apply, from_facts
-    from fadoctor.fix.render import PinFormat, render_plan
+    from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
+    from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
 
     target = python if python and (os.sep in python or Path(python).exists()) else None
@@ -194,7 +197,7 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    _write(Path("-"), render_plan(plan, PinFormat(fmt.value), verbose))
+    _write(Path("-"), render_plan(plan, fmt, verbose))
     return ExitCode.OK
 
 
@@ -230,7 +233,10 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
+    from fadoctor.checks.docs import documentation
+    from fadoctor.matrix import load_matrix
+
+    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{documentation(found, load_matrix())}")
     return ExitCode.OK
 
 
@@ -241,24 +247,23 @@ app.add_typer(matrix_app, name="matrix")
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _check_ignore(keys: List[str]) -> None:
+def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
     from fadoctor.checks import BY_KEY
 
     unknown = [key for key in keys if key not in BY_KEY]
     if unknown:
-        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
+        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")
 
 
 def _collect(python: Optional[str], timeout: Optional[float], static: bool,
              extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
-    from fadoctor.probes.worker import STAGES
+    from fadoctor.target.registry import BY_NAME
 
     for ext in extensions:
-        if not ext.is_file():
-            raise UsageError(f"--extension {ext}: no such file")
-    timeouts = {stage: timeout for stage in STAGES} if timeout else {}
+        _check_extension(ext)
+    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions))
     if not sys.stderr.isatty():
@@ -267,14 +272,35 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         return collection.facts()
     from rich.console import Console
 
-    labels = {"host": "reading the interpreter", "packages": "listing distributions",
-              "torch": "importing torch", "sdpa": "asking torch about SDPA backends"}
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
         collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
+
+
+def _named_binaries(facts: "Facts", extensions: List[Path]) -> "Facts":
+    """The facts with only the named extensions' analyses: `--only` with `--extension` gates on
+    those files alone, not on every other extension of the environment."""
+    if facts.binaries is None or facts.binaries.data is None:
+        return facts
+    named = {os.path.realpath(p) for p in extensions}
+    kept = [b for b in facts.binaries.data if os.path.realpath(b.file.path) in named]
+    return facts.model_copy(update={"binaries": facts.binaries.model_copy(update={"data": kept})})
+
+
+def _check_extension(path: Path) -> None:
+    """An --extension must be an ELF file: a folder or any other file is bad input (exit 2)."""
+    if path.is_dir():
+        raise UsageError(f"--extension {path}: a directory, not a compiled extension (.so)")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise UsageError(f"--extension {path}: {exc.strerror or 'cannot be read'}") from exc
+    if magic != b"\x7fELF":
+        raise UsageError(f"--extension {path}: not an ELF shared object")
 
 
 def _read_facts(path: Path) -> "Facts":
@@ -289,10 +315,9 @@ def _read_facts(path: Path) -> "Facts":
     try:
         return Facts.model_validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}{more}") from exc
+        from fadoctor.validation import problems
+
+        raise invalid(f"facts file {path}", problems(exc)) from exc
 
 
 def _redacted(text: str, redact: bool) -> str:
@@ -304,15 +329,14 @@ def _redacted(text: str, redact: bool) -> str:
     return scrub(text, this_machine())
 
 
-def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path],
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
           redact: bool = False) -> None:
-    from fadoctor.render import Format, RenderOptions, render
+    from fadoctor.render import RenderOptions, render
 
     to_terminal = output is None and sys.stdout.isatty()
-    color = to_terminal and fmt == FormatChoice.text and "NO_COLOR" not in os.environ
+    color = to_terminal and fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
-                                                           color=color))
+    text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
     _write(output or Path("-"), _redacted(text, redact))
 
 

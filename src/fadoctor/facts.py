@@ -3,16 +3,24 @@
 A facts file written on one machine (`fadoctor snapshot`) is diagnosed on another
 (`fadoctor check --facts`); the same files are the test fixtures. Each probe's result is either
 "ok, with data" or "failed, with a kind and a reason" — an unknown is a value, never a guess.
+Inside a probe's data, a field that a source might not know is Optional and `None` means unknown:
+`Torch.cuda_available=None` is "not reported", `False` is "torch said no". Version-1 files, whose
+fields had claims for defaults, are read through `fadoctor.facts_v1`.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Dict, Generic, List, Literal, Optional, TypeVar
+from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Where facts came from: the worker in the target (`probe`), reading files only (`static`, check
+# --static), a report pasted by a user (`pasted`), or output recorded elsewhere and replayed
+# (`recorded`).
+Origin = Literal["probe", "static", "pasted", "recorded"]
 
 
 class Frozen(BaseModel):
@@ -29,6 +37,7 @@ class FailureKind(str, Enum):
     NOT_FOUND = "not_found"  # the thing to probe is absent (interpreter, nvidia-smi)
     ERROR = "error"  # the probe itself raised
     SKIPPED = "skipped"  # not run, because a probe it needs failed
+    NOT_REPORTED = "not_reported"  # the source (a pasted report, a recording) does not say
 
 
 class Failure(Frozen):
@@ -74,19 +83,22 @@ class Target(Frozen):
 
 
 class Host(Frozen):
-    os: str  # platform.system(): Linux, Darwin, Windows
+    """The interpreter and the machine under it. Every field may be unknown (None)."""
+
+    os: Optional[str] = None  # platform.system(): Linux, Darwin, Windows
     os_release: Optional[str] = None  # PRETTY_NAME from os-release
-    machine: str  # x86_64, aarch64
+    machine: Optional[str] = None  # x86_64, aarch64
     libc: Optional[str] = None  # "glibc" / "musl"
     libc_version: Optional[str] = None  # "2.35"
-    python_version: str  # "3.11.7"
-    python_implementation: str  # CPython
-    python_executable: str
+    python_version: Optional[str] = None  # "3.11.7"
+    python_implementation: Optional[str] = None  # CPython
+    python_executable: Optional[str] = None
     python_abi_tag: Optional[str] = None  # "cp311", "cp313t"
-    prefix: str
+    prefix: Optional[str] = None
     cpus: Optional[int] = None
     memory_mib: Optional[int] = None  # physical memory: what bounds a flash-attn build's jobs
-    environment: Dict[str, str] = {}  # the variables that steer CUDA, torch and flash-attn
+    # The variables that steer CUDA, torch and flash-attn ({}: none is set; None: unknown).
+    environment: Optional[Dict[str, str]] = None
 
 
 class Distribution(Frozen):
@@ -95,7 +107,7 @@ class Distribution(Frozen):
     location: Optional[str] = None
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
-    top_level: List[str] = []
+    top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
 
 
 class Packages(Frozen):
@@ -123,7 +135,7 @@ class Driver(Frozen):
     source: Literal["nvml", "procfs", "nvidia-smi", "none"]
     version: Optional[str] = None  # "580.82.07"
     cuda_version: Optional[str] = None  # highest CUDA the driver supports, "13.0"
-    gpus: List[Gpu] = []
+    gpus: Optional[List[Gpu]] = None  # None: the source does not list them (procfs)
     detail: Optional[str] = None  # why no driver was found
 
 
@@ -148,13 +160,14 @@ class Torch(Frozen):
     hip: Optional[str] = None  # torch.version.hip
     cudnn: Optional[int] = None
     cxx11_abi: Optional[bool] = None
-    arch_list: List[str] = []  # torch.cuda.get_arch_list()
-    cuda_available: bool = False
+    # None below: not reported. cuda/hip stay None for a build without them, as torch says.
+    arch_list: Optional[List[str]] = None  # torch.cuda.get_arch_list()
+    cuda_available: Optional[bool] = None
     cuda_error: Optional[str] = None  # why cuda is unavailable, if torch said
-    device_count: int = 0
-    devices: List[TorchDevice] = []
-    sdpa: List[SdpaBackend] = []
-    sdpa_error: Optional[str] = None
+    device_count: Optional[int] = None
+    devices: Optional[List[TorchDevice]] = None
+    sdpa: Optional[List[SdpaBackend]] = None
+    sdpa_error: Optional[str] = None  # why `sdpa` is unknown, when the probe failed
     warnings: List[str] = []  # warnings torch emitted while we probed
 
 
@@ -191,7 +204,7 @@ class FlashAttention(Frozen):
     family: Family
     distribution: Optional[str] = None  # the distribution that provides it
     version: Optional[str] = None  # the distribution's version
-    installed: bool
+    installed: Optional[bool] = None  # None: the source does not say
     # None when not installed (nothing to import); else the import probe's result.
     imported: Optional[Probe[FamilyImport]] = None
 
@@ -209,9 +222,12 @@ class TorchFiles(Frozen):
 
 
 class ExtensionFile(Frozen):
-    family: Optional[Family] = None  # None: named with --extension
+    family: Optional[Family] = None  # None: named with --extension, or found linking torch
     module: Optional[str] = None
     path: str
+    distribution: Optional[str] = None  # the distribution whose RECORD lists it
+    version: Optional[str] = None  # that distribution's version
+    requires_torch: Optional[str] = None  # its Requires-Dist on torch: "==2.4.0", ">=2.10"
 
 
 class Files(Frozen):
@@ -220,6 +236,27 @@ class Files(Frozen):
     torch: Optional[TorchFiles] = None
     extensions: List[ExtensionFile] = []
     wheel_libraries: List[str] = []
+    sys_path: Optional[List[str]] = None  # the target's, where torch looks for CUDA libraries
+    linked: Optional[List[ExtensionFile]] = None  # every other shared object that links torch
+
+
+class TorchLoad(Frozen):
+    """What `import torch` loads before any extension, played from its own loading code."""
+
+    rules: Optional[str] = None  # the loading code recognised; None: not recognised
+    preloaded: List[str] = []  # libraries torch preloads from sys.path (nvidia-* wheels), in order
+    steps: List[str] = []  # what the model did, in order
+    torch_error: Optional[str] = None  # what `import torch` itself would raise
+
+
+class LoadFailure(Frozen):
+    """The first thing the dynamic loader stops at, in its order: a library, a version, a symbol."""
+
+    kind: Literal["library", "version", "symbol"]
+    name: str  # libcudart.so.12, GLIBC_2.32, _ZN3c10...
+    needed_by: Optional[str] = None  # the object that needs it, when not the extension itself
+    version: Optional[str] = None  # the symbol's version: cudaMalloc@libcudart.so.12
+    message: str  # as ld.so words it
 
 
 class NeededLibrary(Frozen):
@@ -227,11 +264,13 @@ class NeededLibrary(Frozen):
     path: Optional[str] = None  # where the loader would find it; None: it would not
     how: Optional[str] = None  # rpath, ld_library_path, runpath, loaded, ld_cache, default, path
     needed_by: Optional[str] = None  # set for a library a dependency needs, not the binary itself
+    beside: Optional[str] = None  # not found, but a file of that name lies in the binary's folder
 
 
 class MissingSymbol(Frozen):
     name: str
     demangled: Optional[str] = None
+    version: Optional[str] = None  # the version the reference is bound to: libcudart.so.12
 
 
 class UnmetVersion(Frozen):
@@ -259,6 +298,7 @@ class BinaryAnalysis(Frozen):
     string_abi: Optional[int] = None  # C++11 ABI of the std::string its undefined symbols use
     kernels: Optional[Kernels] = None  # None: no .nv_fatbin section
     error: Optional[str] = None  # the file could not be analysed
+    first_failure: Optional[LoadFailure] = None  # None: it loads (or could not be analysed)
 
     @property
     def predicts_import_failure(self) -> bool:
@@ -270,6 +310,7 @@ class BinaryAnalysis(Frozen):
 class Facts(Frozen):
     schema_version: int = SCHEMA_VERSION
     fadoctor_version: str
+    origin: Origin = "probe"
     mode: Literal["full", "static"] = "full"  # static: nothing was imported (check --static)
     target: Target
     host: Probe[Host]
@@ -279,14 +320,22 @@ class Facts(Frozen):
     flash_attention: List[FlashAttention]
     files: Optional[Probe[Files]] = None
     binaries: Optional[Probe[List[BinaryAnalysis]]] = None
+    torch_load: Optional[TorchLoad] = None
     timings: Dict[str, float] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        from fadoctor.facts_v1 import upgrade
+
+        return upgrade(data)
 
     @model_validator(mode="after")
     def _known_schema(self) -> Facts:
         if self.schema_version != SCHEMA_VERSION:
             raise ValueError(
-                f"facts schema_version {self.schema_version} is not {SCHEMA_VERSION}, "
-                "the version this fadoctor reads"
+                f"facts schema_version {self.schema_version} is not one this fadoctor reads "
+                f"(1, read as {SCHEMA_VERSION}, or {SCHEMA_VERSION})"
             )
         return self
 

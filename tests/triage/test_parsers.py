@@ -203,12 +203,14 @@ def test_fadoctor_json_report_pasted_back(matrix: Matrix) -> None:
 
 def test_partial_facts_run_the_checks_and_skip_the_unknown(matrix: Matrix) -> None:
     """FA2 on a Turing GPU: FAD112 fails from the stated GPU and version; what the text does not
-    state (the installed package list, torch's import) is skipped with the reason."""
+    state (the full package list, torch's import) is skipped with the reason; the facts say
+    origin "pasted"."""
     result = triage("GPU 0: Tesla T4\nflash-attn 2.5.8\n", matrix)
     by_id = {c.id: c for c in result.checks}
     assert by_id["FAD112"].status == Status.FAILED
-    assert by_id["FAD110"].status == Status.SKIPPED and "list of installed packages" in (
-        by_id["FAD110"].skipped_reason or "")
+    assert by_id["FAD110"].status == Status.PASSED  # the stated flash-attn
+    assert by_id["FAD107"].status == Status.SKIPPED and "list of installed packages" in (
+        by_id["FAD107"].skipped_reason or "")
     assert by_id["FAD102"].status == Status.SKIPPED
     top = result.diagnosis[0]
     assert top.category.value == "gpu_unsupported" and top.subject == "FAD112"

@@ -24,8 +24,8 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "the driver runs.",
           system.check_torch_cuda_build),
     Check("FAD104", "driver-cuda", "The driver is new enough for torch's CUDA runtime",
-          "Compares the driver version with the matrix: below the CUDA major's floor (12.x: 525, "
-          "13.x: 580) the runtime cannot start (error); below the toolkit's own driver it runs "
+          "Compares the driver version with the matrix: below the CUDA major's floor "
+          "({driver_floors}) the runtime cannot start (error); below the toolkit's own driver it runs "
           "under minor-version compatibility with a limited feature set (warning).",
           system.check_driver_cuda),
     Check("FAD105", "torch-sees-gpu", "torch can use the GPUs the driver reports",
@@ -53,15 +53,15 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "which; a missing libcudart.so.N a CUDA mismatch; GLIBC_x/GLIBCXX_x a system too old.",
           flash.check_import),
     Check("FAD112", "flash-attn-gpu", "Each installed family supports the GPUs here",
-          "FlashAttention-2 needs sm80+ (and before 2.7.3 accepted only sm8x/sm90); "
+          "FlashAttention-2 needs compute capability {fa2_min_cc}+ ({fa2_gates}); "
           "FlashAttention-3 is built for Hopper (sm_90a, plus sm_80 kernels); FlashAttention-4 "
           "accepts sm8x-sm12x and is written for Hopper and Blackwell.",
           flash.check_gpu_support),
     Check("FAD113", "flash-attn-requirements", "Each family's torch and Python requirements hold",
           "Holds the installed versions against the matrix: the README's minimum torch, FA3's "
-          "torch >= 2.4, FA4's Python >= 3.10, and whether the release built wheels for this "
-          "torch minor (if not, the installed copy was compiled and must be rebuilt after every "
-          "torch upgrade).",
+          "torch >= {fa3_min_torch}, FA4's Python >= {fa4_min_python}, and whether the release "
+          "built wheels for this torch minor (if not, the installed copy was compiled and must be "
+          "rebuilt after every torch upgrade).",
           flash.check_requirements),
     Check("FAD120", "sdpa-fallback", "PyTorch SDPA has a fast backend for this GPU",
           "Asks torch which scaled_dot_product_attention backends (flash, efficient, cudnn) "
@@ -69,15 +69,20 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
           sdpa.check_sdpa),
     Check("FAD130", "ext-libraries", "Every library each compiled extension needs will be found",
-          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension (and any "
-          "--extension) and resolves them as the dynamic loader will when the extension is "
-          "imported after torch: libraries torch has loaded (its lib/ and the nvidia-* wheels), "
-          "LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. A library that will "
-          "not be found (libcudart.so.11.0 beside a CUDA 12 torch) predicts the import failure.",
+          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension, every other one "
+          "on sys.path that links torch, and any --extension, and resolves them as the dynamic "
+          "loader will when the extension is imported after torch: what torch's own "
+          "__init__.py loads (its global deps, the nvidia-* wheel libraries that release "
+          "preloads, torch._C), LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. "
+          "The first library not found (breadth-first, as ld.so maps them) is the import's "
+          "failure; libcudart.so.11.0 beside a CUDA 12 torch is a CUDA mismatch, libc10_cuda.so "
+          "beside a CPU torch a CPU-only torch.",
           binary.check_libraries),
     Check("FAD131", "ext-symbols", "Each extension's symbols are exported by the torch installed",
           "Looks each undefined symbol of the extension up in the libraries it will load, through "
-          "their hash tables. Missing c10/at/torch symbols mean a build for another torch; their "
+          "their hash tables, with symbol versions matched as ld.so does. Symbols that only follow "
+          "from a missing library are its consequences, under its category. Missing c10/at/torch "
+          "symbols mean a build for another torch; their "
           "std::string mangling ('Ss' or '__cxx11') against torch's C++ ABI tells an ABI "
           "mismatch. Names are shown demangled; a wheel's file name says which torch it was for.",
           binary.check_symbols),

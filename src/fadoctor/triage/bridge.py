@@ -2,9 +2,9 @@
 state stays unknown — a probe failed with kind "skipped" and the reason — so the checks of
 `fadoctor check` run on it unchanged and skip what they cannot know.
 
-The facts model cannot yet say "unknown" for every field (a bool such as `installed`); the checks
-whose inputs the text leaves unknown are listed by `unknown_checks`, and triage reports them as
-skipped. This module is the one place that knows both models.
+What the facts model still cannot say is unknown (a package list that may be partial) is named by
+`unknown_checks`, and triage reports those checks as skipped. This module is the one place that
+knows both the triage observations and the facts model.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ PASTED = "(pasted report)"
 # Distributions of each family, as the packages stage names them.
 _FAMILIES = {Family.FA2: ("flash-attn",), Family.FA3: ("flash-attn-3", "flash-attn-hopper"),
              Family.FA4: ("flash-attn-4", "flash-attn4"), Family.VLLM_FA: ("vllm-flash-attn",)}
+_LISTINGS = {"pip list", "pip freeze", "conda list"}
 _LINUX = ("linux", "ubuntu", "debian", "centos", "rhel", "red hat", "rocky", "fedora", "alma",
           "arch", "suse", "amazon")
 
@@ -48,7 +49,7 @@ def _unknown(reason: str = NOT_STATED) -> Probe[Any]:
 
 def to_facts(ctx: Context) -> Facts:
     return Facts(
-        fadoctor_version=__version__,
+        fadoctor_version=__version__, origin="pasted",
         target=Target(python=PASTED, chosen_by="facts-file"),
         host=_host(ctx), packages=_packages(ctx), driver=_driver(ctx),
         torch=_unknown("not imported: a pasted report states its version at most"),
@@ -63,11 +64,10 @@ def _host(ctx: Context) -> Probe[Host]:
     linux = any(w in stated_os.lower() for w in _LINUX) or ctx.glibc is not None
     memory = ctx.memory_gib
     return Probe.success(Host(
-        os="Linux" if linux else ("Windows" if "windows" in stated_os.lower() else "unknown"),
-        os_release=stated_os or None, machine=ctx.seen.get(o.MACHINE) or "unknown",
+        os="Linux" if linux else ("Windows" if "windows" in stated_os.lower() else None),
+        os_release=stated_os or None, machine=ctx.seen.get(o.MACHINE),
         libc="glibc" if ctx.glibc else None, libc_version=str(ctx.glibc) if ctx.glibc else None,
-        python_version=python, python_implementation="CPython", python_executable=PASTED,
-        prefix=PASTED, memory_mib=int(memory * 1024) if memory else None))
+        python_version=python, memory_mib=int(memory * 1024) if memory else None))
 
 
 def _packages(ctx: Context) -> Probe[Packages]:
@@ -103,12 +103,15 @@ def _files(ctx: Context) -> Optional[Probe[Files]]:
 
 
 def _families(ctx: Context) -> List[FlashAttention]:
+    """Each family: installed when the text names it, absent when a full package listing does
+    not, else unknown."""
+    listed = bool(_LISTINGS & ctx.seen.kinds)
     out = []
     for family, names in _FAMILIES.items():
         stated = ctx.package(*names)
         implied = family == Family.FA2 and stated is None and _fa2_implied(ctx)
         if stated is None and not implied:
-            out.append(FlashAttention(family=family, installed=False))
+            out.append(FlashAttention(family=family, installed=False if listed else None))
             continue
         version = stated.value if stated and not stated.value.endswith(".x") else None
         out.append(FlashAttention(family=family, distribution=names[0], version=version,
@@ -135,10 +138,8 @@ def _imported(ctx: Context, family: Family) -> Probe[FamilyImport]:
 
 def unknown_checks(ctx: Context) -> Dict[str, str]:
     """Checks whose inputs the facts model states but the text left unknown, and why."""
-    out = {}
-    listing = {"pip list", "pip freeze", "conda list", "pip show"} & ctx.seen.kinds
-    if not listing:
-        out["FAD110"] = "needs the list of installed packages, which the pasted report does not give"
-        out["FAD107"] = out["FAD110"]
-    return out
+    if _LISTINGS & ctx.seen.kinds:
+        return {}
+    return {"FAD107": "needs the list of installed packages, which the pasted report does not "
+                      "give"}
 

@@ -10,7 +10,7 @@ from typing import Iterator, List, Optional, Pattern, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.fix.machine import BUILD_THREADS, Machine
+from fadoctor.install.machine import BUILD_THREADS, Machine
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import DriverVersion
 from fadoctor.triage import observed as o

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.fix.machine import BUILD_THREADS
+from fadoctor.install.machine import BUILD_THREADS
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e

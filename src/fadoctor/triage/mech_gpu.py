@@ -5,14 +5,15 @@ torch.compile graph breaks (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 from packaging.version import Version
 
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
-from fadoctor.checks.remedies import torch_install
 from fadoctor.facts import Family
+from fadoctor.install.torch import torch_install
+from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import remedies as r
@@ -150,11 +151,11 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     cc, fa2 = ctx.gpu_cc, ctx.fa2
     remedies = r.known_defects(ctx, Category.NO_KERNEL_IMAGE, Category.DRIVER_TOO_OLD,
                                Category.GPU_UNSUPPORTED) if cc is not None else []
-    first = _first_release_for(ctx, cc) if cc is not None else None
+    first = first_release_with_kernels(ctx.matrix, cc) if cc is not None else None
     if first is not None:
-        remedies.append(Remedy(summary=f"flash-attn {first} is the first release whose wheels "
+        remedies.append(Remedy(summary=f"flash-attn {first.version} is the first release whose wheels "
                                f"carry kernels for sm_{cc.major}{cc.minor}." if cc else "",
-                               commands=[f'pip install "flash-attn>={first}" '
+                               commands=[f'pip install "flash-attn>={first.version}" '
                                          "--no-build-isolation --no-cache-dir"]))
     remedies.append(r.force_build(ctx, "Or compile for this GPU only:"))
     remedies.append(r.sdpa("Meanwhile:"))
@@ -166,13 +167,6 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
                       ("the flash-attn and torch versions", "python -m torch.utils.collect_env; "
                        "pip show flash-attn", fa2 is not None and ctx.torch is not None))
                       if not known])
-
-
-def _first_release_for(ctx: Context, cc: Version) -> Optional[str]:
-    fits = [rel.version for rel in ctx.matrix.flash_attn_releases
-            if not rel.version.is_prerelease
-            and any(arch_runs_on(a, (cc.major, cc.minor)) for a in rel.archs)]
-    return str(min(fits)) if fits else None
 
 
 def dtype(ctx: Context) -> List[Signal]:

@@ -8,8 +8,9 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.checks.remedies import sdpa_fallback, torch_install
-from fadoctor.fix.fa2 import TorchBuild, build_recipe, find_wheel
+from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.install.torch import TorchBuild, torch_install
+from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 
@@ -37,23 +38,19 @@ def exact_wheel(ctx: Context, replace_installed: bool = True,
     machine = ctx.machine()
     if glibc_below is not None:
         machine = replace(machine, glibc=Version(f"{glibc_below.major}.{glibc_below.minor - 1}"))
-    for rel in sorted(ctx.matrix.flash_attn_releases, key=lambda r: r.version, reverse=True):
-        if rel.version.is_prerelease:
-            continue
-        wheel, _ = find_wheel(rel, build, machine, ctx.matrix)
-        if wheel is None:
-            continue
-        caveat = wheel.caveat(ctx.torch)
-        python = "" if ctx.python else (" The file name's cpXY must be your Python's tag: the "
-                                        "report does not say which Python runs.")
-        return Remedy(
-            summary=f"Install flash-attn {rel.version} from its prebuilt wheel compiled for "
-                    f"{build} (C++11 ABI {int(build.cxx11_abi)})"
-                    + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin "
-                       "torch and could pull another one.") + python,
-            commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
-                      f'pip install --no-deps "{wheel.url}"', "pip install einops"])
-    return None
+    wheel = newest_wheel(build, machine, ctx.matrix)
+    if wheel is None:
+        return None
+    caveat = wheel.caveat(ctx.torch)
+    python = "" if ctx.python else (" The file name's cpXY must be your Python's tag: the report "
+                                    "does not say which Python runs.")
+    return Remedy(
+        summary=f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for "
+                f"{build} (C++11 ABI {int(build.cxx11_abi)})"
+                + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin torch "
+                   "and could pull another one.") + python,
+        commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
+                  f'pip install --no-deps "{wheel.url}"', "pip install einops"])
 
 
 def reinstall(ctx: Context, why: str = "") -> Remedy:
@@ -91,12 +88,8 @@ def force_build(ctx: Context, why: str) -> Remedy:
 
 def newest_wheel_release(ctx: Context) -> Optional[str]:
     """The newest FA2 release with wheels for the stated torch minor (any CUDA and ABI)."""
-    if ctx.torch is None:
-        return None
-    key = f"{ctx.torch.major}.{ctx.torch.minor}"
-    found = [r.version for r in ctx.matrix.flash_attn_releases
-             if key in r.wheel_torch and not r.version.is_prerelease]
-    return str(max(found)) if found else None
+    found = newest_release_with_wheel(ctx.matrix, ctx.torch) if ctx.torch is not None else None
+    return str(found.version) if found is not None else None
 
 
 def torch_for_cuda(ctx: Context, cuda_major: int, at_most: Optional[Version] = None

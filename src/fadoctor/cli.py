@@ -17,6 +17,7 @@ from fadoctor.errors import ExitCode, InputError, UsageError, invalid
 from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
+from fadoctor.output import write_output
 from fadoctor.triage.command import triage_command
 
 if TYPE_CHECKING:
@@ -340,15 +341,7 @@ def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
     _write(output or Path("-"), _redacted(text, redact))
 
 
-def _write(path: Path, text: str) -> None:
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+_write = write_output
 
 
 def _exit_code(report: "Report", fail_on: FailOn) -> int:

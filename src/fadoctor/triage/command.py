@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from fadoctor.errors import ExitCode, InputError, UsageError
+from fadoctor.output import write_output
 
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -49,9 +50,7 @@ def triage_command(
         from fadoctor.redact import redact as scrub
 
         text = scrub(text, this_machine())
-    from fadoctor.cli import _write  # the one writer of every command's output (cli imports us)
-
-    _write(output or Path("-"), text)
+    write_output(output or Path("-"), text)
     return ExitCode.PROBLEMS if any(d.severity == Severity.ERROR for d in result.diagnosis) \
         else ExitCode.OK
 

@@ -19,6 +19,8 @@ from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 from fadoctor.model.cli import model as model_command
+from fadoctor.output import write_output
+from fadoctor.triage.command import triage_command
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
@@ -47,6 +49,8 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+REDACT_HELP = ("Remove user names, home folders, host names and secret-looking values from the "
+               "output, so that it can be pasted publicly.")
 ONLY_HELP = ("Run only this check (ID or name; repeatable): the exit status then follows it "
              "alone. With --extension, the extension checks report only the named files: "
              "`--static --extension X --only ext-libraries --only ext-symbols --only ext-glibc` "
@@ -107,6 +111,7 @@ def check(
     model_plan: Optional[str] = typer.Option(None, "--model-plan", help="The training plan for "
                                              "--model: method=full|lora|qlora,batch=N,seq=N,"
                                              "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if facts_file is not None and (python is not None or static or extension or kernels
@@ -142,7 +147,7 @@ def check(
 
         wanted = model_facts(model, model_plan)
     report = evaluate(facts, loaded[0], ignore=left_out, model=wanted)
-    _emit(report, fmt, verbose, output)
+    _emit(report, fmt, verbose, output, redact)
     return _exit_code(report, fail_on)
 
 
@@ -157,10 +162,11 @@ def snapshot(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
     compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
-    _write(output, facts.model_dump_json(indent=2) + "\n")
+    _write(output, _redacted(facts.model_dump_json(indent=2) + "\n", redact))
     return ExitCode.OK
 
 
@@ -266,6 +272,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
 
 app.command("bench")(bench_command)
+app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
 app.command(name="model")(guarded(model_command))
 
@@ -355,25 +362,27 @@ def _read_facts(path: Path) -> "Facts":
         raise invalid(f"facts file {path}", problems(exc)) from exc
 
 
-def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) -> None:
+def _redacted(text: str, redact: bool) -> str:
+    if not redact:
+        return text
+    from fadoctor.cli_identity import this_machine
+    from fadoctor.redact import redact as scrub
+
+    return scrub(text, this_machine())
+
+
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
+          redact: bool = False) -> None:
     from fadoctor.render import RenderOptions, render
 
     to_terminal = output is None and sys.stdout.isatty()
     color = to_terminal and fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
     text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
-    _write(output or Path("-"), text)
+    _write(output or Path("-"), _redacted(text, redact))
 
 
-def _write(path: Path, text: str) -> None:
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+_write = write_output
 
 
 def _exit_code(report: "Report", fail_on: FailOn) -> int:

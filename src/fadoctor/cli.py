@@ -15,8 +15,18 @@ import typer
 from fadoctor import __version__
 from fadoctor.bench_cli import bench_command
 from fadoctor.errors import ExitCode, InputError, UsageError, invalid
-from fadoctor.formats import Format, PinFormat
+from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
 from fadoctor.guard import DEBUG, guarded
+from fadoctor.help_text import (
+    COMPILE_HELP,
+    EXTENSION_HELP,
+    KERNELS_HELP,
+    ONLY_HELP,
+    PYTHON_HELP,
+    REDACT_HELP,
+    STATIC_HELP,
+    TIMEOUT_HELP,
+)
 from fadoctor.matrix.cli import matrix_app
 from fadoctor.model.cli import model as model_command
 from fadoctor.output import write_output
@@ -36,34 +46,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-
-
-PYTHON_HELP = ("Interpreter (or environment folder) to examine. Default: the active virtualenv, "
-               "then conda env, then the interpreter running fadoctor.")
-TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: per stage)."
-STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
-               "(the library, symbol, glibc and kernel checks still run).")
-EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
-REDACT_HELP = ("Remove user names, home folders, host names and secret-looking values from the "
-               "output, so that it can be pasted publicly.")
-ONLY_HELP = ("Run only this check (ID or name; repeatable): the exit status then follows it "
-             "alone. With --extension, the extension checks report only the named files: "
-             "`--static --extension X --only ext-libraries --only ext-symbols --only ext-glibc` "
-             "gates CI on X loading.")
-KERNELS_HELP = ("Attention kernel smoke tests: default (one forward+backward case per family and "
-                "SDPA backend), full (the whole grid) or none.")
-COMPILE_HELP = "Also probe torch.compile(fullgraph=True) on each working attention path."
-
-
-class KernelSet(str, Enum):
-    default = "default"
-    full = "full"
-    none = "none"
 
 
 def _version_callback(value: bool) -> None:

@@ -18,8 +18,10 @@ from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 
 if TYPE_CHECKING:
+    from fadoctor.distributed.command import JobRequest
     from fadoctor.facts import Facts
     from fadoctor.matrix import Matrix
+    from fadoctor.render import RenderOptions
     from fadoctor.report import Report
 
 app = typer.Typer(
@@ -51,6 +53,10 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+DISTRIBUTED_HELP = ("Run as one rank of a job started by its launcher (torchrun, srun): every rank "
+                    "probes itself, rank 0 gathers and reports for the whole job.")
+FACTS_DIR_HELP = ("The rank agents' folder (`fadoctor rank-script`): diagnose the job it holds; "
+                  "with --distributed, where to keep the ranks' records.")
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fadoctor {__version__}")
@@ -87,8 +93,18 @@ def check(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
+    distributed: bool = typer.Option(False, "--distributed", help=DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=FACTS_DIR_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
+    from fadoctor.distributed.collect import is_job_file
+
+    if distributed or facts_dir is not None or is_job_file(facts_file):
+        from fadoctor.distributed.command import JobRequest, check_conflicts
+
+        request = JobRequest(distributed, facts_dir, facts_file, python, timeout)
+        check_conflicts(request, static, extension)
+        return _check_job(request, fmt, verbose, fail_on, ignore, matrix_path, output)
     if facts_file is not None and (python is not None or static or extension):
         raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
                          "apply when probing")
@@ -109,9 +125,27 @@ def check(
     from fadoctor.checks import BY_KEY
     from fadoctor.evaluate import evaluate
 
-    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
+    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore if k in BY_KEY})
     _emit(report, fmt, verbose, output)
     return _exit_code(report, fail_on)
+
+
+def _check_job(request: "JobRequest", fmt: FormatChoice, verbose: bool, fail_on: FailOn,
+               ignore: List[str], matrix_path: Optional[Path], output: Optional[Path]) -> int:
+    """check --distributed / --facts-dir: the job's report on rank 0 (other ranks print nothing)."""
+    from fadoctor.distributed.command import ignore_ids, job_facts
+    from fadoctor.distributed.evaluate import evaluate_job
+    from fadoctor.distributed.render import render_job
+    from fadoctor.matrix import load_matrix
+    from fadoctor.render import Format
+
+    job = job_facts(request)
+    if job is None:
+        return ExitCode.OK
+    report = evaluate_job(job, load_matrix(matrix_path), ignore_ids(set(ignore)))
+    _write(output or Path("-"), render_job(report, Format(fmt.value),
+                                           _render_options(fmt, verbose, output)))
+    return _exit_code(report.merged, fail_on)
 
 
 @app.command()
@@ -123,10 +157,34 @@ def snapshot(
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
+    distributed: bool = typer.Option(False, "--distributed", help=DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=FACTS_DIR_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
+    if distributed or facts_dir is not None:
+        from fadoctor.distributed.command import JobRequest, check_conflicts, job_facts
+
+        request = JobRequest(distributed, facts_dir, None, python, timeout)
+        check_conflicts(request, static, extension)
+        job = job_facts(request)
+        if job is not None:  # rank 0 writes the job's facts
+            _write(output, job.model_dump_json(indent=2) + "\n")
+        return ExitCode.OK
     facts = _collect(python, timeout, static, extension)
     _write(output, facts.model_dump_json(indent=2) + "\n")
+    return ExitCode.OK
+
+
+@app.command("rank-script")
+@guarded
+def rank_script() -> int:
+    """Print the path of the rank agent, for a job's launcher to run on every rank.
+
+    torchrun --nproc-per-node 8 $(fadoctor rank-script) --out DIR; then fadoctor check --facts-dir DIR
+    """
+    from fadoctor.distributed.collect import AGENT
+
+    typer.echo(str(AGENT))
     return ExitCode.OK
 
 
@@ -215,16 +273,19 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
                                                      help="Check ID or name.")) -> int:
     """Document a check, or list them all."""
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
+    from fadoctor.checks import ALL_CHECKS
+    from fadoctor.distributed.checks import JOB_CHECKS
 
+    documented = [(c.id, c.name, c.title, c.doc) for c in ALL_CHECKS]
+    documented += [(c.id, c.name, c.title, c.doc) for c in JOB_CHECKS]
     if check_id is None:
-        for c in ALL_CHECKS:
-            typer.echo(f"{c.id}  {c.name:<24} {c.title}")
+        for cid, name, title, _ in documented:
+            typer.echo(f"{cid}  {name:<24} {title}")
         return ExitCode.OK
-    found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
+    found = next((d for d in documented if check_id in d[:2] or check_id.upper() == d[0]), None)
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
+    typer.echo(f"{found[0]} {found[1]}: {found[2]}\n\n{found[3]}")
     return ExitCode.OK
 
 
@@ -236,8 +297,9 @@ app.add_typer(matrix_app, name="matrix")
 
 def _check_ignore(keys: List[str]) -> None:
     from fadoctor.checks import BY_KEY
+    from fadoctor.distributed.checks import JOB_BY_KEY
 
-    unknown = [key for key in keys if key not in BY_KEY]
+    unknown = [key for key in keys if key not in BY_KEY and key not in JOB_BY_KEY]
     if unknown:
         raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
 
@@ -289,14 +351,19 @@ def _read_facts(path: Path) -> "Facts":
 
 
 def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
-    from fadoctor.render import Format, RenderOptions, render
+    from fadoctor.render import Format, render
+
+    text = render(report, Format(fmt.value), _render_options(fmt, verbose, output))
+    _write(output or Path("-"), text)
+
+
+def _render_options(fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> "RenderOptions":
+    from fadoctor.render import RenderOptions
 
     to_terminal = output is None and sys.stdout.isatty()
     color = to_terminal and fmt == FormatChoice.text and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
-                                                           color=color))
-    _write(output or Path("-"), text)
+    return RenderOptions(verbose=verbose, width=width, color=color)
 
 
 def _write(path: Path, text: str) -> None:

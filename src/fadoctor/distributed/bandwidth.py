@@ -1,0 +1,53 @@
+"""Bus bandwidth as NVIDIA's nccl-tests define it, from the times each rank measured (pure).
+
+doc/PERFORMANCE.md of github.com/NVIDIA/nccl-tests: algbw = S / t, with S the size in bytes of
+the whole array (for all_gather, the count per rank times n); busbw = algbw * 2(n-1)/n for
+all_reduce and algbw * (n-1)/n for all_gather, so that it can be held against the hardware's
+peak whatever the number of ranks n. GB/s there are 10^9 bytes per second.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from fadoctor.distributed.models import CollectiveOp, JobFacts
+from fadoctor.distributed.report import Bandwidth
+
+GB = 1e9
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' correction from algorithm to bus bandwidth for `op` on `n` ranks."""
+    if op == "all_reduce":
+        return 2 * (n - 1) / n
+    if op == "all_gather":
+        return (n - 1) / n
+    raise ValueError(f"no bus bandwidth factor for {op}")
+
+
+def algbw(size: int, seconds: float) -> float:
+    """Algorithm bandwidth in GB/s: S / t."""
+    return size / seconds / GB
+
+
+def busbw(op: str, size: int, n: int, seconds: float) -> float:
+    return algbw(size, seconds) * bus_factor(op, n)
+
+
+def table(job: JobFacts) -> List[Bandwidth]:
+    """Each (backend, scope, op, size), timed on the slowest rank of its group."""
+    runs: Dict[Tuple[str, str, str, int], List[Tuple[int, CollectiveOp]]] = {}
+    for rank in job.ranks:
+        for op in rank.collectives.ops if rank.collectives else []:
+            runs.setdefault((op.backend, op.scope, op.op, op.bytes), []).append(
+                (rank.place.rank, op))
+    out = []
+    for (backend, scope, name, size), ops in sorted(runs.items()):
+        slowest, op = max(ops, key=lambda pair: pair[1].seconds)
+        out.append(Bandwidth(
+            backend=backend, scope=scope, op=name, bytes=size, ranks=op.ranks,
+            seconds=op.seconds, slowest_rank=slowest,
+            algbw_gbps=round(algbw(size, op.seconds), 4),
+            busbw_gbps=round(busbw(name, size, op.ranks, op.seconds), 4),
+            correct=all(o.correct for _, o in ops)))
+    return out

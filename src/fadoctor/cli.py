@@ -99,6 +99,8 @@ def check(
     """Check the target environment (or a facts file) and print the diagnosis."""
     from fadoctor.distributed.collect import is_job_file
 
+    if ignore:
+        _check_ignore(ignore)
     if distributed or facts_dir is not None or is_job_file(facts_file):
         from fadoctor.distributed.command import JobRequest, check_conflicts
 
@@ -108,8 +110,6 @@ def check(
     if facts_file is not None and (python is not None or static or extension):
         raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
                          "apply when probing")
-    if ignore:
-        _check_ignore(ignore)
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch

@@ -14,6 +14,7 @@ from fadoctor.distributed.models import CollectiveOp, JobFacts
 from fadoctor.distributed.report import Bandwidth
 
 GB = 1e9
+OPS = ("all_reduce", "all_gather")
 
 
 def bus_factor(op: str, n: int) -> float:
@@ -27,11 +28,17 @@ def bus_factor(op: str, n: int) -> float:
 
 def algbw(size: int, seconds: float) -> float:
     """Algorithm bandwidth in GB/s: S / t."""
-    return size / seconds / GB
+    return size / max(seconds, 1e-12) / GB
 
 
 def busbw(op: str, size: int, n: int, seconds: float) -> float:
     return algbw(size, seconds) * bus_factor(op, n)
+
+
+def _order(key: Tuple[str, str, str, int]) -> Tuple[str, bool, str, int, int]:
+    """gloo before nccl, the job before its nodes, all_reduce before all_gather, small first."""
+    backend, scope, op, size = key
+    return backend, scope != "job", scope, OPS.index(op) if op in OPS else len(OPS), size
 
 
 def table(job: JobFacts) -> List[Bandwidth]:
@@ -42,12 +49,11 @@ def table(job: JobFacts) -> List[Bandwidth]:
             runs.setdefault((op.backend, op.scope, op.op, op.bytes), []).append(
                 (rank.place.rank, op))
     out = []
-    for (backend, scope, name, size), ops in sorted(runs.items()):
+    for (backend, scope, name, size), ops in sorted(runs.items(), key=lambda kv: _order(kv[0])):
         slowest, op = max(ops, key=lambda pair: pair[1].seconds)
         out.append(Bandwidth(
             backend=backend, scope=scope, op=name, bytes=size, ranks=op.ranks,
             seconds=op.seconds, slowest_rank=slowest,
-            algbw_gbps=round(algbw(size, op.seconds), 4),
-            busbw_gbps=round(busbw(name, size, op.ranks, op.seconds), 4),
+            algbw_gbps=algbw(size, op.seconds), busbw_gbps=busbw(name, size, op.ranks, op.seconds),
             correct=all(o.correct for _, o in ops)))
     return out

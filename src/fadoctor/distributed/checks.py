@@ -70,12 +70,16 @@ def differing(group: str, what: str) -> Callable[[JobView], Outcome]:
         found = [d for d in view.differences if d.group == group]
         if not found:
             return [info(f"all {len(view.job.ranks)} ranks agree on {what}")]
-        remedy = Remedy(summary=DIFFERENCE_REMEDY[group])
-        return [Finding(severity=d.severity, category=Category.RANKS_DIFFER,
-                        message=difference_text(d), subject=d.key,
-                        evidence={"variants": [v.model_dump() for v in d.variants]},
-                        remedies=[remedy] if d.severity != Severity.INFO else [])
-                for d in found]
+        findings = [Finding(severity=d.severity, category=Category.RANKS_DIFFER,
+                            message=difference_text(d), subject=d.key,
+                            evidence={"variants": [v.model_dump() for v in d.variants]})
+                    for d in found]
+        problems = [i for i, f in enumerate(findings) if f.severity != Severity.INFO]
+        if problems:  # one remedy for the group, after its last problem
+            last = problems[-1]
+            findings[last] = findings[last].model_copy(
+                update={"remedies": [Remedy(summary=DIFFERENCE_REMEDY[group])]})
+        return findings
 
     return check
 

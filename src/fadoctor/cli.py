@@ -97,7 +97,7 @@ def check(
     facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=FACTS_DIR_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
-    from fadoctor.distributed.collect import is_job_file
+    from fadoctor.distributed.files import is_job_file
 
     if ignore:
         _check_ignore(ignore)

@@ -61,7 +61,8 @@ def on_h200(job: JobFacts, edit: Optional[Callable[[int, Facts], Facts]] = None)
     for rank in job.ranks:
         facts = edit(rank.place.rank, base) if edit is not None else base
         device = RankDevice(index=0, name="NVIDIA H200", capability="9.0",
-                            uuid=f"{H200_UUID}-{rank.place.local_rank}", nccl_version="2.28.9")  # its nvidia-nccl-cu13
+                            uuid=f"{H200_UUID}-{rank.place.local_rank}",
+                            nccl_version="2.28.9")  # its nvidia-nccl-cu13 wheel
         assert rank.collectives is not None
         collectives = rank.collectives.model_copy(update={"device": device})
         ranks.append(rank.model_copy(update={"facts": facts, "collectives": collectives}))

@@ -51,18 +51,6 @@ def _load(path: Path) -> Dict[str, Any]:
     return data
 
 
-def is_job_file(path: Optional[Path]) -> bool:
-    """Whether a --facts file holds a whole job (`snapshot --distributed`), not one environment."""
-    if path is None or not path.is_file():
-        return False
-    try:
-        with path.open(encoding="utf-8") as fh:
-            head = fh.read(200)
-    except OSError:
-        return False
-    return '"kind": "distributed"' in head or '"kind":"distributed"' in head
-
-
 def read_job_file(path: Path) -> JobFacts:
     try:
         return JobFacts.model_validate_json(path.read_text(encoding="utf-8"))

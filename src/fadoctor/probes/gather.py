@@ -95,21 +95,23 @@ class Heartbeat:
 
 
 class Limits:
+    """Seconds, counted from rank 0's start (except `stale`)."""
+
     def __init__(self, wait: float, stale: float, deadline: float) -> None:
         self.wait = wait  # for a rank to announce itself
         self.stale = stale  # of silence from a rank that announced itself
-        self.deadline = deadline  # for the whole gather
+        self.deadline = deadline  # for every rank's record
 
 
 class Gathering:
     """Rank 0's view of the gather: the records so far and the ranks given up on."""
 
-    def __init__(self, world_size: int, own: Dict[str, Any]) -> None:
+    def __init__(self, world_size: int, own: Dict[str, Any], started: float) -> None:
         self.world_size = world_size
         self.records: Dict[int, Dict[str, Any]] = {0: own}
         self.missing: Dict[int, Dict[str, Any]] = {}
         self._heard: Dict[int, List[float]] = {}  # rank -> [beats, when they changed]
-        self.started = time.monotonic()
+        self.started = started  # when rank 0 started: the limits count from there
 
     def pending(self) -> List[int]:
         return [r for r in range(self.world_size) if r not in self.records and r not in self.missing]

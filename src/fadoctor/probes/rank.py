@@ -301,12 +301,12 @@ def _arguments(argv: List[str]) -> argparse.Namespace:
                         help="seconds the collective smoke test may take (default 120)")
     parser.add_argument("--no-collectives", action="store_true",
                         help="skip the all_reduce/all_gather smoke test")
-    parser.add_argument("--wait", type=float, default=120.0, help="seconds rank 0 waits for a "
-                        "rank that never announces itself (default 120)")
+    parser.add_argument("--wait", type=float, default=120.0, help="seconds from its start rank 0 "
+                        "waits for a rank that never announces itself (default 120)")
     parser.add_argument("--stale", type=float, default=20.0, help="seconds of silence after "
                         "which an announced rank counts as lost (default 20)")
     parser.add_argument("--deadline", type=float, default=900.0,
-                        help="seconds rank 0 waits for the whole gather (default 900)")
+                        help="seconds from its start rank 0 waits for every record (default 900)")
     parser.add_argument("--run-id", help="key prefix in the store (default: the launcher's job id)")
     return parser.parse_args(argv)
 
@@ -372,6 +372,7 @@ def main(argv: List[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: STOP.set())
     spec = dict(place, prefix="fadoctor/%s/" % (args.run_id or run_id(dict(os.environ))))
+    started = time.monotonic()
     record, channel, beat = probe_rank(args, spec)
     rank = place["rank"]
     _write(os.path.join(args.out, "rank-%05d.json" % rank), record)
@@ -384,7 +385,7 @@ def main(argv: List[str]) -> int:
         return 0
     from fadoctor.probes import gather
 
-    gathering = gather.Gathering(place["world_size"], record)
+    gathering = gather.Gathering(place["world_size"], record, started)
     limits = gather.Limits(args.wait, args.stale, args.deadline)
     interrupted = gather.gather(channel, gathering, limits, STOP.is_set)
     if beat is not None:

@@ -168,6 +168,50 @@ def test_a_rank_killed_mid_gather_is_reported_not_waited_for(tmp_path: Path) -> 
         f"rank 1 started on {socket.gethostname()} but fell silent")
 
 
+def test_under_torchrun_a_killed_rank_is_reported_by_rank_0_when_the_launcher_stops_it(
+        tmp_path: Path) -> None:
+    # torchrun stops every rank (SIGTERM) when one dies: rank 0 then writes what it has.
+    out, marker = tmp_path / "facts", tmp_path / "hung"
+    site = fake_module_dist(tmp_path / "site", "flash-attn", "2.6.3", "flash_attn",
+                            "import os, time\nif os.environ['RANK'] == '1':\n"
+                            f"    open({str(marker)!r}, 'w').close()\n    time.sleep(600)\n")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+         str(free_port()), str(AGENT), "--out", str(out), "--stages", "host,packages,fa2"],
+        env=clean_env(PYTHONPATH=str(site)), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not marker.exists():
+        assert launcher.poll() is None and time.monotonic() < deadline, "rank 1 never hung"
+        time.sleep(0.2)
+    rank1 = next(pid for pid in descendants(launcher.pid) if _environ(pid).get("RANK") == "1"
+                 and str(AGENT) in _cmdline(pid))
+    for pid in [rank1, *descendants(rank1)]:
+        _kill(pid)
+    assert launcher.wait(timeout=120) != 0
+    gathered = json.loads((out / "gathered.json").read_text())
+    assert gathered["interrupted"] == "SIGTERM"
+    assert [(m["rank"], m["state"]) for m in gathered["missing"]] == [(1, "interrupted")]
+    reported = result(out, "FAD201")
+    assert reported.findings[0].message.startswith("rank 1 had not reported")
+    assert reported.findings[0].message.endswith("(rank 0 got SIGTERM)")
+
+
+def _environ(pid: int) -> Dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    return dict(e.decode().split("=", 1) for e in raw.split(b"\0") if b"=" in e)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
 def test_a_rank_that_never_starts_is_reported_after_the_wait(tmp_path: Path) -> None:
     out = tmp_path / "facts"
     env = clean_env(RANK="0", WORLD_SIZE="3", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",

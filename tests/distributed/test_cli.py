@@ -55,8 +55,8 @@ def test_rank_script_prints_the_agent() -> None:
     run = fadoctor("rank-script")
     assert run.code == 0 and run.err == ""
     path = Path(run.out.strip())
-    assert path.is_file() and path.name == "rank.py"
-    assert path.read_text().startswith('"""The rank agent')
+    assert path.is_file() and path.name == "rank_agent.py"
+    assert path.read_text().startswith('"""Entry point of the rank agent')
 
 
 def test_distributed_outside_a_launcher_is_a_usage_error() -> None:

@@ -10,9 +10,10 @@ from fadoctor.distributed.assemble import driver_probe
 from fadoctor.distributed.bandwidth import algbw, bus_factor, busbw, table
 from fadoctor.distributed.merge import merge_check
 from fadoctor.distributed.messages import phase_text, rank_text, size_text
-from fadoctor.probes import driver, rank
+from fadoctor.probes import driver
 from fadoctor.report import Category as C
 from fadoctor.report import CheckResult, Finding, Severity, Status
+from fadoctor.target import place, rank
 
 # nvidia-smi --query-gpu=... on an H200 (tests/probes/test_driver.py).
 SMI_H200 = "0, NVIDIA H200, 9.0, 143771, GPU-d1cc60ae-a6fd-9b59-c1eb-81db10794e3d, 580.159.04\n"
@@ -83,8 +84,8 @@ def test_merging_keeps_identical_ranks_as_one_and_names_the_rest() -> None:
 ])
 def test_the_agent_reads_torchrun_and_srun(environ: dict[str, str],
                                            expected: dict[str, object]) -> None:
-    place = rank.identity(environ)
-    assert {k: place[k] for k in expected} == expected
+    found = place.identity(environ)
+    assert {k: found[k] for k in expected} == expected
 
 
 @pytest.mark.parametrize("environ, message", [
@@ -95,14 +96,14 @@ def test_the_agent_reads_torchrun_and_srun(environ: dict[str, str],
     ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' is not a number"),
 ])
 def test_the_agent_refuses_what_no_launcher_set(environ: dict[str, str], message: str) -> None:
-    with pytest.raises(rank.LaunchError, match=message.replace("(", r"\(")):
-        rank.identity(environ)
+    with pytest.raises(place.LaunchError, match=message.replace("(", r"\(")):
+        place.identity(environ)
 
 
 def test_run_id_is_the_same_on_every_rank_of_a_job() -> None:
-    assert rank.run_id({"TORCHELASTIC_RUN_ID": "abc"}) == "abc"
-    assert rank.run_id({"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "2"}) == "77.2"
-    assert rank.run_id({}) == "job"
+    assert place.run_id({"TORCHELASTIC_RUN_ID": "abc"}) == "abc"
+    assert place.run_id({"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "2"}) == "77.2"
+    assert place.run_id({}) == "job"
 
 
 def test_the_agent_asks_nvidia_smi_what_the_parent_parses() -> None:

@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
+from fadoctor.collective_facts import RankDevice
 from fadoctor.distributed.assemble import job_from_gather
-from fadoctor.distributed.models import JobFacts, RankDevice
+from fadoctor.distributed.models import JobFacts
 from fadoctor.facts import Facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -1,4 +1,4 @@
-"""Turn the rank agent's raw records (fadoctor.probes.rank) into `JobFacts` (pure)."""
+"""Turn the rank agent's raw records (fadoctor.target.rank) into `JobFacts` (pure)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from fadoctor.distributed.models import (
 )
 from fadoctor.errors import InputError
 from fadoctor.facts import Driver, Failure, FailureKind, Probe
-from fadoctor.probes import worker
 from fadoctor.probes.driver import parse_smi_csv, procfs_version
-from fadoctor.probes.rank import GATHER_FORMAT, RECORD_FORMAT
 from fadoctor.probes.runner import StageFailure, StageOutcome
+from fadoctor.target.rank import GATHER_FORMAT, RECORD_FORMAT
+from fadoctor.target.registry import names
 
 
 def job_from_gather(raw: Mapping[str, Any], where: str) -> JobFacts:
@@ -79,7 +79,7 @@ def _first_error(exc: Exception) -> str:
 
 def _outcomes(stages: Mapping[str, Any]) -> Dict[str, StageOutcome]:
     out: Dict[str, StageOutcome] = {}
-    for stage in worker.STAGES:
+    for stage in names():
         raw = stages.get(stage)
         if raw is None:  # run with --stages: a stage not run is unknown, not absent
             out[stage] = StageOutcome(stage, False, failure=StageFailure(

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from fadoctor.distributed.models import CollectiveOp, JobFacts
+from fadoctor.collective_facts import CollectiveOp
+from fadoctor.distributed.models import JobFacts
 from fadoctor.distributed.report import Bandwidth
 
 GB = 1e9

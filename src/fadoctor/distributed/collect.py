@@ -19,7 +19,8 @@ from fadoctor.distributed.assemble import job_from_gather, job_from_records
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import InputError, InternalError, UsageError
 from fadoctor.facts import Facts, Failure, FailureKind, Probe
-from fadoctor.probes import rank as agent
+from fadoctor.target import place
+from fadoctor.target import rank_agent as agent
 
 GATHERED = "gathered.json"
 AGENT = Path(agent.__file__).resolve()
@@ -67,8 +68,8 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
     """Run the rank agent in the target interpreter as this rank (the launcher's variables are
     inherited); on rank 0, the job's facts; on the other ranks, None."""
     try:
-        place = agent.identity(dict(environ))
-    except agent.LaunchError as exc:
+        where = place.identity(dict(environ))
+    except place.LaunchError as exc:
         raise UsageError(f"--distributed: {exc}") from exc
     folder = out or Path(tempfile.mkdtemp(prefix="fadoctor-ranks-"))
     command = [python, "-B", str(AGENT), "--out", str(folder)]
@@ -76,7 +77,7 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
         command += ["--timeout", str(timeout)]
     try:
         status = _run_forwarding_sigterm(command, environ)
-        if place["rank"] != 0:
+        if where["rank"] != 0:
             return None
         if not (folder / GATHERED).is_file():
             raise InternalError(f"the rank agent wrote no {GATHERED} (exit status {status})")
@@ -114,7 +115,7 @@ def analyze_local(job: JobFacts) -> JobFacts:
             key = facts.model_dump_json(exclude={"timings"})
             if key not in done:
                 host = facts.host.data
-                done[key] = analyze_binaries(facts, [], host.environment if host else {})
+                done[key] = analyze_binaries(facts, [], (host.environment or {}) if host else {})
             facts = facts.model_copy(update={"binaries": done[key].binaries})
         elif facts.binaries is None:
             facts = facts.model_copy(update={"binaries": Probe.failed(Failure(

@@ -74,7 +74,7 @@ def hardware(rank: RankFacts) -> Properties:
 
 def environment(rank: RankFacts) -> Properties:
     host = rank.facts.host.data
-    merged = {**(host.environment if host else {}), **rank.environment}
+    merged = {**((host.environment or {}) if host else {}), **rank.environment}
     return {f"env {k}": v for k, v in merged.items()}
 
 

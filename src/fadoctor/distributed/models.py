@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Literal, Optional
 
-from fadoctor.facts import Facts, Failure, Frozen
+from fadoctor.collective_facts import CollectiveTest
+from fadoctor.facts import Facts, Failure
+from fadoctor.frozen import Frozen
 
 JOB_SCHEMA_VERSION = 1
 
@@ -31,42 +33,10 @@ class RankPlace(Frozen):
         return f"node {self.node_rank}" if self.node_rank is not None else self.host
 
 
-class RankDevice(Frozen):
-    """The GPU a rank uses: the LOCAL_RANK-th device torch sees there (None: it has none)."""
+class Collectives(CollectiveTest):
+    """A rank's collective stage: its data, and how it ended — where the rank was, and who never
+    arrived there, when it failed."""
 
-    index: Optional[int] = None
-    name: Optional[str] = None
-    capability: Optional[str] = None
-    uuid: Optional[str] = None
-    pci: Optional[str] = None
-    error: Optional[str] = None  # why it has no GPU of its own
-    nccl_version: Optional[str] = None  # torch.cuda.nccl.version() there
-
-
-class CollectiveOp(Frozen):
-    """One collective on one rank: its result checked on that rank, and its mean time."""
-
-    backend: Literal["gloo", "nccl"]
-    scope: str  # "job", or a node (its label) when the job spans several
-    op: Literal["all_reduce", "all_gather"]
-    bytes: int  # S, the size of the whole array (the nccl-tests definition)
-    ranks: int  # n, the ranks in the group
-    correct: bool
-    seconds: float
-    iterations: int
-
-
-class CollectiveSkip(Frozen):
-    backend: str
-    reason: str
-
-
-class Collectives(Frozen):
-    """A rank's collective smoke test: what ran, what was skipped, and how it ended."""
-
-    device: Optional[RankDevice] = None
-    ops: List[CollectiveOp] = []
-    skipped: List[CollectiveSkip] = []
     phase: str  # the last phase the rank entered ("nccl/job/all_reduce/1048576")
     seconds: float
     failure: Optional[Failure] = None  # None: it finished

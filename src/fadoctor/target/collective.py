@@ -1,38 +1,27 @@
-"""The collective smoke test, a child of each rank's agent: all_reduce and all_gather on gloo and NCCL.
+"""Stage `collective` (run by the rank agent on each rank, never by `check`): all_reduce and
+all_gather over gloo and NCCL with the job's other ranks.
 
-Standard library only (torch is imported inside functions), Python 3.8 syntax: it runs in the
-target interpreter. The agent gives it this rank's place in the job as a JSON `--spec`; it joins
-the job's c10d store as a client, forms a gloo group (and, where every rank has a GPU of its own,
-an NCCL group), checks that each collective's result is right on this rank and times it. Records
-go to `--fd`, one JSON object a line:
-
-    {"event": "phase", "phase": "nccl/job/all_reduce/1048576"}
-    {"event": "device", "data": {...}}
-    {"event": "op", "data": {"backend": "nccl", "scope": "job", "op": "all_reduce", ...}}
-    {"event": "skip", "backend": "nccl", "reason": "..."}
-    {"event": "error", "phase": "...", "error": "...", "traceback_tail": "..."}
-    {"event": "done"}
-
-Before entering each phase it also marks `<prefix>coll/at/<phase>/<rank>` in the store, so that when a
-collective hangs the agent can name the ranks that never arrived. The bandwidths are computed by
-the parent from the bytes and seconds recorded here (fadoctor.distributed.bandwidth).
+It reads this rank's place from the option `rank_spec` (JSON, from the agent), joins the job's
+c10d store as a client, forms a gloo group (and, where every rank has a GPU of its own, an NCCL
+group), checks each collective's result on this rank and times it. Before each phase it marks
+`<prefix>coll/at/<phase>/<rank>` and `<prefix>coll/phase/<rank>` in the store: when a collective
+hangs or crashes, the agent reads where this rank was and which ranks never arrived there. The
+bandwidths are computed by the parent from the bytes and seconds returned here
+(fadoctor.distributed.bandwidth).
 """
 
 import json
 import os
 import socket
-import sys
 import time
-import traceback
 from typing import Any, Callable, Dict, List, Optional
 
-_TAIL = 4000
+from .context import Context
+
 # Sizes S of the whole array (the nccl-tests definition): all_gather sends S/n bytes per rank.
 SIZES = {"gloo": (1 << 16, 1 << 20), "nccl": (1 << 20, 1 << 24, 1 << 28)}
 ITERATIONS = {"gloo": 3, "nccl": 10}
 WARMUP = 2
-
-Emit = Callable[[Dict[str, Any]], None]
 
 
 class Spec:
@@ -44,7 +33,6 @@ class Spec:
         self.local_rank = int(raw.get("local_rank") or 0)
         self.host = str(raw["master_addr"])
         self.port = int(raw["master_port"])
-        self.agent_store = bool(raw.get("agent_store"))
         self.prefix = str(raw["prefix"])
         self.timeout = float(raw.get("timeout", 60.0))
         self.backends = list(raw.get("backends", ["gloo", "nccl"]))
@@ -55,19 +43,18 @@ class Spec:
 
 
 class Mark:
-    """Announces phases: to the agent (which times us out) and in the store (who arrived)."""
+    """Marks each phase in the store: where this rank is, and that it arrived there."""
 
-    def __init__(self, emit: Emit, spec: Spec) -> None:
-        self.emit = emit
+    def __init__(self, store: Any, spec: Spec) -> None:
+        self.store = store
         self.spec = spec
-        self.store: Any = None
-        self.phase = "import"
+
+    def key(self, kind: str) -> str:  # the keys the agent's gather.Channel reads
+        return "%scoll/%s/%d" % (self.spec.prefix, kind, self.spec.rank)
 
     def __call__(self, phase: str) -> None:
-        self.phase = phase
-        self.emit({"event": "phase", "phase": phase})
-        if self.store is not None:  # the key the agent's Channel.absent("coll/at/<phase>") reads
-            self.store.set("%scoll/at/%s/%d" % (self.spec.prefix, phase, self.spec.rank), "1")
+        self.store.set(self.key("phase"), json.dumps(phase))
+        self.store.set(self.key("at/" + phase), "1")
 
 
 def device_facts(torch: Any, spec: Spec) -> Dict[str, Any]:
@@ -142,6 +129,9 @@ def one_op(dist: Any, torch: Any, op: str, size: int, group: Any, members: List[
             "seconds": seconds, "iterations": iterations}
 
 
+Result = Dict[str, List[Dict[str, Any]]]
+
+
 def groups_by_node(dist: Any, nodes: List[str], backend: str, timeout: Any) -> List[Any]:
     """[("job", group, ranks)] and, on more than one node, (node, group, ranks) for each node.
 
@@ -159,7 +149,7 @@ def groups_by_node(dist: Any, nodes: List[str], backend: str, timeout: Any) -> L
 
 
 def run_backend(dist: Any, torch: Any, backend: str, nodes: List[str], mark: Mark,
-                device: Any, timeout: Any) -> None:
+                device: Any, timeout: Any, result: Result) -> None:
     mark("%s/init" % backend)
     scopes = groups_by_node(dist, nodes, backend, timeout)
     me = dist.get_rank()
@@ -171,7 +161,7 @@ def run_backend(dist: Any, torch: Any, backend: str, nodes: List[str], mark: Mar
                 mark("%s/%s/%s/%d" % (backend, scope, op, size))
                 data = one_op(dist, torch, op, size, group, members, device, ITERATIONS[backend])
                 data.update({"backend": backend, "scope": scope})
-                mark.emit({"event": "op", "data": data})
+                result["ops"].append(data)
 
 
 def nccl_blocker(torch: Any, dist: Any, devices: List[Dict[str, Any]], hosts: List[str]
@@ -192,8 +182,8 @@ def nccl_blocker(torch: Any, dist: Any, devices: List[Dict[str, Any]], hosts: Li
     return None
 
 
-def run(spec: Spec, mark: Mark) -> None:
-    emit = mark.emit
+def run(context: Context) -> Dict[str, Any]:
+    spec = Spec(json.loads(context.options["rank_spec"]))
     import datetime
 
     import torch
@@ -201,60 +191,25 @@ def run(spec: Spec, mark: Mark) -> None:
 
     device = device_facts(torch, spec)
     device["nccl_version"] = nccl_version(torch)
-    emit({"event": "device", "data": device})
-    mark("connect")
     timeout = datetime.timedelta(seconds=spec.timeout)
     store = dist.TCPStore(spec.host, spec.port, None, False, timeout)
-    mark.store = store
-    # Each rank's host and GPU, through the store (all_gather_object would need numpy).
-    info = spec.prefix + "coll/info/%d"
-    store.set(info % spec.rank, json.dumps([spec.node, device, socket.gethostname()]))
+    mark = Mark(store, spec)
+    # Each rank's node, GPU and host, through the store (all_gather_object would need numpy).
+    store.set(mark.key("info"), json.dumps([spec.node, device, socket.gethostname()]))
     mark("gloo/join")
     dist.init_process_group("gloo", store=dist.PrefixStore(spec.prefix + "pg", store),
                             rank=spec.rank, world_size=spec.world_size, timeout=timeout)
+    info = "%scoll/info/%%d" % spec.prefix
     pairs = [json.loads(store.get(info % r)) for r in range(spec.world_size)]
-    nodes = [p[0] for p in pairs]
-    devices = [p[1] for p in pairs]
-    hosts = [p[2] for p in pairs]
+    nodes, devices, hosts = [p[0] for p in pairs], [p[1] for p in pairs], [p[2] for p in pairs]
+    result: Result = {"ops": [], "skipped": []}
     for backend in spec.backends:
         blocker = nccl_blocker(torch, dist, devices, hosts) if backend == "nccl" else None
         if blocker is not None:
-            emit({"event": "skip", "backend": backend, "reason": blocker})
+            result["skipped"].append({"backend": backend, "reason": blocker})
             continue
         where = torch.device("cuda", spec.local_rank) if backend == "nccl" else torch.device("cpu")
-        run_backend(dist, torch, backend, nodes, mark, where, timeout)
-    # No destroy_process_group: the process ends with os._exit, which tears the groups down.
-
-
-def main(argv: List[str]) -> int:
-    fd = int(argv[argv.index("--fd") + 1])
-    spec = Spec(json.loads(argv[argv.index("--spec") + 1]))
-    out = os.fdopen(fd, "w", buffering=1)
-
-    def emit(record: Dict[str, Any]) -> None:
-        out.write(json.dumps(record, default=str) + "\n")
-        out.flush()
-
-    mark = Mark(emit, spec)
-    try:
-        run(spec, mark)
-    except BaseException as exc:
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        emit({"event": "error", "phase": mark.phase, "error": ("%s: %s" % (
-            type(exc).__name__, exc))[:_TAIL], "traceback_tail": tb[-_TAIL:]})
-        return 0
-    emit({"event": "done"})
-    return 0
-
-
-if __name__ == "__main__":
-    here = os.path.dirname(os.path.abspath(__file__))
-    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
-        del sys.path[0]
-    import faulthandler
-
-    faulthandler.enable()
-    status = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
+        run_backend(dist, torch, backend, nodes, mark, where, timeout, result)
+    mark("done")
+    # No destroy_process_group: the worker ends with os._exit, which tears the groups down.
+    return {"device": device, "ops": result["ops"], "skipped": result["skipped"]}

@@ -127,14 +127,22 @@ def _check_job(request: "JobRequest", fmt: Format, verbose: bool, fail_on: FailO
                ignore: List[str], matrix_path: Optional[Path], output: Optional[Path]) -> int:
     """check --distributed / --facts-dir: the job's report on rank 0 (other ranks print nothing)."""
     from fadoctor.distributed.command import ignore_ids, job_facts
-    from fadoctor.distributed.evaluate import evaluate_job
-    from fadoctor.distributed.render import render_job
-    from fadoctor.matrix import load_matrix
 
-    job = job_facts(request)
+    loaded: List[Matrix] = []
+
+    def load() -> None:  # on rank 0, while the ranks probe
+        from fadoctor.distributed import evaluate, render  # noqa: F401 (imported ahead)
+        from fadoctor.matrix import load_matrix
+
+        loaded.append(load_matrix(matrix_path))
+
+    job = job_facts(request, meanwhile=load)
     if job is None:
         return ExitCode.OK
-    report = evaluate_job(job, load_matrix(matrix_path), ignore_ids(set(ignore)))
+    from fadoctor.distributed.evaluate import evaluate_job
+    from fadoctor.distributed.render import render_job
+
+    report = evaluate_job(job, loaded[0], ignore_ids(set(ignore)))
     _write(output or Path("-"), render_job(report, fmt, _render_options(fmt, verbose, output)))
     return _exit_code(report.merged, fail_on)
 

@@ -35,7 +35,8 @@ def job_from_gather(raw: Mapping[str, Any], where: str) -> JobFacts:
         missing = [_missing(m) for m in raw.get("missing") or []]
         return JobFacts(fadoctor_version=__version__, world_size=raw["world_size"],
                         run_id=raw.get("run_id"), ranks=ranks, missing=missing,
-                        interrupted=raw.get("interrupted"), seconds=raw.get("seconds"))
+                        interrupted=raw.get("interrupted"), seconds=raw.get("seconds"),
+                        gather_seconds=raw.get("gather_seconds"))
     except (ValidationError, KeyError, TypeError) as exc:
         raise InputError(f"{where} is malformed: {_first_error(exc)}") from exc
 

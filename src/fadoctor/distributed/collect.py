@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 from types import FrameType
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from pydantic import ValidationError
 
@@ -64,9 +64,11 @@ def read_job_file(path: Path) -> JobFacts:
 
 
 def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
-              environ: Mapping[str, str]) -> Optional[JobFacts]:
+              environ: Mapping[str, str], meanwhile: Callable[[], None] = lambda: None
+              ) -> Optional[JobFacts]:
     """Run the rank agent in the target interpreter as this rank (the launcher's variables are
-    inherited); on rank 0, the job's facts; on the other ranks, None."""
+    inherited); on rank 0, the job's facts; on the other ranks, None. `meanwhile` runs while
+    the agent works (rank 0 loads what it will report with)."""
     try:
         where = place.identity(dict(environ))
     except place.LaunchError as exc:
@@ -76,7 +78,8 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
     if timeout:
         command += ["--timeout", str(timeout)]
     try:
-        status = _run_forwarding_sigterm(command, environ)
+        status = _run_forwarding_sigterm(command, environ, meanwhile if where["rank"] == 0
+                                         else lambda: None)
         if where["rank"] != 0:
             return None
         if not (folder / GATHERED).is_file():
@@ -87,7 +90,8 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str]) -> int:
+def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str],
+                            meanwhile: Callable[[], None]) -> int:
     """Run the agent; a launcher's SIGTERM goes on to it, so that rank 0 writes what it has."""
     proc = subprocess.Popen(command, env=dict(environ), stdin=subprocess.DEVNULL)
 
@@ -96,6 +100,7 @@ def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str]) -> i
 
     previous = signal.signal(signal.SIGTERM, forward)
     try:
+        meanwhile()
         return proc.wait()
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AbstractSet, List, Mapping, Optional
+from typing import AbstractSet, Callable, List, Mapping, Optional
 
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import UsageError
@@ -20,10 +20,11 @@ class JobRequest:
     timeout: Optional[float] = None
 
 
-def job_facts(request: JobRequest, environ: Optional[Mapping[str, str]] = None
-              ) -> Optional[JobFacts]:
+def job_facts(request: JobRequest, environ: Optional[Mapping[str, str]] = None,
+              meanwhile: Callable[[], None] = lambda: None) -> Optional[JobFacts]:
     """The job's facts, with the binaries of this host's ranks analysed; None on a rank other
-    than 0 of a --distributed run (rank 0 reports for the job)."""
+    than 0 of a --distributed run (rank 0 reports for the job). `meanwhile` runs while the
+    ranks probe, or first when there is nothing to wait for."""
     from fadoctor.collect import resolve_target
     from fadoctor.distributed.collect import (
         analyze_local,
@@ -35,10 +36,12 @@ def job_facts(request: JobRequest, environ: Optional[Mapping[str, str]] = None
     env = os.environ if environ is None else environ
     if request.distributed:
         target = resolve_target(request.python, env)
-        job = run_agent(target.python, request.facts_dir, request.timeout, env)
+        job = run_agent(target.python, request.facts_dir, request.timeout, env, meanwhile)
         if job is None:
             return None
-    elif request.facts_dir is not None:
+        return analyze_local(job)
+    meanwhile()
+    if request.facts_dir is not None:
         job = read_facts_dir(request.facts_dir)
     elif request.facts_file is not None:
         job = read_job_file(request.facts_file)

@@ -84,4 +84,5 @@ class JobFacts(Frozen):
     ranks: List[RankFacts]
     missing: List[MissingRank] = []
     interrupted: Optional[str] = None  # why rank 0 stopped gathering early (SIGTERM)
-    seconds: Optional[float] = None
+    seconds: Optional[float] = None  # rank 0's whole run
+    gather_seconds: Optional[float] = None  # rank 0's wait for the others, after its own record

@@ -147,11 +147,13 @@ class Gathering:
             "silent_s": round(now - heard[1], 3) if heard and heard[0] else None,
             "waited_s": round(now - self.started, 3)}
 
-    def result(self, interrupted: Optional[str]) -> Dict[str, Any]:
+    def result(self, interrupted: Optional[str], gathering_since: float) -> Dict[str, Any]:
+        now = time.monotonic()
         return {"ranks": [self.records[r] for r in sorted(self.records)],
                 "missing": [self.missing[r] for r in sorted(self.missing)],
                 "interrupted": interrupted,
-                "seconds": round(time.monotonic() - self.started, 3)}
+                "seconds": round(now - self.started, 3),  # rank 0's whole run
+                "gather_seconds": round(now - gathering_since, 3)}  # after its own record
 
 
 def gather(channel: Optional[Channel], gathering: Gathering, limits: Limits,

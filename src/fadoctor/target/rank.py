@@ -239,10 +239,11 @@ def main(argv: List[str]) -> int:
         return 0
     gathering = gather.Gathering(place["world_size"], record, started)
     limits = gather.Limits(args.wait, args.stale, args.deadline)
+    since = time.monotonic()
     interrupted = gather.gather(channel, gathering, limits, STOP.is_set)
     if beat is not None:
         beat.stop()
-    result = dict(gathering.result(interrupted), format=GATHER_FORMAT,
+    result = dict(gathering.result(interrupted, since), format=GATHER_FORMAT,
                   world_size=place["world_size"], run_id=spec["prefix"])
     path = os.path.join(args.out, "gathered.json")
     _write(path, result)

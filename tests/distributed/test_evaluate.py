@@ -130,7 +130,7 @@ def test_two_ranks_on_one_gpu_and_a_rank_without_one(matrix: Matrix) -> None:
     result = check(evaluate_job(gathered.model_copy(update={"ranks": ranks}), matrix), "FAD205")
     assert result.status == Status.FAILED
     assert [f.message.split(":")[0] for f in result.findings] == [
-        "rank 2 have no GPU of their own", "ranks 0-1 share one GPU (GPU-d1cc60ae-a6fd-9b59-c1eb-"
+        "rank 2 has no GPU of its own", "ranks 0-1 share one GPU (GPU-d1cc60ae-a6fd-9b59-c1eb-"
         "81db10794e3d-0 on node-0)"]
 
 

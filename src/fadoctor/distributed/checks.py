@@ -10,6 +10,7 @@ from fadoctor.distributed import collectives
 from fadoctor.distributed.messages import (
     DIFFERENCE_REMEDY,
     difference_text,
+    has,
     missing_text,
     rank_text,
 )
@@ -98,7 +99,8 @@ def check_gpus(view: JobView) -> Outcome:
     if without:
         findings.append(Finding(
             severity=Severity.ERROR, category=Category.GPU_ASSIGNMENT,
-            message=f"{rank_text(r for r, _ in without)} have no GPU of their own: {without[0][1]}",
+            message=f"{rank_text(r for r, _ in without)} {has(len(without))} no GPU of "
+                    f"{'its' if len(without) == 1 else 'their'} own: {without[0][1]}",
             evidence={"ranks": [r for r, _ in without]}))
     shared: Dict[Tuple[str, str], List[int]] = {}
     for rank, host, d in devices:

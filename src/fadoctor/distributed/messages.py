@@ -23,6 +23,10 @@ def rank_text(ranks: Iterable[int]) -> str:
     return "ranks " + ", ".join(spans)
 
 
+def has(count: int) -> str:
+    return "has" if count == 1 else "have"
+
+
 def size_text(size: int) -> str:
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale and size % scale == 0:

@@ -171,7 +171,7 @@ def nccl_blocker(torch: Any, dist: Any, devices: List[Dict[str, Any]], hosts: Li
         return "this torch has no NCCL (torch.distributed.is_nccl_available() is False)"
     without = [r for r, d in enumerate(devices) if d.get("index") is None]
     if without:
-        return "rank(s) %s have no GPU of their own: %s" % (
+        return "no GPU of its own on rank(s) %s: %s" % (
             ",".join(str(r) for r in without), devices[without[0]].get("error"))
     seen: Dict[Any, int] = {}
     for r, d in enumerate(devices):

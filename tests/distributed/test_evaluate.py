@@ -195,3 +195,20 @@ def test_places_read_from_the_record_keep_the_launchers_numbers() -> None:
     gathered: JobFacts = job(16, 8)
     place: RankPlace = gathered.ranks[9].place
     assert (place.rank, place.local_rank, place.node_rank, place.node) == (9, 1, 1, "node 1")
+
+
+def test_without_the_collective_test_a_ranks_gpu_is_the_one_torch_sees(matrix: Matrix) -> None:
+    gathered = on_h200(job(2, 1))
+    ranks = [r.model_copy(update={"collectives": None}) for r in gathered.ranks]
+    torch = ranks[1].facts.torch.data
+    assert torch is not None and torch.devices is not None
+    a100 = torch.devices[0].model_copy(update={"name": "NVIDIA A100-SXM4-80GB",
+                                               "capability": "8.0"})
+    facts = ranks[1].facts.model_copy(update={"torch": ranks[1].facts.torch.model_copy(
+        update={"data": torch.model_copy(update={"devices": [a100]})})})
+    ranks[1] = ranks[1].model_copy(update={"facts": facts})
+    result = check(evaluate_job(gathered.model_copy(update={"ranks": ranks}), matrix), "FAD203")
+    assert result.findings[0].message == ("GPU differs: NVIDIA H200 (sm_90) on rank 0 (node 0); "
+                                          "NVIDIA A100-SXM4-80GB (sm_80) on rank 1 (node 1)")
+    assert check(evaluate_job(gathered.model_copy(update={"ranks": ranks}), matrix),
+                 "FAD205").status == Status.SKIPPED

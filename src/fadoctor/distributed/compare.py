@@ -58,15 +58,24 @@ def packages(facts: Facts) -> Properties:
     return {k: ", ".join(v) for k, v in out.items()}
 
 
+def _gpu(rank: RankFacts) -> Optional[str]:
+    """The rank's own GPU, as the collective test saw it, else the LOCAL_RANK-th torch saw."""
+    device = rank.collectives.device if rank.collectives else None
+    if device is not None and device.name:
+        return f"{device.name} (sm_{(device.capability or '?').replace('.', '')})"
+    if device is not None and device.error:
+        return "none"
+    torch = rank.facts.torch.data
+    index = rank.place.local_rank or 0
+    if torch is not None and torch.devices is not None and index < len(torch.devices):
+        found = torch.devices[index]
+        return f"{found.name} (sm_{found.capability.replace('.', '')})"
+    return None
+
+
 def hardware(rank: RankFacts) -> Properties:
     driver = rank.facts.driver.data
-    device = rank.collectives.device if rank.collectives else None
-    gpu = None
-    if device is not None and device.name:
-        gpu = f"{device.name} (sm_{(device.capability or '?').replace('.', '')})"
-    elif device is not None and device.error:
-        gpu = "none"
-    return {"GPU": gpu,
+    return {"GPU": _gpu(rank),
             "driver": (driver.version or UNKNOWN) if driver and driver.present else (
                 "none" if driver else None),
             "driver CUDA": driver.cuda_version if driver else None}

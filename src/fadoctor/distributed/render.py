@@ -12,7 +12,7 @@ from rich.text import Text
 from fadoctor.distributed.messages import rank_text, size_text
 from fadoctor.distributed.report import Bandwidth, JobReport
 from fadoctor.render import Format, RenderOptions, render
-from fadoctor.render.markdown import render_markdown
+from fadoctor.render.markdown import _cell, render_markdown
 from fadoctor.render.text import render_text
 
 SHOWN_NODES = 8  # nodes listed by name in the header; the rest are counted
@@ -68,10 +68,6 @@ def render_job_text(report: JobReport, options: RenderOptions) -> str:
         for cells in table:
             tail.print(Text("  " + "  ".join(c.rjust(w) for c, w in zip(cells, widths))))
     return f"{first}\n{head_buffer.getvalue()}{rest}{tail_buffer.getvalue()}"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_job_markdown(report: JobReport, options: RenderOptions) -> str:

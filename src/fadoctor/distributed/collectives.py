@@ -66,7 +66,7 @@ def bandwidth_findings(backend: str, rows: List[Bandwidth]) -> List[Finding]:
         where = "across the job" if scope == "job" else f"within {scope}"
         parts = [f"{b.op} {size_text(b.bytes)} {b.busbw_gbps:.2f}" for b in group]
         out.append(info(f"{backend} bus bandwidth {where} ({group[0].ranks} ranks), GB/s: "
-                        + ", ".join(parts), rows=[b.model_dump() for b in group]))
+                        + ", ".join(parts)))  # the rows themselves: JobReport.bandwidth
     return out
 
 

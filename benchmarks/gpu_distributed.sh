@@ -168,8 +168,12 @@ CUDA_VISIBLE_DEVICES=1 PYTHONPATH="$work/hang-fa" python3 -m torch.distributed.r
   --out "$work/killed" >>"$log" 2>&1 &
 node1=$!
 if wait_for "$work/hung" 120; then sleep 8; kill_tree "$node1"; killed=$SECONDS
-  wait "$node0"; say "killed: node 0 exit $? after $((SECONDS - killed)) s"
-else say "FAIL killed: rank 1 never hung"; kill_tree "$node1"; kill_tree "$node0"; fi
+  # Rank 0 writes the report's facts, then its torchrun waits (up to 300 s) in its exit barrier
+  # for the dead node: stop it once the facts are there.
+  wait_for "$work/killed/gathered.json" 120
+  say "killed: rank 0 gathered $((SECONDS - killed)) s after node 1 died"
+else say "FAIL killed: rank 1 never hung"; kill_tree "$node1"; fi
+kill_tree "$node0"
 report "node 1 killed mid-gather" "$work/killed"
 cp "$work/killed/gathered.json" "$out/gathered-killed.json"
 expect "killed node: rank 1 reported lost" "$work/killed" \

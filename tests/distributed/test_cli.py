@@ -111,3 +111,17 @@ def test_a_folder_without_rank_0s_gather_names_the_ranks_without_a_record(tmp_pa
     run = fadoctor("check", "--facts-dir", str(tmp_path), "-f", "json")
     reported = next(c for c in json.loads(run.out)["merged"]["checks"] if c["id"] == "FAD201")
     assert reported["findings"][0]["message"] == "rank 1 left no record in the facts folder"
+
+
+def test_a_rank_rank_0_gave_up_on_is_read_from_its_own_record(tmp_path: Path) -> None:
+    raw = raw_job(3, 3)
+    late = raw["ranks"].pop(2)  # rank 2 wrote its record (a shared folder) but never delivered
+    raw["missing"] = [{"rank": 2, "state": "lost", "identity": late["identity"],
+                       "silent_s": 20.5, "waited_s": 60.0}]
+    write(tmp_path, "gathered.json", raw)
+    write(tmp_path, "rank-00002.json", late)
+    report = json.loads(fadoctor("check", "--facts-dir", str(tmp_path), "-f", "json").out)
+    assert [r["rank"] for r in report["ranks"]] == [0, 1, 2]
+    reported = next(c for c in report["merged"]["checks"] if c["id"] == "FAD201")
+    assert reported["findings"][0]["message"].endswith(
+        "; the own record of rank 2 was found in the facts folder")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from pydantic import ValidationError
 
-from fadoctor.distributed.assemble import job_from_gather, job_from_records
+from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import InputError, InternalError, UsageError
 from fadoctor.facts import Facts, Failure, FailureKind, Probe
@@ -32,12 +32,30 @@ def read_facts_dir(folder: Path) -> JobFacts:
         raise InputError(f"--facts-dir {folder}: no such folder")
     gathered = folder / GATHERED
     if gathered.is_file():
-        return job_from_gather(_load(gathered), str(gathered))
+        job = job_from_gather(_load(gathered), str(gathered))
+        return with_own_records(job, folder)
     records = sorted(folder.glob("rank-*.json"))
     if not records:
         raise InputError(f"{folder} holds neither {GATHERED} nor rank-*.json (the rank agent "
                          "writes them: see `fadoctor rank-script`)")
     return job_from_records([_load(p) for p in records], str(folder))
+
+
+def with_own_records(job: JobFacts, folder: Path) -> JobFacts:
+    """The ranks rank 0 gave up on whose own record is in the folder (a shared folder: the rank
+    finished, but could not reach rank 0 in time), added to the job; still named as missing."""
+    found = []
+    for gone in job.missing:
+        path = folder / f"rank-{gone.rank:05d}.json"
+        if path.is_file():
+            found.append(rank_facts(_load(path), str(path)))
+    if not found:
+        return job
+    recovered = {r.place.rank for r in found}
+    missing = [m.model_copy(update={"record_in_folder": True}) if m.rank in recovered else m
+               for m in job.missing]
+    ranks = sorted([*job.ranks, *found], key=lambda r: r.place.rank)
+    return job.model_copy(update={"ranks": ranks, "missing": missing})
 
 
 def _load(path: Path) -> Dict[str, Any]:

@@ -68,6 +68,9 @@ def missing_text(state: str, missing: List[MissingRank], interrupted: Optional[s
         silent=f"{silent:.0f} s" if silent is not None else "")
     if state == "interrupted" and interrupted:
         text += f" (rank 0 got {interrupted})"
+    recovered = [m.rank for m in missing if m.record_in_folder]
+    if recovered:
+        text += f"; the own record of {rank_text(recovered)} was found in the facts folder"
     return f"{rank_text(m.rank for m in missing)} {text}"
 
 

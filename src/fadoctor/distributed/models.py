@@ -71,6 +71,7 @@ class MissingRank(Frozen):
     place: Optional[RankPlace] = None  # what it announced, if it did
     silent_s: Optional[float] = None
     waited_s: Optional[float] = None
+    record_in_folder: bool = False  # its own record was found beside rank 0's (a shared folder)
 
 
 class JobFacts(Frozen):

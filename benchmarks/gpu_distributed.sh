@@ -117,7 +117,7 @@ wait_for() {  # file, seconds
 }
 
 { nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader
-  python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda, torch.cuda.device_count(), "GPUs, NCCL", torch.cuda.nccl.version())'
+  python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.device_count(), "GPUs, NCCL", torch.cuda.nccl.version() if torch.cuda.is_available() else None)'
   env | grep -E '^(NCCL_NVLS_ENABLE|TORCH_SYMM_MEM_DISABLE_MULTICAST|NVSHMEM_DISABLE_NVLS)='
 } >>"$log" 2>&1
 start=$SECONDS
@@ -197,8 +197,8 @@ expect "killed rank on one node: rank 0 reports rank 1 when stopped" "$work/kill
 say "scenarios: $((SECONDS - start)) s"
 
 # 6. What it costs: one check against 1 and 2 ranks, one and two nodes.
-PYTHONPATH="$base" python3 "$here/bench_distributed.py" --python python3 --ranks 1,2 --nodes 2 \
-  --runs 2 --json >"$out/bench.json" 2>>"$log"
+PYTHONPATH="$base" python3 "$here/bench_distributed.py" --python "$(command -v python3)" \
+  --ranks 1,2 --nodes 2 --runs 2 --json >"$out/bench.json" 2>>"$log"
 say "bench: exit $? ($((SECONDS - start)) s in all)"
 grep -E '^(PASS|FAIL)' "$log"
 cat "$out/bench.json"

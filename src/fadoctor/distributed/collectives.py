@@ -92,7 +92,7 @@ def check(backend: str) -> Callable[[JobView], Outcome]:
         ran = sorted({rank for rank, c in runs if any(o.backend == backend for o in c.ops)})
         if not rows:
             return Skip(f"no rank ran a {backend} collective")
-        return [info(f"all_reduce and all_gather over {backend} are right on all {len(ran)} "
-                     "ranks", ranks=ran), *bandwidth_findings(backend, rows)]
+        return [info(f"all_reduce and all_gather over {backend} are right on "
+                     f"{rank_text(ran)}", ranks=ran), *bandwidth_findings(backend, rows)]
 
     return run

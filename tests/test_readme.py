@@ -110,3 +110,16 @@ def test_stage_table_is_the_registry() -> None:
     rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
     assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]
     assert "(defaults: per stage, in the stage table" in README
+
+
+def test_the_triage_example_is_what_triage_prints() -> None:
+    from fadoctor.matrix import load_matrix
+    from fadoctor.triage.diagnose import triage
+    from fadoctor.triage.render import render_text
+
+    section = README.split("## Diagnosing a pasted report", 1)[1]
+    pasted, shown = section.split("```", 4)[1], section.split("```", 4)[3]
+    fixture = ROOT / "tests" / "fixtures" / "triage" / "abi-cxx11-string-on-abi0-torch26"
+    assert pasted.strip() == (fixture / "report.txt").read_text(encoding="utf-8").strip()
+    printed = render_text(triage(pasted.strip() + "\n", load_matrix(None)))
+    assert shown.strip().splitlines()[1:] == printed.rstrip().splitlines()

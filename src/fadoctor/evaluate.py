@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import AbstractSet, Callable, List, Optional
 
-from fadoctor.checks import ALL_CHECKS
+from fadoctor.checks import ALL_CHECKS, model_checks
 from fadoctor.checks.base import Check, Outcome, Skip, status_of, torch_view
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
+from fadoctor.model.spec import ModelFacts
 from fadoctor.report import (
     Category,
     CheckResult,
@@ -20,8 +21,10 @@ from fadoctor.report import (
 )
 
 
-def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset()) -> Report:
-    results = [run_check(check, facts, matrix) for check in ALL_CHECKS
+def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(),
+             model: Optional[ModelFacts] = None) -> Report:
+    checks = ALL_CHECKS + (model_checks(model) if model is not None else ())
+    results = [run_check(check, facts, matrix) for check in checks
                if check.id not in ignore and check.name not in ignore]
     return Report(
         fadoctor_version=facts.fadoctor_version,

@@ -41,6 +41,7 @@ class Category(str, Enum):
     GLIBC_TOO_OLD = "glibc_too_old"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
     HEAD_DIM_UNSUPPORTED = "head_dim_unsupported"
+    OUT_OF_MEMORY = "out_of_memory"  # check --model: the training step's estimate exceeds the GPU
     BUILD_TOOLCHAIN = "build_toolchain"
     BUILD_RESOURCES = "build_resources"
     BUILD_ISOLATION = "build_isolation"
@@ -48,6 +49,9 @@ class Category(str, Enum):
     PLATFORM_UNSUPPORTED = "platform_unsupported"
     ROCM = "rocm"
     COMPILE_GRAPH_BREAK = "compile_graph_break"
+    NUMERICS = "numerics"  # a kernel runs but its output or gradients are wrong, NaN or Inf
+    KERNEL_FAILURE = "kernel_failure"  # a launch or runtime error the GPU's arch does not explain
+    GPU_BUSY = "gpu_busy"  # other work holds the GPU: kernel tests shrank or were skipped
     VERSION_CONFLICT = "version_conflict"
     RANK_MISSING = "rank_missing"  # a rank of a distributed job never reported
     RANKS_DIFFER = "ranks_differ"  # the ranks of a job run different software or hardware

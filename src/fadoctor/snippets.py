@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -180,6 +180,31 @@ import torch._dynamo
 torch._dynamo.config.suppress_errors = True
 '''
 
+SDPA_KERNEL = Api(
+    name="torch.nn.attention.sdpa_kernel(backends) with SDPBackend", package="torch", since="2.3",
+    target="torch.nn.attention.sdpa_kernel",
+    source=("reference torch_cuda_facts.md section 4.1 (the PyPI wheels' shipped .py files: "
+            "torch.nn.attention.sdpa_kernel + SDPBackend first in 2.3); matrix torch_apis"))
+
+SDPA_BACKENDS_CODE = '''\
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# Run scaled_dot_product_attention only on the SDPA backends that passed fadoctor's kernel
+# tests here; the setting covers everything inside the block, forward and backward.
+with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    loss = model(**batch).loss
+    loss.backward()
+'''
+SDPA_MEMBERS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+
+
+def sdpa_backends_code(backends: Sequence[str]) -> str:
+    """The sdpa_backends snippet for these backends (flash, efficient, cudnn, math)."""
+    members = ", ".join("SDPBackend." + SDPA_MEMBERS[b] for b in backends)
+    return SDPA_BACKENDS_CODE.replace("[SDPBackend.FLASH_ATTENTION]", f"[{members}]")
+
+
 TRANSFORMERS_SDPA_CODE = 'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")'
 
 SNIPPETS: Tuple[Snippet, ...] = (
@@ -201,6 +226,15 @@ SNIPPETS: Tuple[Snippet, ...] = (
         torch=SpecifierSet(">=2.1.1"),
         apis=(HF_SDPA, HF_SDPA_TORCH),
         caveat="Needs transformers >= 4.36 and an architecture that implements SDPA.",
+    ),
+    Snippet(
+        id="sdpa_backends",
+        title="PyTorch SDPA: run attention only on the backends that passed the kernel tests",
+        code=SDPA_BACKENDS_CODE,
+        torch=SpecifierSet(">=2.3"),
+        apis=(SDPA_KERNEL,),
+        caveat=("An input the listed backends refuse raises 'No available kernel' instead of "
+                "falling back to another backend: list every backend that passed."),
     ),
     Snippet(
         id="dynamo_disable_flash_attn",

@@ -104,6 +104,23 @@ def test_the_parent_modules_that_start_the_worker_load_without_pydantic() -> Non
     assert done.stdout.strip() == "False"
 
 
+def test_the_kernel_stages_are_their_own_groups_and_lanes() -> None:
+    from fadoctor.target import attention
+
+    smoke = registry.names(groups=("smoke",))
+    assert smoke == [attention.stage_name("smoke", t) for t in attention.TARGETS]
+    assert registry.lanes(registry.names(groups=("check", "smoke"))) == {
+        "main": registry.names(), "sdpa": smoke[:4], "kernels": smoke[4:]}
+    assert registry.names(groups=("compile",)) == [
+        "compile_sdpa", "compile_fa2", "compile_fa3", "compile_fa4", "compile_vllm_fa"]
+    bench = registry.names(groups=("bench",))
+    assert set(registry.lanes(bench)) == {"bench"} and bench[-1] == "bench_hf"
+    for name in smoke + bench:
+        stage = BY_NAME[name]
+        assert attention.parse(name) == (stage.runs, dict(stage.params)["target"])
+    assert registry.names(static=True, groups=("smoke",)) == []
+
+
 def test_the_collective_stage_runs_only_for_the_rank_agent_in_a_lane_of_its_own() -> None:
     assert "collective" not in registry.names()
     assert registry.names(groups=("distributed",)) == ["collective"]

@@ -8,11 +8,19 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
-from fadoctor.checks.classify import classify
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
+from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import sdpa_fallback
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
+from fadoctor.facts import (
+    BinaryAnalysis,
+    Facts,
+    FailureKind,
+    Family,
+    FamilyImport,
+    FlashAttention,
+    Torch,
+)
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import build_recipe, first_release_with_kernels, newest_release_with_wheel
@@ -115,7 +123,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
             continue
         text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
             failure.stderr_tail or failure.reason)
-        diagnosis = classify(text, torch.cxx11_abi if torch else None)
+        diagnosis = import_cause(text, _family_binaries(facts, fa), torch)
         what = diagnosis.explanation if diagnosis.recognised else " ".join(
             f"{failure.exception_type or ''}: {failure.reason}".strip(": ").split())
         findings.append(Finding(
@@ -138,7 +146,8 @@ def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts
     for ext in imported.extensions:
         if ext.ok:
             continue
-        diagnosis = classify(ext.error or "", torch.cxx11_abi if torch else None)
+        diagnosis = import_cause(ext.error or "", [b for b in _family_binaries(facts, fa)
+                                                   if b.file.module == ext.module], torch)
         remedies = (csrc_remedies(ext.module) if ext.module in CSRC
                     else import_remedies(fa, diagnosis, facts, matrix))
         out.append(Finding(
@@ -148,6 +157,11 @@ def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts
             evidence={"error": ext.error, "exception": ext.exception_type, **diagnosis.details},
             remedies=remedies))
     return out
+
+
+def _family_binaries(facts: Facts, fa: FlashAttention) -> List[BinaryAnalysis]:
+    binaries = facts.binaries.data if facts.binaries is not None else None
+    return [b for b in binaries or [] if b.file.family == fa.family]
 
 
 def _how(kind: FailureKind, signal: Optional[str]) -> str:

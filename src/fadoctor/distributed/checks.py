@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Tuple
 
-from fadoctor.checks.base import Outcome, Skip, info
+from fadoctor.checks import ALL_CHECKS, BY_KEY
+from fadoctor.checks.base import Check, Outcome, Skip, info
 from fadoctor.distributed import collectives
 from fadoctor.distributed.messages import (
     DIFFERENCE_REMEDY,
@@ -16,6 +17,8 @@ from fadoctor.distributed.messages import (
 )
 from fadoctor.distributed.models import JobFacts, MissingRank
 from fadoctor.distributed.report import Bandwidth, Difference
+from fadoctor.facts import Facts
+from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 
 
@@ -28,13 +31,21 @@ class JobView:
     bandwidth: List[Bandwidth]
 
 
+def _per_rank(facts: Facts, matrix: Matrix) -> Outcome:
+    return Skip("a check of the whole job: `check --distributed` or `--facts-dir` runs it")
+
+
 @dataclass(frozen=True)
-class JobCheck:
-    id: str
-    name: str
-    title: str
-    doc: str
-    run: Callable[[JobView], Outcome]
+class JobCheck(Check):
+    """A check of the whole job: `explain`, `--ignore` and JUnit treat it as any other check;
+    it reads every rank's facts (`job`) rather than one environment's (`run`)."""
+
+    job: Callable[[JobView], Outcome]
+
+
+def _job(check_id: str, name: str, title: str, doc: str, job: Callable[[JobView], Outcome]
+         ) -> JobCheck:
+    return JobCheck(check_id, name, title, doc, _per_rank, job)
 
 
 def check_reported(view: JobView) -> Outcome:
@@ -117,37 +128,37 @@ def check_gpus(view: JobView) -> Outcome:
 
 
 JOB_CHECKS: Tuple[JobCheck, ...] = (
-    JobCheck("FAD201", "ranks-reported", "Every rank of the job reported its facts",
+    _job("FAD201", "ranks-reported", "Every rank of the job reported its facts",
              "Rank 0 gathers every rank's record over the job's c10d store (gloo's transport, "
              "never NCCL). A rank that never reaches the store, falls silent (its heartbeat "
              "stops: killed, crashed, its node gone) or outlives the deadline is named here.",
              check_reported),
-    JobCheck("FAD202", "same-software", "Every rank runs the same software",
+    _job("FAD202", "same-software", "Every rank runs the same software",
              "Compares Python, the torch build (version, CUDA, C++ ABI, git commit), NCCL, each "
              "flash-attention family, the sha256 of each compiled extension, and the other "
              "relevant distributions across ranks. Ranks that run other code fail at import, "
              "crash in a kernel or hang in the first collective.",
              differing("software", "Python, torch, NCCL, flash-attention and the other packages")),
-    JobCheck("FAD203", "same-hardware", "Every rank has the same kind of GPU and driver",
+    _job("FAD203", "same-hardware", "Every rank has the same kind of GPU and driver",
              "Compares each rank's own GPU (model and compute capability) and its node's driver "
              "and CUDA driver version.",
              differing("hardware", "GPU model and driver")),
-    JobCheck("FAD204", "same-environment", "The variables that steer CUDA, torch and NCCL agree",
+    _job("FAD204", "same-environment", "The variables that steer CUDA, torch and NCCL agree",
              "Compares the environment variables that change what torch, flash-attention, NCCL "
              "and gloo do (NCCL_*, TORCH_NCCL_*, CUDA_*, LD_LIBRARY_PATH, PYTHONPATH, ...). "
              "CUDA_VISIBLE_DEVICES may differ by design; FAD205 judges the GPUs it leaves.",
              differing("environment", "the environment variables that matter")),
-    JobCheck("FAD205", "gpu-per-rank", "Each rank has a GPU of its own",
+    _job("FAD205", "gpu-per-rank", "Each rank has a GPU of its own",
              "Each rank uses the LOCAL_RANK-th GPU torch sees, as training code does. Fails when "
              "there is none (CUDA_VISIBLE_DEVICES hides it, fewer GPUs than ranks) or when two "
              "ranks of one host land on the same GPU (by UUID).",
              check_gpus),
-    JobCheck("FAD206", "gloo-collectives", "all_reduce and all_gather work over gloo",
+    _job("FAD206", "gloo-collectives", "all_reduce and all_gather work over gloo",
              "Every rank joins a gloo group and runs all_reduce and all_gather on CPU tensors, "
              "checking the result on every rank. A rank that hangs or never arrives is named "
              "from the store, where each rank marks each phase it enters.",
              collectives.check("gloo")),
-    JobCheck("FAD207", "nccl-collectives", "all_reduce and all_gather work over NCCL",
+    _job("FAD207", "nccl-collectives", "all_reduce and all_gather work over NCCL",
              "Every rank runs all_reduce and all_gather over NCCL on its own GPU, for several "
              "sizes, across the job and within each node, checks the result on every rank and "
              "reports the bus bandwidth as nccl-tests defines it (doc/PERFORMANCE.md: "
@@ -157,3 +168,6 @@ JOB_CHECKS: Tuple[JobCheck, ...] = (
 
 JOB_BY_KEY: Dict[str, JobCheck] = {**{c.id: c for c in JOB_CHECKS},
                                    **{c.name: c for c in JOB_CHECKS}}
+# Every check `explain` lists and a key (--ignore, --only) may name: one environment's, the job's.
+EVERY_CHECK: Tuple[Check, ...] = (*ALL_CHECKS, *JOB_CHECKS)
+EVERY_KEY: Dict[str, Check] = {**BY_KEY, **JOB_BY_KEY}

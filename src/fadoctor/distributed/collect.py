@@ -16,14 +16,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from pydantic import ValidationError
 
 from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
+from fadoctor.distributed.entry import AGENT
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import InputError, InternalError, UsageError
 from fadoctor.facts import Facts, Failure, FailureKind, Probe
 from fadoctor.target import place
-from fadoctor.target import rank_agent as agent
 
 GATHERED = "gathered.json"
-AGENT = Path(agent.__file__).resolve()
 
 
 def read_facts_dir(folder: Path) -> JobFacts:
@@ -82,8 +81,8 @@ def read_job_file(path: Path) -> JobFacts:
 
 
 def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
-              environ: Mapping[str, str], meanwhile: Callable[[], None] = lambda: None
-              ) -> Optional[JobFacts]:
+              environ: Mapping[str, str], meanwhile: Callable[[], None] = lambda: None,
+              kernels: Optional[str] = None) -> Optional[JobFacts]:
     """Run the rank agent in the target interpreter as this rank (the launcher's variables are
     inherited); on rank 0, the job's facts; on the other ranks, None. `meanwhile` runs while
     the agent works (rank 0 loads what it will report with)."""
@@ -95,6 +94,8 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
     command = [python, "-B", str(AGENT), "--out", str(folder)]
     if timeout:
         command += ["--timeout", str(timeout)]
+    if kernels:
+        command += ["--kernels", kernels]
     try:
         status = _run_forwarding_sigterm(command, environ, meanwhile if where["rank"] == 0
                                          else lambda: None)

@@ -22,7 +22,7 @@ def evaluate_job(job: JobFacts, matrix: Matrix, ignore: AbstractSet[str] = froze
                  ) -> JobReport:
     reports = rank_reports(job, matrix, ignore)
     view = JobView(job=job, differences=differences(job), bandwidth=table(job))
-    results = [checked(c.id, c.name, c.title, partial(c.run, view))
+    results = [checked(c.id, c.name, c.title, partial(c.job, view))
                for c in JOB_CHECKS if c.id not in ignore and c.name not in ignore]
     ranked = sorted(reports.items())
     for check in ALL_CHECKS:

@@ -20,9 +20,10 @@ IMPORTS = ("nothing", "torch", "family")
 # is its own process, so lanes run in parallel (a new lane costs one more interpreter start-up).
 MAIN_LANE = "main"
 
-# What asks for a stage: every `check` ("check"), or the rank agent on each rank of a
-# distributed job ("distributed").
-GROUPS = ("check", "distributed")
+# What asks for a stage: every `check` ("check"), the kernel smoke tests (`check --kernels`),
+# the torch.compile probe (`check --compile`), `fadoctor bench`, or the rank agent on each rank
+# of a distributed job ("distributed").
+GROUPS = ("check", "smoke", "compile", "bench", "distributed")
 
 
 class Stage(NamedTuple):
@@ -61,6 +62,33 @@ _CHECK = (
     _family("vllm_fa", 120.0),
 )
 
+
+def _kernel(kind: str, target: str, timeout: float, label: str, facts: str) -> Stage:
+    """An attention-kernel stage (target package `attention/`). SDPA's run in their own lane, so
+    that their first CUDA work overlaps the main lane's imports; the families' in another, which
+    imports each family again while the main lane does. Each lane's first stage also pays
+    `import torch` (and the family's import): the timeouts allow for it."""
+    family = not target.startswith("sdpa") and target != "hf"
+    lane = "bench" if kind == "bench" else ("kernels" if family else "sdpa")
+    return Stage("%s_%s" % (kind, target), kind, "family" if family else "torch", timeout, label,
+                 facts, params=(("target", target),), lane=lane, group=kind)
+
+
+_SDPA = (("sdpa_flash", "flash"), ("sdpa_efficient", "efficient"), ("sdpa_cudnn", "cuDNN"),
+         ("sdpa_math", "math"))
+_FAMILIES = ("fa2", "fa3", "fa4", "vllm_fa")
+
+KERNEL_STAGES: Tuple[Stage, ...] = tuple(
+    [_kernel("smoke", t, 240.0, "testing SDPA's %s kernels" % n, "SmokeTarget") for t, n in _SDPA]
+    + [_kernel("smoke", f, 300.0, "testing the %s kernels" % f, "SmokeTarget") for f in _FAMILIES]
+    + [_kernel("compile", t, 600.0, "compiling %s" % t, "CompileTarget")
+       for t in ("sdpa",) + _FAMILIES]
+    + [_kernel("bench", t, 600.0, "timing %s" % t, "BenchTarget")
+       for t in [t for t, _ in _SDPA] + list(_FAMILIES)]
+    + [_kernel("bench", "hf", 120.0, "asking transformers for its attention implementations",
+               "HfAttention")])
+
+
 # Run by the rank agent (rank.py), in a lane of its own: all_reduce and all_gather with the other
 # ranks (its model: fadoctor.collective_facts, read by fadoctor.distributed).
 DISTRIBUTED_STAGES = (
@@ -69,7 +97,7 @@ DISTRIBUTED_STAGES = (
 )
 
 # Every stage, `check`'s first.
-STAGES = _CHECK + DISTRIBUTED_STAGES
+STAGES = _CHECK + KERNEL_STAGES + DISTRIBUTED_STAGES
 BY_NAME: Dict[str, Stage] = {stage.name: stage for stage in STAGES}
 
 

@@ -4,6 +4,8 @@ each one's result (or the exception it raised) on the protocol's channel."""
 from typing import Any, Callable, Dict, List  # noqa: F401 (type comments)
 
 from . import collective, family, files, host, packages, sdpa, torch_facts
+from .attention import CONTEXT_LOST
+from .attention import stage as attention_stage
 from .context import Context
 from .protocol import Channel, parse_args
 from .registry import BY_NAME, names
@@ -16,6 +18,9 @@ DISPATCH = {
     "torch_facts": torch_facts.run,
     "sdpa": sdpa.run,
     "family": family.run,
+    "smoke": attention_stage("smoke"),
+    "compile": attention_stage("compile"),
+    "bench": attention_stage("bench"),
     "collective": collective.run,
 }  # type: Dict[str, Callable[..., Dict[str, Any]]]
 
@@ -36,5 +41,7 @@ def main(argv: List[str]) -> int:
             channel.failed(name, exc)
             continue
         channel.result(name, data)
+        if data.get(CONTEXT_LOST):
+            return 3  # the CUDA context is unusable: the runner starts a fresh worker for the rest
     channel.done()
     return 0

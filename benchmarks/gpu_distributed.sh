@@ -8,7 +8,8 @@
 # on its PYTHONPATH; without them a small fake flash-attn distribution made here is used). The
 # ranks run the rank agent by path in python3, the interpreter that holds torch: fadoctor is not
 # installed in the examined environment. Scenarios, each checked and logged PASS/FAIL:
-#   1. one node, 2 ranks (torchrun --nproc-per-node 2); and `check --distributed` under torchrun
+#   1. one node, 2 ranks (torchrun --nproc-per-node 2), each with the kernel smoke tests on its
+#      own GPU; and `check --distributed` under torchrun
 #   2. a simulated 2-node job: two torchrun invocations, --nnodes 2 --node-rank 0|1, a localhost
 #      rendezvous, one GPU each
 #   3. the same, node 1 with another flash-attn on its PYTHONPATH: the report names rank 1
@@ -130,6 +131,8 @@ doctor check --facts-dir "$work/one-node" -f json >"$out/one-node-report.json" 2
 cp "$work/one-node/gathered.json" "$out/gathered-one-node.json"
 expect "one node: 2 ranks, NCCL correct on both" "$work/one-node" \
   'len(g["ranks"]) == 2 and not g["missing"] and checks["FAD207"]["status"] == "passed"'
+expect "one node: each rank ran the kernel smoke tests on its own GPU" "$work/one-node" \
+  'all(r["kernels"]["stages"] and not r["kernels"]["skipped"] for r in g["ranks"]) and checks["FAD140"]["status"] != "skipped"'
 { echo "===== check --distributed under torchrun (rank 0 prints; exit = rank 0's)"
   PYTHONPATH="$src:$base" torchrun --nproc-per-node 2 --master-port "$(port)" -m fadoctor \
     check --distributed; echo "(torchrun exit $?)"; echo; } >>"$reports" 2>>"$log"

@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from tests.helpers.broken import find_python
 
 from fadoctor.distributed.collect import AGENT, read_facts_dir
+from fadoctor.target import rank
 
 PYTHON38 = find_python("3.8")
 
@@ -42,3 +44,16 @@ def test_an_agent_outside_a_launcher_says_so_in_one_line(tmp_path: Path) -> None
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("fadoctor rank agent: error: RANK and WORLD_SIZE are not set")
     assert len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("visible, local_rank, shown", [
+    (None, 1, "1"), ("2,3", 1, "3"), ("GPU-a, GPU-b", 0, "GPU-a"), ("0", 1, None), ("", 0, None),
+])
+def test_the_kernel_tests_see_the_ranks_own_gpu_alone(visible: Optional[str], local_rank: int,
+                                                       shown: Optional[str]) -> None:
+    environ = {"PATH": "/bin"} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    env, why = rank.own_gpu(environ, local_rank)
+    if shown is None:
+        assert env is None and why.startswith(f"LOCAL_RANK {local_rank} has no GPU among")
+    else:
+        assert env is not None and env["CUDA_VISIBLE_DEVICES"] == shown and why == ""

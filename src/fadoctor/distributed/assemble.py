@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from pydantic import ValidationError
 
@@ -18,7 +18,7 @@ from fadoctor.distributed.models import (
     RankPlace,
 )
 from fadoctor.errors import InputError
-from fadoctor.facts import Driver, Failure, FailureKind, Probe
+from fadoctor.facts import Driver, Facts, Failure, FailureKind, Probe
 from fadoctor.probes.driver import parse_smi_csv, procfs_version
 from fadoctor.probes.runner import StageFailure, StageOutcome
 from fadoctor.target.rank import GATHER_FORMAT, RECORD_FORMAT
@@ -57,9 +57,10 @@ def rank_facts(raw: Mapping[str, Any], where: str) -> RankFacts:
                          f"{RECORD_FORMAT}")
     try:
         place = RankPlace.model_validate(raw["identity"])
-        outcomes = _outcomes(raw.get("stages") or {})
+        outcomes = _outcomes(raw.get("stages") or {}, names())
         target = TargetChoice(python=raw["python"], chosen_by="current")
         facts = assemble(target, outcomes, driver_probe(raw.get("driver")))
+        facts = with_kernels(facts, raw.get("kernels"))
         return RankFacts(
             place=place, facts=facts, collectives=_collectives(raw.get("collective")),
             extension_hashes=[ExtensionHash.model_validate(h) for h in raw.get("extensions") or []],
@@ -71,6 +72,19 @@ def rank_facts(raw: Mapping[str, Any], where: str) -> RankFacts:
                          f"{_first_error(exc)}") from exc
 
 
+def with_kernels(facts: Facts, raw: Optional[Mapping[str, Any]]) -> Facts:
+    """The rank's attention smoke tests (run on its own GPU) in its facts, as `check` has them."""
+    if not raw:
+        return facts
+    from fadoctor.probes.kernels import KernelOptions
+    from fadoctor.probes.kernels import assemble as kernel_facts
+
+    outcomes = _outcomes(raw.get("stages") or {}, names(groups=("smoke",)), required=False)
+    update = kernel_facts(outcomes, KernelOptions(smoke=raw["smoke"]), raw.get("skipped"))
+    timings = {**facts.timings, **{stage: o.seconds for stage, o in outcomes.items()}}
+    return facts.model_copy(update={**update, "timings": timings})
+
+
 def _first_error(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
@@ -78,10 +92,13 @@ def _first_error(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _outcomes(stages: Mapping[str, Any]) -> Dict[str, StageOutcome]:
+def _outcomes(stages: Mapping[str, Any], expected: Sequence[str], required: bool = True
+              ) -> Dict[str, StageOutcome]:
     out: Dict[str, StageOutcome] = {}
-    for stage in names():
+    for stage in expected:
         raw = stages.get(stage)
+        if raw is None and not required:
+            continue
         if raw is None:  # run with --stages: a stage not run is unknown, not absent
             out[stage] = StageOutcome(stage, False, failure=StageFailure(
                 kind="skipped", reason="not run on this rank (the agent's --stages)"))

@@ -4,7 +4,7 @@ outcomes as they would be in `check` — each stage timed, a crash or hang of th
 and the worker restarted past it.
 
     <python> -B .../probes/relay.py < {"stages": [...], "timeouts": {...}, "options": {...},
-                                       "env": {...}}
+                                       "env": {...}, "kernels": null | "default" | "full"}
     -> stdout: {"stage": {"ok": ..., "data": ..., "failure": {...}, "seconds": ...}, ...}
 
 Standard library only, Python 3.8: it loads `fadoctor.probes.runner` from this install without
@@ -35,9 +35,17 @@ def _runner() -> Any:
 
 
 def relay(request: Dict[str, Any]) -> Dict[str, Any]:
-    outcomes = _runner().run_stages(sys.executable, request["stages"],
-                                    timeouts=request.get("timeouts") or None,
-                                    env=request.get("env"), options=request.get("options"))
+    runner = _runner()
+    timeouts = request.get("timeouts") or None
+    if request.get("kernels"):  # the attention smoke tests, in their lanes, as `check` runs them
+        from fadoctor.probes.kernels import KernelOptions, KernelWorkers
+
+        outcomes = KernelWorkers(sys.executable, request["env"],
+                                 KernelOptions(smoke=request["kernels"]),
+                                 timeouts=timeouts).wait()
+    else:
+        outcomes = runner.run_stages(sys.executable, request["stages"], timeouts=timeouts,
+                                     env=request.get("env"), options=request.get("options"))
     return {stage: {"ok": o.ok, "data": o.data, "seconds": o.seconds,
                     "failure": {k: v for k, v in asdict(o.failure).items() if v is not None}
                     if o.failure is not None else None}

@@ -91,10 +91,12 @@ class Lane:
     failure and the worker restarts past it; waiting gives way to SIGTERM."""
 
     def __init__(self, stages: List[str], timeout: Optional[float],
-                 options: Optional[Dict[str, str]] = None) -> None:
+                 options: Optional[Dict[str, str]] = None, kernels: Optional[str] = None,
+                 env: Optional[Dict[str, str]] = None) -> None:
         self.stages = stages
         request = {"stages": stages, "timeouts": {s: timeout for s in stages} if timeout else {},
-                   "options": options or {}, "env": dict(os.environ)}
+                   "options": options or {}, "env": dict(os.environ if env is None else env),
+                   "kernels": kernels}  # the relay runs `kernels` (a grid) as `check` does
         self._proc = subprocess.Popen([sys.executable, "-B", RELAY], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       start_new_session=True)
@@ -121,6 +123,30 @@ class Lane:
                 os.killpg(self._proc.pid, signal.SIGKILL)
         failed = {"ok": False, "seconds": 0.0, "failure": {"kind": "error", "reason": why}}
         return {stage: outcomes.get(stage, failed) for stage in self.stages}
+
+
+def own_gpu(environ: Dict[str, str], local_rank: int) -> Tuple[Optional[Dict[str, str]], str]:
+    """The environment that shows the kernel tests this rank's own GPU alone (the LOCAL_RANK-th
+    that CUDA_VISIBLE_DEVICES leaves), or None and why there is none."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    entries = [str(local_rank)] if visible is None else [
+        e.strip() for e in visible.split(",") if e.strip()][local_rank:local_rank + 1]
+    if not entries:
+        return None, "LOCAL_RANK %d has no GPU among CUDA_VISIBLE_DEVICES=%r" % (local_rank,
+                                                                               visible)
+    return dict(environ, CUDA_VISIBLE_DEVICES=entries[0]), ""
+
+
+def kernel_lane(grid: str, timeout: Optional[float], local_rank: int) -> Any:
+    """The attention smoke tests on this rank's own GPU (as `check --kernels GRID`), or why not."""
+    if grid == "none":
+        return None
+    if not os.path.exists("/proc/driver/nvidia/version"):  # not a GPU node: no lanes to start
+        return {"smoke": grid, "stages": {}, "skipped": "no NVIDIA driver on this rank's machine"}
+    env, why = own_gpu(dict(os.environ), local_rank)
+    if env is None:
+        return {"smoke": grid, "stages": {}, "skipped": why}
+    return Lane(names(groups=("smoke",)), timeout, kernels=grid, env=env)
 
 
 def collective_record(outcome: Dict[str, Any], channel: Optional[gather.Channel],
@@ -155,6 +181,8 @@ def _arguments(argv: List[str]) -> argparse.Namespace:
                         help="seconds the collective smoke test may take (default 120)")
     parser.add_argument("--no-collectives", action="store_true",
                         help="skip the all_reduce/all_gather smoke test")
+    parser.add_argument("--kernels", choices=("none", "default", "full"), default="default",
+                        help="the attention kernel smoke tests on this rank's GPU, as for check")
     parser.add_argument("--wait", type=float, default=120.0, help="seconds from its start rank 0 "
                         "waits for a rank that never announces itself (default 120)")
     parser.add_argument("--stale", type=float, default=20.0, help="seconds of silence after "
@@ -190,6 +218,7 @@ def probe_rank(args: argparse.Namespace, spec: Dict[str, Any]) -> Any:
         child = dict(spec, timeout=max(args.collective_timeout - 15.0, args.collective_timeout / 2))
         collective = Lane(["collective"], args.collective_timeout,
                           {"rank_spec": json.dumps(child)})
+    kernels = kernel_lane(args.kernels, args.timeout, spec.get("local_rank") or 0)
     driver: Dict[str, Any] = {}
     reader = threading.Thread(target=lambda: driver.update(driver_raw()), daemon=True)
     reader.start()
@@ -209,6 +238,8 @@ def probe_rank(args: argparse.Namespace, spec: Dict[str, Any]) -> Any:
         "extensions": hash_files([e["path"] for e in files.get("extensions", [])]),
         "environment": matching(dict(os.environ), DISTRIBUTED_ENVIRONMENT),
         "store_error": store_error,
+        "kernels": kernels if not isinstance(kernels, Lane) else {
+            "smoke": args.kernels, "stages": kernels.wait(), "skipped": None},
     }
     reader.join(30)
     record["driver"] = driver or None

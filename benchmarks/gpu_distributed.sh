@@ -23,6 +23,8 @@ set -uo pipefail
 # Never NVLink multicast (NVLS) on these machines: for every process started from here.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 out=${OUT:?set OUT to the output folder}; base=${1:?BASE_SITE}; shift
+# The ranks examine python3 as it is: only what a scenario puts on PYTHONPATH is added.
+unset PYTHONPATH
 fa4=$(IFS=:; echo "$*")
 here=$(cd "$(dirname "$0")" && pwd); src=$(cd "$here/../src" && pwd)
 agent="$src/fadoctor/target/rank_agent.py"

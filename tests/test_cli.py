@@ -19,6 +19,7 @@ import pytest
 from tests.helpers.broken import environ_with_path, library_loads, requires_torch, write_distribution
 
 from fadoctor.checks import ALL_CHECKS
+from fadoctor.distributed.checks import JOB_CHECKS
 from fadoctor.probes import driver
 from fadoctor.render.text import headline
 from fadoctor.report import Report
@@ -297,7 +298,8 @@ def test_explain() -> None:
     assert fadoctor("explain", "flash-attn-import").out == one.out
     listing = fadoctor("explain")
     assert listing.code == 0
-    assert [line.split()[0] for line in listing.out.splitlines()] == [c.id for c in ALL_CHECKS]
+    assert [line.split()[0] for line in listing.out.splitlines()] == [
+        c.id for c in ALL_CHECKS] + [c.id for c in JOB_CHECKS]  # the job's, fadoctor.distributed
 
 
 def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:

@@ -16,8 +16,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_check_table_lists_every_check_with_its_name_and_title() -> None:
+    from fadoctor.distributed.checks import JOB_CHECKS
+
     rows = re.findall(r"^\| (FAD\d{3}) \| ([\w-]+) \| (.+?) \|$", README, flags=re.M)
-    assert rows == [(c.id, c.name, c.title) for c in ALL_CHECKS]
+    assert rows == [(c.id, c.name, c.title) for c in (*ALL_CHECKS, *JOB_CHECKS)]
 
 
 def test_exit_code_table_matches_the_contract() -> None:
@@ -36,6 +38,13 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_abi_example_is_the_fixtures_real_output() -> None:
     block = README.split("flash-attention#853, replayed", 1)[1].split("```", 2)[1]
     golden = (ROOT / "tests" / "golden" / "fa853-cxx11abi-true-wheel-on-pip-torch" / "text.txt")
+    shown = [line for line in block.splitlines() if line.strip()]
+    assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)
+
+
+def test_the_job_example_is_the_goldens_real_output() -> None:
+    block = README.split("replayed\nfrom recorded facts", 1)[1].split("```", 2)[1]
+    golden = ROOT / "tests" / "golden-distributed" / "h200-16-ranks" / "text.txt"
     shown = [line for line in block.splitlines() if line.strip()]
     assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)
 

@@ -14,6 +14,7 @@ import typer
 
 from fadoctor import __version__
 from fadoctor.bench_cli import bench_command
+from fadoctor.distributed import entry as jobs
 from fadoctor.errors import ExitCode, InputError, UsageError, invalid
 from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
 from fadoctor.guard import DEBUG, guarded
@@ -94,8 +95,17 @@ def check(
                                              "--model: method=full|lora|qlora,batch=N,seq=N,"
                                              "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
     redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
+    if distributed or facts_dir is not None or jobs.is_job_file(facts_file):  # a whole job
+        return jobs.job_check(
+            jobs.JobArgs(distributed, facts_dir, facts_file, python, timeout, kernels, static,
+                         extension, compile_, model),
+            jobs.Reporting(fmt, verbose, ignore, only, matrix_path, output),
+            lambda text: _write(output or Path("-"), _redacted(text, redact)),
+            lambda report: _exit_code(report, fail_on))
     if facts_file is not None and (python is not None or static or extension or kernels
                                    or compile_):
         raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
@@ -145,8 +155,14 @@ def snapshot(
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
     compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
     redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
+    if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0
+        return jobs.job_snapshot(jobs.JobArgs(distributed, facts_dir, None, python, timeout,
+                                              kernels, static, extension, compile_),
+                                 lambda text: _write(output, _redacted(text, redact)))
     facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
     _write(output, _redacted(facts.model_dump_json(indent=2) + "\n", redact))
     return ExitCode.OK
@@ -237,13 +253,13 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
                                                      help="Check ID or name.")) -> int:
     """Document a check, or list them all."""
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
+    from fadoctor.distributed.checks import EVERY_CHECK, EVERY_KEY
 
     if check_id is None:
-        for c in ALL_CHECKS:
+        for c in EVERY_CHECK:
             typer.echo(f"{c.id}  {c.name:<24} {c.title}")
         return ExitCode.OK
-    found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
+    found = EVERY_KEY.get(check_id) or EVERY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
     from fadoctor.checks.docs import documentation
@@ -254,6 +270,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
 
 app.command("bench")(bench_command)
+app.command("rank-script")(guarded(jobs.rank_script_command))
 app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
 app.command(name="model")(guarded(model_command))

@@ -15,6 +15,8 @@ from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
 
 from pydantic import model_validator
 
+# The collective stage's model (the rank agent's, fadoctor.distributed reads it).
+from fadoctor.collective_facts import CollectiveTest  # noqa: F401
 from fadoctor.frozen import Frozen
 
 # The attention-kernel stages' models: the registry names each stage's model in this module.

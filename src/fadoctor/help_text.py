@@ -16,3 +16,7 @@ ONLY_HELP = ("Run only this check (ID or name; repeatable): the exit status then
 KERNELS_HELP = ("Attention kernel smoke tests: default (one forward+backward case per family and "
                 "SDPA backend), full (the whole grid) or none.")
 COMPILE_HELP = "Also probe torch.compile(fullgraph=True) on each working attention path."
+DISTRIBUTED_HELP = ("Run as one rank of a job started by its launcher (torchrun, srun): every rank "
+                    "probes itself, rank 0 gathers and reports for the whole job.")
+FACTS_DIR_HELP = ("The rank agents' folder (`fadoctor rank-script`): diagnose the job it holds; "
+                  "with --distributed, where to keep the ranks' records.")

@@ -53,6 +53,10 @@ class Category(str, Enum):
     KERNEL_FAILURE = "kernel_failure"  # a launch or runtime error the GPU's arch does not explain
     GPU_BUSY = "gpu_busy"  # other work holds the GPU: kernel tests shrank or were skipped
     VERSION_CONFLICT = "version_conflict"
+    RANK_MISSING = "rank_missing"  # a rank of a distributed job never reported
+    RANKS_DIFFER = "ranks_differ"  # the ranks of a job run different software or hardware
+    GPU_ASSIGNMENT = "gpu_assignment"  # a rank has no GPU of its own, or shares one
+    COLLECTIVE_FAILED = "collective_failed"  # all_reduce/all_gather failed, hung or was wrong
     INTERNAL = "internal"
     INFO = "info"
 

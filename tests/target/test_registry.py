@@ -119,3 +119,10 @@ def test_the_kernel_stages_are_their_own_groups_and_lanes() -> None:
         stage = BY_NAME[name]
         assert attention.parse(name) == (stage.runs, dict(stage.params)["target"])
     assert registry.names(static=True, groups=("smoke",)) == []
+
+
+def test_the_collective_stage_runs_only_for_the_rank_agent_in_a_lane_of_its_own() -> None:
+    assert "collective" not in registry.names()
+    assert registry.names(groups=("distributed",)) == ["collective"]
+    assert registry.lanes(registry.names(groups=("check", "distributed"))) == {
+        "main": registry.names(), "collective": ["collective"]}

@@ -12,7 +12,9 @@ import sys
 PACKAGE = "_fadoctor_target"
 
 
-def _load() -> object:
+def load(module: str = "worker") -> object:
+    """This folder as the package `_fadoctor_target`, and its `module` (the rank agent's entry,
+    rank_agent.py, loads `rank` through here too)."""
     here = os.path.dirname(os.path.abspath(__file__))
     # Python put our own folder first on the path: take it off before anything else imports.
     if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
@@ -23,12 +25,12 @@ def _load() -> object:
     package = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = package
     spec.loader.exec_module(package)
-    return importlib.import_module(PACKAGE + ".worker")
+    return importlib.import_module(PACKAGE + "." + module)
 
 
 if __name__ == "__main__":
     faulthandler.enable()
-    status = _load().main(sys.argv[1:])  # type: ignore[attr-defined]
+    status = load().main(sys.argv[1:])  # type: ignore[attr-defined]
     # Skip interpreter teardown: unloading torch and CUDA is slow and can itself crash, and
     # everything the parent needs has been written.
     sys.stdout.flush()

@@ -21,8 +21,9 @@ IMPORTS = ("nothing", "torch", "family")
 MAIN_LANE = "main"
 
 # What asks for a stage: every `check` ("check"), the kernel smoke tests (`check --kernels`),
-# the torch.compile probe (`check --compile`), or `fadoctor bench`.
-GROUPS = ("check", "smoke", "compile", "bench")
+# the torch.compile probe (`check --compile`), `fadoctor bench`, or the rank agent on each rank
+# of a distributed job ("distributed").
+GROUPS = ("check", "smoke", "compile", "bench", "distributed")
 
 
 class Stage(NamedTuple):
@@ -87,8 +88,16 @@ KERNEL_STAGES: Tuple[Stage, ...] = tuple(
     + [_kernel("bench", "hf", 120.0, "asking transformers for its attention implementations",
                "HfAttention")])
 
+
+# Run by the rank agent (rank.py), in a lane of its own: all_reduce and all_gather with the other
+# ranks (its model: fadoctor.collective_facts, read by fadoctor.distributed).
+DISTRIBUTED_STAGES = (
+    Stage("collective", "collective", "torch", 180.0, "testing all_reduce and all_gather with "
+          "the other ranks", "CollectiveTest", lane="collective", group="distributed"),
+)
+
 # Every stage, `check`'s first.
-STAGES = _CHECK + KERNEL_STAGES
+STAGES = _CHECK + KERNEL_STAGES + DISTRIBUTED_STAGES
 BY_NAME: Dict[str, Stage] = {stage.name: stage for stage in STAGES}
 
 

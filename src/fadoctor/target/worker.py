@@ -3,7 +3,7 @@ each one's result (or the exception it raised) on the protocol's channel."""
 
 from typing import Any, Callable, Dict, List  # noqa: F401 (type comments)
 
-from . import family, files, host, packages, sdpa, torch_facts
+from . import collective, family, files, host, packages, sdpa, torch_facts
 from .attention import CONTEXT_LOST
 from .attention import stage as attention_stage
 from .context import Context
@@ -21,6 +21,7 @@ DISPATCH = {
     "smoke": attention_stage("smoke"),
     "compile": attention_stage("compile"),
     "bench": attention_stage("bench"),
+    "collective": collective.run,
 }  # type: Dict[str, Callable[..., Dict[str, Any]]]
 
 

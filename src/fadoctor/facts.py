@@ -302,6 +302,7 @@ class BinaryAnalysis(Frozen):
     kernels: Optional[Kernels] = None  # None: no .nv_fatbin section
     error: Optional[str] = None  # the file could not be analysed
     first_failure: Optional[LoadFailure] = None  # None: it loads (or could not be analysed)
+    python_module: Optional[bool] = None  # exports PyInit_<its name>: `import` loads it
 
     @property
     def predicts_import_failure(self) -> bool:

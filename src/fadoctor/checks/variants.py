@@ -165,8 +165,13 @@ def _note_bundle(out: Judgement, key: str, group: List[BinaryAnalysis],
     pattern = posixpath.basename(key)
     skipped = [b.file.path for b in group if _variant(b, torch)[0] is Load.NOT_LOADED]
     if have is not None and have not in releases:
+        # A set of plain libraries is loaded by the package's own code, by choice (an optional
+        # add-on: torch-c-dlpack-ext's README says tvm-ffi builds one at run time when none
+        # fits), so its lack is worth knowing, not a warning; a set of extension modules is not.
+        modules = any(_own_load(b, set()) is Load.CERTAIN for b in group)
         out.no_match.append(Finding(
-            severity=Severity.WARNING, category=Category.WRONG_WHEEL, subject=owner,
+            severity=Severity.WARNING if modules else Severity.INFO,
+            category=Category.WRONG_WHEEL if modules else Category.INFO, subject=owner,
             message=f"{owner}: {pattern} is built for torch {built}, none for this torch "
                     f"{have[0]}.{have[1]}: what loads one of them by torch release finds none "
                     "for this one (unless it builds one at run time or does without)",

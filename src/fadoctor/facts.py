@@ -111,6 +111,8 @@ class Distribution(Frozen):
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
+    # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
+    requires: Optional[List[str]] = None
 
 
 class Packages(Frozen):

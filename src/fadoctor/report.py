@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from fadoctor.facts import Target
 
@@ -60,6 +60,16 @@ class Remedy(Frozen):
     commands: List[str] = []
     code: Optional[str] = None
     link: Optional[str] = None
+
+    @field_validator("commands")
+    @classmethod
+    def _safe_to_paste(cls, commands: List[str]) -> List[str]:
+        from fadoctor.shell import is_safe
+
+        for line in commands:
+            if not is_safe(line):  # a remedy built without fadoctor.shell: a bug, never shown
+                raise ValueError(f"remedy command {line!r} is not built by fadoctor.shell")
+        return commands
 
 
 class Finding(Frozen):

@@ -15,6 +15,7 @@ from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
 from fadoctor.mangling import is_torch_symbol
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import AND, command, env
 
 SHOWN_SYMBOLS = 6  # missing symbols listed in a message; evidence keeps what the probe kept
 
@@ -184,13 +185,16 @@ def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Rem
             if triton else ""
         return [Remedy(summary=f"Rebuild {binary.file.module} from flash-attention's {folder} "
                        f"with kernels for this GPU.{use}",
-                       commands=[f"cd flash-attention/{folder} && TORCH_CUDA_ARCH_LIST="
-                                 f"{major}.{minor} pip install . --no-build-isolation"])]
+                       commands=[command("cd", f"flash-attention/{folder}", AND,
+                                         env("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}"), "pip",
+                                         "install", ".", "--no-build-isolation")])]
     return [Remedy(summary="Build it for this GPU: flash-attn >= 2.7.3 takes the archs from "
                    "FLASH_ATTN_CUDA_ARCHS; flash-attn 2.8.0 is the first release whose wheels "
                    "carry sm_100 and sm_120.",
-                   commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE FLASH_ATTN_CUDA_ARCHS={major}"
-                             f"{minor} pip install flash-attn --no-build-isolation --no-cache-dir"])]
+                   commands=[command(env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"),
+                                     env("FLASH_ATTN_CUDA_ARCHS", f"{major}{minor}"), "pip",
+                                     "install", "flash-attn", "--no-build-isolation",
+                                     "--no-cache-dir")])]
 
 
 def check_agreement(facts: Facts, matrix: Matrix) -> Outcome:

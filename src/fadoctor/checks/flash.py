@@ -11,6 +11,7 @@ from fadoctor.checks.classify import classify
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.remedies import (
     newest_release_with_wheel,
+    remedy,
     sdpa_fallback,
 )
 from fadoctor.checks.system import gpus
@@ -18,6 +19,7 @@ from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttent
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import command, requirement
 
 
 def installed(facts: Facts) -> List[FlashAttention]:
@@ -56,18 +58,20 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
         cuda = version(torch.cuda if torch else None)
         extra = next((r.extra for r in matrix.requirements(Family.FA4)
                       if r.extra and cuda is not None and r.cuda_major == cuda.major), None)
-        spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
-        remedies.append(Remedy(summary="FlashAttention-4 is written for Hopper and Blackwell and "
-                               "needs no compilation.", commands=[f"pip install {spec}"]))
+        remedies.append(remedy("FlashAttention-4 is written for Hopper and Blackwell and needs "
+                               "no compilation.", lambda: [command(
+                                   "pip", "install",
+                                   requirement("flash-attn-4", extras=[extra] if extra else []))]))
     exact = exact_wheel(facts, matrix, torch, replace_installed=False) if torch else None
     newest = newest_release_with_wheel(matrix, tv) if tv is not None else None
     if exact is not None:
         remedies.append(exact)
     elif newest is not None:
-        remedies.append(Remedy(
-            summary=f"FlashAttention-2: {newest.version} is the newest release with a prebuilt "
-                    f"wheel for torch {release(tv) if tv else '?'} (setup.py fetches it).",
-            commands=[f"pip install flash-attn=={newest.version} --no-build-isolation"]))
+        remedies.append(remedy(
+            f"FlashAttention-2: {newest.version} is the newest release with a prebuilt wheel for "
+            f"torch {release(tv) if tv else '?'} (setup.py fetches it).",
+            lambda: [command("pip", "install", requirement("flash-attn", newest.version),
+                             "--no-build-isolation")]))
     elif tv is not None and torch is not None:
         remedies.extend(_build_remedy(facts, matrix, torch))
     remedies.append(sdpa_fallback("Or train without flash-attn."))
@@ -87,9 +91,9 @@ def _build_remedy(facts: Facts, matrix: Matrix, torch: Torch) -> List[Remedy]:
     rel, commands = build_recipe(build, from_facts(facts), matrix, None)
     if rel is None:
         return []
-    return [Remedy(summary=f"FlashAttention-2: no release has a prebuilt wheel for torch "
-                   f"{release(tv)}; compile {rel.version} here (nvcc {build.cuda.major}.x and "
-                   "ninja; MAX_JOBS sized to this machine's memory).", commands=commands)]
+    return [remedy(f"FlashAttention-2: no release has a prebuilt wheel for torch {release(tv)}; "
+                   f"compile {rel.version} here (nvcc {build.cuda.major}.x and ninja; MAX_JOBS "
+                   "sized to this machine's memory).", lambda: commands)]
 
 
 def check_import(facts: Facts, matrix: Matrix) -> Outcome:
@@ -203,8 +207,9 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
                     evidence={**evidence, "gate_source": gate.source},
                     remedies=[Remedy(summary="flash-attn 2.8.0 is the first release whose wheels "
                                      "carry Blackwell (sm_100, sm_120) kernels.",
-                                     commands=['pip install "flash-attn>=2.8.0" '
-                                               "--no-build-isolation --no-cache-dir"])])
+                                     commands=[command("pip", "install", "flash-attn>=2.8.0",
+                                                       "--no-build-isolation",
+                                                       "--no-cache-dir")])])
     if str(cc) not in support.tuned:
         return Finding(
             severity=Severity.INFO, category=Category.INFO, subject=fa.family.value,
@@ -220,12 +225,13 @@ def _unsupported_remedies(family: Family, cc: Version, matrix: Matrix) -> List[R
                                   "Ampere.")]
         if cc >= Version("7.5"):
             remedies.append(Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
-                                   "own, older API.", commands=['pip install "flash-attn<2"']))
+                                   "own, older API.", commands=[command("pip", "install", "flash-attn<2")]))
         return remedies
     if family == Family.FA3:
         return [Remedy(summary="FlashAttention-3 targets Hopper only; on this GPU use "
                        "FlashAttention-2 (>= 2.8.0 for Blackwell) or FlashAttention-4.",
-                       commands=['pip install "flash-attn>=2.8.0" --no-build-isolation'])]
+                       commands=[command("pip", "install", "flash-attn>=2.8.0",
+                                         "--no-build-isolation")])]
     return [sdpa_fallback("")]
 
 
@@ -292,9 +298,9 @@ def _extra_finding(fa: FlashAttention, req: FamilyRequirement, facts: Facts) -> 
         message=f"torch uses CUDA {torch.cuda if torch else cuda}, but {fa.distribution} was "
                 f"installed without its [{req.extra}] extra ({req.extra_marker} is absent)",
         evidence={"source": req.source},
-        remedies=[Remedy(summary=f"Its documentation asks for the [{req.extra}] extra on CUDA "
-                         f"{cuda.major}.",
-                         commands=[f'pip install "{fa.distribution}[{req.extra}]=={fa.version}"'])])]
+        remedies=[remedy(f"Its documentation asks for the [{req.extra}] extra on CUDA "
+                         f"{cuda.major}.", lambda: [command("pip", "install", requirement(
+                             fa.distribution or "", fa.version, extras=[req.extra or ""]))])])]
 
 
 def _fa2_release_findings(fa: FlashAttention, tv: Version, matrix: Matrix) -> List[Finding]:

@@ -13,11 +13,13 @@ from fadoctor.checks.remedies import (
     build_from_source,
     newest_release_with_wheel,
     reinstall_flash_attn,
+    remedy,
     sdpa_fallback,
 )
 from fadoctor.facts import Facts, Family, FlashAttention, Torch
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import AND, command, requirement, url
 
 # flash-attention's optional extensions: the csrc/ folder whose setup.py builds each
 # (csrc/layer_norm/setup.py, csrc/rotary/setup.py, ...), and the Triton module in flash_attn/ops/
@@ -34,11 +36,12 @@ def csrc_remedies(module: str) -> List[Remedy]:
     folder, triton = CSRC[module]
     out = [Remedy(summary=f"{module} is built separately, from flash-attention's {folder}: "
                   "rebuild it against this torch, in a checkout of your flash-attn version.",
-                  commands=[f"cd flash-attention/{folder} && pip install . --no-build-isolation"])]
+                  commands=[command("cd", f"flash-attention/{folder}", AND, "pip", "install",
+                                    ".", "--no-build-isolation")])]
     if triton:
         out.append(Remedy(summary=f"Or use {triton}, the Triton version, which needs no compiled "
                           f"extension, and uninstall {module}.",
-                          commands=[f"pip uninstall {module}"]))
+                          commands=[command("pip", "uninstall", module)]))
     return out
 
 
@@ -79,18 +82,20 @@ def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch, glibc_below: Optiona
     if glibc_below is not None:  # the loader said which version is missing: glibc is older
         major, minor = (int(p) for p in glibc_below.split(".")[:2])
         machine = replace(machine, glibc=Version(f"{major}.{minor - 1}"))
-    for rel in sorted(matrix.flash_attn_releases, key=lambda r: r.version, reverse=True):
-        wheel, _ = find_wheel(rel, build, machine, matrix)
-        if wheel is not None:
-            caveat = wheel.caveat(tv)
-            return Remedy(
-                summary=f"Install flash-attn {rel.version} from its prebuilt wheel compiled for "
-                        f"this torch ({build}, C++11 ABI {int(torch.cxx11_abi)}), which this "
-                        "system loads" + (f"; it was {caveat}." if caveat else ". --no-deps: the "
-                        "wheel does not pin torch and could pull another one (#1724)."),
-                commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
-                          f'pip install --no-deps "{wheel.url}"', "pip install einops"])
-    return None
+    releases = sorted(matrix.flash_attn_releases, key=lambda r: r.version, reverse=True)
+    wheel = next(filter(None, (find_wheel(rel, build, machine, matrix)[0] for rel in releases)),
+                 None)
+    if wheel is None:
+        return None
+    caveat = wheel.caveat(tv)
+    return remedy(
+        f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for this "
+        f"torch ({build}, C++11 ABI {int(torch.cxx11_abi)}), which this system loads"
+        + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin torch and "
+           "could pull another one (#1724)."),
+        lambda: [*([command("pip", "uninstall", "-y", "flash-attn")] if replace_installed else []),
+                 command("pip", "install", "--no-deps", url(wheel.url)),
+                 command("pip", "install", "einops")])
 
 
 def _abi_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
@@ -143,16 +148,17 @@ _REMEDIES = {
 
 
 def _torch_mismatch_remedies(fa_version: str, tv: Version, matrix: Matrix) -> List[Remedy]:
-    rel = matrix.fa_release(Version(fa_version))
+    fv = version(fa_version)
+    rel = matrix.fa_release(fv) if fv is not None else None
     if rel is None or str(release(tv)) in rel.wheel_torch:
         return []
     newest = newest_release_with_wheel(matrix, tv)
     if newest is None:
         return []
-    return [Remedy(summary=f"flash-attn {fa_version} has no prebuilt wheel for torch "
-                   f"{release(tv)}; {newest.version} is the newest release that has one.",
-                   commands=[f"pip install flash-attn=={newest.version} --no-build-isolation "
-                             "--no-cache-dir"])]
+    return [remedy(f"flash-attn {fa_version} has no prebuilt wheel for torch {release(tv)}; "
+                   f"{newest.version} is the newest release that has one.",
+                   lambda: [command("pip", "install", requirement("flash-attn", newest.version),
+                                    "--no-build-isolation", "--no-cache-dir")])]
 
 
 def _other_cuda(diagnosis: Diagnosis, torch_version: str, torch_cuda: str) -> Remedy:

@@ -12,6 +12,7 @@ from fadoctor.archs import arch_runs_on
 from fadoctor.fix.machine import BUILD_THREADS, Machine
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FlashAttnRelease
+from fadoctor.shell import command, env, requirement
 
 RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
 
@@ -113,11 +114,12 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
     if release is None:
         return None, []
     cc = machine.gpu_cc
-    archs = f"{release.arch_env}={cc.major}{cc.minor} " if cc is not None \
-        and release.arch_env else ""
+    archs = [env(release.arch_env, f"{cc.major}{cc.minor}")] if cc is not None \
+        and release.arch_env else []
     return release, [
-        "pip install ninja packaging",
-        f"MAX_JOBS={machine.build_jobs} NVCC_THREADS={BUILD_THREADS} {archs}"
-        "FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
-        f"flash-attn=={release.version} --no-build-isolation --no-cache-dir",
+        command("pip", "install", "ninja", "packaging"),
+        command(env("MAX_JOBS", machine.build_jobs), env("NVCC_THREADS", BUILD_THREADS), *archs,
+                env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"), "pip", "install",
+                requirement("flash-attn", release.version), "--no-build-isolation",
+                "--no-cache-dir"),
     ]

@@ -1,6 +1,7 @@
 """The command line as users run it: real `python -m fadoctor` processes, their output and exit codes.
 
-Exit codes: 0 ok, 1 problems at the --fail-on level, 2 bad usage or input, 3 the doctor failed.
+Exit codes: 0 ok, 1 problems at the --fail-on level, 2 bad usage or input, 3 the doctor failed,
+4 the output could not be written, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    ("{not json", ["is invalid at (top level)", "Invalid JSON"]),
+    ("{not json", ["is not valid JSON", "line 1 column 2"]),
     ('{"schema_version": 1}', ["is invalid at fadoctor_version", "more"]),
     (None, ["cannot read facts file"]),
 ])

@@ -5,7 +5,6 @@ Heavy modules (pydantic models, the matrix, rich) are imported inside the comman
 """
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional
@@ -51,9 +50,19 @@ TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: 
 STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
                "(the library, symbol, glibc and kernel checks still run).")
 EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
+MAX_TIMEOUT = 86400.0
+
+
+def _seconds(value: Optional[float]) -> Optional[float]:
+    """--timeout: a finite number of seconds, 1 to a day (inf or 1e308 would overflow the clock)."""
+    if value is not None and not 1 <= value <= MAX_TIMEOUT:  # also refuses nan
+        raise typer.BadParameter(f"{value} is not a number of seconds from 1 to {MAX_TIMEOUT:g}")
+    return value
+
+
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"fadoctor {__version__}")
+        _write(Path("-"), f"fadoctor {__version__}\n")
         raise typer.Exit()
 
 
@@ -82,7 +91,8 @@ def check(
                                      "(repeatable)."),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+                                            callback=_seconds),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
@@ -120,13 +130,16 @@ def snapshot(
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the facts JSON "
                                 "('-' for stdout)."),
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+                                            callback=_seconds),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
+    from fadoctor.factsfile import dumps
+
     facts = _collect(python, timeout, static, extension)
-    _write(output, facts.model_dump_json(indent=2) + "\n")
+    _write(output, dumps(facts))
     return ExitCode.OK
 
 
@@ -182,6 +195,8 @@ def fix(
     version = None if target else python
     if keep_torch and torch:
         raise UsageError("--keep-torch and --torch exclude each other")
+    if flash_attn is not None:
+        _parse_version("--flash-attn", flash_attn)
     facts = None if no_detect else _collect(target, None, True, [])
     machine = apply(from_facts(facts), WhatIf(gpu_cc=gpu_cc, driver=driver, python=version,
                                               torch=torch, glibc=glibc, platform=platform))
@@ -201,12 +216,12 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 
     if snippet_id is None:
         for s in SNIPPETS:
-            typer.echo(f"{s.id:<28} {s.title}")
+            _write(Path("-"), f"{s.id:<28} {s.title}\n")
         return ExitCode.OK
     found = next((s for s in SNIPPETS if s.id == snippet_id), None)
     if found is None:
         raise UsageError(f"no snippet {snippet_id!r}; `fadoctor snippet` lists them")
-    typer.echo(found.code.rstrip())
+    _write(Path("-"), found.code.rstrip() + "\n")
     return ExitCode.OK
 
 
@@ -219,12 +234,12 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
     if check_id is None:
         for c in ALL_CHECKS:
-            typer.echo(f"{c.id}  {c.name:<24} {c.title}")
+            _write(Path("-"), f"{c.id}  {c.name:<24} {c.title}\n")
         return ExitCode.OK
     found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{found.doc}")
+    _write(Path("-"), f"{found.id} {found.name}: {found.title}\n\n{found.doc}\n")
     return ExitCode.OK
 
 
@@ -254,7 +269,9 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     timeouts = {stage: timeout for stage in STAGES} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions))
-    if not sys.stderr.isatty():
+    from fadoctor.output import terminal
+
+    if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
         collection = Collection(options)
         meanwhile()
         return collection.facts()
@@ -270,29 +287,38 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         return collection.facts()
 
 
+def _parse_version(flag: str, text: str) -> None:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise UsageError(f"{flag} {text}: not a version") from None
+
+
 def _read_facts(path: Path) -> "Facts":
     from pydantic import ValidationError
 
-    from fadoctor.facts import Facts
+    from fadoctor.factsfile import loads
+    from fadoctor.textfile import read_text, shown
 
+    text = read_text(path, "facts file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read facts file {path}: {exc.strerror or exc}") from exc
-    try:
-        return Facts.model_validate_json(text)
+        return loads(text, f"facts file {shown(path)}")
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}{more}") from exc
+        raise InputError(f"facts file {shown(path)} is invalid at {where}: {first['msg']}{more}"
+                         ) from exc
 
 
 def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
+    from fadoctor.output import colour, terminal
     from fadoctor.render import Format, RenderOptions, render
 
-    to_terminal = output is None and sys.stdout.isatty()
-    color = to_terminal and fmt == FormatChoice.text and "NO_COLOR" not in os.environ
+    to_terminal = output is None and terminal(1)
+    color = to_terminal and fmt == FormatChoice.text and colour(1)
     width = typer.get_terminal_size()[0] if to_terminal else 100
     text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
                                                            color=color))
@@ -300,14 +326,9 @@ def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[P
 
 
 def _write(path: Path, text: str) -> None:
-    if str(path) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    from fadoctor.output import write
+
+    write(text, path)
 
 
 def _exit_code(report: "Report", fail_on: FailOn) -> int:
@@ -323,4 +344,6 @@ def _exit_code(report: "Report", fail_on: FailOn) -> int:
 
 
 def main() -> None:
-    app(prog_name="fadoctor")
+    from fadoctor.guard import run
+
+    run(app)

@@ -1,15 +1,18 @@
-"""The one error map of every command: fadoctor's errors become one line on stderr and their
-exit code; anything else is an internal error (exit 3), with the traceback only under --debug."""
+"""The one error map of every command: fadoctor's errors and click's usage errors become one line
+on stderr and their exit code; anything else is an internal error (exit 3), with the traceback
+only under --debug."""
 
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import typer
 
-from fadoctor.errors import ExitCode, FadoctorError
+from fadoctor.errors import ExitCode, FadoctorError, OutputError
+from fadoctor.output import adopt_standard_streams, say, silence_stdout, write
 
 DEBUG = {"on": False}
 
@@ -24,17 +27,55 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
         except FadoctorError as exc:
             if DEBUG["on"]:
                 raise
-            sys.stderr.write(f"fadoctor: error: {exc}\n")
+            say(f"fadoctor: error: {exc}")
             code = int(exc.exit_code)
         except KeyboardInterrupt:
-            sys.stderr.write("fadoctor: interrupted\n")
-            code = 130
+            say("fadoctor: interrupted")
+            code = int(ExitCode.INTERRUPTED)
         except Exception as exc:
             if DEBUG["on"]:
                 raise
-            sys.stderr.write(f"fadoctor: internal error: {type(exc).__name__}: {exc} "
-                             "(run with --debug for the traceback)\n")
+            say(f"fadoctor: internal error: {type(exc).__name__}: {exc} (run with --debug for "
+                "the traceback)")
             code = int(ExitCode.INTERNAL)
         raise typer.Exit(code)
 
     return wrapper
+
+
+def _click_exceptions() -> Any:
+    """click's exceptions module: vendored by recent typer, the click package before."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
+def run(app: typer.Typer) -> NoReturn:
+    """Run the CLI. A usage error is one `fadoctor: error:` line and exit 2 (click would draw a
+    box of several lines); a bare `fadoctor` prints the help."""
+    adopt_standard_streams()
+    try:
+        code = _invoke(app)
+    except FadoctorError as exc:  # the help or --version could not be written
+        say(f"fadoctor: error: {exc}")
+        code = int(exc.exit_code)
+    sys.exit(code)
+
+
+def _invoke(app: typer.Typer) -> int:
+    click = _click_exceptions()
+    try:
+        return int(app(prog_name="fadoctor", standalone_mode=False) or 0)
+    except click.NoArgsIsHelpError as exc:
+        write(exc.format_message() + "\n")
+        return int(ExitCode.USAGE)
+    except click.ClickException as exc:
+        say(f"fadoctor: error: {exc.format_message()}")
+        return int(exc.exit_code)
+    except typer.Abort:  # Ctrl-C or end of input at a prompt
+        say("fadoctor: interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except OSError as exc:  # click printing the help (commands are `guarded`)
+        silence_stdout()
+        raise OutputError(f"cannot write to stdout: {exc.strerror or exc}") from None

@@ -3,11 +3,12 @@ and undecodable bytes become visible escapes (`\\x1b`, `\\xff`), in strings and 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
+if TYPE_CHECKING:  # pydantic loads only where a model is made inert: `--help` stays fast
+    from pydantic import BaseModel
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 _KEEP = "\n\t"
 

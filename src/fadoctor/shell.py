@@ -21,8 +21,9 @@ _URL = re.compile(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%+!,;=:@/-]*)?", re.ASC
 # A word as shlex.quote writes it: bare safe characters, or single-quoted ('"'"' joins quotes);
 # an environment assignment may precede it. A line is such words, or `&&`, one space apart.
 _QUOTED = r"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*)"
-_WORD = rf"(?:&&|(?:[A-Za-z_][A-Za-z0-9_]*=)?{_QUOTED})"
-_LINE = re.compile(rf"{_WORD}(?: {_WORD})*", re.ASCII)
+_WORD = rf"(?:[A-Za-z_][A-Za-z0-9_]*=)?{_QUOTED}"
+_COMMAND = rf"{_WORD}(?: {_WORD})*"
+_LINE = re.compile(rf"{_COMMAND}(?: && {_COMMAND})*", re.ASCII)
 
 
 class Unsafe(InputError):

@@ -84,10 +84,11 @@ def _build_remedy(facts: Facts, matrix: Matrix, torch: Torch) -> List[Remedy]:
     from fadoctor.fix.machine import from_facts
 
     tv = version(torch.version)
-    if tv is None or not torch.cuda or torch.cxx11_abi is None:
+    cuda = version(torch.cuda)
+    if tv is None or cuda is None or torch.cxx11_abi is None:
         return []
-    build = TorchBuild(Version(tv.base_version), "cu" + torch.cuda.replace(".", ""),
-                       torch.cxx11_abi, installed=True)
+    build = TorchBuild(Version(tv.base_version), f"cu{cuda.major}{cuda.minor}", torch.cxx11_abi,
+                       installed=True)
     rel, commands = build_recipe(build, from_facts(facts), matrix, None)
     if rel is None:
         return []

@@ -74,10 +74,11 @@ def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch, glibc_below: Optiona
     from fadoctor.fix.machine import from_facts
 
     tv = version(torch.version)
-    if tv is None or not torch.cuda or torch.cxx11_abi is None:
+    cuda = version(torch.cuda)
+    if tv is None or cuda is None or torch.cxx11_abi is None:
         return None
-    build = TorchBuild(Version(tv.base_version), "cu" + torch.cuda.replace(".", ""),
-                       torch.cxx11_abi, installed=True)
+    build = TorchBuild(Version(tv.base_version), f"cu{cuda.major}{cuda.minor}", torch.cxx11_abi,
+                       installed=True)
     machine = from_facts(facts)
     if glibc_below is not None:  # the loader said which version is missing: glibc is older
         major, minor = (int(p) for p in glibc_below.split(".")[:2])

@@ -122,7 +122,9 @@ def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
     drv = facts.driver.data
     if drv is None or not drv.present or not drv.version:
         return Skip("needs the NVIDIA driver version, which is unknown (no driver found)")
-    cuda, have = Version(torch.cuda), driver_version(facts)
+    cuda, have = version(torch.cuda), driver_version(facts)
+    if cuda is None:
+        return Skip(f"needs a readable CUDA version of torch; got {torch.cuda!r}")
     if have is None:
         return Skip(f"needs a readable driver version; got {drv.version!r}")
     floor = matrix.driver_floor(cuda.major)

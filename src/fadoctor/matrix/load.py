@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from fadoctor.errors import InputError
 from fadoctor.matrix.base import Problems
 from fadoctor.matrix.models import Matrix
+from fadoctor.textfile import read_bytes, read_text, shown
 
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yaml"
@@ -32,7 +33,7 @@ def write_twin(path: Path) -> Path:
     """Compile the YAML at `path` into its twin, after the full validation (`lint`) passes."""
     problems_found = lint_matrix(path)
     if problems_found:
-        raise InputError(f"matrix {path} is invalid: {problems_found[0]}")
+        raise InputError(f"matrix {shown(path)} is invalid: {problems_found[0]}")
     twin = twin_path(path)
     body = {"yaml_sha256": _digest(path), "matrix": _read(path)}
     twin.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n",
@@ -55,7 +56,7 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
     except ValidationError as exc:
         lines = problems(exc, raw)
         more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-        raise InputError(f"matrix {path} is invalid: {lines[0]}{more}") from exc
+        raise InputError(f"matrix {shown(path)} is invalid: {lines[0]}{more}") from exc
 
 
 def lint_matrix(path: Optional[Path] = None) -> List[str]:
@@ -103,10 +104,7 @@ def _entry_label(raw: Any, loc: Sequence[Union[int, str]]) -> Optional[str]:
 
 
 def _digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
+    return hashlib.sha256(read_bytes(path, "matrix")).hexdigest()
 
 
 def _read_twin(path: Path) -> Any:
@@ -121,11 +119,11 @@ def _read_twin(path: Path) -> Any:
 
 
 def _read(path: Path) -> Any:
+    text = read_text(path, "matrix")
     try:
         # CSafeLoader is the same safe loader, in C, when libyaml is there.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except OSError as exc:
-        raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(f"matrix {path} is not valid YAML: {exc}".replace("\n", " ")) from exc
+        return yaml.load(text, Loader=loader)
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise InputError(f"matrix {shown(path)} is not valid YAML: {exc}".replace("\n", " ")
+                         ) from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from fadoctor.facts import Family
 from fadoctor.matrix.base import (
@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 
+MATRIX_SCHEMA_VERSION = 1
+
+
 class Matrix(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -53,6 +56,14 @@ class Matrix(BaseModel):
     rocm_backends: List[RocmBackend]
     flash_attn_releases: List[FlashAttnRelease]
     known_defects: List[Defect]
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema(cls, value: int) -> int:
+        if value != MATRIX_SCHEMA_VERSION:  # its fields may mean something else: never guess
+            raise ValueError(f"schema_version {value} is not {MATRIX_SCHEMA_VERSION}, the "
+                             "version this fadoctor reads")
+        return value
 
     @model_validator(mode="after")
     def _invariants(self, info: ValidationInfo) -> Matrix:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from enum import Enum
 from typing import Dict, Generic, List, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+
+from fadoctor.secretvars import redact_environment, without_credentials
 
 SCHEMA_VERSION = 1
 
@@ -88,6 +90,11 @@ class Host(Frozen):
     memory_mib: Optional[int] = None  # physical memory: what bounds a flash-attn build's jobs
     environment: Dict[str, str] = {}  # the variables that steer CUDA, torch and flash-attn
 
+    @field_validator("environment")
+    @classmethod
+    def _no_secrets(cls, value: Dict[str, str]) -> Dict[str, str]:
+        return redact_environment(value)
+
 
 class Distribution(Frozen):
     name: str  # canonical (PEP 503) name
@@ -95,6 +102,11 @@ class Distribution(Frozen):
     location: Optional[str] = None
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
+
+    @field_validator("direct_url")
+    @classmethod
+    def _no_credentials(cls, value: Optional[str]) -> Optional[str]:
+        return without_credentials(value)
     top_level: List[str] = []
 
 

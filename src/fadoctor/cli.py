@@ -203,7 +203,9 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    _write(Path("-"), render_plan(plan, PinFormat(fmt.value), verbose))
+    from fadoctor.inert import visible
+
+    _write(Path("-"), visible(render_plan(plan, PinFormat(fmt.value), verbose)))  # a GPU's name
     return ExitCode.OK
 
 

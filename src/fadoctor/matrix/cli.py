@@ -13,7 +13,7 @@ import typer
 
 from fadoctor.errors import ExitCode
 from fadoctor.guard import guarded
-from fadoctor.inert import one_line
+from fadoctor.inert import one_line, visible
 
 matrix_app = typer.Typer(
     name="matrix",
@@ -71,5 +71,5 @@ def show(
         write(to_json(picked))
         return ExitCode.OK
     width = typer.get_terminal_size()[0] if terminal(1) else 120
-    write(to_text(picked, width=width, color=colour(1)))
+    write(visible(to_text(picked, width=width, color=colour(1)), keep="\n\t\x1b"))
     return ExitCode.OK

@@ -120,7 +120,8 @@ def test_check_on_a_machine_without_a_driver_fails(live_json: Run) -> None:
 @pytest.mark.slow
 def test_a_snapshot_diagnoses_the_same_elsewhere(live_json: Run, snapshot: Path) -> None:
     facts = json.loads(snapshot.read_text())
-    assert facts["schema_version"] == 1 and facts["target"]["python"] == sys.executable
+    assert facts["schema_version"] == 2 and facts["origin"] == "probe"
+    assert facts["target"]["python"] == sys.executable
     replay = fadoctor("check", "--facts", str(snapshot), "--format", "json")
     assert replay.code == live_json.code
     assert json.loads(replay.out)["checks"] == json.loads(live_json.out)["checks"]
@@ -223,7 +224,6 @@ def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("content", "words"), [
     ("{not json", ["is not valid JSON", "line 1 column 2"]),
-    ('{"schema_version": 1}', ["is invalid at fadoctor_version", "more"]),
     (None, ["cannot read facts file"]),
 ])
 def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Optional[str],
@@ -232,6 +232,19 @@ def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Option
     if content is not None:
         path.write_text(content)
     assert_usage_error(fadoctor("check", "--facts", str(path)), *words)
+
+
+def test_an_invalid_facts_file_lists_every_problem_field_by_field(tmp_path: Path) -> None:
+    """Not only the first: a header line, then a line per field (exit 2, no traceback)."""
+    path = tmp_path / "facts.json"
+    path.write_text('{"schema_version": 1, "mode": "sideways"}')
+    run = fadoctor("check", "--facts", str(path))
+    assert run.code == 2 and run.out == "" and "Traceback" not in run.err
+    head, *problems = run.err.splitlines()
+    assert head == f"fadoctor: error: facts file {path} is invalid ({len(problems)} problems):"
+    assert "  fadoctor_version: Field required" in problems
+    assert any(line.startswith("  mode: ") for line in problems)
+    assert len(problems) >= 3 and all(line.startswith("  ") for line in problems)
 
 
 @requires_torch
@@ -275,6 +288,19 @@ def test_explain() -> None:
     listing = fadoctor("explain")
     assert listing.code == 0
     assert [line.split()[0] for line in listing.out.splitlines()] == [c.id for c in ALL_CHECKS]
+
+
+def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:
+    run = fadoctor("fix", "--help", env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"})
+    assert run.code == 0
+    rows = {line.split()[1]: line for line in run.out.splitlines()
+            if line.startswith("│ --")}
+    for option, metavar in [("--torch", "VERSION"), ("--gpu-cc", "CC"), ("--platform", "TAG"),
+                            ("--python", "VERSION|PATH"), ("--driver", "VERSION")]:
+        assert rows[option].split()[2] == metavar, rows[option]
+    for flag in ("--print-pins", "--keep-torch", "--no-detect"):
+        assert "<bool>" not in rows[flag] and "default" not in rows[flag], rows[flag]
+    assert "<str>" not in run.out and "[default: True]" not in run.out
 
 
 @pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["--version"]])

@@ -26,15 +26,17 @@ from tests.helpers.broken import (
     target_ext_suffix,
     write_distribution,
 )
-from tests.helpers.spy import count_worker_starts
+from tests.helpers.spy import count_worker_starts, stages_of
 
 from fadoctor.collect import CollectOptions, collect, resolve_target
 from fadoctor.errors import UsageError
 from fadoctor.evaluate import evaluate
 from fadoctor.facts import Facts, FailureKind, Family
 from fadoctor.matrix import load_matrix
-from fadoctor.probes.worker import STAGES
 from fadoctor.report import CheckResult, Report, Status
+from fadoctor.target.registry import names
+
+STAGES = tuple(names())
 
 OTHER_FAMILIES = {Family.FA2: (Family.FA3, Family.FA4, Family.VLLM_FA),
                   Family.FA3: (Family.FA2, Family.FA4, Family.VLLM_FA)}
@@ -142,6 +144,23 @@ def test_one_worker_gathers_everything(happy: Tuple[Facts, List[List[str]]]) -> 
     assert facts.host.ok and facts.packages.ok and facts.torch.ok and facts.driver.ok
     assert facts.timings["total"] >= max(facts.timings[s] for s in STAGES)
     assert Facts.model_validate_json(facts.model_dump_json()) == facts
+
+
+@requires_torch
+@pytest.mark.slow
+def test_a_stage_in_another_lane_runs_in_a_second_worker(
+        monkeypatch: pytest.MonkeyPatch, happy: Tuple[Facts, List[List[str]]]) -> None:
+    from fadoctor.target import registry
+
+    # The registry's lanes are what the collector starts: put sdpa in a lane of its own.
+    monkeypatch.setitem(registry.BY_NAME, "sdpa", registry.BY_NAME["sdpa"]._replace(lane="other"))
+    starts = count_worker_starts(monkeypatch)
+    facts = collect(CollectOptions(python=sys.executable, environ=dict(os.environ)))
+    assert sorted(stages_of(s) for s in starts) == sorted(
+        [[s for s in STAGES if s != "sdpa"], ["sdpa"]])
+    assert [t for t in facts.timings if t in STAGES] == list(STAGES)  # in registry order
+    alone, together = facts.torch.data, happy[0].torch.data
+    assert alone is not None and together is not None and alone.sdpa == together.sdpa
 
 
 @requires_torch

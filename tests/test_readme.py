@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import List
+
+import pytest
 
 from fadoctor.checks import ALL_CHECKS
 from fadoctor.errors import ExitCode
@@ -50,3 +53,51 @@ def test_the_fix_example_is_what_fix_prints() -> None:
     done = subprocess.run([sys.executable, "-m", "fadoctor", *args[1:]], capture_output=True,
                           text=True, timeout=120, check=True)
     assert done.stdout.splitlines() == shown
+
+
+def _first_block() -> List[str]:
+    block = README.split("```sh", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+def test_the_first_command_is_one_that_a_pep668_python_allows() -> None:
+    """A PEP 668 system Python refuses `pip install` outside a virtualenv: lead with pipx or uv,
+    the virtualenv form beside them, never a bare pip install."""
+    lines = _first_block()
+    assert lines[0] == "pipx install . && fadoctor check"
+    assert "uv tool install . && fadoctor check" in README.split("```sh", 1)[1].split("```")[0]
+    assert lines[1].startswith("python3 -m venv ") and "/bin/pip install ." in lines[1]
+    assert not any(line.startswith(("pip install", "python3 -m pip install")) for line in lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tool", ["venv", "pipx"])
+def test_the_first_command_installs_and_runs_check(tmp_path: Path, tool: str) -> None:
+    """Run the README's line as written, in a fresh HOME: it installs and `fadoctor check`
+    reports (exit 0 or 1: with no torch and no GPU here, problems are the right answer)."""
+    import os
+    import shutil
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    env["HOME"] = str(tmp_path)
+    if tool == "pipx":
+        if shutil.which("pipx") is None:
+            pytest.skip("pipx is not installed on this machine")
+        env.update(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"))
+        env["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{env['PATH']}"
+    line = next(ln for ln in _first_block() if ln.startswith("pipx" if tool == "pipx"
+                                                              else "python3 -m venv"))
+    done = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "FAD101 nvidia-driver" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_stage_table_is_the_registry() -> None:
+    from fadoctor.target.registry import STAGES
+
+    rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
+    assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]
+    assert "(defaults: per stage, in the stage table" in README

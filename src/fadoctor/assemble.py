@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional
 from pydantic import ValidationError
 
 from fadoctor import __version__
+from fadoctor import facts as models
 from fadoctor.facts import (
     Driver,
     Facts,
@@ -17,14 +18,14 @@ from fadoctor.facts import (
     FamilyImport,
     Files,
     FlashAttention,
-    Host,
     Packages,
     Probe,
     Target,
     Torch,
 )
-from fadoctor.probes import worker
 from fadoctor.probes.runner import StageOutcome
+from fadoctor.target.registry import BY_NAME
+from fadoctor.target.tables import FAMILIES
 
 if TYPE_CHECKING:
     from fadoctor.collect import TargetChoice
@@ -39,13 +40,12 @@ def safe_driver() -> Probe[Driver]:
         return Probe.failed(Failure(kind=FailureKind.ERROR, reason=f"{type(exc).__name__}: {exc}"))
 
 
-def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver: Probe[Driver]
-             ) -> Facts:
-    """The facts from the worker's stages; without the import stages, a static collection."""
+def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver: Probe[Driver],
+             static: bool = False) -> Facts:
+    """The facts from the worker's stages; `static`: only the stages that import nothing ran."""
     timings = {stage: o.seconds for stage, o in outcomes.items()}
-    packages = _probe(Packages, outcomes["packages"])
-    files: Probe[Files] = _probe(Files, outcomes["files"])
-    static = "torch" not in outcomes
+    packages: Probe[Packages] = _stage(outcomes["packages"])
+    files: Probe[Files] = _stage(outcomes["files"])
     if static:
         torch: Probe[Torch] = Probe.failed(Failure(kind=FailureKind.SKIPPED,
                                                    reason="not imported (check --static)"))
@@ -55,9 +55,10 @@ def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver:
         families = [_family(f, outcomes[f.value], packages) for f in Family]
     return Facts(
         fadoctor_version=__version__,
+        origin="static" if static else "probe",
         mode="static" if static else "full",
         target=Target(python=target.python, chosen_by=target.chosen_by),
-        host=_probe(Host, outcomes["host"]),
+        host=_stage(outcomes["host"]),
         packages=packages,
         driver=driver,
         torch=torch,
@@ -81,6 +82,11 @@ def _static_family(family: Family, packages: Probe[Packages], files: Probe[Files
 def _failure(outcome: StageOutcome) -> Failure:
     assert outcome.failure is not None
     return Failure.model_validate(asdict(outcome.failure))
+
+
+def _stage(outcome: StageOutcome) -> Probe[Any]:
+    """A stage's outcome as a probe of the facts model the registry says it fills."""
+    return _probe(getattr(models, BY_NAME[outcome.stage].facts), outcome)
 
 
 def _probe(model: Any, outcome: StageOutcome) -> Probe[Any]:
@@ -128,7 +134,7 @@ def _family(family: Family, outcome: StageOutcome, packages: Probe[Packages]) ->
 def _family_distribution(family: Family, packages: Probe[Packages]) -> Optional[tuple[str, str]]:
     if packages.data is None:
         return None
-    for name in worker.FAMILIES[family.value]["distributions"]:
+    for name in FAMILIES[family.value]["distributions"]:
         dist = packages.data.get(name)
         if dist is not None:
             return dist.name, dist.version

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor import __version__
-from fadoctor.errors import ExitCode, InputError, UsageError
+from fadoctor.errors import ExitCode, UsageError, invalid
+from fadoctor.formats import Format, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.matrix.cli import matrix_app
 
@@ -29,14 +30,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class FormatChoice(str, Enum):
-    text = "text"
-    json = "json"
-    junit = "junit"
-    markdown = "markdown"
-    github = "github"
 
 
 class FailOn(str, Enum):
@@ -82,7 +75,7 @@ def check(
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
     facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
                                               "(from `fadoctor snapshot`) instead of this machine."),
-    fmt: FormatChoice = typer.Option(FormatChoice.text, "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option(Format.TEXT, "--format", "-f", help="Output format."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show passed checks' details "
                                  "and the evidence behind each finding."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding of "
@@ -143,12 +136,7 @@ def snapshot(
     return ExitCode.OK
 
 
-class PinFormatChoice(str, Enum):
-    text = "text"
-    pip = "pip"
-    uv = "uv"
-    requirements = "requirements"
-    json = "json"
+FLAG = ""  # a flag takes no value: no metavar in --help (typer >= 0.20 would show <bool>)
 
 
 class FamilyChoice(str, Enum):
@@ -160,35 +148,40 @@ class FamilyChoice(str, Enum):
 @app.command()
 @guarded
 def fix(
-    print_pins: bool = typer.Option(True, "--print-pins", help="Print the install commands "
-                                    "(the only thing fix does: it never runs them)."),
-    keep_torch: bool = typer.Option(False, "--keep-torch", help="Keep the installed torch."),
-    torch: Optional[str] = typer.Option(None, "--torch", help="Plan for this torch (2.4, 2.4.0, "
-                                        "2.4.0+cu121)."),
-    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="Plan for this "
-                                             "flash-attn 2.x version."),
+    print_pins: bool = typer.Option(False, "--print-pins", metavar=FLAG, help="Print the "
+                                    "install commands: what fix always does (it never runs "
+                                    "them)."),
+    keep_torch: bool = typer.Option(False, "--keep-torch", metavar=FLAG,
+                                    help="Keep the installed torch."),
+    torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
+                                        "torch (2.4, 2.4.0, 2.4.0+cu121)."),
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
+                                             help="Plan for this flash-attn 2.x version."),
     family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
-    python: Optional[str] = typer.Option(None, "--python", help="A Python version to plan for "
-                                         "(3.11), or the interpreter/environment to examine."),
-    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", help="Plan for a GPU of this compute "
-                                         "capability (8.0)."),
-    driver: Optional[str] = typer.Option(None, "--driver", help="Plan for this NVIDIA driver."),
-    glibc: Optional[str] = typer.Option(None, "--glibc", help="Plan for this glibc (2.35)."),
-    platform: Optional[str] = typer.Option(None, "--platform", help="Plan for this platform "
-                                           "(linux_x86_64)."),
-    no_detect: bool = typer.Option(False, "--no-detect", help="Take nothing from this machine: "
-                                   "only the what-if options."),
-    fmt: PinFormatChoice = typer.Option(PinFormatChoice.text, "--format", "-f",
-                                        help="text, pip, uv, requirements or json."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Every rejected candidate."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
-                                               "compatibility matrix YAML."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
+                                         help="A Python version to plan for (3.11), or the "
+                                         "interpreter/environment to examine."),
+    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", metavar="CC", help="Plan for a GPU "
+                                         "of this compute capability (8.0)."),
+    driver: Optional[str] = typer.Option(None, "--driver", metavar="VERSION",
+                                         help="Plan for this NVIDIA driver (550.54.14)."),
+    glibc: Optional[str] = typer.Option(None, "--glibc", metavar="VERSION",
+                                        help="Plan for this glibc (2.35)."),
+    platform: Optional[str] = typer.Option(None, "--platform", metavar="TAG", help="Plan for "
+                                           "this wheel platform tag (linux_x86_64)."),
+    no_detect: bool = typer.Option(False, "--no-detect", metavar=FLAG, help="Take nothing from "
+                                   "this machine: only the what-if options."),
+    fmt: PinFormat = typer.Option(PinFormat.text, "--format", "-f", help="Output format."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Every rejected candidate."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another compatibility matrix YAML."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts import Family
-    from fadoctor.fix.machine import WhatIf, apply, from_facts
-    from fadoctor.fix.render import PinFormat, render_plan
+    from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
+    from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
 
     target = python if python and (os.sep in python or Path(python).exists()) else None
@@ -205,7 +198,7 @@ def fix(
     plan = solve(machine, constraints, load_matrix(matrix_path))
     from fadoctor.inert import visible
 
-    _write(Path("-"), visible(render_plan(plan, PinFormat(fmt.value), verbose)))  # a GPU's name
+    _write(Path("-"), visible(render_plan(plan, fmt, verbose)))  # a GPU's name is the target's
     return ExitCode.OK
 
 
@@ -241,7 +234,11 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    _write(Path("-"), f"{found.id} {found.name}: {found.title}\n\n{found.doc}\n")
+    from fadoctor.checks.docs import documentation
+    from fadoctor.matrix import load_matrix
+
+    _write(Path("-"), f"{found.id} {found.name}: {found.title}\n\n"
+                      f"{documentation(found, load_matrix())}\n")
     return ExitCode.OK
 
 
@@ -263,12 +260,12 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
              extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
-    from fadoctor.probes.worker import STAGES
+    from fadoctor.target.registry import BY_NAME
 
     for ext in extensions:
         if not ext.is_file():
             raise UsageError(f"--extension {ext}: no such file")
-    timeouts = {stage: timeout for stage in STAGES} if timeout else {}
+    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions))
     from fadoctor.output import terminal
@@ -279,12 +276,10 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         return collection.facts()
     from rich.console import Console
 
-    labels = {"host": "reading the interpreter", "packages": "listing distributions",
-              "torch": "importing torch", "sdpa": "asking torch about SDPA backends"}
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
         collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {labels.get(stage, f'importing {stage}')}"))
+            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
 
@@ -308,22 +303,19 @@ def _read_facts(path: Path) -> "Facts":
     try:
         return loads(text, f"facts file {shown(path)}")
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(f"facts file {shown(path)} is invalid at {where}: {first['msg']}{more}"
-                         ) from exc
+        from fadoctor.validation import problems
+
+        raise invalid(f"facts file {shown(path)}", problems(exc)) from exc
 
 
-def _emit(report: "Report", fmt: FormatChoice, verbose: bool, output: Optional[Path]) -> None:
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) -> None:
     from fadoctor.output import colour, terminal
-    from fadoctor.render import Format, RenderOptions, render
+    from fadoctor.render import RenderOptions, render
 
     to_terminal = output is None and terminal(1)
-    color = to_terminal and fmt == FormatChoice.text and colour(1)
+    color = to_terminal and fmt == Format.TEXT and colour(1)
     width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, Format(fmt.value), RenderOptions(verbose=verbose, width=width,
-                                                           color=color))
+    text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
     _write(output or Path("-"), text)
 
 

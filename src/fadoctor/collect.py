@@ -12,11 +12,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 
 from fadoctor.errors import UsageError
-from fadoctor.probes import worker
-from fadoctor.probes.runner import Background, Progress
+from fadoctor.probes.runner import Background, Progress, StageOutcome
+from fadoctor.target import registry
 
 if TYPE_CHECKING:
     from fadoctor.facts import Driver, Facts, Probe
@@ -75,9 +75,11 @@ class Collection:
         self._started = time.monotonic()
         self._options = options
         self._environ = environ
-        stages = worker.STATIC_STAGES if options.static else worker.STAGES
-        self._worker = Background(self.target.python, stages, timeouts=options.timeouts,
-                                  env=environ, progress=progress)
+        self._stages = registry.names(static=options.static)
+        # One worker per lane, all started now: the lanes run in parallel.
+        self._workers = [Background(self.target.python, stages, timeouts=options.timeouts,
+                                    env=environ, progress=progress)
+                         for stages in registry.lanes(self._stages).values()]
         # The driver belongs to the machine, not the environment: probe it meanwhile, here.
         self._driver: List[Probe[Driver]] = []
         self._driver_thread = threading.Thread(target=self._probe_driver, daemon=True)
@@ -92,9 +94,12 @@ class Collection:
         from fadoctor.assemble import assemble
         from fadoctor.probes.binaries import analyze_binaries
 
-        outcomes = self._worker.wait()
+        outcomes: Dict[str, StageOutcome] = {}
+        for worker in self._workers:
+            outcomes.update(worker.wait())
         self._driver_thread.join()
-        facts = assemble(self.target, outcomes, self._driver[0])
+        ordered = {stage: outcomes[stage] for stage in self._stages}
+        facts = assemble(self.target, ordered, self._driver[0], static=self._options.static)
         # Read the binaries the worker located: here, not in the target, since pyelftools is
         # fadoctor's dependency, not the environment's.
         facts = analyze_binaries(facts, self._options.extensions, self._environ)

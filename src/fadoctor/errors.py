@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Sequence
 
 
 class ExitCode(IntEnum):
@@ -15,7 +16,8 @@ class ExitCode(IntEnum):
 
 
 class FadoctorError(Exception):
-    """Base of every error fadoctor reports to the user as one line."""
+    """Base of every error fadoctor reports to the user as one line (an invalid file: a line
+    per problem)."""
 
     exit_code = ExitCode.INTERNAL
 
@@ -30,6 +32,18 @@ class InputError(FadoctorError):
     """A file the user gave (facts, matrix) cannot be read or is not valid."""
 
     exit_code = ExitCode.USAGE
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
+def invalid(what: str, problems: Sequence[str]) -> InputError:
+    """`what` is invalid: its one problem on the line, or every problem on a line of its own."""
+    if len(problems) == 1:
+        return InputError(f"{what} is invalid: {problems[0]}", problems)
+    listed = "".join(f"\n  {p}" for p in problems)
+    return InputError(f"{what} is invalid ({len(problems)} problems):{listed}", problems)
 
 
 class InternalError(FadoctorError):

@@ -65,15 +65,16 @@ def environment(facts: Facts) -> Environment:
     elif facts.torch.failure is not None:
         torch_line = f"unavailable ({facts.torch.failure.kind.value})"
     return Environment(
-        python=f"{host.python_version} at {host.python_executable}" if host else None,
-        platform=(f"{host.os_release or host.os} {host.machine}, " + (
+        python=(f"{host.python_version or '?'} at {host.python_executable or '?'}"
+                if host else None),
+        platform=(f"{host.os_release or host.os or '?'} {host.machine or '?'}, " + (
             f"{host.libc} {host.libc_version}" if host.libc and host.libc_version
             else "libc unknown")) if host else None,
         torch=torch_line,
         driver=(f"{driver.version} (CUDA {driver.cuda_version or '?'})" if driver.present
                 else "none") if driver else None,
         gpus=[f"{g.name} (sm_{(g.compute_capability or '?').replace('.', '')})"
-              for g in (driver.gpus if driver else [])],
+              for g in ((driver.gpus or []) if driver else [])],
         flash_attention=[f"{fa.distribution or fa.family.value} {fa.version or ''}".strip()
                          for fa in facts.flash_attention if fa.installed],
     )

@@ -3,18 +3,26 @@
 A facts file written on one machine (`fadoctor snapshot`) is diagnosed on another
 (`fadoctor check --facts`); the same files are the test fixtures. Each probe's result is either
 "ok, with data" or "failed, with a kind and a reason" — an unknown is a value, never a guess.
+Inside a probe's data, a field that a source might not know is Optional and `None` means unknown:
+`Torch.cuda_available=None` is "not reported", `False` is "torch said no". Version-1 files, whose
+fields had claims for defaults, are read through `fadoctor.facts_v1`.
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Dict, Generic, List, Literal, Optional, TypeVar
+from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from fadoctor.secretvars import redact_environment, without_credentials
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+# Where facts came from: the worker in the target (`probe`), reading files only (`static`, check
+# --static), a report pasted by a user (`pasted`), or output recorded elsewhere and replayed
+# (`recorded`).
+Origin = Literal["probe", "static", "pasted", "recorded"]
 
 
 class Frozen(BaseModel):
@@ -31,6 +39,7 @@ class FailureKind(str, Enum):
     NOT_FOUND = "not_found"  # the thing to probe is absent (interpreter, nvidia-smi)
     ERROR = "error"  # the probe itself raised
     SKIPPED = "skipped"  # not run, because a probe it needs failed
+    NOT_REPORTED = "not_reported"  # the source (a pasted report, a recording) does not say
 
 
 class Failure(Frozen):
@@ -76,24 +85,27 @@ class Target(Frozen):
 
 
 class Host(Frozen):
-    os: str  # platform.system(): Linux, Darwin, Windows
+    """The interpreter and the machine under it. Every field may be unknown (None)."""
+
+    os: Optional[str] = None  # platform.system(): Linux, Darwin, Windows
     os_release: Optional[str] = None  # PRETTY_NAME from os-release
-    machine: str  # x86_64, aarch64
+    machine: Optional[str] = None  # x86_64, aarch64
     libc: Optional[str] = None  # "glibc" / "musl"
     libc_version: Optional[str] = None  # "2.35"
-    python_version: str  # "3.11.7"
-    python_implementation: str  # CPython
-    python_executable: str
+    python_version: Optional[str] = None  # "3.11.7"
+    python_implementation: Optional[str] = None  # CPython
+    python_executable: Optional[str] = None
     python_abi_tag: Optional[str] = None  # "cp311", "cp313t"
-    prefix: str
+    prefix: Optional[str] = None
     cpus: Optional[int] = None
     memory_mib: Optional[int] = None  # physical memory: what bounds a flash-attn build's jobs
-    environment: Dict[str, str] = {}  # the variables that steer CUDA, torch and flash-attn
+    # The variables that steer CUDA, torch and flash-attn ({}: none is set; None: unknown).
+    environment: Optional[Dict[str, str]] = None
 
     @field_validator("environment")
     @classmethod
-    def _no_secrets(cls, value: Dict[str, str]) -> Dict[str, str]:
-        return redact_environment(value)
+    def _no_secrets(cls, value: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        return None if value is None else redact_environment(value)
 
 
 class Distribution(Frozen):
@@ -102,12 +114,12 @@ class Distribution(Frozen):
     location: Optional[str] = None
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
+    top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
 
     @field_validator("direct_url")
     @classmethod
     def _no_credentials(cls, value: Optional[str]) -> Optional[str]:
         return without_credentials(value)
-    top_level: List[str] = []
 
 
 class Packages(Frozen):
@@ -135,7 +147,7 @@ class Driver(Frozen):
     source: Literal["nvml", "procfs", "nvidia-smi", "none"]
     version: Optional[str] = None  # "580.82.07"
     cuda_version: Optional[str] = None  # highest CUDA the driver supports, "13.0"
-    gpus: List[Gpu] = []
+    gpus: Optional[List[Gpu]] = None  # None: the source does not list them (procfs)
     detail: Optional[str] = None  # why no driver was found
 
 
@@ -160,13 +172,14 @@ class Torch(Frozen):
     hip: Optional[str] = None  # torch.version.hip
     cudnn: Optional[int] = None
     cxx11_abi: Optional[bool] = None
-    arch_list: List[str] = []  # torch.cuda.get_arch_list()
-    cuda_available: bool = False
+    # None below: not reported. cuda/hip stay None for a build without them, as torch says.
+    arch_list: Optional[List[str]] = None  # torch.cuda.get_arch_list()
+    cuda_available: Optional[bool] = None
     cuda_error: Optional[str] = None  # why cuda is unavailable, if torch said
-    device_count: int = 0
-    devices: List[TorchDevice] = []
-    sdpa: List[SdpaBackend] = []
-    sdpa_error: Optional[str] = None
+    device_count: Optional[int] = None
+    devices: Optional[List[TorchDevice]] = None
+    sdpa: Optional[List[SdpaBackend]] = None
+    sdpa_error: Optional[str] = None  # why `sdpa` is unknown, when the probe failed
     warnings: List[str] = []  # warnings torch emitted while we probed
 
 
@@ -203,7 +216,7 @@ class FlashAttention(Frozen):
     family: Family
     distribution: Optional[str] = None  # the distribution that provides it
     version: Optional[str] = None  # the distribution's version
-    installed: bool
+    installed: Optional[bool] = None  # None: the source does not say
     # None when not installed (nothing to import); else the import probe's result.
     imported: Optional[Probe[FamilyImport]] = None
 
@@ -282,6 +295,7 @@ class BinaryAnalysis(Frozen):
 class Facts(Frozen):
     schema_version: int = SCHEMA_VERSION
     fadoctor_version: str
+    origin: Origin = "probe"
     mode: Literal["full", "static"] = "full"  # static: nothing was imported (check --static)
     target: Target
     host: Probe[Host]
@@ -293,12 +307,19 @@ class Facts(Frozen):
     binaries: Optional[Probe[List[BinaryAnalysis]]] = None
     timings: Dict[str, float] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        from fadoctor.facts_v1 import upgrade
+
+        return upgrade(data)
+
     @model_validator(mode="after")
     def _known_schema(self) -> Facts:
         if self.schema_version != SCHEMA_VERSION:
             raise ValueError(
-                f"facts schema_version {self.schema_version} is not {SCHEMA_VERSION}, "
-                "the version this fadoctor reads"
+                f"facts schema_version {self.schema_version} is not one this fadoctor reads "
+                f"(1, read as {SCHEMA_VERSION}, or {SCHEMA_VERSION})"
             )
         return self
 

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Iterator, List, Optional, Tuple
 
-from fadoctor.errors import InputError
+from fadoctor.errors import InputError, invalid
 from fadoctor.facts import Facts
 from fadoctor.inert import one_line
 
@@ -33,8 +33,7 @@ def loads(text: str, where: str) -> Facts:
     facts = Facts.model_validate(raw)
     problems = unreadable(facts)
     if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InputError(f"{where} is invalid at {problems[0]}{more}")
+        raise invalid(where, problems)
     return facts
 
 
@@ -62,11 +61,11 @@ def _numeric(facts: Facts) -> Iterator[Numeric]:
     if driver is not None:
         yield "driver.data.version", driver.version, DRIVER_VERSION, "a driver version"
         yield ("driver.data.cuda_version", driver.cuda_version, *cuda)
-        for i, gpu in enumerate(driver.gpus):
+        for i, gpu in enumerate(driver.gpus or []):
             yield (f"driver.data.gpus.{i}.compute_capability", gpu.compute_capability, *cc)
     if torch is not None:
         yield ("torch.data.cuda", torch.cuda, *cuda)
-        for i, device in enumerate(torch.devices):
+        for i, device in enumerate(torch.devices or []):
             yield (f"torch.data.devices.{i}.capability", device.capability, *cc)
     files = facts.files.data if facts.files is not None else None
     if files is not None and files.torch is not None:

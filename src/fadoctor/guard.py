@@ -11,7 +11,7 @@ from typing import Any, Callable, NoReturn
 
 import typer
 
-from fadoctor.errors import ExitCode, FadoctorError, OutputError
+from fadoctor.errors import ExitCode, FadoctorError, InputError, OutputError
 from fadoctor.output import adopt_standard_streams, say, silence_stdout, write
 
 DEBUG = {"on": False}
@@ -27,7 +27,7 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
         except FadoctorError as exc:
             if DEBUG["on"]:
                 raise
-            say(f"fadoctor: error: {exc}")
+            error(exc)
             code = int(exc.exit_code)
         except KeyboardInterrupt:
             say("fadoctor: interrupted")
@@ -41,6 +41,15 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
         raise typer.Exit(code)
 
     return wrapper
+
+
+def error(exc: FadoctorError) -> None:
+    """`fadoctor: error: …` on one line; an invalid file's problems each on a line below it."""
+    head, *rest = str(exc).split("\n") if isinstance(exc, InputError) and len(exc.problems) > 1 \
+        else [str(exc)]
+    say(f"fadoctor: error: {head}")
+    for line in rest:
+        say(line)
 
 
 def _click_exceptions() -> Any:
@@ -58,7 +67,7 @@ def run(app: typer.Typer) -> NoReturn:
     try:
         code = _invoke(app)
     except FadoctorError as exc:  # the help or --version could not be written
-        say(f"fadoctor: error: {exc}")
+        error(exc)
         code = int(exc.exit_code)
     sys.exit(code)
 

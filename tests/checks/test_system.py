@@ -10,9 +10,9 @@ from packaging.version import Version
 
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.base import Skip
-from fadoctor.checks.remedies import torch_install
 from fadoctor.checks.system import runs_on
 from fadoctor.facts import Facts, Gpu
+from fadoctor.install.torch import torch_install
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Severity
 

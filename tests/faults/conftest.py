@@ -101,14 +101,16 @@ def assert_inert(text: str) -> None:
 
 
 def assert_error_line(run: Run, code: int, *words: str) -> None:
-    """Exit `code`, and stderr is exactly one `fadoctor: error:` line naming the problem."""
+    """Exit `code`, and stderr is exactly one `fadoctor: error:` line naming the problem (an
+    invalid file's further problems each on an indented line below it)."""
     err = run.err.decode("utf-8")
     assert run.code == code, (run.code, err)
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("fadoctor: error: "), err
+    head, *rest = err.splitlines()
+    assert head.startswith("fadoctor: error: "), err
+    assert all(line.startswith("  ") for line in rest), err
     assert_inert(err)
     for word in words:
-        assert word in lines[0], (word, lines[0])
+        assert word in err, (word, err)
 
 
 def assert_harmless(commands: Sequence[str], sandbox: Path) -> None:

@@ -82,7 +82,7 @@ def test_facts_whose_numbers_do_not_parse_are_refused_at_load(tmp_path: Path, wh
     raw = edit(json.loads(FIXTURE.read_text(encoding="utf-8")), where, value)
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    assert_error_line(fadoctor("check", "--facts", str(path)), 2, f"is invalid at {where}")
+    assert_error_line(fadoctor("check", "--facts", str(path)), 2, f"is invalid: {where}: ")
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2", "NaN", '{"a": Infinity}', "[" * 100_000,
@@ -122,4 +122,4 @@ def test_schema_violations_are_one_line(tmp_path: Path, case: str) -> None:
     raw = WRONG[case](json.loads(FIXTURE.read_text(encoding="utf-8")))
     path = tmp_path / "facts.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
-    assert_error_line(fadoctor("check", "--facts", str(path)), 2, "is invalid at")
+    assert_error_line(fadoctor("check", "--facts", str(path)), 2, "is invalid")

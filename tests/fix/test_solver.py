@@ -10,9 +10,9 @@ from packaging.version import Version
 
 from fadoctor.errors import FadoctorError
 from fadoctor.facts import Family
-from fadoctor.fix.machine import Machine, WhatIf, apply
 from fadoctor.fix.render import PinFormat, render_plan
 from fadoctor.fix.solver import Constraints, Plan, solve
+from fadoctor.install.machine import Machine, WhatIf, apply
 from fadoctor.matrix import Matrix, load_matrix
 
 

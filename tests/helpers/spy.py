@@ -7,7 +7,7 @@ from typing import Any, List
 
 import pytest
 
-from fadoctor.probes import runner
+from fadoctor.probes import protocol
 
 
 def count_worker_starts(monkeypatch: pytest.MonkeyPatch) -> List[List[str]]:
@@ -16,7 +16,7 @@ def count_worker_starts(monkeypatch: pytest.MonkeyPatch) -> List[List[str]]:
     real = subprocess.Popen
 
     def popen(args: Any, *rest: Any, **kwargs: Any) -> Any:
-        if str(runner.WORKER) in [str(a) for a in args]:
+        if str(protocol.WORKER) in [str(a) for a in args]:
             started.append([str(a) for a in args])
         return real(args, *rest, **kwargs)
 

@@ -188,9 +188,12 @@ def test_the_loader_refuses_what_lint_reports(fresh: Raw, release_in: Find,
     path = write_copy(fresh)
     with pytest.raises(InputError) as caught:
         load_matrix(path)
-    assert str(caught.value) == (f"matrix {path} is invalid: (top level): cuda_driver.toolkits: "
-                                 "'11.0' comes after '11.1'; keep the section in ascending order "
-                                 "(and 1 more)")
+    lines = str(caught.value).splitlines()
+    assert lines[0] == f"matrix {path} is invalid (2 problems):"
+    assert lines[1] == ("  (top level): cuda_driver.toolkits: '11.0' comes after '11.1'; keep the "
+                        "section in ascending order")
+    assert lines[2].startswith("  (top level): flash-attn 2.8.3: ") and "cu125" in lines[2]
+    assert caught.value.problems == tuple(line.strip() for line in lines[1:])
 
 
 def test_entry_errors_in_several_releases_are_all_reported(

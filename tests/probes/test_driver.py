@@ -56,7 +56,7 @@ def fake_smi(folder: Path, script: str) -> Path:
 def test_no_driver_is_a_fact_not_a_failure() -> None:
     probe = probe_driver()
     assert probe.ok and probe.data is not None
-    assert (probe.data.present, probe.data.source, probe.data.gpus) == (False, "none", [])
+    assert (probe.data.present, probe.data.source, probe.data.gpus) == (False, "none", None)
     assert (probe.data.detail or "").startswith("NVML: ")
 
 
@@ -122,7 +122,7 @@ def test_procfs_gives_the_version_when_nothing_else_answers(
     probe = probe_driver(proc_version=proc)
     assert probe.ok and probe.data is not None
     assert (probe.data.present, probe.data.source, probe.data.version) == (True, "procfs", version)
-    assert probe.data.gpus == []  # procfs names no GPUs
+    assert probe.data.gpus is None  # procfs names no GPUs: unknown, not none
 
 
 @no_nvml

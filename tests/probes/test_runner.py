@@ -27,7 +27,9 @@ from tests.helpers.spy import stages_of
 
 from fadoctor.facts import Host, Packages
 from fadoctor.probes.runner import StageOutcome, run_stages
-from fadoctor.probes.worker import STAGES
+from fadoctor.target.registry import names
+
+STAGES = tuple(names())
 
 BEFORE_FA = ("host", "packages", "torch", "sdpa")
 

@@ -20,12 +20,13 @@ from tests.helpers.broken import (
 )
 
 from fadoctor.facts import Host, Packages
-from fadoctor.probes.runner import WORKER, run_stages
+from fadoctor.probes.protocol import WORKER
+from fadoctor.probes.runner import run_stages
 
 
 def run_worker(stages: str, env: Optional[Mapping[str, str]] = None, python: str = sys.executable
                ) -> List[Dict[str, Any]]:
-    """Run worker.py directly and return the records it wrote to its --fd."""
+    """Run the target package by path, as the runner does; the records it wrote to --fd."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen([python, "-B", str(WORKER), "--fd", str(write_fd), "--stages", stages],
                             pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
@@ -89,14 +90,14 @@ def test_packages_lists_relevant_distributions_by_canonical_name(tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def family_records(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[str, Any]]:
-    """One worker imports two fake families: FA2 (needs the user's `driver` module) and a bare
+    """One worker imports two fake families: FA2 (needs the user's `packages` module) and a bare
     FA3 module with no distribution metadata."""
     site = tmp_path_factory.mktemp("site")
-    # `driver` is also the name of a module in the worker's own folder: if that folder were on
-    # sys.path, `from driver import USER_MARK` would find fadoctor's driver.py and fail.
-    (site / "driver.py").write_text("USER_MARK = '2.6.3+user'\n")
+    # `packages` is also the name of a module in the worker's own folder: if that folder were on
+    # sys.path, `from packages import USER_MARK` would find fadoctor's packages.py and fail.
+    (site / "packages.py").write_text("USER_MARK = '2.6.3+user'\n")
     fake_module_dist(site, "flash-attn", "2.6.3", "flash_attn",
-                     "from driver import USER_MARK as __version__\n")
+                     "from packages import USER_MARK as __version__\n")
     (site / "flash_attn_interface.py").write_text("__version__ = '3.0.0b1'\n")
     return results(run_worker("fa2,fa3", env=environ_with_path(site)))
 
@@ -106,7 +107,7 @@ def family_records(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Dict[s
 def test_the_worker_folder_does_not_shadow_user_modules(
     family_records: Dict[str, Dict[str, Any]],
 ) -> None:
-    assert (WORKER.parent / "driver.py").is_file()  # the name clash this test relies on
+    assert (WORKER.parent / "packages.py").is_file()  # the name clash this test relies on
     fa2 = family_records["fa2"]["data"]
     assert fa2["installed"] is True
     assert fa2["import"]["ok"] is True, fa2["import"]

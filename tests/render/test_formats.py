@@ -46,6 +46,7 @@ def test_junit_has_one_testcase_per_check(name: str, report_of: ReportOf) -> Non
     assert suite.get("tests") == str(len(report.checks))
     assert suite.get("failures") == str(report.summary.failed)
     assert suite.get("skipped") == str(report.summary.skipped)
+    assert suite.get("errors") == "0"  # no check crashed
     for case, check in zip(cases, report.checks):
         failure, skipped = case.find("failure"), case.find("skipped")
         assert (failure is not None) == (check.status == Status.FAILED), check.id
@@ -107,3 +108,27 @@ def test_verbose_text_shows_evidence(report_of: ReportOf) -> None:
     quiet = render(report, Format.TEXT, RenderOptions())
     loud = render(report, Format.TEXT, RenderOptions(verbose=True))
     assert "compute_capability: 12.0" in loud and "compute_capability" not in quiet
+
+
+def test_junit_reports_a_check_that_crashed_as_an_error(report_of: ReportOf) -> None:
+    """A check that raises is a test that could not run (<error>), not a failed one (<failure>)."""
+    from fadoctor.checks.base import Check
+    from fadoctor.evaluate import run_check, summarize
+
+    def broken(facts: Facts, matrix: object) -> List[object]:
+        raise KeyError("torch")
+
+    report = report_of("t4-fa2-installed")
+    facts = Facts.model_validate_json((FACTS_DIR / "t4-fa2-installed.json").read_text())
+    crashed = run_check(Check("FAD999", "broken", "a check with a bug", "", broken), facts,
+                        load_matrix())
+    checks = [*report.checks, crashed]
+    report = report.model_copy(update={"checks": checks, "summary": summarize(checks)})
+    suite = ET.fromstring(render(report, Format.JUNIT))
+    assert suite.get("errors") == "1"
+    assert suite.get("failures") == str(report.summary.failed - 1)
+    case = suite.findall("testcase")[-1]
+    assert case.get("name") == "FAD999" and case.find("failure") is None
+    error = case.find("error")
+    assert error is not None and error.get("type") == "internal"
+    assert "the check itself failed: KeyError" in (error.get("message") or "")

@@ -24,8 +24,8 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "the driver runs.",
           system.check_torch_cuda_build),
     Check("FAD104", "driver-cuda", "The driver is new enough for torch's CUDA runtime",
-          "Compares the driver version with the matrix: below the CUDA major's floor (12.x: 525, "
-          "13.x: 580) the runtime cannot start (error); below the toolkit's own driver it runs "
+          "Compares the driver version with the matrix: below the CUDA major's floor "
+          "({driver_floors}) the runtime cannot start (error); below the toolkit's own driver it runs "
           "under minor-version compatibility with a limited feature set (warning).",
           system.check_driver_cuda),
     Check("FAD105", "torch-sees-gpu", "torch can use the GPUs the driver reports",
@@ -53,15 +53,15 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "which; a missing libcudart.so.N a CUDA mismatch; GLIBC_x/GLIBCXX_x a system too old.",
           flash.check_import),
     Check("FAD112", "flash-attn-gpu", "Each installed family supports the GPUs here",
-          "FlashAttention-2 needs sm80+ (and before 2.7.3 accepted only sm8x/sm90); "
+          "FlashAttention-2 needs compute capability {fa2_min_cc}+ ({fa2_gates}); "
           "FlashAttention-3 is built for Hopper (sm_90a, plus sm_80 kernels); FlashAttention-4 "
           "accepts sm8x-sm12x and is written for Hopper and Blackwell.",
           flash.check_gpu_support),
     Check("FAD113", "flash-attn-requirements", "Each family's torch and Python requirements hold",
           "Holds the installed versions against the matrix: the README's minimum torch, FA3's "
-          "torch >= 2.4, FA4's Python >= 3.10, and whether the release built wheels for this "
-          "torch minor (if not, the installed copy was compiled and must be rebuilt after every "
-          "torch upgrade).",
+          "torch >= {fa3_min_torch}, FA4's Python >= {fa4_min_python}, and whether the release "
+          "built wheels for this torch minor (if not, the installed copy was compiled and must be "
+          "rebuilt after every torch upgrade).",
           flash.check_requirements),
     Check("FAD120", "sdpa-fallback", "PyTorch SDPA has a fast backend for this GPU",
           "Asks torch which scaled_dot_product_attention backends (flash, efficient, cudnn) "

@@ -7,9 +7,10 @@ from typing import Any, Callable, List, Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.facts import Facts, Failure, Probe, Torch
+from fadoctor.facts import Facts, Failure, Probe
 from fadoctor.matrix import Matrix
 from fadoctor.report import Finding, Severity, Status
+from fadoctor.views import torch_view as torch_view  # where the checks import it from
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ def why_unknown(what: str, probe: Probe[Any]) -> Skip:
     return Skip(f"needs {what}, which could not be gathered ({reason})")
 
 
+def unreported(what: str) -> Skip:
+    """`needs X, which is unknown` for a fact the source did not report (None in the facts)."""
+    return Skip(f"needs {what}, which is unknown: the facts do not report it")
+
+
 def version(text: Optional[str]) -> Optional[Version]:
     if not text:
         return None
@@ -63,14 +69,3 @@ def info(message: str, **evidence: object) -> Finding:
 
     return Finding(severity=Severity.INFO, category=Category.INFO, message=message,
                    evidence=dict(evidence))
-
-
-def torch_view(facts: Facts) -> Optional[Torch]:
-    """torch as imported, else as its files say (check --static): version, CUDA, C++ ABI."""
-    if facts.torch.data is not None:
-        return facts.torch.data
-    files = facts.files.data if facts.files is not None else None
-    if files is None or files.torch is None or files.torch.version is None:
-        return None
-    t = files.torch
-    return Torch(version=t.version, cuda=t.cuda, hip=t.hip, cxx11_abi=t.cxx11_abi, file=t.dir)

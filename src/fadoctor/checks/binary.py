@@ -3,7 +3,6 @@ whether that static prediction agrees with the real import."""
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
@@ -14,6 +13,7 @@ from fadoctor.checks.system import gpus, runs_on
 from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
 from fadoctor.mangling import is_torch_symbol
 from fadoctor.matrix import Matrix
+from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity
 from fadoctor.shell import AND, command, env
 
@@ -106,15 +106,12 @@ def _abi_witness(binary: BinaryAnalysis) -> Optional[str]:
                  if is_torch_symbol(s.name) and string_abi(s.name) is not None), None)
 
 
-_WHEEL_TAG = re.compile(r"\+cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)")
-
-
 def _built_for(facts: Facts, binary: BinaryAnalysis) -> str:
     """What the installed wheel's file name says it was built for, when pip recorded it."""
     fa = installed_family(facts, binary.file.family)
     packages = facts.packages.data
     dist = packages.get(fa.distribution) if packages and fa and fa.distribution else None
-    tag = _WHEEL_TAG.search(dist.direct_url or "") if dist else None
+    tag = WHEEL_LOCAL.search(dist.direct_url or "") if dist else None
     if tag is None:
         return ""
     cuda, torch, abi = tag.groups()

@@ -6,16 +6,16 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.checks.base import Outcome, Skip, info, release, version, why_unknown
+from fadoctor.archs import arch_runs_on
+from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
 from fadoctor.checks.classify import classify
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
-from fadoctor.checks.remedies import (
-    newest_release_with_wheel,
-    remedy,
-    sdpa_fallback,
-)
+from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
 from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
+from fadoctor.install.machine import from_facts
+from fadoctor.install.torch import installed_build
+from fadoctor.install.wheels import build_recipe, first_release_with_kernels, newest_release_with_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -35,6 +35,8 @@ def check_installed(facts: Facts, matrix: Matrix) -> Outcome:
     present = installed(facts)
     if present:
         return [info("installed: " + ", ".join(label(fa, matrix) for fa in present))]
+    if any(fa.installed is None for fa in facts.flash_attention):
+        return unreported("which flash-attention families are installed")
     devices = gpus(facts)
     if not devices:
         return Skip("needs an NVIDIA GPU to recommend a flash-attention family, and none was found")
@@ -80,15 +82,10 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
 
 def _build_remedy(facts: Facts, matrix: Matrix, torch: Torch) -> List[Remedy]:
     """No wheel for this torch: the build `fadoctor fix` would print, narrowed to this GPU."""
-    from fadoctor.fix.fa2 import TorchBuild, build_recipe
-    from fadoctor.fix.machine import from_facts
-
     tv = version(torch.version)
-    cuda = version(torch.cuda)
-    if tv is None or cuda is None or torch.cxx11_abi is None:
+    build = installed_build(tv, torch.cuda, torch.cxx11_abi)
+    if tv is None or build is None:
         return []
-    build = TorchBuild(Version(tv.base_version), f"cu{cuda.major}{cuda.minor}", torch.cxx11_abi,
-                       installed=True)
     rel, commands = build_recipe(build, from_facts(facts), matrix, None)
     if rel is None:
         return []
@@ -206,11 +203,7 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
                             "accept only sm8x and sm90 ('FlashAttention only supports Ampere "
                             "GPUs or newer')",
                     evidence={**evidence, "gate_source": gate.source},
-                    remedies=[Remedy(summary="flash-attn 2.8.0 is the first release whose wheels "
-                                     "carry Blackwell (sm_100, sm_120) kernels.",
-                                     commands=[command("pip", "install", "flash-attn>=2.8.0",
-                                                       "--no-build-isolation",
-                                                       "--no-cache-dir")])])
+                    remedies=_first_with_kernels(matrix, cc, "--no-cache-dir"))
     if str(cc) not in support.tuned:
         return Finding(
             severity=Severity.INFO, category=Category.INFO, subject=fa.family.value,
@@ -226,14 +219,28 @@ def _unsupported_remedies(family: Family, cc: Version, matrix: Matrix) -> List[R
                                   "Ampere.")]
         if cc >= Version("7.5"):
             remedies.append(Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
-                                   "own, older API.", commands=[command("pip", "install", "flash-attn<2")]))
+                                   "own, older API.",
+                                   commands=[command("pip", "install", "flash-attn<2")]))
         return remedies
     if family == Family.FA3:
-        return [Remedy(summary="FlashAttention-3 targets Hopper only; on this GPU use "
-                       "FlashAttention-2 (>= 2.8.0 for Blackwell) or FlashAttention-4.",
-                       commands=[command("pip", "install", "flash-attn>=2.8.0",
-                                         "--no-build-isolation")])]
+        tuned = ", ".join(f"sm_{t.replace('.', '')}" for t in matrix.family_support(family).tuned)
+        return [Remedy(summary=f"FlashAttention-3 targets {tuned} only; on this GPU use "
+                       "FlashAttention-2 or FlashAttention-4."),
+                *_first_with_kernels(matrix, cc)]
     return [sdpa_fallback("")]
+
+
+def _first_with_kernels(matrix: Matrix, cc: Version, *flags: str) -> List[Remedy]:
+    """The first FA2 release whose wheels carry kernels for this GPU, from the matrix."""
+    first = first_release_with_kernels(matrix, cc)
+    if first is None:
+        return []
+    archs = ", ".join(a for a in first.archs if arch_runs_on(a, (cc.major, cc.minor)))
+    return [Remedy(summary=f"flash-attn {first.version} is the first release whose wheels carry "
+                   f"{archs} kernels.",
+                   commands=[command("pip", "install", requirement("flash-attn", first.version,
+                                                                   op=">="),
+                                     "--no-build-isolation", *flags)])]
 
 
 def check_requirements(facts: Facts, matrix: Matrix) -> Outcome:

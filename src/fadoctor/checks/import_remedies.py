@@ -3,20 +3,18 @@ the wheel to take, the release that fits, or the build that links against this s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import List, Optional
 
 from packaging.version import Version
 
 from fadoctor.checks.base import release, version
 from fadoctor.checks.classify import Diagnosis
-from fadoctor.checks.remedies import (
-    build_from_source,
-    newest_release_with_wheel,
-    reinstall_flash_attn,
-    remedy,
-    sdpa_fallback,
-)
+from fadoctor.checks.remedies import build_from_source, reinstall_flash_attn, remedy, sdpa_fallback
 from fadoctor.facts import Facts, Family, FlashAttention, Torch
+from fadoctor.install.machine import from_facts
+from fadoctor.install.torch import installed_build
+from fadoctor.install.wheels import newest_release_with_wheel, newest_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
 from fadoctor.shell import AND, command, requirement, url
@@ -68,30 +66,21 @@ def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch, glibc_below: Optiona
                 replace_installed: bool = True) -> Optional[Remedy]:
     """The newest flash-attn 2.x wheel built for this torch build (CUDA, real C++ ABI) that
     this system can load, from the matrix: what `fadoctor fix --keep-torch` would pick."""
-    from dataclasses import replace
-
-    from fadoctor.fix.fa2 import TorchBuild, find_wheel
-    from fadoctor.fix.machine import from_facts
-
     tv = version(torch.version)
-    cuda = version(torch.cuda)
-    if tv is None or cuda is None or torch.cxx11_abi is None:
+    build = installed_build(tv, torch.cuda, torch.cxx11_abi)
+    if tv is None or build is None:
         return None
-    build = TorchBuild(Version(tv.base_version), f"cu{cuda.major}{cuda.minor}", torch.cxx11_abi,
-                       installed=True)
     machine = from_facts(facts)
     if glibc_below is not None:  # the loader said which version is missing: glibc is older
         major, minor = (int(p) for p in glibc_below.split(".")[:2])
         machine = replace(machine, glibc=Version(f"{major}.{minor - 1}"))
-    releases = sorted(matrix.flash_attn_releases, key=lambda r: r.version, reverse=True)
-    wheel = next(filter(None, (find_wheel(rel, build, machine, matrix)[0] for rel in releases)),
-                 None)
+    wheel = newest_wheel(build, machine, matrix)
     if wheel is None:
         return None
     caveat = wheel.caveat(tv)
     return remedy(
         f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for this "
-        f"torch ({build}, C++11 ABI {int(torch.cxx11_abi)}), which this system loads"
+        f"torch ({build}, C++11 ABI {int(build.cxx11_abi)}), which this system loads"
         + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin torch and "
            "could pull another one (#1724)."),
         lambda: [*([command("pip", "uninstall", "-y", "flash-attn")] if replace_installed else []),

@@ -2,49 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Tuple
+from typing import Callable, Iterable, List, Optional
 
-from packaging.version import InvalidVersion, Version
-
-from fadoctor.checks.base import release, torch_view, version
+from fadoctor.checks.base import torch_view, version
 from fadoctor.facts import Facts
+from fadoctor.install.torch import torch_install, variant_for_driver
 from fadoctor.matrix import Matrix
-from fadoctor.matrix.models import DriverVersion, FlashAttnRelease, TorchRelease
 from fadoctor.report import Remedy
-from fadoctor.shell import attempt, command, env, requirement, url
+from fadoctor.shell import attempt, command, env, requirement
 from fadoctor.snippets import snippet
+from fadoctor.views import driver_version
 
-TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 TRANSFORMERS_SDPA = snippet("transformers_sdpa").code
-
-
-def cuda_of_variant(variant: str) -> Version:
-    """cu130 -> 13.0, cu121 -> 12.1, cu118 -> 11.8."""
-    digits = variant[2:]
-    return Version(f"{digits[:-1]}.{digits[-1]}")
-
-
-def variant_for_driver(matrix: Matrix, rel: TorchRelease, driver: Optional[Version]
-                       ) -> Optional[Tuple[str, bool]]:
-    """The newest CUDA variant of a torch release this driver runs, and whether with CUDA's full
-    feature set (the toolkit's own driver) or only under minor-version compatibility (the
-    major's floor)."""
-    if driver is None:
-        return rel.default_variant, True
-    full, compat = [], []
-    for variant in rel.cuda_variants:
-        cuda = cuda_of_variant(variant)
-        needed = matrix.toolkit_driver(cuda)
-        floor = matrix.driver_floor(cuda.major)
-        if needed is not None and driver >= needed.min_driver:
-            full.append(cuda)
-        elif floor is not None and driver >= floor.min_driver:
-            compat.append(cuda)
-    for found, complete in ((full, True), (compat, False)):
-        if found:
-            best = max(found)
-            return f"cu{best.major}{best.minor}", complete
-    return None
 
 
 def remedy(summary: str, build: Callable[[], Iterable[str]], code: Optional[str] = None
@@ -55,21 +24,6 @@ def remedy(summary: str, build: Callable[[], Iterable[str]], code: Optional[str]
     if why is not None:
         summary += f" (No command is shown: {why}.)"
     return Remedy(summary=summary, commands=commands, code=code)
-
-
-def torch_install(torch_version: str, variant: str) -> str:
-    return command("pip", "install", requirement("torch", f"{torch_version}+{variant}"),
-                   "--index-url", url(TORCH_INDEX.format(variant=variant)))
-
-
-def driver_version(facts: Facts) -> Optional[DriverVersion]:
-    data = facts.driver.data
-    if data is None or not data.present or not data.version:
-        return None
-    try:
-        return DriverVersion(data.version)
-    except InvalidVersion:
-        return None
 
 
 def reinstall_flash_attn(fa_version: str) -> Remedy:
@@ -92,16 +46,6 @@ def build_from_source(fa_version: str, why: str) -> Remedy:
         lambda: [command(env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"), "pip", "install",
                          requirement("flash-attn", fa_version), "--no-build-isolation",
                          "--no-cache-dir")])
-
-
-def newest_release_with_wheel(matrix: Matrix, torch_version: Version
-                              ) -> Optional[FlashAttnRelease]:
-    """The newest FA2 release whose workflow built wheels for this torch minor (any CUDA, any
-    ABI): the fallback when the torch build is too little known for `exact_wheel`."""
-    minor = str(release(torch_version))
-    candidates = [r for r in matrix.flash_attn_releases
-                  if minor in r.wheel_torch and not r.version.is_prerelease]
-    return max(candidates, key=lambda r: r.version, default=None)
 
 
 def sdpa_fallback(reason: str) -> Remedy:

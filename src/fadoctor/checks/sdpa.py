@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from fadoctor.checks.base import Outcome, Skip, info, version, why_unknown
+from fadoctor.checks.base import Outcome, Skip, info, unreported, version, why_unknown
 from fadoctor.checks.system import gpus
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
@@ -17,9 +17,13 @@ def check_sdpa(facts: Facts, matrix: Matrix) -> Outcome:
     torch = facts.torch.data
     if torch is None:
         return why_unknown("torch", facts.torch)
+    if torch.cuda_available is None:
+        return unreported("torch.cuda.is_available()")
     if not torch.cuda_available:
         return Skip("needs a GPU visible to torch; SDPA on the CPU is no fallback for training")
     if not torch.sdpa:
+        if torch.sdpa is None and torch.sdpa_error is None:
+            return unreported("torch's SDPA backend report")
         return Skip(f"needs torch's SDPA backend report, which failed: {torch.sdpa_error}")
     usable = [b.name for b in torch.sdpa if b.usable and b.name in FAST]
     unknown = [b.name for b in torch.sdpa if b.usable is None and b.name in FAST]

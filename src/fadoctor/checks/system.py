@@ -9,13 +9,15 @@ from packaging.version import Version
 
 from fadoctor import shell
 from fadoctor.archs import arch_name, arch_runs_on
-from fadoctor.checks.base import Outcome, Skip, info, torch_view, version, why_unknown
+from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.remedies import driver_version, remedy, torch_variant_remedies
+from fadoctor.checks.remedies import remedy, torch_variant_remedies
 from fadoctor.facts import Facts, FailureKind
+from fadoctor.install.torch import cuda_of_variant, torch_install
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 from fadoctor.shell import command
+from fadoctor.views import driver_version
 
 GpuCc = Tuple[str, Version]  # (name, compute capability)
 
@@ -27,7 +29,7 @@ def gpus(facts: Facts) -> List[GpuCc]:
         return [(d.name, Version(d.capability)) for d in torch.devices]
     driver = facts.driver.data
     if driver and driver.present:
-        return [(g.name, Version(g.compute_capability)) for g in driver.gpus
+        return [(g.name, Version(g.compute_capability)) for g in driver.gpus or []
                 if g.compute_capability]
     return []
 
@@ -53,12 +55,12 @@ def check_driver(facts: Facts, matrix: Matrix) -> Outcome:
                              "FlashAttention-2) and its driver installed; in a container, start "
                              "it with the GPUs passed through.",
                              commands=[command("nvidia-smi")])])]
-    if driver.source == "nvml" and not driver.gpus:
+    if driver.source == "nvml" and driver.gpus == []:
         return [Finding(severity=Severity.ERROR, category=Category.NO_GPU,
                         message=f"NVIDIA driver {driver.version} is loaded but reports no GPU",
                         evidence={"driver": driver.version})]
     names = ", ".join(f"{g.name} (sm_{(g.compute_capability or '?').replace('.', '')})"
-                      for g in driver.gpus)
+                      for g in driver.gpus or [])
     return [info(f"NVIDIA driver {driver.version}" + (f"; GPUs: {names}" if names else ""),
                  driver=driver.version, cuda=driver.cuda_version, source=driver.source)]
 
@@ -164,13 +166,18 @@ def check_torch_sees_gpu(facts: Facts, matrix: Matrix) -> Outcome:
         return Skip("needs a CUDA build of torch")
     if drv is None or not drv.present:
         return Skip("needs an NVIDIA driver, and none was found")
+    if torch.cuda_available is None:
+        return unreported("torch.cuda.is_available()")
     if torch.cuda_available:
-        names = ", ".join(f"{d.index}: {d.name}" for d in torch.devices)
-        return [info(f"torch sees {torch.device_count} GPU(s): {names}")]
-    env = facts.host.data.environment if facts.host.data else {}
+        devices = torch.devices or []
+        count = torch.device_count if torch.device_count is not None else len(devices)
+        names = ", ".join(f"{d.index}: {d.name}" for d in devices)
+        return [info(f"torch sees {count} GPU(s): {names}")]
+    env = (facts.host.data.environment if facts.host.data else None) or {}
     visible = env.get("CUDA_VISIBLE_DEVICES")
+    driver_gpus = f"{len(drv.gpus)} GPU(s)" if drv.gpus is not None else "its GPUs"
     evidence = {"cuda_error": torch.cuda_error, "CUDA_VISIBLE_DEVICES": visible,
-                "driver_gpus": len(drv.gpus)}
+                "driver_gpus": len(drv.gpus) if drv.gpus is not None else None}
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
         return [Finding(severity=Severity.ERROR, category=Category.NO_GPU,
                         message=f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from torch",
@@ -182,7 +189,7 @@ def check_torch_sees_gpu(facts: Facts, matrix: Matrix) -> Outcome:
         severity=Severity.ERROR,
         category=Category.DRIVER_TOO_OLD if too_old else Category.NO_GPU,
         message="torch.cuda.is_available() is False although the NVIDIA driver reports "
-                f"{len(drv.gpus)} GPU(s)" + (f": {torch.cuda_error}" if torch.cuda_error else ""),
+                f"{driver_gpus}" + (f": {torch.cuda_error}" if torch.cuda_error else ""),
         evidence=evidence)]
 
 
@@ -195,6 +202,8 @@ def check_torch_arch(facts: Facts, matrix: Matrix) -> Outcome:
     torch = facts.torch.data
     if torch is None:
         return why_unknown("torch", facts.torch)
+    if torch.cuda and torch.arch_list is None:
+        return unreported("torch's compiled arch list")
     if not torch.cuda or not torch.arch_list:
         return Skip("needs a CUDA build of torch with a compiled arch list")
     devices = gpus(facts)
@@ -231,9 +240,7 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
     if not fitting:
         return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
                        f"sm_{cc.major}{cc.minor}; use another torch release.")]
-    from fadoctor.checks.remedies import torch_install
-
-    variant = max(fitting, key=lambda s: int(s[2:]))
+    variant = max(fitting, key=cuda_of_variant)
     return [remedy(f"Install the {variant} build of torch {v.base_version}, which has kernels "
                    f"for sm_{cc.major}{cc.minor}.", lambda: [torch_install(v.base_version, variant)])]
 

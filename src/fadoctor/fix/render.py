@@ -5,18 +5,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from enum import Enum
 from typing import Any, Dict, List
 
 from fadoctor.fix.solver import Pick, Plan
+from fadoctor.formats import PinFormat
+from fadoctor.install.torch import torch_index
 
-
-class PinFormat(str, Enum):
-    text = "text"
-    pip = "pip"
-    uv = "uv"
-    requirements = "requirements"
-    json = "json"
+__all__ = ["PinFormat", "render_plan"]
 
 
 def render_plan(plan: Plan, fmt: PinFormat, verbose: bool = False) -> str:
@@ -75,7 +70,7 @@ def _requirements(plan: Plan, verbose: bool) -> str:
     lines = [f"# {best.summary}"]
     torch = best.torch
     if torch is not None and not torch.installed:
-        lines += [f"--extra-index-url https://download.pytorch.org/whl/{torch.variant}",
+        lines += [f"--extra-index-url {torch_index(torch.variant)}",
                   f"torch=={torch.version}+{torch.variant}"]
     if best.wheel is not None:
         lines += [f"flash-attn @ {best.wheel.url}", "einops"]

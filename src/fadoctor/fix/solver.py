@@ -9,11 +9,11 @@ from typing import List, Literal, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.archs import arch_name, arch_runs_on
-from fadoctor.checks.remedies import TORCH_INDEX, cuda_of_variant, torch_install
 from fadoctor.errors import NoPlanError, UsageError
 from fadoctor.facts import Family
-from fadoctor.fix.fa2 import TorchBuild, Wheel, build_recipe, find_wheel
-from fadoctor.fix.machine import Machine
+from fadoctor.install.machine import Machine
+from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
+from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
 from fadoctor.shell import AND, command, is_safe, requirement, url
@@ -154,8 +154,8 @@ def _torch_unfit(rel: TorchRelease, variant: str, m: Machine, matrix: Matrix) ->
         return f"torch {rel.minor} has no {variant} build"
     if m.python is not None and str(m.python) not in rel.python:
         return f"no wheel for Python {m.python} (it has {', '.join(rel.python)})"
-    if m.platform != "linux_x86_64":
-        return f"fadoctor's matrix holds Linux x86_64 builds only, not {m.platform}"
+    if m.platform != rel.platform:
+        return f"fadoctor's matrix holds {rel.platform} builds of it only, not {m.platform}"
     cuda = cuda_of_variant(variant)
     floor = matrix.driver_floor(cuda.major)
     if m.driver is not None and floor is not None and m.driver < floor.min_driver:
@@ -253,13 +253,16 @@ def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
         search.rejected.append(f"FlashAttention-3: written for {', '.join(support.tuned)} only, "
                                f"not sm_{cc.major}{cc.minor}")
         return []
+    nvcc = next((r for r in search.matrix.requirements(Family.FA3) if r.min_nvcc), None)
+    needs = (f"needs CUDA >= {nvcc.min_nvcc}" + (f" ({nvcc.recommended_nvcc} recommended, README)"
+                                                 if nvcc.recommended_nvcc else "") + "; "
+             if nvcc is not None else "")
     return [Pick(Family.FA3, "build", f"FlashAttention-3 compiled here for {torch}", torch=torch,
                  commands=(*_torch_steps(torch),
                            command("git", "clone", "https://github.com/Dao-AILab/flash-attention"),
                            command("cd", "flash-attention/hopper", AND, "python", "setup.py",
                                    "install")),
-                 notes=("needs CUDA >= 12.3 (12.8 recommended, README); import "
-                        "flash_attn_interface",))]
+                 notes=(f"{needs}import flash_attn_interface",))]
 
 
 def _sdpa(torches: List[TorchBuild]) -> Pick:
@@ -271,4 +274,4 @@ def _sdpa(torches: List[TorchBuild]) -> Pick:
                        "prints a drop-in with the same layout and semantics (tested)"))
 
 
-__all__ = ["TORCH_INDEX", "Constraints", "Pick", "Plan", "solve"]
+__all__ = ["Constraints", "Pick", "Plan", "solve"]

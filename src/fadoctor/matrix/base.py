@@ -8,6 +8,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from fadoctor.validation import Problems as Problems  # the matrix modules raise it from here
+
 # How a fact was established (the reference notes' labels): read in the project's code, said by a
 # maintainer, reported by users only, inferred by us from code, read from a published wheel, or
 # stated by the hardware/toolkit vendor.
@@ -92,16 +94,6 @@ def within(spec: SpecifierSet, version: Version) -> bool:
 def unsorted(keys: List[Version]) -> Optional[int]:
     """The index of the first key out of ascending order, or None."""
     return next((i for i in range(1, len(keys)) if keys[i] < keys[i - 1]), None)
-
-
-class Problems(ValueError):
-    """Several invariant violations found at once, each naming its entry; the loader and
-    `fadoctor matrix lint` report every one (pydantic keeps this exception in the error's ctx)."""
-
-    def __init__(self, problems: List[str]) -> None:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        super().__init__(problems[0] + more)
-        self.problems = problems
 
 
 def raise_problems(problems: List[str]) -> None:

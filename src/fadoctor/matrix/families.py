@@ -35,13 +35,15 @@ class FamilyRequirement(Entry):
     min_torch: Optional[Version] = None
     min_python: Optional[Version] = None
     min_nvcc: Optional[Version] = None  # a source build refuses an older nvcc
+    recommended_nvcc: Optional[Version] = None  # the nvcc its README recommends
     # An install extra the family wants on a torch of this CUDA major, and the distribution
     # whose presence shows it was taken.
     cuda_major: Optional[int] = None
     extra: Optional[str] = None
     extra_marker: Optional[str] = None
 
-    _v = field_validator("min_torch", "min_python", "min_nvcc", mode="before")(_optional_version)
+    _v = field_validator("min_torch", "min_python", "min_nvcc", "recommended_nvcc",
+                         mode="before")(_optional_version)
 
 
 class Fa4Release(Entry):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional
 
 import yaml
 from pydantic import ValidationError
 
-from fadoctor.errors import InputError
-from fadoctor.matrix.base import Problems
+from fadoctor.errors import InputError, invalid
 from fadoctor.matrix.models import Matrix
 from fadoctor.textfile import read_bytes, read_text, shown
+from fadoctor.validation import problems
 
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yaml"
@@ -33,7 +33,7 @@ def write_twin(path: Path) -> Path:
     """Compile the YAML at `path` into its twin, after the full validation (`lint`) passes."""
     problems_found = lint_matrix(path)
     if problems_found:
-        raise InputError(f"matrix {shown(path)} is invalid: {problems_found[0]}")
+        raise invalid(f"matrix {shown(path)}", problems_found)
     twin = twin_path(path)
     body = {"yaml_sha256": _digest(path), "matrix": _read(path)}
     twin.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n",
@@ -54,9 +54,7 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
     try:
         return Matrix.model_validate(raw)
     except ValidationError as exc:
-        lines = problems(exc, raw)
-        more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
-        raise InputError(f"matrix {shown(path)} is invalid: {lines[0]}{more}") from exc
+        raise invalid(f"matrix {shown(path)}", problems(exc, raw)) from exc
 
 
 def lint_matrix(path: Optional[Path] = None) -> List[str]:
@@ -69,38 +67,6 @@ def lint_matrix(path: Optional[Path] = None) -> List[str]:
     except ValidationError as exc:
         return problems(exc, raw)
     return []
-
-
-def problems(exc: ValidationError, raw: Any = None) -> List[str]:
-    """One line per problem: where it is, then what is wrong. Invariants name their entry; for a
-    field error the entry's identity (id=..., version=...) follows its path."""
-    out: List[str] = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, Problems):
-            out += [f"{where}: {p}" for p in cause.problems]
-        else:
-            label = _entry_label(raw, error["loc"])
-            out.append(f"{where}{f' ({label})' if label else ''}: {error['msg']}")
-    return [line.replace("\n", " ") for line in out]
-
-
-_IDENTITY = ("id", "version", "minor", "name", "api", "cuda", "cuda_major", "family", "backend")
-
-
-def _entry_label(raw: Any, loc: Sequence[Union[int, str]]) -> Optional[str]:
-    """The identity of the innermost list entry on `loc` in the raw YAML, if it has one."""
-    label, node = None, raw
-    for step in loc:
-        try:
-            node = node[step]
-        except (KeyError, IndexError, TypeError):
-            break
-        if isinstance(step, int) and isinstance(node, dict):
-            key = next((k for k in _IDENTITY if k in node), None)
-            label = f"{key}={node[key]}" if key else label
-    return label
 
 
 def _digest(path: Path) -> str:

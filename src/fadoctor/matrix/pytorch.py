@@ -23,6 +23,7 @@ class TorchRelease(Entry):
     arch_lists: Dict[str, str] = {}
     arch_lists_unverified: List[str] = []  # variants whose arch list is the best evidence only
     platform_tag: Optional[str] = None  # the wheel's platform tag (manylinux_2_28 sets a glibc)
+    platform: str  # the platform whose wheels these facts are of (linux_x86_64)
 
     @model_validator(mode="after")
     def _default_is_a_variant(self) -> TorchRelease:

@@ -7,7 +7,6 @@ the happy path costs one child and one `import torch`, and the unhappy path stil
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -16,26 +15,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, Mapping, Optional, Sequence
 
-from fadoctor.probes import worker
+from fadoctor.probes.protocol import Event, command, decode
+from fadoctor.target.registry import BY_NAME
 
-WORKER = Path(worker.__file__).resolve()
 TAIL_BYTES = 4000
-
-# Seconds each stage may take. Importing torch and FA4 (a CuTe DSL JIT stack) is slow on a cold
-# disk; the rest is quick. The first stage also pays for the interpreter's start-up.
-DEFAULT_TIMEOUTS: Mapping[str, float] = {
-    "host": 30.0,
-    "packages": 30.0,
-    "torch": 180.0,
-    "sdpa": 60.0,
-    "fa2": 120.0,
-    "fa3": 120.0,
-    "fa4": 180.0,
-    "vllm_fa": 120.0,
-}
 
 Progress = Callable[[str], None]
 
@@ -81,8 +66,13 @@ def run_stages(
     env: Optional[Mapping[str, str]] = None,
     progress: Optional[Progress] = None,
 ) -> Dict[str, StageOutcome]:
-    """Run `stages` in `python`, restarting past any stage that kills or hangs the worker."""
-    limits = {**DEFAULT_TIMEOUTS, **(timeouts or {})}
+    """Run `stages` in `python`, restarting past any stage that kills or hangs the worker.
+
+    Each stage may take its registry timeout, or what `timeouts` says for it."""
+    unknown = [s for s in stages if s not in BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown stage {unknown[0]!r}")
+    limits = {s: (timeouts or {}).get(s, BY_NAME[s].timeout) for s in stages}
     results: Dict[str, StageOutcome] = {}
     remaining = list(stages)
     while remaining:
@@ -127,12 +117,6 @@ class Background:
         return self._outcomes
 
 
-def _command(python: str, stages: Sequence[str], fd: int) -> List[str]:
-    # -B: write no bytecode into the examined environment. No -I/-E/-s: the worker must see the
-    # user's PYTHONPATH, user site and environment, as their training would.
-    return [python, "-B", str(WORKER), "--fd", str(fd), "--stages", ",".join(stages)]
-
-
 def _run_once(
     python: str,
     stages: Sequence[str],
@@ -144,7 +128,7 @@ def _run_once(
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(
-            _command(python, stages, write_fd),
+            command(python, stages, write_fd),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -162,7 +146,7 @@ def _run_once(
     drain.start()
     run.started_at = time.monotonic()
     first = stages[0]
-    deadline = run.started_at + limits.get(first, 60.0)
+    deadline = run.started_at + limits[first]
     timed_out = False
     with os.fdopen(read_fd, "rb", buffering=0) as pipe:
         timed_out = _read_events(pipe, run, limits, deadline, progress)
@@ -173,7 +157,7 @@ def _run_once(
     if run.done:
         return run, None
     # Before its first event the worker runs on the first stage's clock: report that limit.
-    limit = limits.get(run.started or first, 60.0)
+    limit = limits.get(run.started or first, limits[first])
     return run, _failure(proc.returncode, timed_out, run, limit, _tail(output))
 
 
@@ -200,37 +184,35 @@ def _read_events(
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
-                event = json.loads(line)
+                event = decode(line)
                 deadline = _apply(event, run, limits, deadline, progress)
                 if run.done:
                     return False
 
 
 def _apply(
-    event: Dict[str, Any],
+    event: Event,
     run: _Run,
     limits: Mapping[str, float],
     deadline: float,
     progress: Optional[Progress],
 ) -> float:
     now = time.monotonic()
-    kind = event.get("event")
-    if kind == "start":
-        stage = event["stage"]
+    if event.kind == "start" and event.stage is not None:
+        stage = event.stage
         if run.started is not None:  # the first stage's clock started with the process
             run.started_at = now
-            deadline = now + limits.get(stage, 60.0)
+            deadline = now + limits.get(stage, deadline - now)
         run.started = stage
         if progress is not None:
             progress(stage)
-    elif kind == "result":
-        stage = event["stage"]
-        failure = StageFailure(**event["failure"]) if not event["ok"] else None
-        run.outcomes[stage] = StageOutcome(
-            stage, event["ok"], data=event.get("data"), failure=failure,
+    elif event.kind == "result" and event.stage is not None:
+        failure = StageFailure(**(event.failure or {})) if not event.ok else None
+        run.outcomes[event.stage] = StageOutcome(
+            event.stage, event.ok, data=event.data, failure=failure,
             seconds=round(now - run.started_at, 4),
         )
-    elif kind == "done":
+    elif event.kind == "done":
         run.done = True
     return deadline
 

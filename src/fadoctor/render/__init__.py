@@ -3,18 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Callable, Dict
 
+from fadoctor.formats import Format
 from fadoctor.report import Report
 
-
-class Format(str, Enum):
-    TEXT = "text"
-    JSON = "json"
-    JUNIT = "junit"
-    MARKDOWN = "markdown"
-    GITHUB = "github"
+__all__ = ["RENDERERS", "Format", "RenderOptions", "render"]
 
 
 @dataclass(frozen=True)

@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree as ET
 
-from fadoctor.report import Report, Severity, Status
+from fadoctor.report import Category, CheckResult, Report, Severity, Status
 
 if TYPE_CHECKING:
     from fadoctor.render import RenderOptions
 
 
 def render_junit(report: Report, options: RenderOptions) -> str:
+    crashed = sum(1 for check in report.checks if _crashed(check))
     suite = ET.Element("testsuite", {
         "name": "fadoctor", "tests": str(len(report.checks)),
-        "failures": str(report.summary.failed), "skipped": str(report.summary.skipped),
-        "errors": "0",
+        "failures": str(report.summary.failed - crashed), "skipped": str(report.summary.skipped),
+        "errors": str(crashed),
     })
     for check in report.checks:
         case = ET.SubElement(suite, "testcase", {"classname": "fadoctor", "name": check.id})
@@ -23,10 +24,10 @@ def render_junit(report: Report, options: RenderOptions) -> str:
         if check.status == Status.SKIPPED:
             ET.SubElement(case, "skipped", {"message": check.skipped_reason or ""})
             continue
-        problems = [f for f in check.findings if f.severity != Severity.INFO]
         if check.status == Status.FAILED:
-            errors = [f for f in problems if f.severity == Severity.ERROR]
-            node = ET.SubElement(case, "failure", {
+            errors = [f for f in check.findings if f.severity == Severity.ERROR]
+            # JUnit's <error> is a test that could not run to a verdict: here, a check that crashed.
+            node = ET.SubElement(case, "error" if _crashed(check) else "failure", {
                 "message": errors[0].message, "type": errors[0].category.value})
             node.text = "\n".join(_lines(f) for f in errors)
         out = "\n".join(_lines(f) for f in check.findings
@@ -35,6 +36,12 @@ def render_junit(report: Report, options: RenderOptions) -> str:
             ET.SubElement(case, "system-out").text = out
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def _crashed(check: CheckResult) -> bool:
+    """The check raised instead of returning a verdict (evaluate turns that into this finding)."""
+    return any(f.category == Category.INTERNAL and f.severity == Severity.ERROR
+               for f in check.findings)
 
 
 def _lines(finding: object) -> str:

@@ -1,5 +1,6 @@
 """FlashAttention-2 for one torch build: the exact prebuilt wheel its release workflow made, or why
-not, and the build recipe narrowed to this GPU when none fits (pure, over the matrix)."""
+not, the releases with wheels for a torch or a GPU, and the build recipe narrowed to this GPU when
+no wheel fits (pure, over the matrix)."""
 
 from __future__ import annotations
 
@@ -9,34 +10,14 @@ from typing import List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
-from fadoctor.fix.machine import BUILD_THREADS, Machine
+from fadoctor.install.machine import BUILD_THREADS, Machine
+from fadoctor.install.torch import TorchBuild
 from fadoctor.matrix import Matrix
-from fadoctor.matrix.models import FlashAttnRelease
+from fadoctor.matrix.base import minor_of
+from fadoctor.matrix.models import FlashAttnRelease, parse_local
 from fadoctor.shell import command, env, requirement
 
 RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
-
-
-@dataclass(frozen=True)
-class TorchBuild:
-    """One torch build to pair flash-attn with: version, CUDA variant and C++ ABI."""
-
-    version: Version  # base version, 2.4.0
-    variant: str  # cu121
-    cxx11_abi: bool
-    installed: bool = False
-
-    @property
-    def minor(self) -> str:
-        return f"{self.version.major}.{self.version.minor}"
-
-    @property
-    def cuda(self) -> Version:
-        digits = self.variant[2:]
-        return Version(f"{digits[:-1]}.{digits[-1]}")
-
-    def __str__(self) -> str:
-        return f"torch {self.version}+{self.variant}"
 
 
 @dataclass(frozen=True)
@@ -79,8 +60,9 @@ def find_wheel(release: FlashAttnRelease, torch: TorchBuild, machine: Machine,
         return None, why
     python = machine.python_tag or pythons[-1]
     filename = f"flash_attn-{release.version}+{local}-{python}-{python}-{release.platform}.whl"
-    key = local.split("cxx11abi")[0]
-    return Wheel(release, filename, release.built_against_torch.get(key)), None
+    parsed = parse_local(local)
+    built_with = release.built_against_torch.get(parsed.key) if parsed else None
+    return Wheel(release, filename, built_with), None
 
 
 def _wheel_unfit(release: FlashAttnRelease, torch: TorchBuild, local: str, machine: Machine,
@@ -123,3 +105,30 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
                 requirement("flash-attn", release.version), "--no-build-isolation",
                 "--no-cache-dir"),
     ]
+
+
+def newest_wheel(torch: TorchBuild, machine: Machine, matrix: Matrix) -> Optional[Wheel]:
+    """The newest release's wheel for this torch build that this machine can load."""
+    for release in sorted(matrix.flash_attn_releases, key=lambda r: r.version, reverse=True):
+        wheel, _ = find_wheel(release, torch, machine, matrix)
+        if wheel is not None:
+            return wheel
+    return None
+
+
+def newest_release_with_wheel(matrix: Matrix, torch_version: Version
+                              ) -> Optional[FlashAttnRelease]:
+    """The newest FA2 release whose workflow built wheels for this torch minor (any CUDA, any
+    ABI): the fallback when the torch build is too little known for `newest_wheel`."""
+    minor = minor_of(torch_version)
+    candidates = [r for r in matrix.flash_attn_releases
+                  if minor in r.wheel_torch and not r.version.is_prerelease]
+    return max(candidates, key=lambda r: r.version, default=None)
+
+
+def first_release_with_kernels(matrix: Matrix, cc: Version) -> Optional[FlashAttnRelease]:
+    """The first FA2 release whose prebuilt wheels carry kernels for this compute capability."""
+    target = (cc.major, cc.minor)
+    candidates = [r for r in matrix.flash_attn_releases if not r.version.is_prerelease
+                  and any(arch_runs_on(a, target) for a in r.archs)]
+    return min(candidates, key=lambda r: r.version, default=None)

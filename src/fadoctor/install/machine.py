@@ -8,10 +8,10 @@ from typing import Dict, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.checks.base import torch_view
 from fadoctor.errors import UsageError
 from fadoctor.facts import Facts
 from fadoctor.matrix.models import DriverVersion
+from fadoctor.views import driver_version, torch_view
 
 BUILD_THREADS = 2  # nvcc --threads per job (NVCC_THREADS, flash-attn >= 2.5.7); its CI uses 2
 
@@ -65,15 +65,17 @@ def from_facts(facts: Optional[Facts]) -> Machine:
         return Machine()
     host, driver = facts.host.data, facts.driver.data
     torch = torch_view(facts)
-    gpus = [g for g in (driver.gpus if driver and driver.present else []) if g.compute_capability]
+    gpus = [g for g in ((driver.gpus or []) if driver and driver.present else [])
+            if g.compute_capability]
     newest = max(gpus, key=lambda g: Version(g.compute_capability or "0"), default=None)
     return Machine(
         gpu_name=newest.name if newest else None,
         gpu_cc=Version(newest.compute_capability) if newest and newest.compute_capability else None,
-        driver=_driver(driver.version if driver else None),
-        python=_minor(host.python_version) if host else None,
+        driver=driver_version(facts),
+        python=_minor(host.python_version) if host and host.python_version else None,
         glibc=_parse(Version, host.libc_version or "") if host and host.libc == "glibc" else None,
-        platform=f"{host.os.lower()}_{host.machine}" if host else "linux_x86_64",
+        platform=(f"{host.os.lower()}_{host.machine}" if host and host.os and host.machine
+                  else "linux_x86_64"),
         torch=_parse(Version, torch.version) if torch else None,
         torch_cxx11_abi=torch.cxx11_abi if torch else None,
         cpus=host.cpus if host else None,
@@ -104,13 +106,6 @@ def apply(machine: Machine, what_if: WhatIf) -> Machine:
 def _parse(kind: type, text: str) -> Optional[Version]:
     try:
         return kind(text)  # type: ignore[no-any-return]
-    except InvalidVersion:
-        return None
-
-
-def _driver(text: Optional[str]) -> Optional[DriverVersion]:
-    try:
-        return DriverVersion(text) if text else None
     except InvalidVersion:
         return None
 

@@ -1,0 +1,22 @@
+"""What the stages of one worker share: the run-wide options and the installed distributions."""
+
+from typing import Any, Dict, List, Optional
+
+
+class Context:
+    def __init__(self, options: Optional[Dict[str, str]] = None) -> None:
+        self.options = dict(options or {})
+        self._distributions = None  # type: Optional[Dict[str, str]]
+
+    def distributions(self) -> Dict[str, str]:
+        """Canonical name -> version of the relevant distributions (listed once per worker)."""
+        if self._distributions is None:
+            from .packages import listing
+
+            self.remember(listing())
+        assert self._distributions is not None
+        return self._distributions
+
+    def remember(self, distributions: List[Dict[str, Any]]) -> None:
+        """Keep the packages stage's listing for the stages after it."""
+        self._distributions = {d["name"]: d["version"] for d in distributions}

@@ -1,0 +1,83 @@
+"""The worker's side of the protocol, in one place: the request it reads from its command line and
+the records it writes to the parent.
+
+    <python> -B .../__main__.py --fd N --stages host,packages,fa2 [--option KEY=VALUE ...]
+
+One JSON record per line on file descriptor N (stdout and stderr stay free for whatever the
+imported libraries print):
+
+    {"event": "start", "stage": "torch"}
+    {"event": "result", "stage": "torch", "ok": true, "data": {...}}
+    {"event": "result", "stage": "fa2", "ok": false, "failure": {...}}
+    {"event": "done"}
+
+A stage that kills the process (segfault, abort) or hangs never writes its result; the parent
+sees which stage had started, records the failure and starts a new worker past it. The parent's
+reading side is `fadoctor.probes.protocol`.
+"""
+
+import json
+import os
+import sys
+import traceback
+from typing import Any, Dict, List, NamedTuple, Optional
+
+from .tables import TAIL
+
+
+class Request(NamedTuple):
+    fd: Optional[int]  # where records go; None: stdout
+    stages: List[str]
+    options: Dict[str, str]  # run-wide settings every stage can read (context.options)
+
+
+def parse_args(argv: List[str]) -> Request:
+    fd, stages, options = None, [], {}  # type: Optional[int], List[str], Dict[str, str]
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if flag == "--fd":
+            fd = int(value)
+        elif flag == "--stages":
+            stages = [s for s in value.split(",") if s]
+        elif flag == "--option":
+            key, _, val = value.partition("=")
+            options[key] = val
+        else:
+            i += 1
+            continue
+        i += 2
+    return Request(fd, stages, options)
+
+
+def failure(exc: BaseException, kind: Optional[str] = None) -> Dict[str, Any]:
+    """The record of a failure (the fields of fadoctor.facts.Failure) for an exception."""
+    if kind is None:
+        kind = "import_error" if isinstance(exc, (ImportError, OSError)) else "error"
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"kind": kind, "reason": ("%s" % exc)[:TAIL], "exception_type": type(exc).__name__,
+            "traceback_tail": tb[-TAIL:]}
+
+
+class Channel:
+    """Writes the records, one JSON line each, flushed at once (the next line may be a crash)."""
+
+    def __init__(self, fd: Optional[int]) -> None:
+        self._out = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
+
+    def _emit(self, record: Dict[str, Any]) -> None:
+        self._out.write(json.dumps(record, default=str) + "\n")
+        self._out.flush()
+
+    def start(self, stage: str) -> None:
+        self._emit({"event": "start", "stage": stage})
+
+    def result(self, stage: str, data: Dict[str, Any]) -> None:
+        self._emit({"event": "result", "stage": stage, "ok": True, "data": data})
+
+    def failed(self, stage: str, exc: BaseException) -> None:
+        self._emit({"event": "result", "stage": stage, "ok": False, "failure": failure(exc)})
+
+    def done(self) -> None:
+        self._emit({"event": "done"})

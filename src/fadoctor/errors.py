@@ -62,3 +62,8 @@ class OutputError(FadoctorError):
     """The report could not be delivered: stdout closed, a broken pipe, a full disk."""
 
     exit_code = ExitCode.OUTPUT
+
+
+class TargetError(UsageError):
+    """The interpreter to examine cannot run fadoctor's worker at all (not Python >= 3.8, not an
+    interpreter, or one that never answers): bad input, not a finding about its packages."""

@@ -50,6 +50,7 @@ class Failure(Frozen):
     signal: Optional[str] = None
     stderr_tail: Optional[str] = None
     traceback_tail: Optional[str] = None
+    importing: Optional[str] = None  # the module being imported when the child died or hung
 
 
 T = TypeVar("T")
@@ -115,6 +116,9 @@ class Distribution(Frozen):
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
+    # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
+    # are then what could be read of it.
+    error: Optional[str] = None
 
     @field_validator("direct_url")
     @classmethod

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import signal
 import sys
 from typing import Any, Callable, NoReturn
 
@@ -64,12 +65,18 @@ def run(app: typer.Typer) -> NoReturn:
     """Run the CLI. A usage error is one `fadoctor: error:` line and exit 2 (click would draw a
     box of several lines); a bare `fadoctor` prints the help."""
     adopt_standard_streams()
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # stopped like Ctrl-C: the workers die with us
+        signal.signal(sig, _interrupt)
     try:
         code = _invoke(app)
     except FadoctorError as exc:  # the help or --version could not be written
         error(exc)
         code = int(exc.exit_code)
     sys.exit(code)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _invoke(app: typer.Typer) -> int:

@@ -96,7 +96,18 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
                     + (" …" if binary.missing_symbol_count > SHOWN_SYMBOLS else ""),
             missing=[s.name for s in binary.missing_symbols], torch_cxx11_abi=abi,
             extension_cxx11_abi=binary.string_abi))
-    return findings
+    return _unless_unread(found, findings)
+
+
+def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outcome:
+    """A check of the readable extensions never passes for one that could not be read (not ELF,
+    no permission): without a problem found elsewhere, it is skipped, with the reason."""
+    unread = [b for b in found if b.error is not None]
+    if not unread or any(f.severity != Severity.INFO for f in findings):
+        return findings
+    why = "; ".join(f"{name(b)} could not be read ({b.error})" for b in unread)
+    done = "; ".join(f.message for f in findings)
+    return Skip(f"needs every extension read as ELF, and {why}" + (f"; {done}" if done else ""))
 
 
 def _abi_witness(binary: BinaryAnalysis) -> Optional[str]:
@@ -135,7 +146,7 @@ def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
         if not binary.unmet_versions:
             findings.append(info(f"{name(binary)}: the system's C and C++ runtimes provide every "
                                  "symbol version it needs"))
-    return findings
+    return _unless_unread(found, findings)
 
 
 def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:

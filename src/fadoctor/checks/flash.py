@@ -102,6 +102,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         return Skip("needs an installed flash-attention family, and none is installed")
     torch = facts.torch.data
     findings: List[Finding] = []
+    unexamined: List[str] = []
     for fa in present:
         probe = fa.imported
         if probe is not None and probe.ok and probe.data is not None:
@@ -114,7 +115,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure is None:
             continue
         if failure.kind == FailureKind.SKIPPED:
-            findings.append(info(f"{label(fa, matrix)}: not imported, {failure.reason}"))
+            unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
         text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
             failure.stderr_tail or failure.reason)
@@ -130,7 +131,10 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
             remedies=import_remedies(fa, diagnosis, facts, matrix)))
-    return findings
+    if unexamined and not any(f.severity == Severity.ERROR for f in findings):
+        # Never a pass for a family that was not imported: skipped, with the reason.
+        return Skip("needs each installed family imported, and " + "; ".join(unexamined))
+    return findings + [info(text) for text in unexamined]
 
 
 def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts,

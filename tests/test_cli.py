@@ -205,18 +205,15 @@ def test_fail_on_sets_the_severity_that_fails(venv_facts: Path) -> None:
     assert fadoctor("check", "--facts", str(venv_facts), *only("FAD102")).code == 1
 
 
-def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
+def test_timeout_bounds_the_handshake_too(tmp_path: Path) -> None:
     python = tmp_path / "python"
     python.write_text("#!/bin/sh\nexec sleep 600\n")  # starts, then never answers
     python.chmod(0o755)
     started = time.monotonic()
     run = fadoctor("check", "--python", str(python), "--timeout", "1", "-f", "json")
     assert time.monotonic() - started < 20
-    report = json.loads(run.out)
-    fad102 = report["checks"][ids(report).index("FAD102")]
-    assert fad102["status"] == "failed"
-    assert "did not finish within 1 s" in fad102["findings"][0]["message"]
-    assert run.code == 1
+    # Not an environment whose every stage failed: an interpreter fadoctor cannot examine.
+    assert_usage_error(run, "did not answer fadoctor's handshake in time")
 
 
 # -- bad usage and bad input ----------------------------------------------------------------------------

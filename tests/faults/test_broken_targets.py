@@ -227,8 +227,8 @@ def hanging_target(tmp_path: Path) -> Path:
 
 def test_a_timeout_kills_the_whole_tree_even_what_left_the_session(tmp_path: Path) -> None:
     site = hanging_target(tmp_path)
-    report = check_json(site, "--timeout", "5")
-    assert "did not finish within 5 s" in check_of(report, "FAD111")["findings"][0]["message"]
+    report = check_json(site, "--timeout", "30")  # (importing torch on a loaded machine: < 30 s)
+    assert "did not finish within 30 s" in check_of(report, "FAD111")["findings"][0]["message"]
     assert len(pids(tmp_path)) == 2  # the worker, and the grandchild that called setsid
     wait_gone(pids(tmp_path))
 

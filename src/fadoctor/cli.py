@@ -309,13 +309,13 @@ def _read_facts(path: Path) -> "Facts":
 
 
 def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) -> None:
-    from fadoctor.output import colour, terminal
+    from fadoctor.output import colour, terminal, width
     from fadoctor.render import RenderOptions, render
 
     to_terminal = output is None and terminal(1)
     color = to_terminal and fmt == Format.TEXT and colour(1)
-    width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
+    columns = width(100) if output is None else 100
+    text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
     _write(output or Path("-"), text)
 
 

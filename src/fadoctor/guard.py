@@ -81,9 +81,11 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def _invoke(app: typer.Typer) -> int:
     click = _click_exceptions()
+    # click < 8.2 prints the help of a bare command itself; later ones raise this for it.
+    no_args: Any = getattr(click, "NoArgsIsHelpError", ())
     try:
         return int(app(prog_name="fadoctor", standalone_mode=False) or 0)
-    except click.NoArgsIsHelpError as exc:
+    except no_args as exc:
         write(exc.format_message() + "\n")
         return int(ExitCode.USAGE)
     except click.ClickException as exc:

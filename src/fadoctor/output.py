@@ -120,3 +120,15 @@ def terminal(fd: int) -> bool:
 def colour(fd: int = 1) -> bool:
     """Colour on fd: a terminal, and NO_COLOR unset or empty (no-color.org)."""
     return terminal(fd) and not os.environ.get("NO_COLOR")
+
+
+def width(default: int) -> int:
+    """The terminal's width on stdout, or `default` off a terminal or where the terminal says 0
+    (a fresh pty, a serial console): a report never renders to nothing."""
+    if not terminal(1):
+        return default
+    try:
+        columns = os.get_terminal_size(1).columns
+    except OSError:
+        return default
+    return columns if columns >= 20 else default

@@ -100,30 +100,32 @@ def test_a_non_utf8_terminal_gets_a_readable_report(tmp_path: Path, encoding: st
 
 
 def on_a_terminal(env: Dict[str, str]) -> bytes:
-    """The text report as a terminal (a real pty on stdout) receives it."""
+    """The text report as a terminal (a real pty on stdout) receives it, read while it runs."""
     leader, follower = pty.openpty()
+    chunks: List[bytes] = []
     try:
-        done = subprocess.run([sys.executable, "-m", "fadoctor", *CHECK], stdout=follower,
-                              stderr=subprocess.PIPE, env=env, timeout=120, check=False)
+        proc = subprocess.Popen([sys.executable, "-m", "fadoctor", *CHECK], stdout=follower,
+                                stderr=subprocess.PIPE, env=env)
         os.close(follower)
-        chunks = []
         while True:
             try:
                 chunk = os.read(leader, 65536)
-            except OSError:
+            except OSError:  # EIO: the terminal's other side is closed, everything was read
                 break
             if not chunk:
                 break
             chunks.append(chunk)
+        _, err = proc.communicate(timeout=120)
     finally:
         os.close(leader)
-    assert done.returncode == 1, done.stderr
+    assert proc.returncode == 1, err
     return b"".join(chunks)
 
 
 def test_colour_only_on_a_terminal_that_wants_it() -> None:
     coloured = on_a_terminal(base_environ(TERM="xterm-256color", NO_COLOR=""))
     assert b"\x1b[" in coloured  # the test can see colour when there is some
+    assert b"FAD112" in coloured  # a new pty says its width is 0: the report is still whole
     for env in (base_environ(TERM="dumb"), base_environ(TERM="xterm", NO_COLOR="1")):
         plain = on_a_terminal(env)
         assert b"\x1b" not in plain and b"FAD112" in plain

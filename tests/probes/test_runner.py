@@ -49,6 +49,7 @@ def assert_ok(results: Dict[str, StageOutcome], *stages: str) -> None:
 # -- the happy path -------------------------------------------------------------------------------
 
 
+@requires_torch
 def test_one_worker_runs_every_stage(worker_starts: List[List[str]]) -> None:
     progress: List[str] = []
     results = run_stages(sys.executable, STAGES, progress=progress.append)

@@ -64,12 +64,11 @@ def show(
     """Print the matrix entries for a flash-attn version, a torch release and/or a GPU."""
     from fadoctor.matrix.load import load_matrix
     from fadoctor.matrix.show import Filters, select, to_json, to_text
-    from fadoctor.output import colour, terminal, write
+    from fadoctor.output import colour, width, write
 
     picked = select(load_matrix(matrix_path), Filters(flash_attn, torch, gpu))
     if fmt == ShowFormat.json:
         write(to_json(picked))
         return ExitCode.OK
-    width = typer.get_terminal_size()[0] if terminal(1) else 120
-    write(visible(to_text(picked, width=width, color=colour(1)), keep="\n\t\x1b"))
+    write(visible(to_text(picked, width=width(120), color=colour(1)), keep="\n\t\x1b"))
     return ExitCode.OK

@@ -53,6 +53,18 @@ def _seconds(value: Optional[float]) -> Optional[float]:
     return value
 
 
+def _a_version(value: Optional[str]) -> Optional[str]:
+    """An option that names a version: one that parses (PEP 440)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        if value is not None:
+            Version(value)
+    except InvalidVersion:
+        raise typer.BadParameter(f"{value} is not a version") from None
+    return value
+
+
 def _version_callback(value: bool) -> None:
     if value:
         _write(Path("-"), f"fadoctor {__version__}\n")
@@ -156,7 +168,8 @@ def fix(
     torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
                                         "torch (2.4, 2.4.0, 2.4.0+cu121)."),
     flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
-                                             help="Plan for this flash-attn 2.x version."),
+                                             help="Plan for this flash-attn 2.x version.",
+                                             callback=_a_version),
     family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
     python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
                                          help="A Python version to plan for (3.11), or the "
@@ -188,8 +201,6 @@ def fix(
     version = None if target else python
     if keep_torch and torch:
         raise UsageError("--keep-torch and --torch exclude each other")
-    if flash_attn is not None:
-        _parse_version("--flash-attn", flash_attn)
     facts = None if no_detect else _collect(target, None, True, [])
     machine = apply(from_facts(facts), WhatIf(gpu_cc=gpu_cc, driver=driver, python=version,
                                               torch=torch, glibc=glibc, platform=platform))
@@ -282,15 +293,6 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
             f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
-
-
-def _parse_version(flag: str, text: str) -> None:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        Version(text)
-    except InvalidVersion:
-        raise UsageError(f"{flag} {text}: not a version") from None
 
 
 def _read_facts(path: Path) -> "Facts":

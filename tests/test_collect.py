@@ -361,5 +361,5 @@ def test_a_missing_requirement_is_named_with_its_install_command(tmp_path: Path)
     assert (finding.severity, finding.category, finding.subject) == ("error", "not_installed", "fa4")
     assert "a module it imports, cutlass, is missing" in finding.message
     assert "requires nvidia-cutlass-dsl>=4.8, which is not installed" in finding.message
-    assert finding.remedies[0].commands == ['pip install "nvidia-cutlass-dsl>=4.8"']
+    assert finding.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.8'"]
     assert not any("from source" in r.summary for r in finding.remedies)

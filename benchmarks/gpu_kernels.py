@@ -1,49 +1,103 @@
 """Verify the kernel smoke tests, the torch.compile probe and `fadoctor bench` on a GPU machine.
 
-    OUT=DIR python3 benchmarks/gpu_kernels.py --deps DEPS --fa4 FA4 [--steps default,full,...]
+    OUT=DIR python3 benchmarks/gpu_kernels.py --deps DEPS --fa4 FA4 [--steps default,bench,...]
 
-DEPS: the PYTHONPATH entries holding fadoctor's own dependencies where the machine's python3
-lacks them (`pip install --target`, as for gpu_verify.sh; empty if installed). FA4: the entries
-that add flash-attn-4 and its CuTe DSL runtime. The examined interpreter is python3; every
-fadoctor run sees PYTHONPATH=src:DEPS:FA4, as a training job would. Steps (all by default):
+Run it from the root of a checkout (the crash step uses tests/helpers/fake_family.py). DEPS: the
+PYTHONPATH entries holding fadoctor's own dependencies where the machine's python3 lacks them
+(`pip install --target`; empty if installed). FA4: the entries that add flash-attn-4 and its CuTe
+DSL runtime. The examined interpreter is python3; every fadoctor run sees PYTHONPATH=src:DEPS:FA4,
+as a training job would. Steps (all by default; each has its own time limit, and all of them
+together --budget seconds):
 
-  default  snapshot --kernels default; the report; every SDPA backend and flash-attn-4 passes
+  default  snapshot --kernels default; every SDPA backend and flash-attn-4 passes (an SDPA
+           backend that refuses enable_gqa passes with the key/value heads expanded)
   full     the same with --kernels full (the whole grid)
   compile  snapshot --kernels none --compile; the report
-  bench    fadoctor bench --format json, and an independent timing (triton.testing.do_bench) of
-           the same targets in the same call: medians within 5%, the same ranking
+  bench    fadoctor bench --format json, and in a child the same targets timed by the GPU's own
+           kernel records (torch.profiler/CUPTI: the sum of each call's kernel durations) and by
+           triton.testing.do_bench: fadoctor's medians within 5% of the kernel time, the same
+           ranking
   crash    a fake flash-attn whose kernel dies inside a CUDA driver call (cuMemcpyDtoH to an
            invalid host address), and one that trips a device-side assert: contained, and
            flash-attn-4 after it still passes
   cost     benchmarks/bench_kernels.py: what the default smoke set adds to check, as a ratio
            to import torch + the family imports
 
-Everything goes to $OUT; summary.json holds each step's verdict.
+$OUT receives three files: kernels-run.tar.gz (every output), summary.json (each step's
+verdict) and bench.txt; the comparisons are printed to stdout as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+from kernel_timing import compare, comparison_lines, independent_timing
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 STEPS = ("default", "full", "compile", "bench", "crash", "cost")
 MUST_PASS = ("sdpa_flash", "sdpa_efficient", "sdpa_cudnn", "sdpa_math", "fa4")
+# Seconds each step may take at most (an H200 took: default 21, compile 19, bench 51).
+LIMITS = {"default": 50, "full": 420, "compile": 45, "bench": 100, "crash": 70, "cost": 60}
+
+
+class StepTimeout(Exception):
+    pass
+
+
+def run_limited(cmd: List[str], env: Dict[str, str], deadline: float,
+                stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
+    """Run cmd in its own process group; past the deadline the whole group is killed."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(stdin, timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        for pid in descendants(proc.pid):  # fadoctor's workers run in sessions of their own
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise StepTimeout(f"{' '.join(cmd[1:4])}: past the step's time limit") from None
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def descendants(root: int) -> List[int]:
+    """Every process below `root` (from /proc), children before grandchildren."""
+    parents: Dict[int, List[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        children = parents.get(todo.pop(0), [])
+        found.extend(children)
+        todo.extend(children)
+    return found
 
 
 class Machine:
-    """How to run fadoctor here, and where its outputs go."""
+    """How to run fadoctor here, where its outputs go, and the current step's deadline."""
 
-    def __init__(self, out: Path, deps: str, fa4: str) -> None:
-        self.out, self.deps, self.fa4 = out, deps, fa4
+    def __init__(self, work: Path, deps: str, fa4: str) -> None:
+        self.out, self.deps, self.fa4 = work, deps, fa4
+        self.deadline = float("inf")
+        self.cost_runs = 1
 
     def env(self, extra: str = "") -> Dict[str, str]:
         parts = [str(SRC), self.deps, extra, self.fa4]
@@ -51,11 +105,14 @@ class Machine:
         env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
         return env
 
+    def run(self, cmd: List[str], env: Optional[Dict[str, str]] = None,
+            stdin: Optional[str] = None) -> subprocess.CompletedProcess[str]:
+        return run_limited(cmd, env or self.env(), self.deadline, stdin)
+
     def fadoctor(self, name: str, *args: str, extra: str = "") -> Dict[str, Any]:
         """Run `python3 -m fadoctor args`; stdout to OUT/name, stderr beside it."""
         start = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "fadoctor", *args], capture_output=True,
-                              text=True, env=self.env(extra), check=False)
+        done = self.run([sys.executable, "-m", "fadoctor", *args], self.env(extra))
         (self.out / name).write_text(done.stdout, encoding="utf-8")
         (self.out / f"{name}.stderr").write_text(done.stderr, encoding="utf-8")
         return {"exit": done.returncode, "seconds": round(time.perf_counter() - start, 2)}
@@ -71,7 +128,7 @@ class Machine:
 
 
 def statuses(facts: Dict[str, Any], kind: str = "smoke") -> Dict[str, Any]:
-    """Per target: the case statuses, or the stage's failure."""
+    """Per target: the case statuses, who refused the not-applicable ones, or the failure."""
     out: Dict[str, Any] = {}
     for target, probe in ((facts.get(kind) or {}).get("targets") or {}).items():
         data = probe.get("data")
@@ -79,27 +136,49 @@ def statuses(facts: Dict[str, Any], kind: str = "smoke") -> Dict[str, Any]:
             out[target] = {"failure": probe.get("failure")}
             continue
         counts: Dict[str, int] = {}
+        refused, expanded = [], []
         for case in data.get("cases", []):
             counts[case["status"]] = counts.get(case["status"], 0) + 1
-        out[target] = {"cases": counts, "skipped": data.get("skipped"),
-                       "first_call": data.get("first_call"),
+            if case["status"] == "not_applicable":
+                refused.append({"by": case.get("refused_by"), "reason": case.get("reason")})
+            if case.get("kv_expanded"):
+                expanded.append(case["status"])
+        out[target] = {"cases": counts, "refused": refused, "kv_expanded": expanded,
+                       "skipped": data.get("skipped"), "first_call": data.get("first_call"),
                        "context_lost": data.get("context_lost", False)}
     return out
 
 
 def passes(summary: Dict[str, Any]) -> bool:
-    """Every target that must pass ran cases, none failed, at least one passed."""
+    """Every target that must pass ran cases, none failed, at least one passed, and each case
+    not applicable was refused by the target's own eligibility check (not by the call)."""
     for target in MUST_PASS:
-        cases = (summary.get(target) or {}).get("cases") or {}
+        found = summary.get(target) or {}
+        cases = found.get("cases") or {}
         if not cases.get("passed") or any(cases.get(s) for s in ("wrong", "nonfinite", "error")):
             return False
+        if any(r.get("by") != "check" for r in found.get("refused") or []):
+            return False
     return True
+
+
+def proven(summary: Dict[str, Any]) -> Dict[str, str]:
+    """How the default set proved each target: 'as asked' or 'with the KV heads expanded'."""
+    out = {}
+    for target in MUST_PASS:
+        found = summary.get(target) or {}
+        passed = (found.get("cases") or {}).get("passed", 0)
+        via = "passed" in (found.get("kv_expanded") or [])
+        out[target] = ("not proven" if not passed else "with the KV heads expanded"
+                       if via and passed == 1 else "as asked")
+    return out
 
 
 def step_default(m: Machine) -> Dict[str, Any]:
     run = m.snapshot("kernels-default", "--kernels", "default")
     found = statuses(run.pop("facts"))
-    return {**run, "targets": found, "ok": passes(found)}
+    print("default: " + json.dumps(proven(found)), flush=True)
+    return {**run, "targets": found, "proven": proven(found), "ok": passes(found)}
 
 
 def step_full(m: Machine) -> Dict[str, Any]:
@@ -126,93 +205,37 @@ def step_bench(m: Machine) -> Dict[str, Any]:
               "from fadoctor.render.bench import render_bench_text; "
               "print(render_bench_text(BenchReport.model_validate(json.load(sys.stdin)), 110), "
               "end='')")
-    text = subprocess.run([sys.executable, "-c", render], input=json.dumps(report), text=True,
-                          capture_output=True, env=m.env(), check=True).stdout
+    text = m.run([sys.executable, "-c", render], stdin=json.dumps(report)).stdout
     (m.out / "bench.txt").write_text(text, encoding="utf-8")
-    independent = _independent(m, report)
-    return {**run, **compare(report, independent)}
+    result = {**run, **compare(report, _independent(m, report))}
+    for line in comparison_lines(result):
+        print(line, flush=True)
+    return result
 
 
 def _independent(m: Machine, report: Dict[str, Any]) -> Dict[str, Any]:
-    """do_bench in a child whose compile caches go to a temporary folder (removed)."""
+    """The child timing, with its compile caches in a temporary folder (removed)."""
     with tempfile.TemporaryDirectory(prefix="fadoctor-jit-") as cache:
         env = m.env()
         for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUTE_DSL_CACHE_DIR",
                      "CUDA_CACHE_PATH", "TMPDIR"):
             env[name] = os.path.join(cache, name.lower())
             os.makedirs(env[name])
-        done = subprocess.run([sys.executable, __file__, "--independent"],
-                              input=json.dumps(report), capture_output=True, text=True, env=env,
-                              check=False)
+        done = m.run([sys.executable, __file__, "--independent"], env, json.dumps(report))
     (m.out / "independent.stderr").write_text(done.stderr, encoding="utf-8")
     (m.out / "independent.json").write_text(done.stdout, encoding="utf-8")
-    result: Dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {}
+    if done.returncode != 0:
+        print("bench: the independent timing failed: " + done.stderr[-1500:], flush=True)
+        return {}
+    result: Dict[str, Any] = json.loads(done.stdout)
     return result
 
 
-def compare(report: Dict[str, Any], independent: Dict[str, Any]) -> Dict[str, Any]:
-    rows = {r["target"]: r for r in report["rows"] if r["status"] == "timed"}
-    out: Dict[str, Any] = {"targets": {}}
-    for target, row in rows.items():
-        theirs = independent.get(target) or {}
-        entry = {}
-        for mode in ("fwd", "fwd_bwd"):
-            ours, other = row[mode]["median_ms"], theirs.get(mode)
-            ratio = ours / other if other else None
-            entry[mode] = {"fadoctor_ms": ours, "do_bench_ms": other,
-                           "ratio": round(ratio, 4) if ratio else None,
-                           "within_5pct": ratio is not None and abs(ratio - 1) <= 0.05}
-        out["targets"][target] = entry
-    ours_rank = sorted(rows, key=lambda t: rows[t]["fwd_bwd"]["median_ms"])
-    their_rank = sorted((t for t in rows if (independent.get(t) or {}).get("fwd_bwd")),
-                        key=lambda t: independent[t]["fwd_bwd"])
-    out.update(ranking_fadoctor=ours_rank, ranking_do_bench=their_rank,
-               same_ranking=ours_rank == their_rank,
-               ok=ours_rank == their_rank and all(e[m]["within_5pct"] for e in
-                                                   out["targets"].values() for m in e),
-               recommendation=report.get("recommendation"))
-    return out
-
-
-def independent_timing(report: Dict[str, Any]) -> Dict[str, Any]:
-    """The same targets and shape, timed by triton.testing.do_bench (median), in this process."""
-    import torch
-    import triton.testing
-
-    from fadoctor.target.attention import calls, cases
-    from fadoctor.target.tables import FAMILIES
-
-    shape = report["shape"]
-    options = {"shape": {k: shape[k] for k in ("batch", "seqlen", "heads", "kv_heads")},
-               "head_dim": shape["head_dim"], "causal": shape["causal"], "dtype": shape["dtype"]}
-    out: Dict[str, Any] = {}
-    for row in report["rows"]:
-        if row["status"] != "timed":
-            continue
-        impl = calls.load(torch, row["target"], FAMILIES)["impl"]
-        case = cases.single(options, "sdpa" if row["target"].startswith("sdpa") else "func")
-        out[row["target"]] = _time_target(torch, triton, impl, case, calls.make_inputs(
-            torch, case, "cuda"))
-    return out
-
-
-def _time_target(torch: Any, triton: Any, impl: Any, case: Any, x: Any) -> Dict[str, float]:
-    def forward() -> Any:
-        with impl.context():
-            return impl.forward(case, x)
-
-    grad = torch.randn_like(forward())
-    return {"fwd": _do_bench(triton, forward, x),
-            "fwd_bwd": _do_bench(triton, lambda: forward().backward(grad), x)}
-
-
-def _do_bench(triton: Any, fn: Callable[[], Any], x: Any) -> float:
-    return float(triton.testing.do_bench(fn, warmup=25, rep=200, grad_to_none=[x.q, x.k, x.v],
-                                         return_mode="median"))
-
-
 def step_crash(m: Machine) -> Dict[str, Any]:
-    sys.path.insert(0, str(ROOT))
+    if not (ROOT / "tests" / "helpers" / "fake_family.py").is_file():
+        return {"error": "run from a full checkout: tests/helpers/fake_family.py is missing"}
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from tests.helpers.fake_family import make_family
 
     out: Dict[str, Any] = {}
@@ -232,41 +255,77 @@ def step_crash(m: Machine) -> Dict[str, Any]:
 
 
 def step_cost(m: Machine) -> Dict[str, Any]:
-    sys.path.insert(0, str(Path(__file__).parent))
-    import bench_kernels
-
-    result: Dict[str, Any] = bench_kernels.measure(sys.executable, 3, m.env())
-    (m.out / "cost.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    """bench_kernels.py in a child, so that the step's time limit holds for it too."""
+    script = str(Path(__file__).parent / "bench_kernels.py")
+    done = m.run([sys.executable, script, "--runs", str(m.cost_runs), "--json"])
+    (m.out / "cost.json").write_text(done.stdout, encoding="utf-8")
+    (m.out / "cost.stderr").write_text(done.stderr, encoding="utf-8")
+    if done.returncode != 0:
+        return {"exit": done.returncode, "error": done.stderr[-1500:]}
+    result: Dict[str, Any] = json.loads(done.stdout)
+    print("cost: " + json.dumps({k: result.get(k) for k in (
+        "median_s", "smoke_adds_s", "fa4_first_call_jit_s", "ratio_check_default_to_imports")}),
+        flush=True)
     return result
 
 
+STEP_FUNCTIONS: Dict[str, Callable[[Machine], Dict[str, Any]]] = {
+    "default": step_default, "full": step_full, "compile": step_compile, "bench": step_bench,
+    "crash": step_crash, "cost": step_cost}
+
+
+def run_step(machine: Machine, name: str, budget_end: float) -> Dict[str, Any]:
+    start = time.perf_counter()
+    machine.deadline = min(time.monotonic() + LIMITS[name], budget_end)
+    try:
+        result = STEP_FUNCTIONS[name](machine)
+    except Exception as exc:  # one step's failure (or time limit) must not lose the others'
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    result["step_seconds"] = round(time.perf_counter() - start, 1)
+    return result
+
+
+def pack(work: Path, out: Path, summary: Dict[str, Any]) -> None:
+    """$OUT: kernels-run.tar.gz (everything), summary.json and bench.txt beside it."""
+    (work / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
+                                       encoding="utf-8")
+    with tarfile.open(out / "kernels-run.tar.gz.part", "w:gz") as tar:
+        tar.add(work, arcname="kernels-run")
+    os.replace(out / "kernels-run.tar.gz.part", out / "kernels-run.tar.gz")
+    for name in ("summary.json", "bench.txt"):
+        if (work / name).is_file():
+            shutil.copyfile(work / name, out / name)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--deps", default="", help="PYTHONPATH entries with fadoctor's deps")
     parser.add_argument("--fa4", default="", help="PYTHONPATH entries that add flash-attn-4")
     parser.add_argument("--steps", default=",".join(STEPS))
+    parser.add_argument("--budget", type=float, default=230.0, help="seconds for all steps")
+    parser.add_argument("--cost-runs", type=int, default=1, help="repetitions of the cost step")
     parser.add_argument("--independent", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.independent:  # the child of step_bench
         print(json.dumps(independent_timing(json.load(sys.stdin))))
         return 0
+    steps = [s for s in args.steps.split(",") if s]
+    unknown = [s for s in steps if s not in STEP_FUNCTIONS]
+    if unknown:
+        parser.error(f"unknown steps: {', '.join(unknown)} (known: {', '.join(STEPS)})")
     out = Path(os.environ["OUT"])
     out.mkdir(parents=True, exist_ok=True)
-    machine = Machine(out, args.deps, args.fa4)
-    steps = {"default": step_default, "full": step_full, "compile": step_compile,
-             "bench": step_bench, "crash": step_crash, "cost": step_cost}
+    budget_end = time.monotonic() + args.budget
     summary: Dict[str, Any] = {}
-    for name in args.steps.split(","):
-        start = time.perf_counter()
-        try:
-            summary[name] = steps[name](machine)
-        except Exception as exc:  # one step's failure must not lose the others'
-            summary[name] = {"error": f"{type(exc).__name__}: {exc}"}
-        summary[name]["step_seconds"] = round(time.perf_counter() - start, 1)
-        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str),
-                                          encoding="utf-8")
-        print(name, json.dumps({k: v for k, v in summary[name].items()
-                                if k in ("ok", "exit", "error", "step_seconds")}), flush=True)
+    with tempfile.TemporaryDirectory(prefix="fadoctor-gpu-") as tmp:
+        machine = Machine(Path(tmp), args.deps, args.fa4)
+        machine.cost_runs = args.cost_runs
+        for name in steps:
+            summary[name] = run_step(machine, name, budget_end)
+            pack(machine.out, out, summary)
+            print(name, json.dumps({k: v for k, v in summary[name].items()
+                                    if k in ("ok", "exit", "error", "step_seconds", "proven",
+                                             "ranking_conflicts")}), flush=True)
     return 0
 
 

@@ -111,6 +111,8 @@ class Distribution(Frozen):
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
+    # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
+    requires: Optional[List[str]] = None
 
 
 class Packages(Frozen):
@@ -302,6 +304,7 @@ class BinaryAnalysis(Frozen):
     kernels: Optional[Kernels] = None  # None: no .nv_fatbin section
     error: Optional[str] = None  # the file could not be analysed
     first_failure: Optional[LoadFailure] = None  # None: it loads (or could not be analysed)
+    python_module: Optional[bool] = None  # exports PyInit_<its name>: `import` loads it
 
     @property
     def predicts_import_failure(self) -> bool:

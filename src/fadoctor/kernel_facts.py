@@ -70,6 +70,12 @@ class CaseResult(Frozen):
     errors: List[TensorCheck] = []
     backward: Optional[str] = None  # why backward was not run (an inference-only API)
     oom: bool = False
+    # not_applicable: who refused: the target's own eligibility check (or its API), or the SDPA
+    # dispatcher at the call ("No available kernel") after the check had said yes.
+    refused_by: Optional[Literal["check", "dispatcher"]] = None
+    # SDPA: the GQA case run with the key/value heads expanded (repeat_interleave), because the
+    # backend refuses enable_gqa; `reason` then holds that refusal.
+    kv_expanded: bool = False
 
 
 class FirstCall(Frozen):

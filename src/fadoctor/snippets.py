@@ -160,17 +160,39 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     return out.transpose(1, 2).contiguous()
 '''
 
-DYNAMO_DISABLE_CODE = '''\
+# Each family's flash_attn_func (the modules of target/tables.py FAMILIES), and whether it may
+# return (out, lse): FA3's and FA4's do (target/attention/calls.py unpacks it the same way).
+FLASH_ATTN_FUNC_IMPORTS = {
+    "fa2": ("from flash_attn import flash_attn_func", False),
+    "fa3": ("from flash_attn_interface import flash_attn_func", True),
+    "fa4": ("from flash_attn.cute import flash_attn_func", True),
+    "vllm_fa": ("from vllm_flash_attn import flash_attn_func", False),
+}
+
+_DYNAMO_DISABLE_TEMPLATE = '''\
 import torch
-from flash_attn import flash_attn_func
+{import_line}
 
 
 # torch.compile stops tracing at this call (one graph break), runs flash-attn eagerly and
 # compiles the code around it. Call flash_attention(q, k, v, causal=True, ...) in your model.
 @torch.compiler.disable
 def flash_attention(q, k, v, **kwargs):
-    return flash_attn_func(q, k, v, **kwargs)
+{body}
 '''
+
+
+def dynamo_disable_code(family: str) -> str:
+    """The torch.compiler.disable wrapper around `family`'s flash_attn_func (FA2's by default)."""
+    import_line, pair = FLASH_ATTN_FUNC_IMPORTS.get(family, FLASH_ATTN_FUNC_IMPORTS["fa2"])
+    body = "    return flash_attn_func(q, k, v, **kwargs)"
+    if pair:
+        body = ("    out = flash_attn_func(q, k, v, **kwargs)\n"
+                "    return out[0] if isinstance(out, tuple) else out  # (out, lse) -> out")
+    return _DYNAMO_DISABLE_TEMPLATE.format(import_line=import_line, body=body)
+
+
+DYNAMO_DISABLE_CODE = dynamo_disable_code("fa2")
 
 DYNAMO_SUPPRESS_ERRORS_CODE = '''\
 import torch._dynamo

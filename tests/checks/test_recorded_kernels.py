@@ -31,3 +31,23 @@ def test_recorded_kernel_facts_pass_their_checks(path: Path, matrix: Matrix) -> 
         assert smoke.findings[-1].message.startswith(f"{facts.smoke.grid} set — passed: ")
     if facts.compile is not None:
         assert by_id["FAD141"].status != Status.SKIPPED
+
+
+@pytest.mark.parametrize(("name", "how"), [
+    ("h200-crash-cuda-segfault", "died from SIGSEGV during stage smoke_fa2"),
+    ("h200-crash-device-assert", "device-side assert triggered"),
+])
+def test_a_kernel_that_kills_its_worker_on_the_gpu_is_survived(name: str, how: str,
+                                                               matrix: Matrix) -> None:
+    """Recorded on the H200 by gpu_kernels.py's crash step: a fake flash-attn whose kernel dies
+    inside a CUDA driver call (SIGSEGV), or trips a device-side assert, beside flash-attn-4. The
+    fake is a kernel_failure; every SDPA backend and flash-attn-4 still pass after it."""
+    facts = Facts.model_validate_json((RECORDED / f"{name}.json").read_text(encoding="utf-8"))
+    smoke = {c.id: c for c in evaluate(facts, matrix).checks}["FAD140"]
+    assert smoke.status == Status.FAILED
+    (failure,) = [f for f in smoke.findings if f.severity == Severity.ERROR]
+    assert failure.category.value == "kernel_failure" and how in failure.message
+    assert failure.message.startswith("flash-attn 2.8.3")
+    summary = smoke.findings[-1].message
+    assert ("passed: SDPA flash, SDPA efficient, SDPA cuDNN, SDPA math, flash-attn-4 4.0.0b36"
+            in summary)

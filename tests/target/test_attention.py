@@ -171,3 +171,39 @@ def test_cases_shrink_to_fit_free_memory_or_are_skipped_with_the_reason() -> Non
     assert left == [] and factor == 0
     assert reason is not None and reason.startswith("GPU 0 has 10 MiB free, less than the ")
     assert reason.endswith("; 1 other process(es) on GPU 0 hold 80000 MiB")
+
+
+def test_gqa_with_the_kv_heads_expanded_is_the_same_attention_and_gradients() -> None:
+    case = cases.make("sdpa", "float32", True, True, 64, SMALL)
+    x = make_inputs(torch, case, "cpu")
+    native = Sdpa(torch, "math").forward(case, x)
+    grads = torch.autograd.grad(native.sum(), (x.q, x.k, x.v))
+    repeated = Sdpa(torch, "math").expanded().forward(case, x)
+    again = torch.autograd.grad(repeated.sum(), (x.q, x.k, x.v))
+    torch.testing.assert_close(repeated, native)
+    for a, b in zip(again, grads):  # dk, dv come back in the grouped (kv_heads) shape
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b)
+
+
+def test_a_backend_refusing_only_gqa_is_proven_with_the_kv_heads_expanded() -> None:
+    """A real check refusal of GQA alone (torch < 2.5 has no enable_gqa), then the expansion."""
+    from fadoctor.target.attention.smoke import expanded, gqa_refused, run_case
+
+    case = cases.make("sdpa", "bfloat16", True, True, 64, SMALL)
+    impl = Sdpa(torch, "math")
+    impl.version = (2, 4)
+    refused = run_case(torch, impl, case, "cpu")
+    assert refused["status"] == "not_applicable" and refused["refused_by"] == "check"
+    assert gqa_refused(impl, case, refused)
+    proven = expanded(torch, impl, case, "cpu", refused)
+    assert proven["status"] == "passed" and proven["kv_expanded"] is True, proven
+    assert "enable_gqa refused: SDPA of torch" in proven["reason"]
+    assert proven["label"].endswith("key/value heads expanded")
+    assert not gqa_refused(impl.expanded(), case, refused)  # never expanded twice
+
+
+def test_a_refusal_that_is_not_gqa_alone_adds_no_expanded_case() -> None:
+    data = attention.run("smoke_sdpa_flash", CPU)  # CPU tensors: refused with or without GQA
+    [case] = data["cases"]
+    assert case["refused_by"] == "check" and "kv_expanded" not in case

@@ -12,6 +12,7 @@ from fadoctor.checks.flash import installed_family
 from fadoctor.checks.import_remedies import CSRC, import_remedies
 from fadoctor.checks.load_cause import first_cause, library_cause, split_symbols, symbol_cause
 from fadoctor.checks.system import gpus, runs_on
+from fadoctor.checks.variants import Judged, Judgement, Load, cap, judge
 from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
@@ -30,6 +31,12 @@ def _binaries(facts: Facts) -> List[BinaryAnalysis] | Skip:
     return facts.binaries.data
 
 
+def _judged(facts: Facts) -> Judgement | Skip:
+    """The binaries with how certain each is to be loaded (checks.variants)."""
+    found = _binaries(facts)
+    return found if isinstance(found, Skip) else judge(facts, found)
+
+
 def name(binary: BinaryAnalysis) -> str:
     """A family's module name; else the distribution and the full path (never a bare _C.so)."""
     if binary.file.module:
@@ -38,14 +45,19 @@ def name(binary: BinaryAnalysis) -> str:
     return f"{owner} {binary.file.path}" if owner else binary.file.path
 
 
-def _diagnosed(binary: BinaryAnalysis, diagnosis: Diagnosis, message: str, facts: Facts,
+def _diagnosed(judged: Judged, diagnosis: Diagnosis, message: str, facts: Facts,
                matrix: Matrix, severity: Severity = Severity.ERROR, **evidence: object) -> Finding:
+    """A prediction about one binary: at most a warning when nothing says it is loaded."""
+    binary = judged.binary
+    if judged.load is Load.MAYBE:
+        message += f" — if it is loaded at all: {judged.why}"
     fa = installed_family(facts, binary.file.family)
     torch = torch_view(facts)
     remedies = (import_remedies(fa, diagnosis, facts, matrix, torch) if fa
                 else distribution_remedies(binary, diagnosis, facts, torch))
     first = binary.first_failure
-    return Finding(severity=severity, category=diagnosis.category, subject=name(binary),
+    return Finding(severity=cap(severity, judged), category=diagnosis.category,
+                   subject=name(binary),
                    message=message, evidence={"path": binary.file.path, "distribution":
                                               binary.file.distribution, **evidence,
                                               "first_failure": first.message if first else None,
@@ -53,12 +65,13 @@ def _diagnosed(binary: BinaryAnalysis, diagnosis: Diagnosis, message: str, facts
 
 
 def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
     torch = torch_view(facts)
-    findings: List[Finding] = []
-    for binary in found:
+    findings: List[Finding] = [*judgement.no_match, *judgement.notes]
+    for judged in judgement.judged:
+        binary = judged.binary
         if binary.error is not None:
             findings.append(Finding(severity=Severity.WARNING, category=Category.INTERNAL,
                                     subject=name(binary), evidence={"path": binary.file.path},
@@ -76,7 +89,7 @@ def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
         others = f" (also not found: {', '.join(lib.name for lib in missing[1:])})" if missing[1:] else ""
         by = f" (needed by {first.needed_by})" if first.needed_by else ""
         findings.append(_diagnosed(
-            binary, diagnosis, facts=facts, matrix=matrix,
+            judged, diagnosis, facts=facts, matrix=matrix,
             message=f"{name(binary)} needs {first.name}{by}, which the dynamic loader will not "
                     f"find: importing it will fail ('{first.name}: cannot open shared object "
                     f"file') — {diagnosis.explanation}{others}",
@@ -85,13 +98,14 @@ def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
 
 
 def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
     torch = torch_view(facts)
     abi = torch.cxx11_abi if torch else None
-    findings: List[Finding] = []
-    for binary in (b for b in found if b.error is None):
+    findings: List[Finding] = list(judgement.notes)
+    for judged in (j for j in judgement.judged if j.binary.error is None):
+        binary = judged.binary
         if not binary.missing_symbol_count:
             findings.append(info(f"{name(binary)}: every symbol it imports is defined"))
             continue
@@ -100,7 +114,7 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
             cause = first_cause(binary, torch)
             assert cause is not None
             findings.append(_diagnosed(
-                binary, cause, facts=facts, matrix=matrix, severity=Severity.WARNING,
+                judged, cause, facts=facts, matrix=matrix, severity=Severity.WARNING,
                 message=f"{name(binary)}: {binary.missing_symbol_count} symbol(s) stay undefined "
                         f"only because loading stops first ({binary.first_failure.message}): "
                         f"consequences of that failure, not a cause of their own",
@@ -114,7 +128,7 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
                    f"{', '.join(lib.name for lib in binary.needed if lib.path is None)})"
                    if consequences and rest else "")
         findings.append(_diagnosed(
-            binary, diagnosis, facts=facts, matrix=matrix,
+            judged, diagnosis, facts=facts, matrix=matrix,
             message=f"{name(binary)} needs {len(rest) or binary.missing_symbol_count} symbol(s) "
                     f"that no library it loads defines{follows} — {diagnosis.explanation}"
                     f"{_built_for(facts, binary)}. Missing: {'; '.join(shown[:SHOWN_SYMBOLS])}"
@@ -140,15 +154,16 @@ def _built_for(facts: Facts, binary: BinaryAnalysis) -> str:
 
 
 def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
-    findings: List[Finding] = []
-    for binary in (b for b in found if b.error is None):
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
+    findings: List[Finding] = list(judgement.notes)
+    for judged in (j for j in judgement.judged if j.binary.error is None):
+        binary = judged.binary
         for unmet in binary.unmet_versions:
             have = f"; it provides up to {unmet.available}" if unmet.available else ""
             findings.append(_diagnosed(
-                binary, symbol_version(unmet.version), facts=facts, matrix=matrix,
+                judged, symbol_version(unmet.version), facts=facts, matrix=matrix,
                 message=f"{name(binary)} needs {unmet.version} from {unmet.library}{have}: "
                         f"importing it will fail ('version `{unmet.version}' not found')",
                 library=unmet.library, available=unmet.available))
@@ -159,18 +174,19 @@ def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
 
 
 def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
     devices = sorted({cc for _, cc in gpus(facts)})
-    with_kernels = [b for b in found if b.kernels is not None]
+    loaded = [j for j in judgement.judged if j.binary.kernels is not None]
+    with_kernels = [j.binary for j in loaded]
     if not devices:
         listed = "; ".join(f"{name(b)}: {_archs(b)}" for b in with_kernels)
         return Skip("needs a GPU with a known compute capability, and none was found"
                     + (f" (kernels: {listed})" if listed else ""))
     findings: List[Finding] = []
-    for binary in with_kernels:
-        kernels = binary.kernels
+    for judged in loaded:
+        binary, kernels = judged.binary, judged.binary.kernels
         assert kernels is not None
         archs = _archs(binary)
         for cc in devices:
@@ -178,11 +194,13 @@ def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
                 findings.append(info(f"{name(binary)} has kernels for sm_{cc.major}{cc.minor} "
                                      f"({archs})", sass=kernels.sass, ptx=kernels.ptx))
                 continue
+            maybe = f" — if it is loaded at all: {judged.why}" if judged.load is Load.MAYBE else ""
             findings.append(Finding(
-                severity=Severity.ERROR, category=Category.NO_KERNEL_IMAGE, subject=name(binary),
+                severity=cap(Severity.ERROR, judged), category=Category.NO_KERNEL_IMAGE,
+                subject=name(binary),
                 message=f"{name(binary)} has no kernels for sm_{cc.major}{cc.minor} ({archs}): "
                         "launching them fails with 'no kernel image is available for execution "
-                        "on the device'",
+                        f"on the device'{maybe}",
                 evidence={"path": binary.file.path, "sass": kernels.sass, "ptx": kernels.ptx},
                 remedies=_kernel_remedies(binary, cc.major, cc.minor)))
     return findings or Skip("needs a binary with CUDA kernels, and none has a .nv_fatbin section")

@@ -11,7 +11,7 @@ from fadoctor.facts import Facts, Family
 from fadoctor.kernel_facts import CompileTarget
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.snippets import snippet
+from fadoctor.snippets import dynamo_disable_code, snippet
 
 
 def check_compile(facts: Facts, matrix: Matrix) -> Outcome:
@@ -102,7 +102,7 @@ def _remedies(facts: Facts, matrix: Matrix, target: str) -> List[Remedy]:
     if not target.startswith("sdpa"):
         remedies.append(Remedy(summary="Run the flash-attn call eagerly and compile the rest "
                                "(needs fullgraph=False).",
-                               code=snippet("dynamo_disable_flash_attn").code))
+                               code=dynamo_disable_code(target)))
     remedies.append(Remedy(summary="Or let Dynamo fall back to eager where it fails (global and "
                            "blunt: it hides real errors).",
                            code=snippet("dynamo_suppress_errors").code))

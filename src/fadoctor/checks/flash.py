@@ -8,6 +8,7 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
+from fadoctor.checks.dependencies import missing_dependency
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import sdpa_fallback
@@ -124,6 +125,9 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
             failure.stderr_tail or failure.reason)
         diagnosis = import_cause(text, _family_binaries(facts, fa), torch)
+        dependency = missing_dependency(fa, diagnosis, facts, matrix)
+        diagnosis, remedies = dependency or (diagnosis, import_remedies(fa, diagnosis, facts,
+                                                                        matrix))
         what = diagnosis.explanation if diagnosis.recognised else " ".join(
             f"{failure.exception_type or ''}: {failure.reason}".strip(": ").split())
         findings.append(Finding(
@@ -134,7 +138,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
                       "torch": torch.version if torch else None,
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
-            remedies=import_remedies(fa, diagnosis, facts, matrix)))
+            remedies=remedies))
     return findings
 
 

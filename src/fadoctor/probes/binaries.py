@@ -142,7 +142,24 @@ def analyze_one(target: ExtensionFile, context: LoaderContext,
         string_abi=binary_string_abi(torch_names),
         kernels=_kernels(target.path) if analysis.has_fatbin else None,
         first_failure=first_failure(analysis),
+        python_module=_python_module(target.path),
     )
+
+
+def _python_module(path: str) -> Optional[bool]:
+    """Whether the file exports PyInit_<name>, the entry `import name` calls (name: the file's
+    name up to its first dot); None when its symbols cannot be read."""
+    from fadoctor.probes.elf import ElfError
+    from fadoctor.probes.symbols import SymbolIndex
+
+    stem = os.path.basename(path).split(".", 1)[0]
+    if not stem.isidentifier():
+        return False
+    try:
+        with SymbolIndex(path) as index:
+            return index.defines(f"PyInit_{stem}")
+    except (ElfError, OSError):
+        return None
 
 
 def first_failure(analysis: Analysis) -> Optional[LoadFailure]:

@@ -3,7 +3,10 @@
 A target is timed only once it passed a smoke test at the same dtype, causal setting, heads and
 head dim (on a shorter sequence, so that the fp32 reference stays small): a fast wrong kernel is
 never a candidate. Timing: CUDA events around each call after warm-up, the L2 cache flushed
-before each call by writing a buffer larger than it, the median of the repetitions. The first
+before each call by writing a buffer larger than it, the median of the repetitions. Before each
+call the GPU first spins for a while (torch.cuda._sleep), so that the host has queued the whole
+call before the first event fires: the events then time the GPU's work, not the host's launch
+overhead (flash-attn-4's Python launch path costs a sizeable part of a 0.4 ms forward). The first
 call of the process (flash-attn-4 compiles its kernels then) is timed apart.
 
 FLOPs are counted as flash-attention's benchmarks count them (Dao-AILab/flash-attention
@@ -23,6 +26,7 @@ DEFAULT_REPS = 30
 DEFAULT_WARMUP = 5
 CHECK_SEQLEN = 1024  # the smoke check's sequence length, at most
 MIN_FLUSH_BYTES = 256 * 1024 * 1024  # when torch cannot say how large the L2 is
+SPIN_CYCLES = 4_000_000  # the GPU's head start before each timed call: about 2 ms at 2 GHz
 
 
 def flops(case: grid_.Case, mode: str) -> float:
@@ -54,6 +58,9 @@ def timed(torch: Any, fn: Callable[[], Any], reps: int, device: str, flush: Any,
     events = []
     for _ in range(reps):
         reset()
+        spin = getattr(torch.cuda, "_sleep", None)
+        if spin is not None:
+            spin(SPIN_CYCLES)
         flush.zero_()
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         begin.record()

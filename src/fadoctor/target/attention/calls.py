@@ -70,10 +70,24 @@ class Sdpa:
     """torch.nn.functional.scaled_dot_product_attention with one backend forced (or, with
     backend None, torch's own choice)."""
 
-    def __init__(self, torch: Any, backend: Optional[str]) -> None:
+    def __init__(self, torch: Any, backend: Optional[str], expand_kv: bool = False) -> None:
         self.torch = torch
         self.backend = backend
         self.version = version_tuple(str(torch.__version__))
+        # GQA without enable_gqa: the key/value heads repeated to the query heads first
+        # (repeat_interleave), as transformers' SDPA path does when it cannot use enable_gqa.
+        self.expand_kv = expand_kv
+
+    def expanded(self) -> "Sdpa":
+        return Sdpa(self.torch, self.backend, expand_kv=True)
+
+    def _bhsd(self, case: Case, x: Inputs) -> Tuple[Any, Any, Any, bool]:
+        """q, k, v in SDPA's (batch, heads, seqlen, dim) layout, and whether to ask for GQA."""
+        q, k, v = (t.transpose(1, 2) for t in (x.q, x.k, x.v))
+        if case.gqa and self.expand_kv:
+            groups = case.heads // case.kv_heads
+            return q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1), False
+        return q, k, v, case.gqa
 
     def apis(self) -> Tuple[str, ...]:
         return ("sdpa",)
@@ -94,7 +108,7 @@ class Sdpa:
     def not_applicable(self, case: Case, x: Inputs, device: str) -> Optional[str]:
         """Why SDPA would refuse this input with this backend (its own eligibility check)."""
         torch = self.torch
-        if case.gqa and self.version < (2, 5):
+        if case.gqa and not self.expand_kv and self.version < (2, 5):
             return "SDPA of torch %s has no enable_gqa (it came in 2.5)" % torch.__version__
         if self.backend is None:
             return None
@@ -107,8 +121,8 @@ class Sdpa:
         fn = getattr(torch.backends.cuda, check, None) if check else None
         if fn is None or not hasattr(torch.backends.cuda, "SDPAParams"):
             return None  # no check to ask: the call itself says "No available kernel"
-        q, k, v = (t.transpose(1, 2) for t in (x.q, x.k, x.v))
-        args = [q, k, v, None, 0.0, case.causal] + ([case.gqa] if self.version >= (2, 5) else [])
+        q, k, v, gqa = self._bhsd(case, x)
+        args = [q, k, v, None, 0.0, case.causal] + ([gqa] if self.version >= (2, 5) else [])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             ok = bool(fn(torch.backends.cuda.SDPAParams(*args), True))
@@ -118,9 +132,9 @@ class Sdpa:
         return "; ".join(r for r in reasons if r) or "torch.backends.cuda.%s said no" % check
 
     def forward(self, case: Case, x: Inputs) -> Any:
-        q, k, v = (t.transpose(1, 2) for t in (x.q, x.k, x.v))
+        q, k, v, gqa = self._bhsd(case, x)
         kwargs: Dict[str, Any] = {"is_causal": case.causal}
-        if case.gqa:
+        if gqa:
             kwargs["enable_gqa"] = True
         out = self.torch.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
         return out.transpose(1, 2)

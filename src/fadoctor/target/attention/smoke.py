@@ -13,7 +13,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import cases as grid_
 from . import gpu as gpu_
-from .calls import Inputs, installed, is_sdpa, load, make_inputs
+from .calls import Inputs, Sdpa, installed, is_sdpa, load, make_inputs
 from .cases import Case
 from .judge import attention, judge, packed_attention, reference_finite
 
@@ -61,12 +61,33 @@ def run(target: str, options: Dict[str, Any]) -> Dict[str, Any]:
         result = run_case(torch, impl, case, device)
         lost = bool(result.pop("lost", False))
         results.append(result)
+        if not lost and data["grid"] == "default" and gqa_refused(impl, case, result):
+            again = expanded(torch, impl, case, device, result)
+            lost = bool(again.pop("lost", False))
+            if again["status"] != "not_applicable":  # else not GQA alone was refused
+                results.append(again)
         if result["status"] == "passed" and "first_call" not in data:
             data["first_call"] = repeat(torch, impl, case, device, result["seconds"])
     data["cases"] = results
     if lost:
         data["context_lost"] = True
     return data
+
+
+def gqa_refused(impl: Any, case: Case, result: Dict[str, Any]) -> bool:
+    """An SDPA backend's own check refused a GQA case: is it GQA alone it refuses?"""
+    return (result["status"] == "not_applicable" and result.get("refused_by") == "check"
+            and case.gqa and isinstance(impl, Sdpa) and not impl.expand_kv)
+
+
+def expanded(torch: Any, impl: Sdpa, case: Case, device: str, refused: Dict[str, Any]
+             ) -> Dict[str, Any]:
+    """The same case with the key/value heads expanded, so the default set still proves the
+    backend (transformers' SDPA path expands them itself where enable_gqa is unusable)."""
+    result = run_case(torch, impl.expanded(), case, device)
+    result.update(kv_expanded=True, label=case.label() + ", key/value heads expanded",
+                  reason="enable_gqa refused: %s" % refused.get("reason"))
+    return result
 
 
 def select(candidates: Sequence[Case], available: Sequence[str], which: str) -> List[Case]:
@@ -139,7 +160,7 @@ def run_case(torch: Any, impl: Any, case: Case, device: str) -> Dict[str, Any]:
         x = make_inputs(torch, case, device)
         why = impl.not_applicable(case, x, device)
         if why is not None:
-            result.update(status="not_applicable", reason=why)
+            result.update(status="not_applicable", reason=why, refused_by="check")
             return result
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -159,7 +180,8 @@ def failed(torch: Any, device: str, exc: BaseException, result: Dict[str, Any], 
     if "No available kernel" in text or "No viable backend" in text:
         # The SDPA dispatcher refused the input before any kernel ran (CUDA / CPU wording).
         reasons = [w.strip() for w in warned if w.strip()]
-        result.update(status="not_applicable", reason="; ".join(reasons) or text[:_TAIL])
+        result.update(status="not_applicable", reason="; ".join(reasons) or text[:_TAIL],
+                      refused_by="dispatcher")
         return result
     if type(exc).__name__ == "OutOfMemoryError" or "out of memory" in text:
         result.update(status="skipped", reason="out of GPU memory: %s" % text[:_TAIL], oom=True)

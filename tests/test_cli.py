@@ -1,6 +1,7 @@
 """The command line as users run it: real `python -m fadoctor` processes, their output and exit codes.
 
-Exit codes: 0 ok, 1 problems at the --fail-on level, 2 bad usage or input, 3 the doctor failed.
+Exit codes: 0 ok, 1 problems at the --fail-on level, 2 bad usage or input, 3 the doctor failed,
+4 the output could not be written, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -213,25 +214,22 @@ def test_fail_on_sets_the_severity_that_fails(venv_facts: Path) -> None:
     assert fadoctor("check", "--facts", str(venv_facts), *only("FAD102")).code == 1
 
 
-def test_timeout_applies_to_every_stage(tmp_path: Path) -> None:
+def test_timeout_bounds_the_handshake_too(tmp_path: Path) -> None:
     python = tmp_path / "python"
     python.write_text("#!/bin/sh\nexec sleep 600\n")  # starts, then never answers
     python.chmod(0o755)
     started = time.monotonic()
     run = fadoctor("check", "--python", str(python), "--timeout", "1", "-f", "json")
     assert time.monotonic() - started < 20
-    report = json.loads(run.out)
-    fad102 = report["checks"][ids(report).index("FAD102")]
-    assert fad102["status"] == "failed"
-    assert "did not finish within 1 s" in fad102["findings"][0]["message"]
-    assert run.code == 1
+    # Not an environment whose every stage failed: an interpreter fadoctor cannot examine.
+    assert_usage_error(run, "did not answer fadoctor's handshake in time")
 
 
 # -- bad usage and bad input ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("content", "words"), [
-    ("{not json", ["is invalid: (top level): ", "Invalid JSON"]),
+    ("{not json", ["is not valid JSON", "line 1 column 2"]),
     (None, ["cannot read facts file"]),
 ])
 def test_a_bad_facts_file_is_one_line_and_exit_2(tmp_path: Path, content: Optional[str],

@@ -104,7 +104,7 @@ def _torch(torch: StageOutcome, sdpa: StageOutcome) -> Probe[Torch]:
         return _probe(Torch, torch)
     data: Dict[str, Any] = dict(torch.data or {})
     if sdpa.ok and sdpa.data is not None:
-        data["sdpa"] = sdpa.data["sdpa"]
+        data["sdpa"] = sdpa.data.get("sdpa")
     elif sdpa.failure is not None:
         data["sdpa_error"] = f"{sdpa.failure.kind}: {sdpa.failure.reason}"
     return _probe(Torch, StageOutcome("torch", True, data=data))
@@ -114,21 +114,41 @@ def _family(family: Family, outcome: StageOutcome, packages: Probe[Packages]) ->
     dist = _family_distribution(family, packages)
     if not outcome.ok:
         # The stage killed or hung the worker: something was there to import.
-        return FlashAttention(family=family, installed=True, imported=Probe.failed(_failure(outcome)),
+        return FlashAttention(family=family, installed=True,
+                              imported=Probe.failed(_blamed(_failure(outcome))),
                               distribution=dist[0] if dist else None,
                               version=dist[1] if dist else None)
     data = outcome.data or {}
     if not data.get("installed"):
         return FlashAttention(family=family, installed=False)
-    raw = data.get("import") or {}
-    imported: Probe[FamilyImport]
-    if raw.get("ok"):
-        imported = Probe.success(FamilyImport.model_validate(raw["data"]))
-    else:
-        imported = Probe.failed(Failure.model_validate(raw.get("failure") or {
+    return FlashAttention(family=family, installed=True, imported=_imported(data.get("import")),
+                          distribution=_text(data.get("distribution")),
+                          version=_text(data.get("version")))
+
+
+def _blamed(failure: Failure) -> Failure:
+    """A family stage that died or hung while torch imported: torch's failure, not the family's
+    (the family was never imported)."""
+    if failure.importing != "torch":
+        return failure
+    return failure.model_copy(update={"kind": FailureKind.SKIPPED,
+                                      "reason": f"needs torch, whose import failed: {failure.reason}"})
+
+
+def _imported(raw: Any) -> Probe[FamilyImport]:
+    """The import record of a family stage: its data or its failure, or why it is unreadable."""
+    try:
+        if raw.get("ok"):
+            return Probe.success(FamilyImport.model_validate(raw["data"]))
+        return Probe.failed(Failure.model_validate(raw.get("failure") or {
             "kind": "error", "reason": "the worker did not report the import"}))
-    return FlashAttention(family=family, installed=True, imported=imported,
-                          distribution=data.get("distribution"), version=data.get("version"))
+    except (ValidationError, KeyError, TypeError, AttributeError) as exc:
+        return Probe.failed(Failure(kind=FailureKind.ERROR,
+                                    reason=f"the worker's import record is malformed: {exc}"))
+
+
+def _text(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) else None
 
 
 def _family_distribution(family: Family, packages: Probe[Packages]) -> Optional[tuple[str, str]]:

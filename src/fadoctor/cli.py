@@ -5,7 +5,6 @@ Heavy modules (pydantic models, the matrix, rich) are imported inside the comman
 """
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional
@@ -14,8 +13,9 @@ import typer
 
 from fadoctor import __version__
 from fadoctor.bench_cli import bench_command
+from fadoctor.cli_options import _a_version, _seconds
 from fadoctor.distributed import entry as jobs
-from fadoctor.errors import ExitCode, InputError, UsageError, invalid
+from fadoctor.errors import ExitCode, UsageError, invalid
 from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
 from fadoctor.guard import DEBUG, guarded
 from fadoctor.help_text import (
@@ -30,7 +30,6 @@ from fadoctor.help_text import (
 )
 from fadoctor.matrix.cli import matrix_app
 from fadoctor.model.cli import model as model_command
-from fadoctor.output import write_output
 from fadoctor.triage.command import triage_command
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ app = typer.Typer(
 
 def _version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"fadoctor {__version__}")
+        _write(Path("-"), f"fadoctor {__version__}\n")
         raise typer.Exit()
 
 
@@ -81,7 +80,8 @@ def check(
     only: List[str] = typer.Option([], "--only", help=ONLY_HELP),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+                                            callback=_seconds),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
@@ -149,7 +149,8 @@ def snapshot(
     output: Path = typer.Option(..., "--output", "-o", help="Where to write the facts JSON "
                                 "('-' for stdout)."),
     python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP, min=1),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+                                            callback=_seconds),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
@@ -163,8 +164,10 @@ def snapshot(
         return jobs.job_snapshot(jobs.JobArgs(distributed, facts_dir, None, python, timeout,
                                               kernels, static, extension, compile_),
                                  lambda text: _write(output, _redacted(text, redact)))
+    from fadoctor.factsfile import dumps
+
     facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
-    _write(output, _redacted(facts.model_dump_json(indent=2) + "\n", redact))
+    _write(output, _redacted(dumps(facts), redact))
     return ExitCode.OK
 
 
@@ -188,7 +191,8 @@ def fix(
     torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
                                         "torch (2.4, 2.4.0, 2.4.0+cu121)."),
     flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
-                                             help="Plan for this flash-attn 2.x version."),
+                                             help="Plan for this flash-attn 2.x version.",
+                                             callback=_a_version),
     family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
     python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
                                          help="A Python version to plan for (3.11), or the "
@@ -226,7 +230,9 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    _write(Path("-"), render_plan(plan, fmt, verbose))
+    from fadoctor.inert import visible
+
+    _write(Path("-"), visible(render_plan(plan, fmt, verbose)))  # a GPU's name is the target's
     return ExitCode.OK
 
 
@@ -239,12 +245,12 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 
     if snippet_id is None:
         for s in SNIPPETS:
-            typer.echo(f"{s.id:<28} {s.title}")
+            _write(Path("-"), f"{s.id:<28} {s.title}\n")
         return ExitCode.OK
     found = next((s for s in SNIPPETS if s.id == snippet_id), None)
     if found is None:
         raise UsageError(f"no snippet {snippet_id!r}; `fadoctor snippet` lists them")
-    typer.echo(found.code.rstrip())
+    _write(Path("-"), found.code.rstrip() + "\n")
     return ExitCode.OK
 
 
@@ -257,7 +263,7 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
 
     if check_id is None:
         for c in EVERY_CHECK:
-            typer.echo(f"{c.id}  {c.name:<24} {c.title}")
+            _write(Path("-"), f"{c.id}  {c.name:<24} {c.title}\n")
         return ExitCode.OK
     found = EVERY_KEY.get(check_id) or EVERY_KEY.get(check_id.upper())
     if found is None:
@@ -265,7 +271,8 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     from fadoctor.checks.docs import documentation
     from fadoctor.matrix import load_matrix
 
-    typer.echo(f"{found.id} {found.name}: {found.title}\n\n{documentation(found, load_matrix())}")
+    _write(Path("-"), f"{found.id} {found.name}: {found.title}\n\n"
+                      f"{documentation(found, load_matrix())}\n")
     return ExitCode.OK
 
 
@@ -307,7 +314,9 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
                              extensions=tuple(str(e.resolve()) for e in extensions),
                              kernels=kernels or KernelOptions())
-    if not sys.stderr.isatty():
+    from fadoctor.output import terminal
+
+    if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
         collection = Collection(options)
         meanwhile()
         return collection.facts()
@@ -347,18 +356,16 @@ def _check_extension(path: Path) -> None:
 def _read_facts(path: Path) -> "Facts":
     from pydantic import ValidationError
 
-    from fadoctor.facts import Facts
+    from fadoctor.factsfile import loads
+    from fadoctor.textfile import read_text, shown
 
+    text = read_text(path, "facts file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read facts file {path}: {exc.strerror or exc}") from exc
-    try:
-        return Facts.model_validate_json(text)
+        return loads(text, f"facts file {shown(path)}")
     except ValidationError as exc:
         from fadoctor.validation import problems
 
-        raise invalid(f"facts file {path}", problems(exc)) from exc
+        raise invalid(f"facts file {shown(path)}", problems(exc)) from exc
 
 
 def _redacted(text: str, redact: bool) -> str:
@@ -372,16 +379,20 @@ def _redacted(text: str, redact: bool) -> str:
 
 def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
           redact: bool = False) -> None:
+    from fadoctor.output import colour, terminal, width
     from fadoctor.render import RenderOptions, render
 
-    to_terminal = output is None and sys.stdout.isatty()
-    color = to_terminal and fmt == Format.TEXT and "NO_COLOR" not in os.environ
-    width = typer.get_terminal_size()[0] if to_terminal else 100
-    text = render(report, fmt, RenderOptions(verbose=verbose, width=width, color=color))
+    to_terminal = output is None and terminal(1)
+    color = to_terminal and fmt == Format.TEXT and colour(1)
+    columns = width(100) if output is None else 100
+    text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
     _write(output or Path("-"), _redacted(text, redact))
 
 
-_write = write_output
+def _write(path: Path, text: str) -> None:
+    from fadoctor.output import write
+
+    write(text, path)
 
 
 def _exit_code(report: "Report", fail_on: FailOn) -> int:
@@ -397,4 +408,6 @@ def _exit_code(report: "Report", fail_on: FailOn) -> int:
 
 
 def main() -> None:
-    app(prog_name="fadoctor")
+    from fadoctor.guard import run
+
+    run(app)

@@ -11,6 +11,8 @@ class ExitCode(IntEnum):
     PROBLEMS = 1  # problems found at or above the --fail-on level
     USAGE = 2  # bad usage or bad input (options, facts file, matrix file)
     INTERNAL = 3  # the doctor itself failed
+    OUTPUT = 4  # the report could not be written (stdout closed or broken, disk full)
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: the probes were stopped, nothing was concluded
 
 
 class FadoctorError(Exception):
@@ -54,3 +56,14 @@ class NoPlanError(FadoctorError):
     """No combination fits the machine and the constraints given: a finding, not bad usage."""
 
     exit_code = ExitCode.PROBLEMS
+
+
+class OutputError(FadoctorError):
+    """The report could not be delivered: stdout closed, a broken pipe, a full disk."""
+
+    exit_code = ExitCode.OUTPUT
+
+
+class TargetError(UsageError):
+    """The interpreter to examine cannot run fadoctor's worker at all (not Python >= 3.8, not an
+    interpreter, or one that never answers): bad input, not a finding about its packages."""

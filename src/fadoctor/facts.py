@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 # The collective stage's model (the rank agent's, fadoctor.distributed reads it).
 from fadoctor.collective_facts import CollectiveTest  # noqa: F401
@@ -21,6 +21,7 @@ from fadoctor.frozen import Frozen
 
 # The attention-kernel stages' models: the registry names each stage's model in this module.
 from fadoctor.kernel_facts import BenchTarget, CompileTarget, HfAttention, SmokeTarget  # noqa: F401
+from fadoctor.secretvars import redact_environment, without_credentials
 
 SCHEMA_VERSION = 2
 
@@ -51,6 +52,7 @@ class Failure(Frozen):
     signal: Optional[str] = None
     stderr_tail: Optional[str] = None
     traceback_tail: Optional[str] = None
+    importing: Optional[str] = None  # the module being imported when the child died or hung
 
 
 T = TypeVar("T")
@@ -103,6 +105,11 @@ class Host(Frozen):
     # The variables that steer CUDA, torch and flash-attn ({}: none is set; None: unknown).
     environment: Optional[Dict[str, str]] = None
 
+    @field_validator("environment")
+    @classmethod
+    def _no_secrets(cls, value: Optional[Dict[str, str]]) -> Optional[Dict[str, str]]:
+        return None if value is None else redact_environment(value)
+
 
 class Distribution(Frozen):
     name: str  # canonical (PEP 503) name
@@ -113,6 +120,14 @@ class Distribution(Frozen):
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
     # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
     requires: Optional[List[str]] = None
+    # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
+    # are then what could be read of it.
+    error: Optional[str] = None
+
+    @field_validator("direct_url")
+    @classmethod
+    def _no_credentials(cls, value: Optional[str]) -> Optional[str]:
+        return without_credentials(value)
 
 
 class Packages(Frozen):

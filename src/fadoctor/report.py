@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from fadoctor.facts import Target
 
@@ -68,6 +68,18 @@ class Remedy(Frozen):
     commands: List[str] = []
     code: Optional[str] = None
     link: Optional[str] = None
+
+    @field_validator("commands")
+    @classmethod
+    def _safe_to_paste(cls, commands: List[str]) -> List[str]:
+        from fadoctor.shell import Unsafe, is_safe, words_of
+
+        # A line not built word by word by fadoctor.shell is taken apart into literal words:
+        # nothing in it can act as shell syntax. One that cannot be is a bug, never shown.
+        try:
+            return [line if is_safe(line) else words_of(line) for line in commands]
+        except Unsafe as exc:
+            raise ValueError(f"a remedy command is not safe to show: {exc}") from None
 
 
 class Finding(Frozen):

@@ -50,10 +50,10 @@ def test_a100_torch24_cu121_py311_gets_the_exact_abi0_wheel(matrix: Matrix) -> N
     assert best.wheel.url.startswith("https://github.com/Dao-AILab/flash-attention/releases/"
                                      f"download/v{best.version}/")
     # That machine has this torch (--torch describes it): nothing reinstalls it.
-    assert best.commands[0] == f'pip install --no-deps "{best.wheel.url}"'
+    assert best.commands[0] == f"pip install --no-deps {best.wheel.url}"
     # A machine without it gets it from PyTorch's CUDA 12.1 index first.
     fresh = plan_for(matrix, machine("8.0"), torch="2.4.0+cu121").best
-    assert fresh.commands[0] == ('pip install "torch==2.4.0+cu121" --index-url '
+    assert fresh.commands[0] == ("pip install torch==2.4.0+cu121 --index-url "
                                  "https://download.pytorch.org/whl/cu121")
 
 
@@ -70,7 +70,7 @@ def test_h100_torch211_cu130_gets_the_honest_answer(matrix: Matrix) -> None:
     # for Hopper, [cu13] extra on CUDA 13), a build for sm_90 only, FA3, or SDPA.
     plan = plan_for(matrix, machine("9.0", driver="580.82.07"), torch="2.11.0+cu130")
     assert plan.best.family == Family.FA4
-    assert plan.best.commands[-1] == 'pip install "flash-attn-4[cu13]"'
+    assert plan.best.commands[-1] == "pip install 'flash-attn-4[cu13]'"
     kinds = [(p.family, p.kind) for p in plan.alternatives]
     assert (Family.FA2, "build") in kinds and (Family.FA3, "build") in kinds
     assert kinds[-1] == (None, "sdpa")
@@ -124,10 +124,10 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
                                                               driver="580.159.04", glibc="2.39"))
     plan = plan_for(matrix, m)
     assert plan.best.family == Family.FA4 and plan.best.torch is not None
-    assert plan.best.torch.installed and plan.best.commands == ('pip install "flash-attn-4[cu13]"',)
+    assert plan.best.torch.installed and plan.best.commands == ("pip install 'flash-attn-4[cu13]'",)
     wheel = next(p for p in plan.alternatives if p.kind == "wheel")
     assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
-    assert wheel.commands[0].startswith('pip install "torch==')
+    assert wheel.commands[0].startswith("pip install torch==")
 
 
 @pytest.mark.parametrize(("memory_gib", "cpus", "jobs"), [

@@ -38,7 +38,7 @@ def test_a_variant_and_its_cuda_are_one_fact_both_ways(variant: str, cuda: str) 
 
 def test_the_torch_index_is_written_once() -> None:
     assert torch_install("2.4.0", "cu121") == (
-        f'pip install "torch==2.4.0+cu121" --index-url {torch_index("cu121")}')
+        f"pip install torch==2.4.0+cu121 --index-url {torch_index('cu121')}")
     assert torch_index("cu121").endswith("/whl/cu121")
 
 

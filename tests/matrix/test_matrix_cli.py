@@ -3,6 +3,7 @@ sub-app; and the promise that importing the sub-app loads nothing heavy."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -16,10 +17,13 @@ from fadoctor.matrix.cli import matrix_app
 from fadoctor.matrix.show import _COLUMNS, SECTIONS
 
 Raw = Dict[str, Any]
+# stderr apart from stdout: the default from click 8.2, an option before.
+RUNNER = CliRunner(**({"mix_stderr": False}
+                      if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters else {}))
 
 
 def run(*args: str) -> Any:
-    result = CliRunner().invoke(matrix_app, list(args))
+    result = RUNNER.invoke(matrix_app, list(args))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result
 

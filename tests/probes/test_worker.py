@@ -26,17 +26,23 @@ from fadoctor.probes.runner import run_stages
 
 def run_worker(stages: str, env: Optional[Mapping[str, str]] = None, python: str = sys.executable
                ) -> List[Dict[str, Any]]:
-    """Run the target package by path, as the runner does; the records it wrote to --fd."""
+    """Run the target package by path, as the runner does (its token on stdin); the records it
+    wrote to --fd, each after that token."""
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen([python, "-B", str(WORKER), "--fd", str(write_fd), "--stages", stages],
-                            pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
+                            pass_fds=(write_fd,), stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env=dict(env) if env is not None else None)
     os.close(write_fd)
+    assert proc.stdin is not None
+    proc.stdin.write(b"t0ken\n")
+    proc.stdin.close()
     with os.fdopen(read_fd, encoding="utf-8") as pipe:
         text = pipe.read()
     assert proc.wait(timeout=120) == 0
-    return [json.loads(line) for line in text.splitlines()]
+    lines = text.splitlines()
+    assert all(line.startswith("t0ken {") for line in lines), lines
+    return [json.loads(line.split(" ", 1)[1]) for line in lines]
 
 
 def results(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -46,9 +52,10 @@ def results(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
 def test_protocol_is_start_result_per_stage_then_done() -> None:
     records = run_worker("host,packages")
     assert [(r["event"], r.get("stage")) for r in records] == [
-        ("start", "host"), ("result", "host"), ("start", "packages"), ("result", "packages"),
-        ("done", None),
+        ("hello", None), ("start", "host"), ("result", "host"), ("start", "packages"),
+        ("result", "packages"), ("done", None),
     ]
+    assert records[0]["python"] == list(sys.version_info[:3])
     host = Host.model_validate(results(records)["host"]["data"])
     assert host.python_version == platform.python_version()
     assert host.python_implementation == platform.python_implementation()

@@ -88,4 +88,4 @@ def test_text_from_the_ranks_is_shown_as_data_not_markup() -> None:
     text = render_job(report, Format.TEXT, RenderOptions(width=200, color=True))
     assert "a|b[red]x" in text
     markdown = render_job(report, Format.MARKDOWN)
-    assert "a\\|b[red]x" in markdown and "a|b" not in markdown
+    assert "a\\|b\\[red\\]x" in markdown and "a|b" not in markdown  # links escaped too

@@ -20,6 +20,8 @@ from fadoctor.target.worker import DISPATCH
 PACKAGE = Path(registry.__file__).resolve().parent
 MODULES = sorted(PACKAGE.glob("*.py"))
 SRC = PACKAGE.parent
+needs_stdlib_names = pytest.mark.skipif(sys.version_info < (3, 10),
+                                        reason="sys.stdlib_module_names is Python 3.10+")
 
 
 def test_each_stage_is_declared_once_and_runs_through_the_dispatch_table() -> None:
@@ -79,6 +81,7 @@ def _imports(tree: ast.Module) -> set[str]:
     return names
 
 
+@needs_stdlib_names
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
 def test_target_modules_are_python_38_and_standard_library_only(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 8))
@@ -87,6 +90,7 @@ def test_target_modules_are_python_38_and_standard_library_only(path: Path) -> N
     assert outside == set(), f"{path.name} imports {outside}"
 
 
+@needs_stdlib_names
 def test_no_target_module_is_named_like_a_module_it_could_shadow() -> None:
     # Python puts the folder first on sys.path until __main__ takes it off: nothing in it may
     # be a standard-library name (or torch) that the first lines import.

@@ -17,6 +17,7 @@ from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import AND, command, env
 
 SHOWN_SYMBOLS = 6  # missing symbols listed in a message; evidence keeps what the probe kept
 
@@ -135,7 +136,18 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
                     + (" …" if len(shown) > SHOWN_SYMBOLS else ""),
             missing=[s.name for s in binary.missing_symbols], torch_cxx11_abi=abi,
             extension_cxx11_abi=binary.string_abi))
-    return findings
+    return _unless_unread([j.binary for j in judgement.judged], findings)
+
+
+def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outcome:
+    """A check of the readable extensions never passes for one that could not be read (not ELF,
+    no permission): without a problem found elsewhere, it is skipped, with the reason."""
+    unread = [b for b in found if b.error is not None]
+    if not unread or any(f.severity != Severity.INFO for f in findings):
+        return findings
+    why = "; ".join(f"{name(b)} could not be read ({b.error})" for b in unread)
+    done = "; ".join(f.message for f in findings)
+    return Skip(f"needs every extension read as ELF, and {why}" + (f"; {done}" if done else ""))
 
 
 
@@ -170,7 +182,7 @@ def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
         if not binary.unmet_versions:
             findings.append(info(f"{name(binary)}: the system's C and C++ runtimes provide every "
                                  "symbol version it needs"))
-    return findings
+    return _unless_unread([j.binary for j in judgement.judged], findings)
 
 
 def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
@@ -220,13 +232,16 @@ def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Rem
             if triton else ""
         return [Remedy(summary=f"Rebuild {binary.file.module} from flash-attention's {folder} "
                        f"with kernels for this GPU.{use}",
-                       commands=[f"cd flash-attention/{folder} && TORCH_CUDA_ARCH_LIST="
-                                 f"{major}.{minor} pip install . --no-build-isolation"])]
+                       commands=[command("cd", f"flash-attention/{folder}", AND,
+                                         env("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}"), "pip",
+                                         "install", ".", "--no-build-isolation")])]
     return [Remedy(summary="Build it for this GPU: flash-attn >= 2.7.3 takes the archs from "
                    "FLASH_ATTN_CUDA_ARCHS; flash-attn 2.8.0 is the first release whose wheels "
                    "carry sm_100 and sm_120.",
-                   commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE FLASH_ATTN_CUDA_ARCHS={major}"
-                             f"{minor} pip install flash-attn --no-build-isolation --no-cache-dir"])]
+                   commands=[command(env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"),
+                                     env("FLASH_ATTN_CUDA_ARCHS", f"{major}{minor}"), "pip",
+                                     "install", "flash-attn", "--no-build-isolation",
+                                     "--no-cache-dir")])]
 
 
 def check_agreement(facts: Facts, matrix: Matrix) -> Outcome:

@@ -11,7 +11,7 @@ from fadoctor.checks.base import Outcome, Skip, info, release, unreported, versi
 from fadoctor.checks.dependencies import missing_dependency
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.load_cause import import_cause
-from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
 from fadoctor.facts import (
     BinaryAnalysis,
@@ -28,6 +28,7 @@ from fadoctor.install.wheels import build_recipe, first_release_with_kernels, ne
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import command, requirement
 
 
 def installed(facts: Facts) -> List[FlashAttention]:
@@ -68,18 +69,20 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
         cuda = version(torch.cuda if torch else None)
         extra = next((r.extra for r in matrix.requirements(Family.FA4)
                       if r.extra and cuda is not None and r.cuda_major == cuda.major), None)
-        spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
-        remedies.append(Remedy(summary="FlashAttention-4 is written for Hopper and Blackwell and "
-                               "needs no compilation.", commands=[f"pip install {spec}"]))
+        remedies.append(remedy("FlashAttention-4 is written for Hopper and Blackwell and needs "
+                               "no compilation.", lambda: [command(
+                                   "pip", "install",
+                                   requirement("flash-attn-4", extras=[extra] if extra else []))]))
     exact = exact_wheel(facts, matrix, torch, replace_installed=False) if torch else None
     newest = newest_release_with_wheel(matrix, tv) if tv is not None else None
     if exact is not None:
         remedies.append(exact)
     elif newest is not None:
-        remedies.append(Remedy(
-            summary=f"FlashAttention-2: {newest.version} is the newest release with a prebuilt "
-                    f"wheel for torch {release(tv) if tv else '?'} (setup.py fetches it).",
-            commands=[f"pip install flash-attn=={newest.version} --no-build-isolation"]))
+        remedies.append(remedy(
+            f"FlashAttention-2: {newest.version} is the newest release with a prebuilt wheel for "
+            f"torch {release(tv) if tv else '?'} (setup.py fetches it).",
+            lambda: [command("pip", "install", requirement("flash-attn", newest.version),
+                             "--no-build-isolation")]))
     elif tv is not None and torch is not None:
         remedies.extend(_build_remedy(facts, matrix, torch))
     remedies.append(sdpa_fallback("Or train without flash-attn."))
@@ -95,9 +98,9 @@ def _build_remedy(facts: Facts, matrix: Matrix, torch: Torch) -> List[Remedy]:
     rel, commands = build_recipe(build, from_facts(facts), matrix, None)
     if rel is None:
         return []
-    return [Remedy(summary=f"FlashAttention-2: no release has a prebuilt wheel for torch "
-                   f"{release(tv)}; compile {rel.version} here (nvcc {build.cuda.major}.x and "
-                   "ninja; MAX_JOBS sized to this machine's memory).", commands=commands)]
+    return [remedy(f"FlashAttention-2: no release has a prebuilt wheel for torch {release(tv)}; "
+                   f"compile {rel.version} here (nvcc {build.cuda.major}.x and ninja; MAX_JOBS "
+                   "sized to this machine's memory).", lambda: commands)]
 
 
 def check_import(facts: Facts, matrix: Matrix) -> Outcome:
@@ -108,6 +111,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         return Skip("needs an installed flash-attention family, and none is installed")
     torch = facts.torch.data
     findings: List[Finding] = []
+    unexamined: List[str] = []
     for fa in present:
         probe = fa.imported
         if probe is not None and probe.ok and probe.data is not None:
@@ -120,7 +124,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure is None:
             continue
         if failure.kind == FailureKind.SKIPPED:
-            findings.append(info(f"{label(fa, matrix)}: not imported, {failure.reason}"))
+            unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
         text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
             failure.stderr_tail or failure.reason)
@@ -139,7 +143,10 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
             remedies=remedies))
-    return findings
+    if unexamined and not any(f.severity == Severity.ERROR for f in findings):
+        # Never a pass for a family that was not imported: skipped, with the reason.
+        return Skip("needs each installed family imported, and " + "; ".join(unexamined))
+    return findings + [info(text) for text in unexamined]
 
 
 def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts,
@@ -218,7 +225,7 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
                             "accept only sm8x and sm90 ('FlashAttention only supports Ampere "
                             "GPUs or newer')",
                     evidence={**evidence, "gate_source": gate.source},
-                    remedies=_first_with_kernels(matrix, cc, " --no-cache-dir"))
+                    remedies=_first_with_kernels(matrix, cc, "--no-cache-dir"))
     if str(cc) not in support.tuned:
         return Finding(
             severity=Severity.INFO, category=Category.INFO, subject=fa.family.value,
@@ -234,17 +241,18 @@ def _unsupported_remedies(family: Family, cc: Version, matrix: Matrix) -> List[R
                                   "Ampere.")]
         if cc >= Version("7.5"):
             remedies.append(Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
-                                   "own, older API.", commands=['pip install "flash-attn<2"']))
+                                   "own, older API.",
+                                   commands=[command("pip", "install", "flash-attn<2")]))
         return remedies
     if family == Family.FA3:
         tuned = ", ".join(f"sm_{t.replace('.', '')}" for t in matrix.family_support(family).tuned)
         return [Remedy(summary=f"FlashAttention-3 targets {tuned} only; on this GPU use "
                        "FlashAttention-2 or FlashAttention-4."),
-                *_first_with_kernels(matrix, cc, "")]
+                *_first_with_kernels(matrix, cc)]
     return [sdpa_fallback("")]
 
 
-def _first_with_kernels(matrix: Matrix, cc: Version, flags: str) -> List[Remedy]:
+def _first_with_kernels(matrix: Matrix, cc: Version, *flags: str) -> List[Remedy]:
     """The first FA2 release whose wheels carry kernels for this GPU, from the matrix."""
     first = first_release_with_kernels(matrix, cc)
     if first is None:
@@ -252,8 +260,9 @@ def _first_with_kernels(matrix: Matrix, cc: Version, flags: str) -> List[Remedy]
     archs = ", ".join(a for a in first.archs if arch_runs_on(a, (cc.major, cc.minor)))
     return [Remedy(summary=f"flash-attn {first.version} is the first release whose wheels carry "
                    f"{archs} kernels.",
-                   commands=[f'pip install "flash-attn>={first.version}" --no-build-isolation'
-                             + flags])]
+                   commands=[command("pip", "install", requirement("flash-attn", first.version,
+                                                                   op=">="),
+                                     "--no-build-isolation", *flags)])]
 
 
 def check_requirements(facts: Facts, matrix: Matrix) -> Outcome:
@@ -319,9 +328,9 @@ def _extra_finding(fa: FlashAttention, req: FamilyRequirement, facts: Facts) -> 
         message=f"torch uses CUDA {torch.cuda if torch else cuda}, but {fa.distribution} was "
                 f"installed without its [{req.extra}] extra ({req.extra_marker} is absent)",
         evidence={"source": req.source},
-        remedies=[Remedy(summary=f"Its documentation asks for the [{req.extra}] extra on CUDA "
-                         f"{cuda.major}.",
-                         commands=[f'pip install "{fa.distribution}[{req.extra}]=={fa.version}"'])])]
+        remedies=[remedy(f"Its documentation asks for the [{req.extra}] extra on CUDA "
+                         f"{cuda.major}.", lambda: [command("pip", "install", requirement(
+                             fa.distribution or "", fa.version, extras=[req.extra or ""]))])])]
 
 
 def _fa2_release_findings(fa: FlashAttention, tv: Version, matrix: Matrix) -> List[Finding]:

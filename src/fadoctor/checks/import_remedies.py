@@ -10,13 +10,14 @@ from packaging.version import Version
 
 from fadoctor.checks.base import release, version
 from fadoctor.checks.classify import Diagnosis
-from fadoctor.checks.remedies import build_from_source, reinstall_flash_attn, sdpa_fallback
+from fadoctor.checks.remedies import build_from_source, reinstall_flash_attn, remedy, sdpa_fallback
 from fadoctor.facts import Facts, Family, FlashAttention, Torch
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import newest_release_with_wheel, newest_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import AND, command, requirement, url
 
 # flash-attention's optional extensions: the csrc/ folder whose setup.py builds each
 # (csrc/layer_norm/setup.py, csrc/rotary/setup.py, ...), and the Triton module in flash_attn/ops/
@@ -33,11 +34,12 @@ def csrc_remedies(module: str) -> List[Remedy]:
     folder, triton = CSRC[module]
     out = [Remedy(summary=f"{module} is built separately, from flash-attention's {folder}: "
                   "rebuild it against this torch, in a checkout of your flash-attn version.",
-                  commands=[f"cd flash-attention/{folder} && pip install . --no-build-isolation"])]
+                  commands=[command("cd", f"flash-attention/{folder}", AND, "pip", "install",
+                                    ".", "--no-build-isolation")])]
     if triton:
         out.append(Remedy(summary=f"Or use {triton}, the Triton version, which needs no compiled "
                           f"extension, and uninstall {module}.",
-                          commands=[f"pip uninstall {module}"]))
+                          commands=[command("pip", "uninstall", module)]))
     return out
 
 
@@ -76,13 +78,14 @@ def exact_wheel(facts: Facts, matrix: Matrix, torch: Torch, glibc_below: Optiona
     if wheel is None:
         return None
     caveat = wheel.caveat(tv)
-    return Remedy(
-        summary=f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for "
-                f"this torch ({build}, C++11 ABI {int(build.cxx11_abi)}), which this "
-                "system loads" + (f"; it was {caveat}." if caveat else ". --no-deps: the "
-                "wheel does not pin torch and could pull another one (#1724)."),
-        commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
-                  f'pip install --no-deps "{wheel.url}"', "pip install einops"])
+    return remedy(
+        f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for this "
+        f"torch ({build}, C++11 ABI {int(build.cxx11_abi)}), which this system loads"
+        + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin torch and "
+           "could pull another one (#1724)."),
+        lambda: [*([command("pip", "uninstall", "-y", "flash-attn")] if replace_installed else []),
+                 command("pip", "install", "--no-deps", url(wheel.url)),
+                 command("pip", "install", "einops")])
 
 
 def _abi_remedies(fa_version: str, diagnosis: Diagnosis, torch: Torch, tv: Version,
@@ -135,16 +138,17 @@ _REMEDIES = {
 
 
 def _torch_mismatch_remedies(fa_version: str, tv: Version, matrix: Matrix) -> List[Remedy]:
-    rel = matrix.fa_release(Version(fa_version))
+    fv = version(fa_version)
+    rel = matrix.fa_release(fv) if fv is not None else None
     if rel is None or str(release(tv)) in rel.wheel_torch:
         return []
     newest = newest_release_with_wheel(matrix, tv)
     if newest is None:
         return []
-    return [Remedy(summary=f"flash-attn {fa_version} has no prebuilt wheel for torch "
-                   f"{release(tv)}; {newest.version} is the newest release that has one.",
-                   commands=[f"pip install flash-attn=={newest.version} --no-build-isolation "
-                             "--no-cache-dir"])]
+    return [remedy(f"flash-attn {fa_version} has no prebuilt wheel for torch {release(tv)}; "
+                   f"{newest.version} is the newest release that has one.",
+                   lambda: [command("pip", "install", requirement("flash-attn", newest.version),
+                                    "--no-build-isolation", "--no-cache-dir")])]
 
 
 def _other_cuda(diagnosis: Diagnosis, torch_version: str, torch_cuda: str) -> Remedy:

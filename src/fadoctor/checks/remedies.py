@@ -2,39 +2,50 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Callable, Iterable, List, Optional
 
 from fadoctor.checks.base import torch_view, version
 from fadoctor.facts import Facts
 from fadoctor.install.torch import torch_install, variant_for_driver
 from fadoctor.matrix import Matrix
 from fadoctor.report import Remedy
+from fadoctor.shell import attempt, command, env, requirement
 from fadoctor.snippets import snippet
 from fadoctor.views import driver_version
 
 TRANSFORMERS_SDPA = snippet("transformers_sdpa").code
 
 
+def remedy(summary: str, build: Callable[[], Iterable[str]], code: Optional[str] = None
+           ) -> Remedy:
+    """A remedy whose commands `build` makes with fadoctor.shell. When a value from the examined
+    environment is not safe to put in a command, the remedy shows none and says why."""
+    commands, why = attempt(build)
+    if why is not None:
+        summary += f" (No command is shown: {why}.)"
+    return Remedy(summary=summary, commands=commands, code=code)
+
+
 def reinstall_flash_attn(fa_version: str) -> Remedy:
     """Make pip fetch or build flash-attn again for the torch that is installed now."""
-    return Remedy(
-        summary=(f"Reinstall flash-attn {fa_version} for the installed torch: its setup.py picks "
-                 "the prebuilt wheel for this torch, CUDA and C++ ABI, or compiles one. "
-                 "--no-cache-dir keeps pip from reusing a wheel built for the old torch."),
-        commands=["pip uninstall -y flash-attn",
-                  f"pip install flash-attn=={fa_version} --no-build-isolation --no-cache-dir"],
-    )
+    return remedy(
+        f"Reinstall flash-attn {fa_version} for the installed torch: its setup.py picks the "
+        "prebuilt wheel for this torch, CUDA and C++ ABI, or compiles one. --no-cache-dir keeps "
+        "pip from reusing a wheel built for the old torch.",
+        lambda: [command("pip", "uninstall", "-y", "flash-attn"),
+                 command("pip", "install", requirement("flash-attn", fa_version),
+                         "--no-build-isolation", "--no-cache-dir")])
 
 
 def build_from_source(fa_version: str, why: str) -> Remedy:
     """Compile flash-attn here, against this torch, CUDA and glibc, instead of any prebuilt wheel."""
-    return Remedy(
-        summary=(f"{why} Build it from source: FLASH_ATTENTION_FORCE_BUILD=TRUE makes setup.py "
-                 "compile instead of fetching a wheel (it needs nvcc of torch's CUDA major, and "
-                 "ninja; MAX_JOBS bounds its memory)."),
-        commands=[f"FLASH_ATTENTION_FORCE_BUILD=TRUE pip install flash-attn=={fa_version} "
-                  "--no-build-isolation --no-cache-dir"],
-    )
+    return remedy(
+        f"{why} Build it from source: FLASH_ATTENTION_FORCE_BUILD=TRUE makes setup.py compile "
+        "instead of fetching a wheel (it needs nvcc of torch's CUDA major, and ninja; MAX_JOBS "
+        "bounds its memory).",
+        lambda: [command(env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"), "pip", "install",
+                         requirement("flash-attn", fa_version), "--no-build-isolation",
+                         "--no-cache-dir")])
 
 
 def sdpa_fallback(reason: str) -> Remedy:
@@ -62,5 +73,5 @@ def torch_variant_remedies(matrix: Matrix, facts: Facts, why: str) -> List[Remed
     variant, complete = chosen
     caveat = "" if complete else (" This driver runs it only under CUDA minor-version "
                                   "compatibility (a limited feature set, no PTX JIT).")
-    return [Remedy(summary=f"{why} Install the {variant} build of torch {v.base_version}.{caveat}",
-                   commands=[torch_install(v.base_version, variant)])]
+    return [remedy(f"{why} Install the {variant} build of torch {v.base_version}.{caveat}",
+                   lambda: [torch_install(v.base_version, variant)])]

@@ -7,14 +7,16 @@ from typing import Dict, List, Tuple
 
 from packaging.version import Version
 
+from fadoctor import shell
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, version, why_unknown
 from fadoctor.checks.classify import classify
-from fadoctor.checks.remedies import torch_variant_remedies
+from fadoctor.checks.remedies import remedy, torch_variant_remedies
 from fadoctor.facts import Facts, FailureKind
 from fadoctor.install.torch import cuda_of_variant, torch_install
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import command
 from fadoctor.views import driver_version
 
 GpuCc = Tuple[str, Version]  # (name, compute capability)
@@ -52,7 +54,7 @@ def check_driver(facts: Facts, matrix: Matrix) -> Outcome:
             remedies=[Remedy(summary="Run on a machine with an NVIDIA GPU (Ampere or newer for "
                              "FlashAttention-2) and its driver installed; in a container, start "
                              "it with the GPUs passed through.",
-                             commands=["nvidia-smi"])])]
+                             commands=[command("nvidia-smi")])])]
     if driver.source == "nvml" and driver.gpus == []:
         return [Finding(severity=Severity.ERROR, category=Category.NO_GPU,
                         message=f"NVIDIA driver {driver.version} is loaded but reports no GPU",
@@ -84,14 +86,15 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
             evidence={"python": facts.target.python, "error": failure.reason},
             remedies=[Remedy(summary="Install a CUDA build of PyTorch in this environment "
                              "(fadoctor never installs anything itself).",
-                             commands=["pip install torch"])])]
+                             commands=[command("pip", "install", "torch")])])]
     return [Finding(
         severity=Severity.ERROR, category=diagnosis.category,
         message=f"import torch failed ({failure.kind.value}): {failure.reason}",
         evidence={"kind": failure.kind.value, "signal": failure.signal,
                   "stderr_tail": failure.stderr_tail, **diagnosis.details},
         remedies=[Remedy(summary=f"{diagnosis.explanation}. Reinstall torch in a clean "
-                         "environment.", commands=["pip install --force-reinstall torch"])])]
+                         "environment.", commands=[command("pip", "install", "--force-reinstall",
+                                                          "torch")])])]
 
 
 def check_torch_cuda_build(facts: Facts, matrix: Matrix) -> Outcome:
@@ -121,7 +124,9 @@ def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
     drv = facts.driver.data
     if drv is None or not drv.present or not drv.version:
         return Skip("needs the NVIDIA driver version, which is unknown (no driver found)")
-    cuda, have = Version(torch.cuda), driver_version(facts)
+    cuda, have = version(torch.cuda), driver_version(facts)
+    if cuda is None:
+        return Skip(f"needs a readable CUDA version of torch; got {torch.cuda!r}")
     if have is None:
         return Skip(f"needs a readable driver version; got {drv.version!r}")
     floor = matrix.driver_floor(cuda.major)
@@ -178,7 +183,7 @@ def check_torch_sees_gpu(facts: Facts, matrix: Matrix) -> Outcome:
                         message=f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from torch",
                         evidence=evidence,
                         remedies=[Remedy(summary="Unset it, or list the GPUs to use.",
-                                         commands=["unset CUDA_VISIBLE_DEVICES"])])]
+                                         commands=[command("unset", "CUDA_VISIBLE_DEVICES")])])]
     too_old = "too old" in (torch.cuda_error or "")
     return [Finding(
         severity=Severity.ERROR,
@@ -236,9 +241,8 @@ def _arch_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]:
         return [Remedy(summary=f"No CUDA build of torch {rel.minor} has kernels for "
                        f"sm_{cc.major}{cc.minor}; use another torch release.")]
     variant = max(fitting, key=cuda_of_variant)
-    return [Remedy(summary=f"Install the {variant} build of torch {v.base_version}, which has "
-                   f"kernels for sm_{cc.major}{cc.minor}.",
-                   commands=[torch_install(v.base_version, variant)])]
+    return [remedy(f"Install the {variant} build of torch {v.base_version}, which has kernels "
+                   f"for sm_{cc.major}{cc.minor}.", lambda: [torch_install(v.base_version, variant)])]
 
 
 def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
@@ -248,17 +252,20 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
     seen: Dict[str, List[str]] = defaultdict(list)
     for dist in packages.distributions:
         seen[dist.name].append(f"{dist.version} in {dist.location}")
-    dupes = {name: where for name, where in seen.items() if len(where) > 1}
+    dupes = {dist: where for dist, where in seen.items() if len(where) > 1}
     if not dupes:
         count = len(packages.distributions)
         return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
                      "each installed once")]
-    return [Finding(
-        severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=name,
-        message=f"{name} is installed {len(where)} times: {'; '.join(where)} — the first on "
+    return [_duplicate(dist, where) for dist, where in sorted(dupes.items())]
+
+
+def _duplicate(dist: str, where: List[str]) -> Finding:
+    return Finding(
+        severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=dist,
+        message=f"{dist} is installed {len(where)} times: {'; '.join(where)} — the first on "
                 "sys.path wins, and pip may report the other",
         evidence={"installs": where},
-        remedies=[Remedy(summary=f"Uninstall the copies of {name} you do not use "
-                         "(user site-packages, an old --target folder, PYTHONPATH).",
-                         commands=[f"pip uninstall {name}"])])
-        for name, where in sorted(dupes.items())]
+        remedies=[remedy(f"Uninstall the copies of {dist} you do not use (user site-packages, "
+                         "an old --target folder, PYTHONPATH).",
+                         lambda: [command("pip", "uninstall", shell.name(dist))])])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, Dict, List
 
 from fadoctor.fix.solver import Pick, Plan
@@ -74,7 +75,7 @@ def _requirements(plan: Plan, verbose: bool) -> str:
     if best.wheel is not None:
         lines += [f"flash-attn @ {best.wheel.url}", "einops"]
     elif best.kind == "index":
-        lines += [re.sub(r"^pip install ", "", c).strip('"') for c in best.commands
+        lines += [" ".join(shlex.split(c)[2:]) for c in best.commands
                   if c.startswith("pip install") and "torch==" not in c]
     elif best.kind == "build":
         lines += [f"# compiled, not installable from a requirements file: {c}"

@@ -16,6 +16,7 @@ from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
+from fadoctor.shell import AND, command, is_safe, requirement, url
 
 Kind = Literal["wheel", "index", "build", "sdpa"]
 
@@ -38,6 +39,11 @@ class Pick:
     wheel: Optional[Wheel] = None
     commands: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unsafe = [c for c in self.commands if not is_safe(c)]
+        if unsafe:  # a bug: never shown
+            raise ValueError(f"commands not built by fadoctor.shell: {unsafe}")
 
 
 @dataclass(frozen=True)
@@ -190,8 +196,9 @@ def _fa2_wheel(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                 return [Pick(Family.FA2, "wheel", f"flash-attn {release.version}, the prebuilt "
                              f"wheel for {torch}", torch=torch, version=str(release.version),
                              wheel=wheel, commands=(*_torch_steps(torch),
-                                                    f'pip install --no-deps "{wheel.url}"',
-                                                    "pip install einops"),
+                                                    command("pip", "install", "--no-deps",
+                                                            url(wheel.url)),
+                                                    command("pip", "install", "einops")),
                              notes=("--no-deps: the wheel does not pin torch and could pull "
                                     "another one (flash-attention#1724)",
                                     *filter(None, [wheel.caveat(torch.version)])))]
@@ -233,9 +240,9 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
     torch = torches[0]
     extra = next((r.extra for r in search.matrix.requirements(Family.FA4)
                   if r.extra and r.cuda_major == torch.cuda.major), None)
-    spec = f'"flash-attn-4[{extra}]"' if extra else "flash-attn-4"
+    spec = requirement("flash-attn-4", extras=[extra] if extra else [])
     return [Pick(Family.FA4, "index", f"flash-attn-4 (CuTe DSL, no compilation) with {torch}",
-                 torch=torch, commands=(*_torch_steps(torch), f"pip install {spec}"),
+                 torch=torch, commands=(*_torch_steps(torch), command("pip", "install", spec)),
                  notes=("a beta; import it as `from flash_attn.cute import flash_attn_func`",))]
 
 
@@ -252,8 +259,9 @@ def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
              if nvcc is not None else "")
     return [Pick(Family.FA3, "build", f"FlashAttention-3 compiled here for {torch}", torch=torch,
                  commands=(*_torch_steps(torch),
-                           "git clone https://github.com/Dao-AILab/flash-attention",
-                           "cd flash-attention/hopper && python setup.py install"),
+                           command("git", "clone", "https://github.com/Dao-AILab/flash-attention"),
+                           command("cd", "flash-attention/hopper", AND, "python", "setup.py",
+                                   "install")),
                  notes=(f"{needs}import flash_attn_interface",))]
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
+from fadoctor.shell import command, requirement, url
 
 # PyTorch's wheel index per CUDA variant (pytorch.org "Get started: previous versions").
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
@@ -57,13 +58,16 @@ def installed_build(version: Optional[Version], cuda: Optional[str],
     """The installed torch as a build, when its version, CUDA and C++ ABI are all known."""
     if version is None or not cuda or cxx11_abi is None:
         return None
-    return TorchBuild(Version(version.base_version), variant_of_cuda(cuda), cxx11_abi,
-                      installed=True)
+    try:
+        variant = variant_of_cuda(cuda)
+    except InvalidVersion:  # a torch that says its CUDA is "banana": unknown
+        return None
+    return TorchBuild(Version(version.base_version), variant, cxx11_abi, installed=True)
 
 
 def torch_install(torch_version: str, variant: str) -> str:
-    return (f'pip install "torch=={torch_version}+{variant}" '
-            f"--index-url {torch_index(variant)}")
+    return command("pip", "install", requirement("torch", f"{torch_version}+{variant}"),
+                   "--index-url", url(torch_index(variant)))
 
 
 def variant_for_driver(matrix: Matrix, rel: TorchRelease, driver: Optional[Version]

@@ -15,6 +15,7 @@ from fadoctor.install.torch import TorchBuild
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.base import minor_of
 from fadoctor.matrix.models import FlashAttnRelease, parse_local
+from fadoctor.shell import command, env, requirement
 
 RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
 
@@ -95,13 +96,14 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
     if release is None:
         return None, []
     cc = machine.gpu_cc
-    archs = f"{release.arch_env}={cc.major}{cc.minor} " if cc is not None \
-        and release.arch_env else ""
+    archs = [env(release.arch_env, f"{cc.major}{cc.minor}")] if cc is not None \
+        and release.arch_env else []
     return release, [
-        "pip install ninja packaging",
-        f"MAX_JOBS={machine.build_jobs} NVCC_THREADS={BUILD_THREADS} {archs}"
-        "FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
-        f"flash-attn=={release.version} --no-build-isolation --no-cache-dir",
+        command("pip", "install", "ninja", "packaging"),
+        command(env("MAX_JOBS", machine.build_jobs), env("NVCC_THREADS", BUILD_THREADS), *archs,
+                env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"), "pip", "install",
+                requirement("flash-attn", release.version), "--no-build-isolation",
+                "--no-cache-dir"),
     ]
 
 

@@ -5,8 +5,6 @@ module is cheap (the matrix, pydantic and rich load inside the commands), so `fa
 stays instant.
 """
 
-import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -15,6 +13,7 @@ import typer
 
 from fadoctor.errors import ExitCode
 from fadoctor.guard import guarded
+from fadoctor.inert import one_line, visible
 
 matrix_app = typer.Typer(
     name="matrix",
@@ -38,15 +37,16 @@ class ShowFormat(str, Enum):
 def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP)) -> int:
     """Validate the matrix: schema, sources and cross-entry invariants (exit 2 when invalid)."""
     from fadoctor.matrix.load import default_matrix_path, lint_matrix
+    from fadoctor.output import say, write
+    from fadoctor.textfile import shown
 
     path = matrix_path or default_matrix_path()
     problems = lint_matrix(path)
-    for line in problems:
-        sys.stdout.write(f"matrix {path} is invalid: {line}\n")
+    write("".join(f"matrix {shown(path)} is invalid: {one_line(line)}\n" for line in problems)
+          or f"matrix {shown(path)} is valid\n")
     if problems:
-        sys.stderr.write(f"fadoctor: {len(problems)} problem(s) in {path}\n")
+        say(f"fadoctor: {len(problems)} problem(s) in {shown(path)}")
         return ExitCode.USAGE
-    sys.stdout.write(f"matrix {path} is valid\n")
     return ExitCode.OK
 
 
@@ -64,12 +64,11 @@ def show(
     """Print the matrix entries for a flash-attn version, a torch release and/or a GPU."""
     from fadoctor.matrix.load import load_matrix
     from fadoctor.matrix.show import Filters, select, to_json, to_text
+    from fadoctor.output import colour, width, write
 
     picked = select(load_matrix(matrix_path), Filters(flash_attn, torch, gpu))
     if fmt == ShowFormat.json:
-        sys.stdout.write(to_json(picked))
+        write(to_json(picked))
         return ExitCode.OK
-    tty = sys.stdout.isatty()
-    width = typer.get_terminal_size()[0] if tty else 120
-    sys.stdout.write(to_text(picked, width=width, color=tty and "NO_COLOR" not in os.environ))
+    write(visible(to_text(picked, width=width(120), color=colour(1)), keep="\n\t\x1b"))
     return ExitCode.OK

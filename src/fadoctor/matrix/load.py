@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from fadoctor.errors import InputError, invalid
 from fadoctor.matrix.models import Matrix
+from fadoctor.textfile import read_bytes, read_text, shown
 from fadoctor.validation import problems
 
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
@@ -32,7 +33,7 @@ def write_twin(path: Path) -> Path:
     """Compile the YAML at `path` into its twin, after the full validation (`lint`) passes."""
     problems_found = lint_matrix(path)
     if problems_found:
-        raise invalid(f"matrix {path}", problems_found)
+        raise invalid(f"matrix {shown(path)}", problems_found)
     twin = twin_path(path)
     body = {"yaml_sha256": _digest(path), "matrix": _read(path)}
     twin.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n",
@@ -53,7 +54,7 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
     try:
         return Matrix.model_validate(raw)
     except ValidationError as exc:
-        raise invalid(f"matrix {path}", problems(exc, raw)) from exc
+        raise invalid(f"matrix {shown(path)}", problems(exc, raw)) from exc
 
 
 def lint_matrix(path: Optional[Path] = None) -> List[str]:
@@ -69,10 +70,7 @@ def lint_matrix(path: Optional[Path] = None) -> List[str]:
 
 
 def _digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
+    return hashlib.sha256(read_bytes(path, "matrix")).hexdigest()
 
 
 def _read_twin(path: Path) -> Any:
@@ -87,11 +85,11 @@ def _read_twin(path: Path) -> Any:
 
 
 def _read(path: Path) -> Any:
+    text = read_text(path, "matrix")
     try:
         # CSafeLoader is the same safe loader, in C, when libyaml is there.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except OSError as exc:
-        raise InputError(f"cannot read matrix {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(f"matrix {path} is not valid YAML: {exc}".replace("\n", " ")) from exc
+        return yaml.load(text, Loader=loader)
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise InputError(f"matrix {shown(path)} is not valid YAML: {exc}".replace("\n", " ")
+                         ) from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from fadoctor.facts import Family
 from fadoctor.matrix.attention import BackwardRestriction, FeatureSupport, HeadDimLimit
@@ -68,6 +68,9 @@ __all__ = [
 ]
 
 
+MATRIX_SCHEMA_VERSION = 1
+
+
 class Matrix(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -88,6 +91,14 @@ class Matrix(BaseModel):
     attention_features: List[FeatureSupport] = []
     head_dim_limits: List[HeadDimLimit] = []
     backward_restrictions: List[BackwardRestriction] = []
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema(cls, value: int) -> int:
+        if value != MATRIX_SCHEMA_VERSION:  # its fields may mean something else: never guess
+            raise ValueError(f"schema_version {value} is not {MATRIX_SCHEMA_VERSION}, the "
+                             "version this fadoctor reads")
+        return value
 
     @model_validator(mode="after")
     def _invariants(self, info: ValidationInfo) -> Matrix:

@@ -19,7 +19,12 @@ class RenderOptions:
 
 
 def render(report: Report, fmt: Format, options: RenderOptions = RenderOptions()) -> str:
-    return RENDERERS[fmt](report, options)
+    """`report` in `fmt`. Text from the examined environment is made inert first (control
+    characters and undecodable bytes escaped), whatever the format; each renderer then escapes
+    what its own syntax needs."""
+    from fadoctor.inert import inert
+
+    return RENDERERS[fmt](inert(report), options)
 
 
 def _renderers() -> Dict[Format, Callable[[Report, RenderOptions], str]]:

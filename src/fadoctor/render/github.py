@@ -11,7 +11,13 @@ if TYPE_CHECKING:
 
 
 def _escape(text: str) -> str:
+    """A workflow command's message: `%`, CR and LF are its syntax."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    """A workflow command's property value: also `:` and `,`."""
+    return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def render_github(report: Report, options: RenderOptions) -> str:
@@ -24,7 +30,7 @@ def render_github(report: Report, options: RenderOptions) -> str:
             body = finding.message
             for remedy in finding.remedies:
                 body += f"\nfix: {remedy.summary}" + "".join(f"\n  $ {c}" for c in remedy.commands)
-            title = _escape(f"{check.id} {check.name}").replace(",", "%2C").replace("::", "%3A%3A")
+            title = _property(f"{check.id} {check.name}")
             lines.append(f"::{level} title={title}::{_escape(body)}")
     s = report.summary
     lines.append(f"fadoctor: {s.failed} failed, {s.warning} warning, {s.passed} passed, "

@@ -37,6 +37,12 @@ def headline(report: Report) -> str:
     return f"{verdict} ({counts})"
 
 
+def _line(text: str) -> str:
+    """One line, whatever the text holds: what the examined environment wrote cannot start a
+    line of its own in a log (where `::command::` lines mean something to CI runners)."""
+    return " ".join(text.split())
+
+
 def render_text(report: Report, options: RenderOptions) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=options.width, color_system="standard" if options.color
@@ -59,7 +65,7 @@ def _environment(console: Console, report: Report) -> None:
             ("flash-attn", ", ".join(env.flash_attention) or "none")]
     for key, value in rows:
         line = Text(f"  {key:<11}", style="dim")
-        line.append(value or "unknown")
+        line.append(_line(value or "unknown"))
         console.print(line)
 
 
@@ -67,7 +73,7 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
     mark, style = _MARK[check.status]
     line = Text.assemble((f"{mark} ", style), (f"{check.id} ", "bold"), (f"{check.name:<24}", ""))
     if check.status == Status.SKIPPED:
-        line.append(f"skipped: {' '.join((check.skipped_reason or '').split())}", style="dim")
+        line.append(f"skipped: {_line(check.skipped_reason or '')}", style="dim")
         console.print(line)
         return
     # Problems, and hints (info that comes with a remedy), show without -v.
@@ -79,7 +85,7 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
             _finding(console, finding, verbose)
         return
     summary = check.findings[0].message if len(check.findings) == 1 else check.title
-    line.append(summary)
+    line.append(_line(summary))
     console.print(line)
     if verbose:
         for finding in check.findings[1:] if len(check.findings) == 1 else check.findings:
@@ -87,9 +93,9 @@ def _check(console: Console, check: CheckResult, verbose: bool) -> None:
 
 
 def _finding(console: Console, finding: Finding, verbose: bool) -> None:
-    console.print(Text(f"    {finding.message}", style=_SEVERITY_STYLE[finding.severity]))
+    console.print(Text(f"    {_line(finding.message)}", style=_SEVERITY_STYLE[finding.severity]))
     for remedy in finding.remedies:
-        console.print(Text(f"    → {remedy.summary}"))
+        console.print(Text(f"    → {_line(remedy.summary)}"))
         for command in remedy.commands:
             console.print(Text(f"        {command}", style="bold cyan"), soft_wrap=True)
         if remedy.code:
@@ -99,7 +105,7 @@ def _finding(console: Console, finding: Finding, verbose: bool) -> None:
             console.print(Text(f"      {remedy.link}", style="blue"))
     if verbose and finding.evidence:
         for key, value in _evidence(finding):
-            console.print(Text(f"      {key}: {value}", style="dim"))
+            console.print(Text(f"      {key}: {_line(value)}", style="dim"))
 
 
 def _evidence(finding: Finding) -> List[tuple[str, str]]:

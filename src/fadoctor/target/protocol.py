@@ -3,24 +3,25 @@ the records it writes to the parent.
 
     <python> -B .../__main__.py --fd N --stages host,packages,fa2 [--option KEY=VALUE ...]
 
-One JSON record per line on file descriptor N (stdout and stderr stay free for whatever the
-imported libraries print):
+The parent writes a random token, new for each worker, on its stdin. The worker writes one
+record per line on file descriptor N, each `<token> <JSON>` (stdout and stderr stay free for
+whatever the imported libraries print; a line without the token is not the worker's):
 
-    {"event": "start", "stage": "torch"}
-    {"event": "result", "stage": "torch", "ok": true, "data": {...}}
-    {"event": "result", "stage": "fa2", "ok": false, "failure": {...}}
-    {"event": "done"}
+    <token> {"event": "hello", "python": [3, 11, 7], ...}     (__main__.py, before any import)
+    <token> {"event": "start", "stage": "fa2"}
+    <token> {"event": "import", "stage": "fa2", "module": "torch"}
+    <token> {"event": "result", "stage": "fa2", "ok": true, "data": {...}}
+    <token> {"event": "result", "stage": "fa3", "ok": false, "failure": {...}}
+    <token> {"event": "done"}
 
 A stage that kills the process (segfault, abort) or hangs never writes its result; the parent
-sees which stage had started, records the failure and starts a new worker past it. The parent's
-reading side is `fadoctor.probes.protocol`.
+sees which stage had started, and which import in it, records the failure and starts a new worker
+past it. The parent's reading side is `fadoctor.probes.protocol`.
 """
 
-import json
 import os
-import sys
 import traceback
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
 
 from .tables import TAIL
 
@@ -61,17 +62,24 @@ def failure(exc: BaseException, kind: Optional[str] = None) -> Dict[str, Any]:
 
 
 class Channel:
-    """Writes the records, one JSON line each, flushed at once (the next line may be a crash)."""
+    """Writes the records through `send` (__main__.py's: one authenticated line, written whole at
+    once, since the next line may be a crash). The descriptor is not inherited by the programs
+    the imported code starts."""
 
-    def __init__(self, fd: Optional[int]) -> None:
-        self._out = os.fdopen(fd, "w", buffering=1) if fd is not None else sys.stdout
-
-    def _emit(self, record: Dict[str, Any]) -> None:
-        self._out.write(json.dumps(record, default=str) + "\n")
-        self._out.flush()
+    def __init__(self, fd: Optional[int], send: Callable[[Dict[str, Any]], None]) -> None:
+        if fd is not None:
+            os.set_inheritable(fd, False)
+        self._emit = send
+        self._stage = None  # type: Optional[str]
 
     def start(self, stage: str) -> None:
+        self._stage = stage
         self._emit({"event": "start", "stage": stage})
+
+    def importing(self, module: Optional[str]) -> None:
+        """Said before an import that may crash or hang (and with None after it): the parent
+        then knows whose a crash was."""
+        self._emit({"event": "import", "stage": self._stage, "module": module})
 
     def result(self, stage: str, data: Dict[str, Any]) -> None:
         self._emit({"event": "result", "stage": stage, "ok": True, "data": data})

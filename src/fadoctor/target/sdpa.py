@@ -32,7 +32,8 @@ def _can_use(torch: Any, fn_name: str, params: Any) -> Tuple[Optional[bool], Lis
 
 
 def run(context: Context) -> Dict[str, Any]:
-    import torch
+    with context.importing("torch"):
+        import torch
 
     cuda = torch.backends.cuda
     compiled = {"flash": getattr(cuda, "is_flash_attention_available", None)}

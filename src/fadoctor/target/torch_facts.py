@@ -12,7 +12,8 @@ def warning_texts(caught: Any) -> List[str]:
 
 
 def run(context: Context) -> Dict[str, Any]:
-    import torch  # the point of this stage
+    with context.importing("torch"):
+        import torch  # the point of this stage
 
     data = {
         "version": str(torch.__version__),

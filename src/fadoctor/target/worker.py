@@ -1,7 +1,8 @@
 """The worker: runs the requested stages in order, each through the dispatch table, and reports
 each one's result (or the exception it raised) on the protocol's channel."""
 
-from typing import Any, Callable, Dict, List  # noqa: F401 (type comments)
+import sys
+from typing import Any, Callable, Dict, List
 
 from . import collective, family, files, host, packages, sdpa, torch_facts
 from .attention import CONTEXT_LOST
@@ -25,10 +26,11 @@ DISPATCH = {
 }  # type: Dict[str, Callable[..., Dict[str, Any]]]
 
 
-def main(argv: List[str]) -> int:
+def main(argv: List[str], send: Callable[[Dict[str, Any]], None]) -> int:
     request = parse_args(argv)
-    channel = Channel(request.fd)
-    context = Context(request.options)
+    del sys.argv[1:]  # the libraries imported read sys.argv: they must not see fadoctor's flags
+    channel = Channel(request.fd, send)
+    context = Context(request.options, announce=channel.importing)
     # Without --stages (run by hand, or by a launcher on each rank), every stage runs.
     for name in request.stages or names():
         channel.start(name)

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from fadoctor.errors import ExitCode, InputError, UsageError
-from fadoctor.output import write_output
+from fadoctor.output import write
 
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -50,7 +50,7 @@ def triage_command(
         from fadoctor.redact import redact as scrub
 
         text = scrub(text, this_machine())
-    write_output(output or Path("-"), text)
+    write(text, output or Path("-"))
     return ExitCode.PROBLEMS if any(d.severity == Severity.ERROR for d in result.diagnosis) \
         else ExitCode.OK
 

@@ -105,7 +105,7 @@ def slow_build(ctx: Context) -> List[Signal]:
     ninja_fix = Remedy(summary="Without a working ninja, torch's extension builder compiles one "
                        "file at a time: the flash-attn build takes hours instead of minutes. "
                        "Install ninja and check that it runs (it must print a version).",
-                       commands=["pip uninstall -y ninja && pip install ninja",
+                       commands=["pip uninstall -y ninja", "pip install ninja",
                                  "ninja --version"])
     return [Signal("build_slow", Category.BUILD_RESOURCES,
                    "the flash-attn build is compiling without ninja (serially), or far slower "

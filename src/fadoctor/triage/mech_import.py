@@ -298,7 +298,7 @@ def missing_module(ctx: Context) -> List[Signal]:
                    "runs from a flash-attention source checkout (its flash_attn folder shadows the "
                    "installed package), or the install built no extension", quotes, NAMED,
                    [Remedy(summary="Run from another directory than a flash-attention checkout; "
-                           "if it still fails, reinstall it.", commands=["cd ~"]),
+                           "if it still fails, reinstall it.", commands=["cd"]),
                     r.reinstall(ctx)])]
 
 

@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
-from fadoctor.checks.classify import classify
+from fadoctor.checks.classify import classify, failure_text
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
@@ -117,9 +117,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure.kind == FailureKind.SKIPPED:
             unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
-        text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
-            failure.stderr_tail or failure.reason)
-        diagnosis = classify(text, torch.cxx11_abi if torch else None)
+        diagnosis = classify(failure_text(failure), torch.cxx11_abi if torch else None)
         what = diagnosis.explanation if diagnosis.recognised else " ".join(
             f"{failure.exception_type or ''}: {failure.reason}".strip(": ").split())
         findings.append(Finding(

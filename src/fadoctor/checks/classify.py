@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
+from fadoctor.facts import Failure, FailureKind
 from fadoctor.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category
 
@@ -144,3 +145,13 @@ def _no_module(module: str) -> Diagnosis:
                          "without it (a source checkout, or a build that skipped CUDA)", details)
     return Diagnosis(Category.VERSION_CONFLICT,
                      f"a module it imports, {module}, is not installed", details)
+
+
+def failure_text(failure: Failure) -> str:
+    """What to classify for a failed probe: an import error's message, or the output tail of a
+    crash or an exit — never a hang's: what it printed before hanging is not why it hung."""
+    if failure.kind == FailureKind.IMPORT_ERROR:
+        return failure.reason
+    if failure.kind == FailureKind.TIMEOUT:
+        return ""
+    return failure.stderr_tail or failure.reason

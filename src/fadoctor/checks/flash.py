@@ -8,6 +8,7 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
+from fadoctor.checks.classify import failure_text
 from fadoctor.checks.dependencies import missing_dependency
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
 from fadoctor.checks.load_cause import import_cause
@@ -126,9 +127,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure.kind == FailureKind.SKIPPED:
             unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
-        text = failure.reason if failure.kind == FailureKind.IMPORT_ERROR else (
-            failure.stderr_tail or failure.reason)
-        diagnosis = import_cause(text, _family_binaries(facts, fa), torch)
+        diagnosis = import_cause(failure_text(failure), _family_binaries(facts, fa), torch)
         dependency = missing_dependency(fa, diagnosis, facts, matrix)
         diagnosis, remedies = dependency or (diagnosis, import_remedies(fa, diagnosis, facts,
                                                                         matrix))

@@ -10,7 +10,7 @@ from packaging.version import Version
 from fadoctor import shell
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, version, why_unknown
-from fadoctor.checks.classify import classify
+from fadoctor.checks.classify import classify, failure_text
 from fadoctor.checks.remedies import remedy, torch_variant_remedies
 from fadoctor.facts import Facts, FailureKind
 from fadoctor.install.torch import cuda_of_variant, torch_install
@@ -76,8 +76,7 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
     assert failure is not None
     if failure.kind == FailureKind.SKIPPED:
         return Skip(f"torch was {failure.reason}")
-    text = failure.reason if failure.kind.value == "import_error" else (failure.stderr_tail or "")
-    diagnosis = classify(text)
+    diagnosis = classify(failure_text(failure))
     if diagnosis.category == Category.NOT_INSTALLED or (
             failure.exception_type == "ModuleNotFoundError" and "torch" in failure.reason):
         return [Finding(

@@ -92,7 +92,8 @@ def planted(tmp_path: Path) -> Dict[str, str]:
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "python").symlink_to(sys.executable)
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
-    env.update(HOME=str(home), USER=PLANTED_USER, PYTORCH_PLANTED_HUB=PLANTED_TOKEN)  # a token by its value only
+    # The token in a variable whose name does not say so: only its value gives it away.
+    env.update(HOME=str(home), USER=PLANTED_USER, PYTORCH_PLANTED_HUB=PLANTED_TOKEN)
     return {"python": str(home / "bin" / "python"), "dir": str(tmp_path), **env}
 
 

@@ -20,6 +20,7 @@ import pytest
 from tests.helpers.broken import environ_with_path, library_loads, requires_torch, write_distribution
 
 from fadoctor.checks import ALL_CHECKS
+from fadoctor.distributed.checks import JOB_CHECKS
 from fadoctor.probes import driver
 from fadoctor.render.text import headline
 from fadoctor.report import Report
@@ -185,6 +186,14 @@ def venv_facts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def test_only_gates_the_exit_status_on_the_checks_named(venv_facts: Path) -> None:
+    # FAD107 warns and FAD101 (no driver here) fails: --only FAD107 exits on FAD107 alone.
+    run = fadoctor("check", "--facts", str(venv_facts), "-f", "json", "--only", "duplicate-installs")
+    assert [c["id"] for c in json.loads(run.out)["checks"]] == ["FAD107"]
+    assert run.code == 0
+    assert fadoctor("check", "--facts", str(venv_facts), "--only", "FAD101").code == 1
+
+
 def only(check_id: str) -> List[str]:
     return [arg for c in ALL_CHECKS if c.id != check_id for arg in ("--ignore", c.id)]
 
@@ -271,6 +280,9 @@ def test_a_bad_matrix_is_one_line_and_exit_2(venv_facts: Path, tmp_path: Path, y
     (["check", "--ignore", "FAD999"], ["--ignore FAD999", "no such check"]),
     (["check", "--facts", "f.json", "--python", "python3"], ["apply when probing"]),
     (["explain", "NOPE"], ["no check 'NOPE'"]),
+    (["check", "--only", "FAD999"], ["--only FAD999", "no such check"]),
+    (["check", "--static", "--extension", "tests"], ["--extension tests", "a directory"]),
+    (["check", "--static", "--extension", "README.md"], ["--extension README.md", "not an ELF"]),
 ])
 def test_bad_usage_is_one_line_and_exit_2(args: List[str], words: List[str]) -> None:
     assert_usage_error(fadoctor(*args), *words)
@@ -284,7 +296,8 @@ def test_explain() -> None:
     assert fadoctor("explain", "flash-attn-import").out == one.out
     listing = fadoctor("explain")
     assert listing.code == 0
-    assert [line.split()[0] for line in listing.out.splitlines()] == [c.id for c in ALL_CHECKS]
+    assert [line.split()[0] for line in listing.out.splitlines()] == [
+        c.id for c in ALL_CHECKS] + [c.id for c in JOB_CHECKS]  # the job's, fadoctor.distributed
 
 
 def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:

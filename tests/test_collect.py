@@ -210,7 +210,8 @@ BROKEN = {
     # case: (what the extension lacks, the category FAD111 must give)
     "other-cxx11-abi": ("symbol", "cxx11_abi_mismatch"),
     "other-torch": ("symbol", "torch_version_mismatch"),
-    "cuda-11-runtime": ("library", "cuda_runtime_mismatch"),
+    # Beside the CPU torch these tests run, a CUDA library's absence is a CPU-only torch's.
+    "cuda-11-runtime": ("library", "torch_cpu_only"),
 }
 
 
@@ -336,3 +337,29 @@ def test_each_compiled_extension_present_is_imported_on_its_own(tmp_path: Path) 
     assert "flash-attn 1.0.5 imports, but its extension dropout_layer_norm does not" in broken.message
     commands = [c for r in broken.remedies for c in r.commands]
     assert "cd flash-attention/csrc/layer_norm && pip install . --no-build-isolation" in commands
+
+
+# -- a pure-Python family whose declared requirement is not installed ----------------------------
+
+
+@requires_torch
+@pytest.mark.slow
+def test_a_missing_requirement_is_named_with_its_install_command(tmp_path: Path) -> None:
+    # flash-attn-4 installed with --no-deps: its CuTe DSL (module cutlass) is absent.
+    write_distribution(tmp_path, "flash-attn-4", "4.0.0b36",
+                       {"flash_attn/__init__.py": "", "flash_attn/cute/__init__.py": "import cutlass\n"},
+                       requires=["nvidia-cutlass-dsl>=4.8", "torch", 'pytest; extra == "dev"'])
+    facts = collect(CollectOptions(python=sys.executable, environ=environ_with_path(tmp_path)))
+
+    assert facts.packages.data is not None
+    fa4_dist = facts.packages.data.get("flash-attn-4")
+    assert fa4_dist is not None and fa4_dist.requires == [
+        "nvidia-cutlass-dsl>=4.8", "torch", 'pytest; extra == "dev"']
+    assert facts.packages.data.get("torch") is not None
+
+    [finding] = check(evaluate(facts, load_matrix()), "FAD111").findings
+    assert (finding.severity, finding.category, finding.subject) == ("error", "not_installed", "fa4")
+    assert "a module it imports, cutlass, is missing" in finding.message
+    assert "requires nvidia-cutlass-dsl>=4.8, which is not installed" in finding.message
+    assert finding.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.8'"]
+    assert not any("from source" in r.summary for r in finding.remedies)

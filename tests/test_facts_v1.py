@@ -16,10 +16,16 @@ from fadoctor.matrix import load_matrix
 from fadoctor.report import Status
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def _is_v1_facts(data: object) -> bool:
+    return isinstance(data, dict) and data.get("schema_version") == 1 and "flash_attention" in data
+
 # Every version-1 file the project holds: the facts fixtures as version 1 wrote them, and the
 # facts recorded on a real GPU machine.
+# (Only facts: a recorded bench report has a schema_version of its own.)
 V1_FILES = sorted(p for p in FIXTURES.rglob("*.json")
-                  if json.loads(p.read_text(encoding="utf-8")).get("schema_version") == 1)
+                  if _is_v1_facts(json.loads(p.read_text(encoding="utf-8"))))
 
 
 def statuses(facts: Facts) -> Dict[str, Status]:

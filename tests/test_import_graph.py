@@ -109,14 +109,6 @@ def _modules() -> List[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-# probes/worker.py is being split into one module per stage by #7's stage registry (another
-# branch); strict: once it is under the limit this marker fails, and goes.
-_SPLITTING = {"probes/worker.py"}
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="split by #7 items 1-2"))
-    if p.relative_to(PACKAGE).as_posix() in _SPLITTING else p for p in _modules()],
-    ids=lambda p: p.relative_to(PACKAGE).as_posix())
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: p.relative_to(PACKAGE).as_posix())
 def test_no_module_over_400_lines(path: Path) -> None:
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES

@@ -16,8 +16,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_check_table_lists_every_check_with_its_name_and_title() -> None:
+    from fadoctor.distributed.checks import JOB_CHECKS
+
     rows = re.findall(r"^\| (FAD\d{3}) \| ([\w-]+) \| (.+?) \|$", README, flags=re.M)
-    assert rows == [(c.id, c.name, c.title) for c in ALL_CHECKS]
+    assert rows == [(c.id, c.name, c.title) for c in (*ALL_CHECKS, *JOB_CHECKS)]
 
 
 def test_exit_code_table_matches_the_contract() -> None:
@@ -36,6 +38,13 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_abi_example_is_the_fixtures_real_output() -> None:
     block = README.split("flash-attention#853, replayed", 1)[1].split("```", 2)[1]
     golden = (ROOT / "tests" / "golden" / "fa853-cxx11abi-true-wheel-on-pip-torch" / "text.txt")
+    shown = [line for line in block.splitlines() if line.strip()]
+    assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)
+
+
+def test_the_job_example_is_the_goldens_real_output() -> None:
+    block = README.split("replayed\nfrom recorded facts", 1)[1].split("```", 2)[1]
+    golden = ROOT / "tests" / "golden-distributed" / "h200-16-ranks" / "text.txt"
     shown = [line for line in block.splitlines() if line.strip()]
     assert shown and all(line in golden.read_text(encoding="utf-8").splitlines() for line in shown)
 
@@ -101,3 +110,16 @@ def test_stage_table_is_the_registry() -> None:
     rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
     assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]
     assert "(defaults: per stage, in the stage table" in README
+
+
+def test_the_triage_example_is_what_triage_prints() -> None:
+    from fadoctor.matrix import load_matrix
+    from fadoctor.triage.diagnose import triage
+    from fadoctor.triage.render import render_text
+
+    section = README.split("## Diagnosing a pasted report", 1)[1]
+    pasted, shown = section.split("```", 4)[1], section.split("```", 4)[3]
+    fixture = ROOT / "tests" / "fixtures" / "triage" / "abi-cxx11-string-on-abi0-torch26"
+    assert pasted.strip() == (fixture / "report.txt").read_text(encoding="utf-8").strip()
+    printed = render_text(triage(pasted.strip() + "\n", load_matrix(None)))
+    assert shown.strip().splitlines()[1:] == printed.rstrip().splitlines()

@@ -75,10 +75,19 @@ def test_and_joins_two_commands_and_nothing_else() -> None:
     "pip install x | sh", "pip install *", "pip  install x", "pip install 'x", "x\ny",
     "pip install \x1b[31mx", "pip install x\\ y", "",
 ])
-def test_hostile_lines_are_refused(line: str) -> None:
+def test_hostile_lines_never_reach_a_remedy_as_shell_syntax(line: str) -> None:
+    """A line not built word by word is either taken apart into literal words (every `;`, `$(`,
+    backquote, `>`, `|`, glob quoted) or refused: never shown as written."""
     assert not is_safe(line)
-    with pytest.raises(ValueError, match=r"not built by fadoctor\.shell"):
-        Remedy(summary="s", commands=[line])
+    try:
+        (shown,) = Remedy(summary="s", commands=[line]).commands
+    except ValueError:
+        return  # refused: it does not split into printable words
+    assert is_safe(shown) and shown != line
+    words = shlex.split(shown)
+    assert words == shlex.split(line)  # the same words, each now a literal
+    for syntax in (";", "$(", "`", ">", "|", "*"):
+        assert all(syntax not in w or shlex.quote(w) in shown for w in words)
 
 
 @pytest.mark.parametrize("value", HOSTILE)

@@ -12,14 +12,30 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor import __version__
+from fadoctor.bench_cli import bench_command
+from fadoctor.cli_options import _a_version, _seconds
+from fadoctor.distributed import entry as jobs
 from fadoctor.errors import ExitCode, UsageError, invalid
-from fadoctor.formats import Format, PinFormat
+from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
 from fadoctor.guard import DEBUG, guarded
+from fadoctor.help_text import (
+    COMPILE_HELP,
+    EXTENSION_HELP,
+    KERNELS_HELP,
+    ONLY_HELP,
+    PYTHON_HELP,
+    REDACT_HELP,
+    STATIC_HELP,
+    TIMEOUT_HELP,
+)
 from fadoctor.matrix.cli import matrix_app
+from fadoctor.model.cli import model as model_command
+from fadoctor.triage.command import triage_command
 
 if TYPE_CHECKING:
     from fadoctor.facts import Facts
     from fadoctor.matrix import Matrix
+    from fadoctor.probes.kernels import KernelOptions
     from fadoctor.report import Report
 
 app = typer.Typer(
@@ -30,39 +46,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-
-
-PYTHON_HELP = ("Interpreter (or environment folder) to examine. Default: the active virtualenv, "
-               "then conda env, then the interpreter running fadoctor.")
-TIMEOUT_HELP = "Seconds each probe stage may take before it is killed (default: per stage)."
-STATIC_HELP = ("Only read files: import neither torch nor flash-attention in any process "
-               "(the library, symbol, glibc and kernel checks still run).")
-EXTENSION_HELP = "Also analyse this compiled extension (.so) statically (repeatable)."
-MAX_TIMEOUT = 86400.0
-
-
-def _seconds(value: Optional[float]) -> Optional[float]:
-    """--timeout: a finite number of seconds, 1 to a day (inf or 1e308 would overflow the clock)."""
-    if value is not None and not 1 <= value <= MAX_TIMEOUT:  # also refuses nan
-        raise typer.BadParameter(f"{value} is not a number of seconds from 1 to {MAX_TIMEOUT:g}")
-    return value
-
-
-def _a_version(value: Optional[str]) -> Optional[str]:
-    """An option that names a version: one that parses (PEP 440)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        if value is not None:
-            Version(value)
-    except InvalidVersion:
-        raise typer.BadParameter(f"{value} is not a version") from None
-    return value
 
 
 def _version_callback(value: bool) -> None:
@@ -94,6 +77,7 @@ def check(
                                    "this severity or worse is found."),
     ignore: List[str] = typer.Option([], "--ignore", help="Check ID or name to skip "
                                      "(repeatable)."),
+    only: List[str] = typer.Option([], "--only", help=ONLY_HELP),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
                                                "compatibility matrix YAML."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
@@ -102,13 +86,32 @@ def check(
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
                                           "file instead of stdout."),
+    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
+    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
+    model: Optional[str] = typer.Option(None, "--model", help="Also check this model "
+                                        "(config.json, folder or shipped name) and its training "
+                                        "memory."),
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", help="The training plan for "
+                                             "--model: method=full|lora|qlora,batch=N,seq=N,"
+                                             "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
-    if facts_file is not None and (python is not None or static or extension):
-        raise UsageError("--facts diagnoses saved facts: --python, --static and --extension "
-                         "apply when probing")
-    if ignore:
-        _check_ignore(ignore)
+    if distributed or facts_dir is not None or jobs.is_job_file(facts_file):  # a whole job
+        return jobs.job_check(
+            jobs.JobArgs(distributed, facts_dir, facts_file, python, timeout, kernels, static,
+                         extension, compile_, model),
+            jobs.Reporting(fmt, verbose, ignore, only, matrix_path, output),
+            lambda text: _write(output or Path("-"), _redacted(text, redact)),
+            lambda report: _exit_code(report, fail_on))
+    if facts_file is not None and (python is not None or static or extension or kernels
+                                   or compile_):
+        raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
+                         "--kernels and --compile apply when probing")
+    if ignore or only:
+        _check_ignore([*ignore, *only], "--only" if only and not ignore else "--ignore")
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch
@@ -120,12 +123,23 @@ def check(
         facts = _read_facts(facts_file)
         load()
     else:
-        facts = _collect(python, timeout, static, extension, meanwhile=load)
-    from fadoctor.checks import BY_KEY
+        facts = _collect(python, timeout, static, extension, meanwhile=load,
+                         kernels=_kernels(kernels, compile_))
+    from fadoctor.checks import ALL_CHECKS, BY_KEY
     from fadoctor.evaluate import evaluate
 
-    report = evaluate(facts, loaded[0], ignore={BY_KEY[k].id for k in ignore})
-    _emit(report, fmt, verbose, output)
+    if only and extension:
+        facts = _named_binaries(facts, extension)
+    selected = {BY_KEY[k].id for k in only}
+    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
+                                                  and c.id not in selected}
+    wanted = None
+    if model is not None:
+        from fadoctor.model.cli import model_facts
+
+        wanted = model_facts(model, model_plan)
+    report = evaluate(facts, loaded[0], ignore=left_out, model=wanted)
+    _emit(report, fmt, verbose, output, redact)
     return _exit_code(report, fail_on)
 
 
@@ -139,12 +153,21 @@ def snapshot(
                                             callback=_seconds),
     static: bool = typer.Option(False, "--static", help=STATIC_HELP),
     extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
+    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
+    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
+    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
+    if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0
+        return jobs.job_snapshot(jobs.JobArgs(distributed, facts_dir, None, python, timeout,
+                                              kernels, static, extension, compile_),
+                                 lambda text: _write(output, _redacted(text, redact)))
     from fadoctor.factsfile import dumps
 
-    facts = _collect(python, timeout, static, extension)
-    _write(output, dumps(facts))
+    facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
+    _write(output, _redacted(dumps(facts), redact))
     return ExitCode.OK
 
 
@@ -236,13 +259,13 @@ def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
 def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
                                                      help="Check ID or name.")) -> int:
     """Document a check, or list them all."""
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
+    from fadoctor.distributed.checks import EVERY_CHECK, EVERY_KEY
 
     if check_id is None:
-        for c in ALL_CHECKS:
+        for c in EVERY_CHECK:
             _write(Path("-"), f"{c.id}  {c.name:<24} {c.title}\n")
         return ExitCode.OK
-    found = BY_KEY.get(check_id) or BY_KEY.get(check_id.upper())
+    found = EVERY_KEY.get(check_id) or EVERY_KEY.get(check_id.upper())
     if found is None:
         raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
     from fadoctor.checks.docs import documentation
@@ -253,32 +276,44 @@ def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
     return ExitCode.OK
 
 
+app.command("bench")(bench_command)
+app.command("rank-script")(guarded(jobs.rank_script_command))
+app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
+app.command(name="model")(guarded(model_command))
 
 
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _check_ignore(keys: List[str]) -> None:
+def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
     from fadoctor.checks import BY_KEY
 
     unknown = [key for key in keys if key not in BY_KEY]
     if unknown:
-        raise UsageError(f"--ignore {unknown[0]}: no such check (see `fadoctor explain`)")
+        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")
+
+
+def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":
+    from fadoctor.probes.kernels import KernelOptions
+
+    return KernelOptions(smoke=(kernels or KernelSet.default).value, compile=compile_)
 
 
 def _collect(python: Optional[str], timeout: Optional[float], static: bool,
-             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None) -> "Facts":
+             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None,
+             kernels: Optional["KernelOptions"] = None) -> "Facts":
     """Start the probes, run `meanwhile` while they work, and return the facts."""
     from fadoctor.collect import Collection, CollectOptions
+    from fadoctor.probes.kernels import KernelOptions
     from fadoctor.target.registry import BY_NAME
 
     for ext in extensions:
-        if not ext.is_file():
-            raise UsageError(f"--extension {ext}: no such file")
+        _check_extension(ext)
     timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
     options = CollectOptions(python=python, timeouts=timeouts, static=static,
-                             extensions=tuple(str(e.resolve()) for e in extensions))
+                             extensions=tuple(str(e.resolve()) for e in extensions),
+                             kernels=kernels or KernelOptions())
     from fadoctor.output import terminal
 
     if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
@@ -293,6 +328,29 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
             f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
         return collection.facts()
+
+
+def _named_binaries(facts: "Facts", extensions: List[Path]) -> "Facts":
+    """The facts with only the named extensions' analyses: `--only` with `--extension` gates on
+    those files alone, not on every other extension of the environment."""
+    if facts.binaries is None or facts.binaries.data is None:
+        return facts
+    named = {os.path.realpath(p) for p in extensions}
+    kept = [b for b in facts.binaries.data if os.path.realpath(b.file.path) in named]
+    return facts.model_copy(update={"binaries": facts.binaries.model_copy(update={"data": kept})})
+
+
+def _check_extension(path: Path) -> None:
+    """An --extension must be an ELF file: a folder or any other file is bad input (exit 2)."""
+    if path.is_dir():
+        raise UsageError(f"--extension {path}: a directory, not a compiled extension (.so)")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise UsageError(f"--extension {path}: {exc.strerror or 'cannot be read'}") from exc
+    if magic != b"\x7fELF":
+        raise UsageError(f"--extension {path}: not an ELF shared object")
 
 
 def _read_facts(path: Path) -> "Facts":
@@ -310,7 +368,17 @@ def _read_facts(path: Path) -> "Facts":
         raise invalid(f"facts file {shown(path)}", problems(exc)) from exc
 
 
-def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) -> None:
+def _redacted(text: str, redact: bool) -> str:
+    if not redact:
+        return text
+    from fadoctor.cli_identity import this_machine
+    from fadoctor.redact import redact as scrub
+
+    return scrub(text, this_machine())
+
+
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
+          redact: bool = False) -> None:
     from fadoctor.output import colour, terminal, width
     from fadoctor.render import RenderOptions, render
 
@@ -318,7 +386,7 @@ def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path]) 
     color = to_terminal and fmt == Format.TEXT and colour(1)
     columns = width(100) if output is None else 100
     text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
-    _write(output or Path("-"), text)
+    _write(output or Path("-"), _redacted(text, redact))
 
 
 def _write(path: Path, text: str) -> None:

@@ -12,9 +12,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from fadoctor.errors import UsageError
+from fadoctor.probes.kernels import KernelOptions, KernelWorkers
 from fadoctor.probes.runner import Background, Progress, StageOutcome
 from fadoctor.target import registry
 
@@ -29,6 +30,7 @@ class CollectOptions:
     environ: Optional[Mapping[str, str]] = None  # defaults to os.environ
     static: bool = False  # read files only: import neither torch nor flash-attention
     extensions: Tuple[str, ...] = ()  # more binaries to analyse (--extension)
+    kernels: KernelOptions = field(default_factory=KernelOptions)  # smoke tests, compile probe
 
 
 @dataclass(frozen=True)
@@ -82,13 +84,24 @@ class Collection:
                          for stages in registry.lanes(self._stages).values()]
         # The driver belongs to the machine, not the environment: probe it meanwhile, here.
         self._driver: List[Probe[Driver]] = []
+        self._kernels: Optional[KernelWorkers] = None
+        self._kernels_skipped: Optional[str] = None
+        self._progress = progress
         self._driver_thread = threading.Thread(target=self._probe_driver, daemon=True)
         self._driver_thread.start()
 
     def _probe_driver(self) -> None:
         from fadoctor.assemble import safe_driver
+        from fadoctor.probes.kernels import gate
 
         self._driver.append(safe_driver())
+        kernels = self._options.kernels
+        if kernels.wanted and not self._options.static:
+            self._kernels_skipped = gate(self._driver[0], kernels)
+            if self._kernels_skipped is None:  # the kernel workers start as soon as a GPU is known
+                self._kernels = KernelWorkers(self.target.python, self._environ, kernels,
+                                              progress=self._progress,
+                                              timeouts=self._options.timeouts)
 
     def facts(self) -> Facts:
         from fadoctor.assemble import assemble
@@ -103,8 +116,21 @@ class Collection:
         # Read the binaries the worker located: here, not in the target, since pyelftools is
         # fadoctor's dependency, not the environment's.
         facts = analyze_binaries(facts, self._options.extensions, self._environ)
-        timings = {**facts.timings, "total": round(time.monotonic() - self._started, 4)}
-        return facts.model_copy(update={"timings": timings})
+        update = self._kernel_facts()
+        update["timings"] = {**facts.timings, **update.pop("timings", {}),
+                             "total": round(time.monotonic() - self._started, 4)}
+        return facts.model_copy(update=update)
+
+    def _kernel_facts(self) -> Dict[str, Any]:
+        from fadoctor.probes.kernels import assemble
+
+        kernels = self._options.kernels
+        if not kernels.wanted or self._options.static:
+            return {}
+        outcomes = self._kernels.wait() if self._kernels is not None else {}
+        update = assemble(outcomes, kernels, self._kernels_skipped)
+        update["timings"] = {stage: o.seconds for stage, o in outcomes.items()}
+        return update
 
 
 def collect(options: CollectOptions, progress: Optional[Progress] = None) -> Facts:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, List, Optional
+from typing import AbstractSet, Callable, List, Optional
 
-from fadoctor.checks import ALL_CHECKS
-from fadoctor.checks.base import Check, Skip, status_of, torch_view
+from fadoctor.checks import ALL_CHECKS, model_checks
+from fadoctor.checks.base import Check, Outcome, Skip, status_of, torch_view
 from fadoctor.facts import Facts
 from fadoctor.matrix import Matrix
+from fadoctor.model.spec import ModelFacts
 from fadoctor.report import (
     Category,
     CheckResult,
@@ -20,8 +21,10 @@ from fadoctor.report import (
 )
 
 
-def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset()) -> Report:
-    results = [run_check(check, facts, matrix) for check in ALL_CHECKS
+def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(),
+             model: Optional[ModelFacts] = None) -> Report:
+    checks = ALL_CHECKS + (model_checks(model) if model is not None else ())
+    results = [run_check(check, facts, matrix) for check in checks
                if check.id not in ignore and check.name not in ignore]
     return Report(
         fadoctor_version=facts.fadoctor_version,
@@ -33,16 +36,21 @@ def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(
 
 
 def run_check(check: Check, facts: Facts, matrix: Matrix) -> CheckResult:
+    return checked(check.id, check.name, check.title, lambda: check.run(facts, matrix))
+
+
+def checked(check_id: str, name: str, title: str, run: Callable[[], Outcome]) -> CheckResult:
+    """A check's result from running it: a crash of the check is its finding, a Skip its skip."""
     try:
-        outcome = check.run(facts, matrix)
+        outcome = run()
     except Exception as exc:  # a bug in one check must not hide the others
         outcome = [Finding(severity=Severity.ERROR, category=Category.INTERNAL,
                            message=f"the check itself failed: {type(exc).__name__}: {exc}")]
     if isinstance(outcome, Skip):
-        return CheckResult(id=check.id, name=check.name, title=check.title,
-                           status=Status.SKIPPED, skipped_reason=outcome.reason)
-    return CheckResult(id=check.id, name=check.name, title=check.title,
-                       status=status_of(outcome), findings=outcome)
+        return CheckResult(id=check_id, name=name, title=title, status=Status.SKIPPED,
+                           skipped_reason=outcome.reason)
+    return CheckResult(id=check_id, name=name, title=title, status=status_of(outcome),
+                       findings=outcome)
 
 
 def summarize(results: List[CheckResult]) -> Summary:

@@ -13,8 +13,14 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
+# The collective stage's model (the rank agent's, fadoctor.distributed reads it).
+from fadoctor.collective_facts import CollectiveTest  # noqa: F401
+from fadoctor.frozen import Frozen
+
+# The attention-kernel stages' models: the registry names each stage's model in this module.
+from fadoctor.kernel_facts import BenchTarget, CompileTarget, HfAttention, SmokeTarget  # noqa: F401
 from fadoctor.secretvars import redact_environment, without_credentials
 
 SCHEMA_VERSION = 2
@@ -23,10 +29,6 @@ SCHEMA_VERSION = 2
 # --static), a report pasted by a user (`pasted`), or output recorded elsewhere and replayed
 # (`recorded`).
 Origin = Literal["probe", "static", "pasted", "recorded"]
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class FailureKind(str, Enum):
@@ -116,6 +118,8 @@ class Distribution(Frozen):
     installer: Optional[str] = None
     direct_url: Optional[str] = None  # where pip got it, from direct_url.json (e.g. a wheel URL)
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
+    # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
+    requires: Optional[List[str]] = None
     # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
     # are then what could be read of it.
     error: Optional[str] = None
@@ -238,9 +242,12 @@ class TorchFiles(Frozen):
 
 
 class ExtensionFile(Frozen):
-    family: Optional[Family] = None  # None: named with --extension
+    family: Optional[Family] = None  # None: named with --extension, or found linking torch
     module: Optional[str] = None
     path: str
+    distribution: Optional[str] = None  # the distribution whose RECORD lists it
+    version: Optional[str] = None  # that distribution's version
+    requires_torch: Optional[str] = None  # its Requires-Dist on torch: "==2.4.0", ">=2.10"
 
 
 class Files(Frozen):
@@ -249,6 +256,27 @@ class Files(Frozen):
     torch: Optional[TorchFiles] = None
     extensions: List[ExtensionFile] = []
     wheel_libraries: List[str] = []
+    sys_path: Optional[List[str]] = None  # the target's, where torch looks for CUDA libraries
+    linked: Optional[List[ExtensionFile]] = None  # every other shared object that links torch
+
+
+class TorchLoad(Frozen):
+    """What `import torch` loads before any extension, played from its own loading code."""
+
+    rules: Optional[str] = None  # the loading code recognised; None: not recognised
+    preloaded: List[str] = []  # libraries torch preloads from sys.path (nvidia-* wheels), in order
+    steps: List[str] = []  # what the model did, in order
+    torch_error: Optional[str] = None  # what `import torch` itself would raise
+
+
+class LoadFailure(Frozen):
+    """The first thing the dynamic loader stops at, in its order: a library, a version, a symbol."""
+
+    kind: Literal["library", "version", "symbol"]
+    name: str  # libcudart.so.12, GLIBC_2.32, _ZN3c10...
+    needed_by: Optional[str] = None  # the object that needs it, when not the extension itself
+    version: Optional[str] = None  # the symbol's version: cudaMalloc@libcudart.so.12
+    message: str  # as ld.so words it
 
 
 class NeededLibrary(Frozen):
@@ -256,11 +284,13 @@ class NeededLibrary(Frozen):
     path: Optional[str] = None  # where the loader would find it; None: it would not
     how: Optional[str] = None  # rpath, ld_library_path, runpath, loaded, ld_cache, default, path
     needed_by: Optional[str] = None  # set for a library a dependency needs, not the binary itself
+    beside: Optional[str] = None  # not found, but a file of that name lies in the binary's folder
 
 
 class MissingSymbol(Frozen):
     name: str
     demangled: Optional[str] = None
+    version: Optional[str] = None  # the version the reference is bound to: libcudart.so.12
 
 
 class UnmetVersion(Frozen):
@@ -288,12 +318,22 @@ class BinaryAnalysis(Frozen):
     string_abi: Optional[int] = None  # C++11 ABI of the std::string its undefined symbols use
     kernels: Optional[Kernels] = None  # None: no .nv_fatbin section
     error: Optional[str] = None  # the file could not be analysed
+    first_failure: Optional[LoadFailure] = None  # None: it loads (or could not be analysed)
+    python_module: Optional[bool] = None  # exports PyInit_<its name>: `import` loads it
 
     @property
     def predicts_import_failure(self) -> bool:
         return bool(self.error is None and (
             any(lib.path is None for lib in self.needed) or self.missing_symbol_count
             or self.unmet_versions))
+
+
+class KernelRun(Frozen, Generic[T]):
+    """Attention-kernel stages of one kind (smoke tests, compile probes): one probe per target."""
+
+    grid: Optional[Literal["default", "full"]] = None  # smoke tests: which set ran
+    skipped: Optional[str] = None  # why none ran
+    targets: Dict[str, Probe[T]] = {}  # sdpa_flash, fa2, ...
 
 
 class Facts(Frozen):
@@ -309,6 +349,9 @@ class Facts(Frozen):
     flash_attention: List[FlashAttention]
     files: Optional[Probe[Files]] = None
     binaries: Optional[Probe[List[BinaryAnalysis]]] = None
+    torch_load: Optional[TorchLoad] = None
+    smoke: Optional[KernelRun[SmokeTarget]] = None  # None: not run (check --kernels none)
+    compile: Optional[KernelRun[CompileTarget]] = None  # None: not run (no check --compile)
     timings: Dict[str, float] = {}
 
     @model_validator(mode="before")

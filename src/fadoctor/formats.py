@@ -1,4 +1,5 @@
-"""The output formats the commands offer: of a report (`check`) and of a plan (`fix`).
+"""The choices the commands offer: output formats of a report (`check`) and of a plan (`fix`),
+the severity that fails a run, the kernel set.
 
 Standard library only, so that the command line can name them without importing a renderer.
 """
@@ -26,3 +27,14 @@ class PinFormat(str, Enum):
     uv = "uv"
     requirements = "requirements"
     json = "json"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+
+
+class KernelSet(str, Enum):
+    default = "default"
+    full = "full"
+    none = "none"

@@ -41,6 +41,7 @@ class Category(str, Enum):
     GLIBC_TOO_OLD = "glibc_too_old"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
     HEAD_DIM_UNSUPPORTED = "head_dim_unsupported"
+    OUT_OF_MEMORY = "out_of_memory"  # check --model: the training step's estimate exceeds the GPU
     BUILD_TOOLCHAIN = "build_toolchain"
     BUILD_RESOURCES = "build_resources"
     BUILD_ISOLATION = "build_isolation"
@@ -48,7 +49,14 @@ class Category(str, Enum):
     PLATFORM_UNSUPPORTED = "platform_unsupported"
     ROCM = "rocm"
     COMPILE_GRAPH_BREAK = "compile_graph_break"
+    NUMERICS = "numerics"  # a kernel runs but its output or gradients are wrong, NaN or Inf
+    KERNEL_FAILURE = "kernel_failure"  # a launch or runtime error the GPU's arch does not explain
+    GPU_BUSY = "gpu_busy"  # other work holds the GPU: kernel tests shrank or were skipped
     VERSION_CONFLICT = "version_conflict"
+    RANK_MISSING = "rank_missing"  # a rank of a distributed job never reported
+    RANKS_DIFFER = "ranks_differ"  # the ranks of a job run different software or hardware
+    GPU_ASSIGNMENT = "gpu_assignment"  # a rank has no GPU of its own, or shares one
+    COLLECTIVE_FAILED = "collective_failed"  # all_reduce/all_gather failed, hung or was wrong
     INTERNAL = "internal"
     INFO = "info"
 
@@ -64,12 +72,14 @@ class Remedy(Frozen):
     @field_validator("commands")
     @classmethod
     def _safe_to_paste(cls, commands: List[str]) -> List[str]:
-        from fadoctor.shell import is_safe
+        from fadoctor.shell import Unsafe, is_safe, words_of
 
-        for line in commands:
-            if not is_safe(line):  # a remedy built without fadoctor.shell: a bug, never shown
-                raise ValueError(f"remedy command {line!r} is not built by fadoctor.shell")
-        return commands
+        # A line not built word by word by fadoctor.shell is taken apart into literal words:
+        # nothing in it can act as shell syntax. One that cannot be is a bug, never shown.
+        try:
+            return [line if is_safe(line) else words_of(line) for line in commands]
+        except Unsafe as exc:
+            raise ValueError(f"a remedy command is not safe to show: {exc}") from None
 
 
 class Finding(Frozen):

@@ -17,6 +17,8 @@ from fadoctor.inert import one_line
 # PEP 508 names (PEP 503 normalises them); extras follow the same rule.
 _NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE | re.ASCII)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+# NAME=value where the value needs no quoting: kept as an assignment, as the shell reads it.
+_ENV_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[\w@%+:,./-]*", re.ASCII)
 _URL = re.compile(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%+!,;=:@/-]*)?", re.ASCII)
 # A word as shlex.quote writes it: bare safe characters, or single-quoted ('"'"' joins quotes);
 # an environment assignment may precede it. A line is such words, or `&&`, one space apart.
@@ -97,6 +99,21 @@ def is_safe(line: str) -> bool:
     """Whether `line` is words as `command` writes them: nothing a shell would read as more than
     the words shown (no `;`, `$(…)`, backquotes, redirections, globs or control characters)."""
     return all(ch.isprintable() for ch in line) and _LINE.fullmatch(line) is not None
+
+
+def words_of(line: str) -> str:
+    """A command that fadoctor's own code wrote as one string, as literal words: split as a POSIX
+    shell would split it, and each word quoted again. Whatever a value from the examined
+    environment put into it stays inside its words: `;`, `|`, `$(...)`, `&&` and globs come out
+    quoted, never as shell syntax. (Two commands are two entries of a remedy's list.)"""
+    try:
+        parts = shlex.split(line)
+    except ValueError as exc:
+        raise Unsafe(f'"{one_line(line)}" does not split into words: {exc}') from None
+    if not parts:
+        raise Unsafe("an empty command")
+    return " ".join(_printable(w) if _ENV_ASSIGN.fullmatch(w) else shlex.quote(_printable(w))
+                    for w in parts)
 
 
 def attempt(build: Callable[[], Iterable[str]]) -> Tuple[List[str], Optional[str]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -160,17 +160,39 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     return out.transpose(1, 2).contiguous()
 '''
 
-DYNAMO_DISABLE_CODE = '''\
+# Each family's flash_attn_func (the modules of target/tables.py FAMILIES), and whether it may
+# return (out, lse): FA3's and FA4's do (target/attention/calls.py unpacks it the same way).
+FLASH_ATTN_FUNC_IMPORTS = {
+    "fa2": ("from flash_attn import flash_attn_func", False),
+    "fa3": ("from flash_attn_interface import flash_attn_func", True),
+    "fa4": ("from flash_attn.cute import flash_attn_func", True),
+    "vllm_fa": ("from vllm_flash_attn import flash_attn_func", False),
+}
+
+_DYNAMO_DISABLE_TEMPLATE = '''\
 import torch
-from flash_attn import flash_attn_func
+{import_line}
 
 
 # torch.compile stops tracing at this call (one graph break), runs flash-attn eagerly and
 # compiles the code around it. Call flash_attention(q, k, v, causal=True, ...) in your model.
 @torch.compiler.disable
 def flash_attention(q, k, v, **kwargs):
-    return flash_attn_func(q, k, v, **kwargs)
+{body}
 '''
+
+
+def dynamo_disable_code(family: str) -> str:
+    """The torch.compiler.disable wrapper around `family`'s flash_attn_func (FA2's by default)."""
+    import_line, pair = FLASH_ATTN_FUNC_IMPORTS.get(family, FLASH_ATTN_FUNC_IMPORTS["fa2"])
+    body = "    return flash_attn_func(q, k, v, **kwargs)"
+    if pair:
+        body = ("    out = flash_attn_func(q, k, v, **kwargs)\n"
+                "    return out[0] if isinstance(out, tuple) else out  # (out, lse) -> out")
+    return _DYNAMO_DISABLE_TEMPLATE.format(import_line=import_line, body=body)
+
+
+DYNAMO_DISABLE_CODE = dynamo_disable_code("fa2")
 
 DYNAMO_SUPPRESS_ERRORS_CODE = '''\
 import torch._dynamo
@@ -179,6 +201,31 @@ import torch._dynamo
 # (the same as TORCHDYNAMO_SUPPRESS_ERRORS=1 in the environment).
 torch._dynamo.config.suppress_errors = True
 '''
+
+SDPA_KERNEL = Api(
+    name="torch.nn.attention.sdpa_kernel(backends) with SDPBackend", package="torch", since="2.3",
+    target="torch.nn.attention.sdpa_kernel",
+    source=("reference torch_cuda_facts.md section 4.1 (the PyPI wheels' shipped .py files: "
+            "torch.nn.attention.sdpa_kernel + SDPBackend first in 2.3); matrix torch_apis"))
+
+SDPA_BACKENDS_CODE = '''\
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# Run scaled_dot_product_attention only on the SDPA backends that passed fadoctor's kernel
+# tests here; the setting covers everything inside the block, forward and backward.
+with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+    loss = model(**batch).loss
+    loss.backward()
+'''
+SDPA_MEMBERS = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+
+
+def sdpa_backends_code(backends: Sequence[str]) -> str:
+    """The sdpa_backends snippet for these backends (flash, efficient, cudnn, math)."""
+    members = ", ".join("SDPBackend." + SDPA_MEMBERS[b] for b in backends)
+    return SDPA_BACKENDS_CODE.replace("[SDPBackend.FLASH_ATTENTION]", f"[{members}]")
+
 
 TRANSFORMERS_SDPA_CODE = 'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="sdpa")'
 
@@ -201,6 +248,15 @@ SNIPPETS: Tuple[Snippet, ...] = (
         torch=SpecifierSet(">=2.1.1"),
         apis=(HF_SDPA, HF_SDPA_TORCH),
         caveat="Needs transformers >= 4.36 and an architecture that implements SDPA.",
+    ),
+    Snippet(
+        id="sdpa_backends",
+        title="PyTorch SDPA: run attention only on the backends that passed the kernel tests",
+        code=SDPA_BACKENDS_CODE,
+        torch=SpecifierSet(">=2.3"),
+        apis=(SDPA_KERNEL,),
+        caveat=("An input the listed backends refuse raises 'No available kernel' instead of "
+                "falling back to another backend: list every backend that passed."),
     ),
     Snippet(
         id="dynamo_disable_flash_attn",

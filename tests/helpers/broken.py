@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 import pytest
 
@@ -57,8 +57,10 @@ def environ_with_path(*folders: Path, base: Optional[Mapping[str, str]] = None) 
     return env
 
 
-def write_distribution(root: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
-    """Install `files` under `root` with a `<name>-<version>.dist-info` as pip leaves it."""
+def write_distribution(root: Path, name: str, version: str, files: Mapping[str, str],
+                       requires: Sequence[str] = ()) -> Path:
+    """Install `files` under `root` with a `<name>-<version>.dist-info` as pip leaves it
+    (`requires`: its Requires-Dist lines)."""
     root.mkdir(parents=True, exist_ok=True)
     for rel, text in files.items():
         path = root / rel
@@ -66,7 +68,8 @@ def write_distribution(root: Path, name: str, version: str, files: Mapping[str, 
         path.write_text(text)
     info = root / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
     (info / "INSTALLER").write_text("pip\n")
     top = sorted({Path(rel).parts[0].split(".")[0] for rel in files})
     (info / "top_level.txt").write_text("".join(f"{t}\n" for t in top))

@@ -221,3 +221,21 @@ def pyelftools_undefined(path: Path) -> List[str]:
     with open(path, "rb") as handle:
         return [s.name for s in ELFFile(handle).get_section_by_name(".dynsym").iter_symbols()
                 if s.name and s["st_shndx"] == "SHN_UNDEF" and s["st_info"]["bind"] == "STB_GLOBAL"]
+
+
+_LDD_UNDEFINED = re.compile(r"^undefined symbol: (\S+?)(?:, version (\S+))?\t\((.*)\)$")
+
+
+def ldd_undefined(path: Path, ld_library_path: str = "") -> List[Tuple[str, Optional[str]]]:
+    """(name, version) of each symbol `ldd -r` reports undefined in `path` itself: glibc's own
+    loader, in trace mode, as the oracle for `loader.missing_symbols`."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env["LD_LIBRARY_PATH"] = ld_library_path
+    done = subprocess.run(["ldd", "-r", str(path)], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    found = []
+    for line in (done.stdout + done.stderr).splitlines():
+        match = _LDD_UNDEFINED.match(line)
+        if match and os.path.realpath(match.group(3)) == os.path.realpath(path):
+            found.append((match.group(1), match.group(2)))
+    return found

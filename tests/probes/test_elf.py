@@ -73,8 +73,8 @@ def test_undefined_symbols_are_the_strong_ones_with_their_versions(built: Built)
     info = read_elf(built.ext)
     by_name = {symbol.name: symbol for symbol in info.undefined}
     assert by_name[C10_ERROR_OLD_ABI] == Symbol(C10_ERROR_OLD_ABI, None)
-    assert by_name["fake_new"] == Symbol("fake_new", "FAKE_2.32")
-    assert by_name["fake_old"] == Symbol("fake_old", "FAKE_1.0")
+    assert by_name["fake_new"] == Symbol("fake_new", "FAKE_2.32", "libfake.so.6")
+    assert by_name["fake_old"] == Symbol("fake_old", "FAKE_1.0", "libfake.so.6")
     assert str(by_name["fake_new"]) == "fake_new@FAKE_2.32"
     assert {"first", "second"} <= set(by_name)
     libc = next(need for need in info.version_needs if need.library == "libc.so.6")

@@ -142,3 +142,37 @@ def test_suppress_errors_falls_back_to_eager_for_the_whole_frame(x: torch.Tensor
     assert torch._dynamo.config.suppress_errors is before
     # The cost the snippet states: the failing frame runs eagerly, projections included.
     assert graphs == []
+
+
+# The module each family's flash_attn_func is imported from, and whether it returns (out, lse).
+FAMILY_MODULES = {"fa2": ("flash_attn", False), "fa3": ("flash_attn_interface", True),
+                  "fa4": ("flash_attn.cute", True), "vllm_fa": ("vllm_flash_attn", False)}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_MODULES))
+def test_each_familys_disable_snippet_imports_that_familys_function(
+        family: str, monkeypatch: pytest.MonkeyPatch, x: torch.Tensor) -> None:
+    """Only `family`'s module serves flash_attn_func (every other family's import would fail):
+    the printed snippet runs, unpacks (out, lse) where the family returns it, and breaks once."""
+    from fadoctor.snippets import dynamo_disable_code
+
+    for name in ("flash_attn", "flash_attn.cute", "flash_attn_interface", "vllm_flash_attn"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))  # no flash_attn_func
+    module_name, pair = FAMILY_MODULES[family]
+
+    def family_func(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False) -> Any:
+        out = stand_in_flash_attn_func(q, k, v, causal)
+        return (out, torch.zeros(1)) if pair else out
+
+    module = types.ModuleType(module_name)
+    module.flash_attn_func = family_func  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module_name, module)
+    code = dynamo_disable_code(family)
+    assert "import flash_attn_func" in code and module_name in code.splitlines()[1]
+    ns: Namespace = {"__name__": f"dynamo_disable_{family}"}
+    exec(compile(code, f"<dynamo_disable_{family}>", "exec"), ns)
+    block = AttentionBlock(ns["flash_attention"])
+    explained = torch._dynamo.explain(block)(x)
+    assert explained.graph_break_count == 1
+    with torch.no_grad():
+        torch.testing.assert_close(block(x), AttentionBlock(stand_in_flash_attn_func)(x))

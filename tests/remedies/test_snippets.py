@@ -28,6 +28,7 @@ EXECUTED_IN = {
     "sdpa_flash_attn_func": "test_sdpa_snippet.py",
     "dynamo_disable_flash_attn": "test_dynamo_snippets.py",
     "dynamo_suppress_errors": "test_dynamo_snippets.py",
+    "sdpa_backends": "test_sdpa_backends_snippet.py",
 }
 TEXT_ONLY = {"transformers_sdpa"}
 

@@ -10,12 +10,16 @@ from typing import Any, Callable, Dict, List, Type
 import pytest
 from pydantic import BaseModel
 
+from fadoctor.distributed.models import JobFacts
+from fadoctor.distributed.report import JobReport
 from fadoctor.facts import Facts
 from fadoctor.render import Format, render
 from fadoctor.report import Report
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMAS: Dict[str, Type[BaseModel]] = {"report.schema.json": Report, "facts.schema.json": Facts}
+SCHEMAS: Dict[str, Type[BaseModel]] = {"report.schema.json": Report, "facts.schema.json": Facts,
+                                       "job-report.schema.json": JobReport,
+                                       "job-facts.schema.json": JobFacts}
 FACTS_DIR = ROOT / "tests" / "fixtures" / "facts"
 NAMES = sorted(p.stem for p in FACTS_DIR.glob("*.json"))
 Json = Any
@@ -81,6 +85,21 @@ def test_json_output_keeps_to_the_report_schema(name: str,
 def test_facts_fixtures_keep_to_the_facts_schema(name: str) -> None:
     schema = checked_in("facts.schema.json")
     data = json.loads((FACTS_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    assert violations(data, schema, schema["$defs"]) == []
+
+
+def test_job_json_keeps_to_the_job_schemas() -> None:
+    from tests.helpers.jobs import job
+
+    from fadoctor.distributed.evaluate import evaluate_job
+    from fadoctor.distributed.render import render_job
+    from fadoctor.matrix import load_matrix
+
+    facts = job(4, 2)
+    schema = checked_in("job-facts.schema.json")
+    assert violations(json.loads(facts.model_dump_json()), schema, schema["$defs"]) == []
+    schema = checked_in("job-report.schema.json")
+    data = json.loads(render_job(evaluate_job(facts, load_matrix()), Format.JSON))
     assert violations(data, schema, schema["$defs"]) == []
 
 

@@ -40,14 +40,14 @@ def test_each_stage_fills_a_facts_model() -> None:
 
 
 def test_the_family_stages_are_the_families() -> None:
-    family_stages = [s for s in STAGES if s.imports == "family"]
+    family_stages = [s for s in STAGES if s.imports == "family" and s.group == "check"]
     assert [s.name for s in family_stages] == [f.value for f in Family] == list(tables.FAMILIES)
     assert all(dict(s.params) == {"family": s.name} for s in family_stages)
 
 
 def test_static_is_what_imports_nothing() -> None:
     assert registry.names(static=True) == ["host", "packages", "files"]
-    assert registry.names() == [s.name for s in STAGES]
+    assert registry.names() == [s.name for s in STAGES if s.group == "check"]
     assert registry.lanes(registry.names()) == {registry.MAIN_LANE: registry.names()}
 
 
@@ -106,3 +106,27 @@ def test_the_parent_modules_that_start_the_worker_load_without_pydantic() -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=SRC.parent)
     assert done.stdout.strip() == "False"
+
+
+def test_the_kernel_stages_are_their_own_groups_and_lanes() -> None:
+    from fadoctor.target import attention
+
+    smoke = registry.names(groups=("smoke",))
+    assert smoke == [attention.stage_name("smoke", t) for t in attention.TARGETS]
+    assert registry.lanes(registry.names(groups=("check", "smoke"))) == {
+        "main": registry.names(), "sdpa": smoke[:4], "kernels": smoke[4:]}
+    assert registry.names(groups=("compile",)) == [
+        "compile_sdpa", "compile_fa2", "compile_fa3", "compile_fa4", "compile_vllm_fa"]
+    bench = registry.names(groups=("bench",))
+    assert set(registry.lanes(bench)) == {"bench"} and bench[-1] == "bench_hf"
+    for name in smoke + bench:
+        stage = BY_NAME[name]
+        assert attention.parse(name) == (stage.runs, dict(stage.params)["target"])
+    assert registry.names(static=True, groups=("smoke",)) == []
+
+
+def test_the_collective_stage_runs_only_for_the_rank_agent_in_a_lane_of_its_own() -> None:
+    assert "collective" not in registry.names()
+    assert registry.names(groups=("distributed",)) == ["collective"]
+    assert registry.lanes(registry.names(groups=("check", "distributed"))) == {
+        "main": registry.names(), "collective": ["collective"]}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, sdpa, system
-from fadoctor.checks.base import Check
+from fadoctor.checks import binary, flash, kernels, model, sdpa, system
+from fadoctor.checks.base import Check, Skip
+from fadoctor.checks.compile import check_compile
+from fadoctor.model.spec import ModelFacts
 
 ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD101", "nvidia-driver", "An NVIDIA driver is loaded and reports GPUs",
@@ -69,15 +73,20 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
           sdpa.check_sdpa),
     Check("FAD130", "ext-libraries", "Every library each compiled extension needs will be found",
-          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension (and any "
-          "--extension) and resolves them as the dynamic loader will when the extension is "
-          "imported after torch: libraries torch has loaded (its lib/ and the nvidia-* wheels), "
-          "LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. A library that will "
-          "not be found (libcudart.so.11.0 beside a CUDA 12 torch) predicts the import failure.",
+          "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension, every other one "
+          "on sys.path that links torch, and any --extension, and resolves them as the dynamic "
+          "loader will when the extension is imported after torch: what torch's own "
+          "__init__.py loads (its global deps, the nvidia-* wheel libraries that release "
+          "preloads, torch._C), LD_LIBRARY_PATH, RUNPATH, /etc/ld.so.cache, the default folders. "
+          "The first library not found (breadth-first, as ld.so maps them) is the import's "
+          "failure; libcudart.so.11.0 beside a CUDA 12 torch is a CUDA mismatch, libc10_cuda.so "
+          "beside a CPU torch a CPU-only torch.",
           binary.check_libraries),
     Check("FAD131", "ext-symbols", "Each extension's symbols are exported by the torch installed",
           "Looks each undefined symbol of the extension up in the libraries it will load, through "
-          "their hash tables. Missing c10/at/torch symbols mean a build for another torch; their "
+          "their hash tables, with symbol versions matched as ld.so does. Symbols that only follow "
+          "from a missing library are its consequences, under its category. Missing c10/at/torch "
+          "symbols mean a build for another torch; their "
           "std::string mangling ('Ss' or '__cxx11') against torch's C++ ABI tells an ABI "
           "mismatch. Names are shown demangled; a wheel's file name says which torch it was for.",
           binary.check_symbols),
@@ -96,6 +105,50 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "Puts the prediction from the files next to what importing the extension in the "
           "worker did. A disagreement is a fadoctor bug, reported as such, never hidden.",
           binary.check_agreement),
+    Check("FAD140", "kernel-smoke", "Each installed family and SDPA backend computes correct "
+          "attention",
+          "Runs each flash-attention family's functions (flash_attn_func, flash_attn_varlen_func, "
+          "flash_attn_with_kvcache; FA3's and FA4's flash_attn_func) and PyTorch SDPA with each "
+          "backend forced in turn, forward and backward, each in its own crash-isolated stage, and "
+          "judges every output and gradient against an fp32 reference by flash-attention's own "
+          "test rule: at most 2x (output) or 3x (gradients) the error of a PyTorch implementation "
+          "in the same dtype, plus rounding; NaN/Inf always fails. An input a backend's own "
+          "eligibility check refuses is not applicable, never a failure; a busy GPU is reported "
+          "as gpu_busy. --kernels default runs one bf16 causal GQA head-dim-128 case per target, "
+          "--kernels full the grid (bf16/fp16, causal or not, GQA or not, head dims 64/128/256, "
+          "varlen and kv-cache).",
+          kernels.check_smoke),
+    Check("FAD141", "torch-compile", "torch.compile(fullgraph=True) compiles each attention path",
+          "With check --compile: a small module calling each working family (and SDPA) is "
+          "compiled with fullgraph=True and run forward and backward; torch._dynamo.explain "
+          "counts the graph breaks and gives their reasons, and the registered torch.library "
+          "custom ops are listed (flash-attn registers them from 2.7.0 on torch >= 2.4). Caches go "
+          "to a temporary folder that is removed.",
+          check_compile),
 )
 
-BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS}, **{c.name: c for c in ALL_CHECKS}}
+# Run only when a model is given (check --model): a report without one keeps its checks. Their
+# `run` is bound to the model by model_checks().
+MODEL_CHECKS: Tuple[Check, ...] = (
+    Check("FAD150", "model-attention", "The model's attention needs are met here",
+          "Reads the model's head dim, key/value heads, sliding window, logit softcapping and "
+          "ALiBi from its config.json and holds them against each installed flash-attention "
+          "family and PyTorch SDPA backend: the first release with each feature, head-dim limits "
+          "and the backward head-dim limits some GPUs had. Recommends the attn_implementation.",
+          lambda facts, matrix: Skip("needs a model (check --model CONFIG)")),
+    Check("FAD151", "model-memory", "The training step fits in the GPU's memory",
+          "Estimates weights, gradients, AdamW states, saved activations, the loss's fp32 "
+          "logits and the CUDA context for the plan (full, LoRA or QLoRA; micro-batch, "
+          "sequence, checkpointing) and holds the peak against the smallest GPU's memory.",
+          lambda facts, matrix: Skip("needs a model (check --model CONFIG)")),
+)
+
+
+def model_checks(spec: ModelFacts) -> Tuple[Check, ...]:
+    """MODEL_CHECKS run on `spec`."""
+    runs = (model.check_model_attention, model.check_model_memory)
+    return tuple(replace(c, run=functools.partial(run, model=spec))
+                 for c, run in zip(MODEL_CHECKS, runs))
+
+BY_KEY: Dict[str, Check] = {**{c.id: c for c in ALL_CHECKS + MODEL_CHECKS},
+                            **{c.name: c for c in ALL_CHECKS + MODEL_CHECKS}}

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
-from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
+from fadoctor.checks.classify import Diagnosis, symbol_version
+from fadoctor.checks.ext_remedies import distribution_remedies
 from fadoctor.checks.flash import installed_family
 from fadoctor.checks.import_remedies import CSRC, import_remedies
+from fadoctor.checks.load_cause import first_cause, library_cause, split_symbols, symbol_cause
 from fadoctor.checks.system import gpus, runs_on
+from fadoctor.checks.variants import Judged, Judgement, Load, cap, judge
 from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
-from fadoctor.mangling import is_torch_symbol
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity
@@ -26,77 +28,115 @@ def _binaries(facts: Facts) -> List[BinaryAnalysis] | Skip:
     if facts.binaries.data is None:
         return why_unknown("the static analysis of the binaries", facts.binaries)
     if not facts.binaries.data:
-        return Skip("needs a compiled flash-attention extension, and none was found")
+        return Skip("needs a compiled extension that links torch, and none was found")
     return facts.binaries.data
 
 
+def _judged(facts: Facts) -> Judgement | Skip:
+    """The binaries with how certain each is to be loaded (checks.variants)."""
+    found = _binaries(facts)
+    return found if isinstance(found, Skip) else judge(facts, found)
+
+
 def name(binary: BinaryAnalysis) -> str:
-    return binary.file.module or binary.file.path.rsplit("/", 1)[-1]
+    """A family's module name; else the distribution and the full path (never a bare _C.so)."""
+    if binary.file.module:
+        return binary.file.module
+    owner = " ".join(filter(None, [binary.file.distribution, binary.file.version]))
+    return f"{owner} {binary.file.path}" if owner else binary.file.path
 
 
-def _diagnosed(binary: BinaryAnalysis, diagnosis: Diagnosis, message: str, facts: Facts,
-               matrix: Matrix, **evidence: object) -> Finding:
+def _diagnosed(judged: Judged, diagnosis: Diagnosis, message: str, facts: Facts,
+               matrix: Matrix, severity: Severity = Severity.ERROR, **evidence: object) -> Finding:
+    """A prediction about one binary: at most a warning when nothing says it is loaded."""
+    binary = judged.binary
+    if judged.load is Load.MAYBE:
+        message += f" — if it is loaded at all: {judged.why}"
     fa = installed_family(facts, binary.file.family)
-    remedies = (import_remedies(fa, diagnosis, facts, matrix, torch_view(facts)) if fa
-                else [Remedy(summary="Rebuild or reinstall it for this environment.")])
-    return Finding(severity=Severity.ERROR, category=diagnosis.category, subject=name(binary),
-                   message=message, evidence={"path": binary.file.path, **evidence,
+    torch = torch_view(facts)
+    remedies = (import_remedies(fa, diagnosis, facts, matrix, torch) if fa
+                else distribution_remedies(binary, diagnosis, facts, torch))
+    first = binary.first_failure
+    return Finding(severity=cap(severity, judged), category=diagnosis.category,
+                   subject=name(binary),
+                   message=message, evidence={"path": binary.file.path, "distribution":
+                                              binary.file.distribution, **evidence,
+                                              "first_failure": first.message if first else None,
                                               **diagnosis.details}, remedies=remedies)
 
 
 def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
-    findings: List[Finding] = []
-    for binary in found:
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
+    torch = torch_view(facts)
+    findings: List[Finding] = [*judgement.no_match, *judgement.notes]
+    for judged in judgement.judged:
+        binary = judged.binary
         if binary.error is not None:
             findings.append(Finding(severity=Severity.WARNING, category=Category.INTERNAL,
                                     subject=name(binary), evidence={"path": binary.file.path},
                                     message=f"{name(binary)} could not be read: {binary.error}"))
             continue
         missing = [lib for lib in binary.needed if lib.path is None]
-        for lib in missing:
-            findings.append(_diagnosed(
-                binary, missing_library(lib.name), facts=facts, matrix=matrix,
-                message=f"{name(binary)} needs {lib.name}, which the dynamic loader will not "
-                        f"find: importing it will fail ('{lib.name}: cannot open shared object "
-                        "file')", searched=[n.name for n in binary.needed]))
         if not missing:
             loaded = sum(1 for lib in binary.needed if lib.how == "loaded")
             findings.append(info(f"{name(binary)}: its {len(binary.needed)} needed libraries "
                                  f"resolve ({loaded} already loaded by torch)",
                                  needed={lib.name: lib.path for lib in binary.needed}))
+            continue
+        first = missing[0]
+        diagnosis = library_cause(binary, first.name, torch)
+        others = f" (also not found: {', '.join(lib.name for lib in missing[1:])})" if missing[1:] else ""
+        by = f" (needed by {first.needed_by})" if first.needed_by else ""
+        findings.append(_diagnosed(
+            judged, diagnosis, facts=facts, matrix=matrix,
+            message=f"{name(binary)} needs {first.name}{by}, which the dynamic loader will not "
+                    f"find: importing it will fail ('{first.name}: cannot open shared object "
+                    f"file') — {diagnosis.explanation}{others}",
+            missing=[lib.name for lib in missing], searched=[n.name for n in binary.needed]))
     return findings
 
 
 def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
     torch = torch_view(facts)
     abi = torch.cxx11_abi if torch else None
-    findings: List[Finding] = []
-    for binary in (b for b in found if b.error is None):
+    findings: List[Finding] = list(judgement.notes)
+    for judged in (j for j in judgement.judged if j.binary.error is None):
+        binary = judged.binary
         if not binary.missing_symbol_count:
             findings.append(info(f"{name(binary)}: every symbol it imports is defined"))
             continue
-        torch_missing = [s for s in binary.missing_symbols if is_torch_symbol(s.name)]
-        first = (torch_missing or binary.missing_symbols)[0]
-        diagnosis = undefined_symbol(first.name, abi)
-        if binary.string_abi is not None and abi is not None and torch_missing \
-                and binary.string_abi != int(abi):
-            diagnosis = undefined_symbol(_abi_witness(binary) or first.name, abi)
-        shown = [s.demangled or s.name for s in (torch_missing or binary.missing_symbols)]
+        consequences, rest = split_symbols(binary)
+        if binary.first_failure is not None and binary.first_failure.kind != "symbol" and not rest:
+            cause = first_cause(binary, torch)
+            assert cause is not None
+            findings.append(_diagnosed(
+                judged, cause, facts=facts, matrix=matrix, severity=Severity.WARNING,
+                message=f"{name(binary)}: {binary.missing_symbol_count} symbol(s) stay undefined "
+                        f"only because loading stops first ({binary.first_failure.message}): "
+                        f"consequences of that failure, not a cause of their own",
+                missing=[s.name for s in binary.missing_symbols]))
+            continue
+        shown_from = rest or binary.missing_symbols
+        lead = shown_from[0]
+        diagnosis = symbol_cause(binary, lead.name, lead.version, torch)
+        shown = [s.demangled or s.name for s in shown_from]
+        follows = (f" ({len(consequences)} more follow from the missing "
+                   f"{', '.join(lib.name for lib in binary.needed if lib.path is None)})"
+                   if consequences and rest else "")
         findings.append(_diagnosed(
-            binary, diagnosis, facts=facts, matrix=matrix,
-            message=f"{name(binary)} needs {binary.missing_symbol_count} symbol(s) that no "
-                    f"library it loads defines — {diagnosis.explanation}{_built_for(facts, binary)}"
-                    f". Missing: {'; '.join(shown[:SHOWN_SYMBOLS])}"
-                    + (" …" if binary.missing_symbol_count > SHOWN_SYMBOLS else ""),
+            judged, diagnosis, facts=facts, matrix=matrix,
+            message=f"{name(binary)} needs {len(rest) or binary.missing_symbol_count} symbol(s) "
+                    f"that no library it loads defines{follows} — {diagnosis.explanation}"
+                    f"{_built_for(facts, binary)}. Missing: {'; '.join(shown[:SHOWN_SYMBOLS])}"
+                    + (" …" if len(shown) > SHOWN_SYMBOLS else ""),
             missing=[s.name for s in binary.missing_symbols], torch_cxx11_abi=abi,
             extension_cxx11_abi=binary.string_abi))
-    return _unless_unread(found, findings)
+    return _unless_unread([j.binary for j in judgement.judged], findings)
 
 
 def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outcome:
@@ -110,11 +150,6 @@ def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outc
     return Skip(f"needs every extension read as ELF, and {why}" + (f"; {done}" if done else ""))
 
 
-def _abi_witness(binary: BinaryAnalysis) -> Optional[str]:
-    from fadoctor.mangling import string_abi
-
-    return next((s.name for s in binary.missing_symbols
-                 if is_torch_symbol(s.name) and string_abi(s.name) is not None), None)
 
 
 def _built_for(facts: Facts, binary: BinaryAnalysis) -> str:
@@ -131,37 +166,39 @@ def _built_for(facts: Facts, binary: BinaryAnalysis) -> str:
 
 
 def check_glibc(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
-    findings: List[Finding] = []
-    for binary in (b for b in found if b.error is None):
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
+    findings: List[Finding] = list(judgement.notes)
+    for judged in (j for j in judgement.judged if j.binary.error is None):
+        binary = judged.binary
         for unmet in binary.unmet_versions:
             have = f"; it provides up to {unmet.available}" if unmet.available else ""
             findings.append(_diagnosed(
-                binary, symbol_version(unmet.version), facts=facts, matrix=matrix,
+                judged, symbol_version(unmet.version), facts=facts, matrix=matrix,
                 message=f"{name(binary)} needs {unmet.version} from {unmet.library}{have}: "
                         f"importing it will fail ('version `{unmet.version}' not found')",
                 library=unmet.library, available=unmet.available))
         if not binary.unmet_versions:
             findings.append(info(f"{name(binary)}: the system's C and C++ runtimes provide every "
                                  "symbol version it needs"))
-    return _unless_unread(found, findings)
+    return _unless_unread([j.binary for j in judgement.judged], findings)
 
 
 def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
-    found = _binaries(facts)
-    if isinstance(found, Skip):
-        return found
+    judgement = _judged(facts)
+    if isinstance(judgement, Skip):
+        return judgement
     devices = sorted({cc for _, cc in gpus(facts)})
-    with_kernels = [b for b in found if b.kernels is not None]
+    loaded = [j for j in judgement.judged if j.binary.kernels is not None]
+    with_kernels = [j.binary for j in loaded]
     if not devices:
         listed = "; ".join(f"{name(b)}: {_archs(b)}" for b in with_kernels)
         return Skip("needs a GPU with a known compute capability, and none was found"
                     + (f" (kernels: {listed})" if listed else ""))
     findings: List[Finding] = []
-    for binary in with_kernels:
-        kernels = binary.kernels
+    for judged in loaded:
+        binary, kernels = judged.binary, judged.binary.kernels
         assert kernels is not None
         archs = _archs(binary)
         for cc in devices:
@@ -169,11 +206,13 @@ def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
                 findings.append(info(f"{name(binary)} has kernels for sm_{cc.major}{cc.minor} "
                                      f"({archs})", sass=kernels.sass, ptx=kernels.ptx))
                 continue
+            maybe = f" — if it is loaded at all: {judged.why}" if judged.load is Load.MAYBE else ""
             findings.append(Finding(
-                severity=Severity.ERROR, category=Category.NO_KERNEL_IMAGE, subject=name(binary),
+                severity=cap(Severity.ERROR, judged), category=Category.NO_KERNEL_IMAGE,
+                subject=name(binary),
                 message=f"{name(binary)} has no kernels for sm_{cc.major}{cc.minor} ({archs}): "
                         "launching them fails with 'no kernel image is available for execution "
-                        "on the device'",
+                        f"on the device'{maybe}",
                 evidence={"path": binary.file.path, "sass": kernels.sass, "ptx": kernels.ptx},
                 remedies=_kernel_remedies(binary, cc.major, cc.minor)))
     return findings or Skip("needs a binary with CUDA kernels, and none has a .nv_fatbin section")

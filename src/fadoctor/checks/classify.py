@@ -22,9 +22,19 @@ _UNDEFINED = re.compile(r"undefined symbol:\s*(\S+)")
 _MISSING_LIB = re.compile(r"([\w.+-]+\.so(?:\.[\w.]+)?): cannot open shared object file")
 _SYMBOL_VERSION = re.compile(r"version \W?((GLIBC|GLIBCXX|CXXABI)_[\d.]+)\W? not found")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-_CUDA_LIBS = ("libcudart", "libcublas", "libcublasLt", "libcusparse", "libcufft", "libcurand",
-              "libcusolver", "libnvrtc", "libcudnn", "libnvJitLink", "libnccl", "libcuda.")
-_TORCH_LIBS = ("libtorch", "libc10", "libshm", "libcaffe2")
+# The CUDA toolkit's runtime libraries, as the nvidia-* wheels and the toolkit ship them;
+# libnvToolsExt.so.1 (NVTX 2) is a CUDA 11/12 library that CUDA 13 no longer ships.
+_CUDA_LIBS = ("libcudart.", "libcublas.", "libcublasLt.", "libcusparse.", "libcusparseLt.",
+              "libcufft.", "libcufftw.", "libcurand.", "libcusolver.", "libnvrtc.", "libnvrtc-builtins.",
+              "libcudnn", "libnvJitLink.", "libnccl.", "libnvToolsExt.", "libcupti.", "libcufile.",
+              "libnvshmem", "libnvjpeg.", "libnpp", "libnvperf")
+# torch's own libraries: exactly these names (libtorchaudio.so is torchaudio's, not torch's).
+_TORCH_LIBRARY = re.compile(r"^(libtorch(_cpu|_cuda|_cuda_cu|_cuda_cpp|_cuda_linalg|_hip|_python|"
+                            r"_global_deps)?|libc10(_cuda|_hip)?|libshm|libcaffe2_nvrtc)\.so$")
+_TORCH_GPU_LIBRARY = re.compile(r"^lib(torch_cuda\w*|torch_hip|c10_cuda|c10_hip|caffe2_nvrtc)\.so$")
+# Libraries of other projects a binary can link (torchaudio's FFmpeg and SoX backends).
+_SYSTEM_LIBS = ("libavutil.", "libavcodec.", "libavformat.", "libavdevice.", "libavfilter.",
+                "libswscale.", "libswresample.", "libsox.")
 
 
 @dataclass(frozen=True)
@@ -35,17 +45,19 @@ class Diagnosis:
     recognised: bool = True  # False: no mechanism matched; report the text as it was raised
 
 
-def classify(message: str, torch_cxx11_abi: Optional[bool] = None) -> Diagnosis:
-    """The category of an import failure, with what it means for this environment."""
+def classify(message: str, torch_cxx11_abi: Optional[bool] = None,
+             cpu_torch: bool = False) -> Diagnosis:
+    """The category of an import failure, with what it means for this environment
+    (`cpu_torch`: the installed torch is a CPU-only build)."""
     found = _UNDEFINED.search(message)
     if found:
-        return undefined_symbol(found.group(1), torch_cxx11_abi)
+        return undefined_symbol(found.group(1).rstrip(","), torch_cxx11_abi)
     found = _SYMBOL_VERSION.search(message)
     if found:
         return symbol_version(found.group(1))
     found = _MISSING_LIB.search(message)
     if found:
-        return missing_library(found.group(1))
+        return missing_library(found.group(1), cpu_torch)
     found = _NO_MODULE.search(message)
     if found:
         return _no_module(found.group(1))
@@ -90,19 +102,34 @@ def symbol_version(required: str) -> Diagnosis:
                      {"required": required, "library": lib})
 
 
-def missing_library(lib: str) -> Diagnosis:
+def missing_library(lib: str, cpu_torch: bool = False) -> Diagnosis:
+    """A DT_NEEDED library the loader does not find, by whose library it is."""
     details = {"library": lib}
-    if lib.startswith(_CUDA_LIBS):
-        major = re.search(r"\.so\.(\d+)", lib)
-        if major:
-            details["cuda_major"] = major.group(1)
+    major = re.search(r"\.so\.(\d+)", lib)
+    cuda = lib.startswith(_CUDA_LIBS)
+    if cuda and major and lib.startswith(("libcudart.", "libcublas", "libnvrtc.", "libnvToolsExt.")):
+        details["cuda_major"] = "11/12" if lib.startswith("libnvToolsExt.") else major.group(1)
+    if cpu_torch and (cuda or _TORCH_GPU_LIBRARY.match(lib)):
+        return Diagnosis(Category.TORCH_CPU_ONLY,
+                         f"the binary is a CUDA build: it needs {lib}, but the installed torch is "
+                         "CPU-only, so nothing here provides it", details)
+    if lib.startswith("libcuda.so"):
+        return Diagnosis(Category.NO_GPU, f"the binary needs {lib}, the NVIDIA driver's library, "
+                         "and no driver is installed", details)
+    if cuda:
+        built = details.get("cuda_major")
         return Diagnosis(Category.CUDA_RUNTIME_MISMATCH,
-                         f"the binary was linked against {lib}, a CUDA library this environment "
-                         "does not provide: it was built for another CUDA version", details)
-    if lib.startswith(_TORCH_LIBS):
+                         f"the binary was linked against {lib}, a CUDA"
+                         f"{' ' + built if built else ''} library this environment does not provide "
+                         "(torch does not load it): it was built for another CUDA version", details)
+    if _TORCH_LIBRARY.match(lib):
         return Diagnosis(Category.TORCH_VERSION_MISMATCH,
                          f"the binary needs {lib}, a PyTorch library the installed torch does not "
                          "ship: it was compiled against another torch", details)
+    if lib.startswith(_SYSTEM_LIBS):
+        return Diagnosis(Category.NOT_INSTALLED,
+                         f"the binary needs {lib}, a library of another project (FFmpeg, SoX) that "
+                         "is not installed here", details)
     return Diagnosis(Category.WRONG_WHEEL,
                      f"the binary needs {lib}, which the dynamic loader cannot find", details)
 

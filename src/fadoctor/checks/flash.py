@@ -8,11 +8,21 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, release, unreported, version, why_unknown
-from fadoctor.checks.classify import classify, failure_text
+from fadoctor.checks.classify import failure_text
+from fadoctor.checks.dependencies import missing_dependency
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
+from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
+from fadoctor.facts import (
+    BinaryAnalysis,
+    Facts,
+    FailureKind,
+    Family,
+    FamilyImport,
+    FlashAttention,
+    Torch,
+)
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import build_recipe, first_release_with_kernels, newest_release_with_wheel
@@ -117,7 +127,10 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure.kind == FailureKind.SKIPPED:
             unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
-        diagnosis = classify(failure_text(failure), torch.cxx11_abi if torch else None)
+        diagnosis = import_cause(failure_text(failure), _family_binaries(facts, fa), torch)
+        dependency = missing_dependency(fa, diagnosis, facts, matrix)
+        diagnosis, remedies = dependency or (diagnosis, import_remedies(fa, diagnosis, facts,
+                                                                        matrix))
         what = diagnosis.explanation if diagnosis.recognised else " ".join(
             f"{failure.exception_type or ''}: {failure.reason}".strip(": ").split())
         findings.append(Finding(
@@ -128,7 +141,7 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
                       "torch": torch.version if torch else None,
                       "torch_cxx11_abi": torch.cxx11_abi if torch else None,
                       "stderr_tail": failure.stderr_tail, **diagnosis.details},
-            remedies=import_remedies(fa, diagnosis, facts, matrix)))
+            remedies=remedies))
     if unexamined and not any(f.severity == Severity.ERROR for f in findings):
         # Never a pass for a family that was not imported: skipped, with the reason.
         return Skip("needs each installed family imported, and " + "; ".join(unexamined))
@@ -143,7 +156,8 @@ def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts
     for ext in imported.extensions:
         if ext.ok:
             continue
-        diagnosis = classify(ext.error or "", torch.cxx11_abi if torch else None)
+        diagnosis = import_cause(ext.error or "", [b for b in _family_binaries(facts, fa)
+                                                   if b.file.module == ext.module], torch)
         remedies = (csrc_remedies(ext.module) if ext.module in CSRC
                     else import_remedies(fa, diagnosis, facts, matrix))
         out.append(Finding(
@@ -153,6 +167,11 @@ def _extension_findings(fa: FlashAttention, imported: FamilyImport, facts: Facts
             evidence={"error": ext.error, "exception": ext.exception_type, **diagnosis.details},
             remedies=remedies))
     return out
+
+
+def _family_binaries(facts: Facts, fa: FlashAttention) -> List[BinaryAnalysis]:
+    binaries = facts.binaries.data if facts.binaries is not None else None
+    return [b for b in binaries or [] if b.file.family == fa.family]
 
 
 def _how(kind: FailureKind, signal: Optional[str]) -> str:

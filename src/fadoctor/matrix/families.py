@@ -46,6 +46,20 @@ class FamilyRequirement(Entry):
                          mode="before")(_optional_version)
 
 
+class CustomOps(Entry):
+    """A family release that registers its kernels as torch.library custom ops, which
+    torch.compile traces without a graph break; `min_torch` is the torch the registration needs
+    (older torch gets plain functions instead)."""
+
+    family: Family
+    since: Version
+    min_torch: Version
+    namespace: str  # the ops are namespace::name (torch.ops.<namespace>)
+    ops: List[str] = []
+
+    _v = field_validator("since", "min_torch", mode="before")(_version)
+
+
 class Fa4Release(Entry):
     """One FlashAttention-4 beta: pure Python (CuTe DSL kernels are compiled at run time)."""
 

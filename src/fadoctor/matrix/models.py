@@ -13,6 +13,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
 from fadoctor.facts import Family
+from fadoctor.matrix.attention import BackwardRestriction, FeatureSupport, HeadDimLimit
 from fadoctor.matrix.base import (
     DriverVersion,
     Entry,
@@ -24,16 +25,46 @@ from fadoctor.matrix.base import (
 )
 from fadoctor.matrix.defects import Defect, Stage
 from fadoctor.matrix.fa2 import CudaTagRule, FlashAttnRelease, LocalVersion, parse_local
-from fadoctor.matrix.families import ArchGate, Fa4Release, FamilyRequirement, FamilySupport, RocmBackend
+from fadoctor.matrix.families import (
+    ArchGate,
+    CustomOps,
+    Fa4Release,
+    FamilyRequirement,
+    FamilySupport,
+    RocmBackend,
+)
 from fadoctor.matrix.hardware import CudaDriver, DriverFloor, GpuSpec, ToolkitDriver, resolve_gpu
 from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
 
 __all__ = [
-    "ArchGate", "CudaDriver", "CudaTagRule", "Defect", "DriverFloor", "DriverVersion", "Entry",
-    "Evidence", "Fa4Release", "FamilyRequirement", "FamilySupport", "FlashAttnRelease",
-    "GpuSpec", "LocalVersion", "Matrix", "Problems", "RocmBackend", "SdpaRange", "Stage",
-    "ToolkitDriver", "TorchApi", "TorchRelease", "parse_local",
+    "ArchGate",
+    "BackwardRestriction",
+    "CudaDriver",
+    "CudaTagRule",
+    "CustomOps",
+    "Defect",
+    "DriverFloor",
+    "DriverVersion",
+    "Entry",
+    "Evidence",
+    "Fa4Release",
+    "FamilyRequirement",
+    "FamilySupport",
+    "FeatureSupport",
+    "FlashAttnRelease",
+    "GpuSpec",
+    "HeadDimLimit",
+    "LocalVersion",
+    "Matrix",
+    "Problems",
+    "RocmBackend",
+    "SdpaRange",
+    "Stage",
+    "ToolkitDriver",
+    "TorchApi",
+    "TorchRelease",
+    "parse_local",
 ]
 
 
@@ -56,6 +87,10 @@ class Matrix(BaseModel):
     rocm_backends: List[RocmBackend]
     flash_attn_releases: List[FlashAttnRelease]
     known_defects: List[Defect]
+    custom_ops: List[CustomOps] = []
+    attention_features: List[FeatureSupport] = []
+    head_dim_limits: List[HeadDimLimit] = []
+    backward_restrictions: List[BackwardRestriction] = []
 
     @field_validator("schema_version")
     @classmethod
@@ -85,6 +120,9 @@ class Matrix(BaseModel):
 
     def fa_release(self, version: Version) -> Optional[FlashAttnRelease]:
         return next((r for r in self.flash_attn_releases if r.version == version), None)
+
+    def custom_ops_for(self, family: Family) -> Optional[CustomOps]:
+        return next((c for c in self.custom_ops if c.family == family), None)
 
     def fa4_release(self, version: Version) -> Optional[Fa4Release]:
         return next((r for r in self.fa4_releases if r.version == version), None)

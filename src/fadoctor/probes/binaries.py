@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 from fadoctor.archs import arch_key
@@ -18,16 +17,20 @@ from fadoctor.facts import (
     FailureKind,
     Files,
     Kernels,
+    LoadFailure,
     MissingSymbol,
     NeededLibrary,
     Probe,
     TorchFiles,
+    TorchLoad,
     UnmetVersion,
 )
 from fadoctor.mangling import binary_string_abi, is_torch_symbol
 
 if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before
     from fadoctor.probes.loader import Analysis, LoaderContext
+    from fadoctor.probes.symbols import SymbolIndex
+    from fadoctor.probes.torch_init import PreloadRules
 
 KEPT_SYMBOLS = 50  # missing symbols kept by name; the count keeps the rest
 # c10::Error's constructor takes a std::string: which one libc10 exports tells torch's C++ ABI.
@@ -38,7 +41,8 @@ _ERROR_CTOR = {
 
 
 def analyze_binaries(facts: Facts, extra: Sequence[str], environ: Mapping[str, str]) -> Facts:
-    """`facts` with the analysis of every extension the worker located, and of `extra` ones."""
+    """`facts` with the analysis of every extension the worker located (the flash-attention
+    families', then every other one that links torch), and of `extra` ones."""
     files = facts.files.data if facts.files is not None else None
     if files is None:
         reason = facts.files.failure.reason if facts.files and facts.files.failure else "unknown"
@@ -49,31 +53,55 @@ def analyze_binaries(facts: Facts, extra: Sequence[str], environ: Mapping[str, s
     # torch's ABI from its files is needed only where torch did not say it (--static, or an
     # import that failed); the ELF readers load only when there is something to read.
     torch = files.torch if facts.torch.data is not None else _with_abi(files.torch)
-    targets = [*files.extensions, *(ExtensionFile(path=p) for p in extra)]
+    targets = _targets(files, extra)
     analyses: List[BinaryAnalysis] = []
+    load: Optional[TorchLoad] = None
     if targets:
-        from fadoctor.probes.loader import LoaderContext
+        from fadoctor.probes.preload import torch_process
 
-        context = LoaderContext.for_interpreter(facts.target.python, environ, _preloaded(files))
-        analyses = [analyze_one(t, context) for t in targets]
+        process = torch_process(facts.target.python, dict(environ),
+                                files.torch.dir if files.torch else None, files.sys_path or [],
+                                files.torch.cuda if files.torch else None)
+        load = TorchLoad(rules=_describe(process.rules, files), preloaded=list(process.preloaded),
+                         steps=list(process.steps), torch_error=process.torch_error)
+
+        tables: Dict[str, SymbolIndex] = {}  # each library's symbols, opened once for them all
+        try:
+            analyses = [analyze_one(t, process.context, tables) for t in targets]
+        finally:
+            for index in tables.values():
+                index.close()
     binaries = Probe.success(analyses)
     timings = {**facts.timings, "binaries": round(time.monotonic() - started, 4)}
     return facts.model_copy(update={
         "files": Probe.success(files.model_copy(update={"torch": torch})),
-        "binaries": binaries, "timings": timings})
+        "binaries": binaries, "torch_load": load, "timings": timings})
 
 
-def _preloaded(files: Files) -> Dict[str, str]:
-    """What the process has loaded when a family is imported: torch's lib/ and the nvidia-*
-    wheel libraries torch loads first."""
-    paths: List[str] = []
-    if files.torch is not None and files.torch.lib_dir is not None:
-        lib = Path(files.torch.lib_dir)
-        paths.extend(str(p) for p in sorted(lib.iterdir()) if ".so" in p.name and p.is_file())
-    paths.extend(files.wheel_libraries)
-    from fadoctor.probes.loader import preload_map
+def _targets(files: Files, extra: Sequence[str]) -> List[ExtensionFile]:
+    """Each file once: a family's extension, else a torch-linked one, else one named by hand."""
+    seen: Dict[str, ExtensionFile] = {}
+    for target in [*files.extensions, *(files.linked or []), *(ExtensionFile(path=p) for p in extra)]:
+        key = os.path.realpath(target.path)
+        known = seen.get(key)
+        if known is None:
+            seen[key] = target
+        elif known.distribution is None and target.distribution is not None:
+            seen[key] = known.model_copy(update={k: getattr(target, k) for k in
+                                                 ("distribution", "version", "requires_torch")})
+    return list(seen.values())
 
-    return preload_map(paths)
+
+def _describe(rules: Optional[PreloadRules], files: Files) -> Optional[str]:
+    if rules is None:
+        return None
+    release = files.torch.version if files.torch else None
+    deps = "loaded" if rules.global_deps else "not loaded"
+    return (f"torch {release or '?'}/__init__.py: global deps {deps}"
+            f"{', RTLD_GLOBAL' if rules.rtld_global else ''}; after loading, "
+            + (f"preloads {len(rules.after_load)} CUDA libraries when {rules.marker!r} is mapped"
+               if rules.marker else "preloads nothing")
+            + f"; on failure, {len(rules.on_failure)}; searched as {rules.search.value}")
 
 
 def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
@@ -91,12 +119,13 @@ def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
     return torch.model_copy(update={"cxx11_abi": abi})
 
 
-def analyze_one(target: ExtensionFile, context: LoaderContext) -> BinaryAnalysis:
+def analyze_one(target: ExtensionFile, context: LoaderContext,
+                tables: Optional[Dict[str, SymbolIndex]] = None) -> BinaryAnalysis:
     from fadoctor.probes.elf import ElfError
     from fadoctor.probes.loader import analyze
 
     try:
-        analysis = analyze(target.path, context)
+        analysis = analyze(target.path, context, tables)
     except (ElfError, OSError) as exc:
         return BinaryAnalysis(file=target, error=str(exc))
     missing = analysis.missing_symbols
@@ -104,7 +133,7 @@ def analyze_one(target: ExtensionFile, context: LoaderContext) -> BinaryAnalysis
     return BinaryAnalysis(
         file=target,
         needed=_needed(analysis),
-        missing_symbols=[MissingSymbol(name=s.name, demangled=s.demangled)
+        missing_symbols=[MissingSymbol(name=s.name, demangled=s.demangled, version=s.version)
                          for s in missing[:KEPT_SYMBOLS]],
         missing_symbol_count=len(missing),
         unmet_versions=[UnmetVersion(library=u.library, version=u.version,
@@ -112,12 +141,62 @@ def analyze_one(target: ExtensionFile, context: LoaderContext) -> BinaryAnalysis
                         for u in analysis.unmet_versions],
         string_abi=binary_string_abi(torch_names),
         kernels=_kernels(target.path) if analysis.has_fatbin else None,
+        first_failure=first_failure(analysis),
+        python_module=_python_module(target.path),
     )
+
+
+def _python_module(path: str) -> Optional[bool]:
+    """Whether the file exports PyInit_<name>, the entry `import name` calls (name: the file's
+    name up to its first dot); None when its symbols cannot be read."""
+    from fadoctor.probes.elf import ElfError
+    from fadoctor.probes.symbols import SymbolIndex
+
+    stem = os.path.basename(path).split(".", 1)[0]
+    if not stem.isidentifier():
+        return False
+    try:
+        with SymbolIndex(path) as index:
+            return index.defines(f"PyInit_{stem}")
+    except (ElfError, OSError):
+        return None
+
+
+def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
+    """What ld.so stops at first: a library not found (breadth-first, as _dl_map_object_deps
+    maps them), else a version need not met (_dl_check_map_versions, in load order), else an
+    undefined symbol (the first in the extension's symbol table: relocation order is close)."""
+    path = analysis.extension.path
+    if analysis.missing_libraries:
+        lib = analysis.missing_libraries[0]
+        return LoadFailure(kind="library", name=lib.needed,
+                           needed_by=None if lib.needed_by == path else lib.needed_by,
+                           message=f"{lib.needed}: cannot open shared object file: No such file or "
+                                   "directory")
+    if analysis.unmet_versions:
+        unmet = analysis.unmet_versions[0]
+        return LoadFailure(kind="version", name=unmet.version,
+                           needed_by=None if unmet.needed_by == path else unmet.needed_by,
+                           message=f"version `{unmet.version}' not found (required by "
+                                   f"{unmet.needed_by})")
+    if analysis.missing_symbols:
+        symbol = analysis.missing_symbols[0]
+        version = f", version {symbol.version}" if symbol.version else ""
+        return LoadFailure(kind="symbol", name=symbol.name, version=symbol.version,
+                           message=f"{path}: undefined symbol: {symbol.name}{version}")
+    return None
 
 
 def _needed(analysis: Analysis) -> List[NeededLibrary]:
     """The extension's own DT_NEEDED in order, then what its dependencies miss."""
-    own = [NeededLibrary(name=r.needed, path=r.path, how=r.how.value if r.how else None)
+    folder = os.path.dirname(analysis.extension.path)
+
+    def beside(name: str) -> Optional[str]:  # its package's own library, which the loader skips
+        path = os.path.join(folder, name)
+        return path if "/" not in name and os.path.isfile(path) else None
+
+    own = [NeededLibrary(name=r.needed, path=r.path, how=r.how.value if r.how else None,
+                         beside=beside(r.needed) if r.path is None else None)
            for r in analysis.resolutions]
     names = {lib.name for lib in own if lib.path is None}
     deeper = [NeededLibrary(name=m.needed, needed_by=m.needed_by)

@@ -75,6 +75,11 @@ def _from_procfs(path: Path) -> Optional[str]:
         text = path.read_text()
     except OSError:
         return None
+    return procfs_version(text)
+
+
+def procfs_version(text: str) -> Optional[str]:
+    """The driver version in the text of /proc/driver/nvidia/version."""
     match = re.search(r"Kernel Module(?: for [\w-]+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
     return match.group(1) if match else None
 

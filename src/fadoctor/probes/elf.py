@@ -11,11 +11,11 @@ API (plain frozen dataclasses; `fadoctor.facts` maps them into the facts model):
                                                 for `symbols.SymbolIndex`, the hash-table reader
     ElfError                                     anything that cannot be read as ELF
 
-Two readers, on purpose. pyelftools reads the small structured parts (.dynamic, .gnu.version_r,
-.gnu.version_d); struct reads the section table and the bulk arrays (.dynsym, .gnu.version, the
-hash tables) from a read-only mmap, so pages of a 400 MB library are touched only where a lookup
-lands. pyelftools costs ~70 µs a symbol (5 s to enumerate libtorch_cpu's 75k dynamic symbols) and
-its section objects parse a whole GNU hash table on construction, so it is never asked for those.
+Everything is read with struct from a read-only mmap, so pages of a 400 MB library are touched
+only where a lookup lands; pyelftools supplies the machine names (and is the tests' oracle). Its
+objects cost ~70 µs a symbol (5 s to enumerate libtorch_cpu's 75k dynamic symbols), parse a whole
+GNU hash table on construction, and took 5-20 ms a file for .dynamic and the version sections
+alone: a whole environment's extensions and their libraries are read in well under a second.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 from elftools.elf.enums import ENUM_E_MACHINE
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -64,6 +63,7 @@ class Identity:
 class Symbol:
     name: str
     version: Optional[str] = None  # the version it is bound to: "GLIBC_2.14" for memcpy@GLIBC_2.14
+    library: Optional[str] = None  # the file that version is needed from (.gnu.version_r): libc.so.6
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}" if self.version else self.name
@@ -233,53 +233,89 @@ class _Dynamic(NamedTuple):
     nodeflib: bool
 
 
-def _read_dynamic(elf: ELFFile, image: MappedElf) -> _Dynamic:
+DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH, DT_FLAGS_1 = 1, 14, 15, 29, 0x6FFFFFFB
+
+
+def _read_dynamic(image: MappedElf) -> _Dynamic:
+    """The .dynamic entries (d_tag, d_val pairs; strings in its linked string table)."""
     section = image.first(SHT_DYNAMIC)
     if section is None:
         return _Dynamic(None, (), (), (), False)
-    soname, needed, rpath, runpath, flags_1 = None, [], [], [], 0
-    for tag in elf.get_section(section.number).iter_tags():
-        kind = tag.entry.d_tag
-        if kind == "DT_NEEDED":
-            needed.append(tag.needed)
-        elif kind == "DT_SONAME":
-            soname = tag.soname
+    strings = image.table[section.link][1].offset
+    entry = struct.Struct(image.endian + ("qQ" if image.identity.elf_class == 64 else "iI"))
+    raw = image.contents(section)
+    soname: Optional[str] = None
+    needed: List[str] = []
+    rpath: List[str] = []
+    runpath: List[str] = []
+    flags_1 = 0
+    for tag, value in entry.iter_unpack(raw[:len(raw) - len(raw) % entry.size]):
+        if tag == 0:  # DT_NULL
+            break
+        if tag == DT_NEEDED:
+            needed.append(image.cstring(strings + value))
+        elif tag == DT_SONAME:
+            soname = image.cstring(strings + value)
         # An empty DT_RPATH/DT_RUNPATH is ignored by ld.so (decompose_rpath), not "the cwd".
-        elif kind == "DT_RPATH" and tag.rpath:
-            rpath.extend(tag.rpath.split(":"))
-        elif kind == "DT_RUNPATH" and tag.runpath:
-            runpath.extend(tag.runpath.split(":"))
-        elif kind == "DT_FLAGS_1":
-            flags_1 = tag.entry.d_val
+        elif tag in (DT_RPATH, DT_RUNPATH) and image.cstring(strings + value):
+            (rpath if tag == DT_RPATH else runpath).extend(image.cstring(strings + value).split(":"))
+        elif tag == DT_FLAGS_1:
+            flags_1 = value
     return _Dynamic(soname, tuple(needed), tuple(rpath), tuple(runpath), bool(flags_1 & DF_1_NODEFLIB))
 
 
-def _version_needs(elf: ELFFile, image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, str]]:
-    """The needs per library, and the version index -> name map that .gnu.version refers to."""
+def _chain(data: bytes, size: int, next_at: int, endian: str) -> Iterator[int]:
+    """Offsets of a chain of version records (Verneed/Verdef, Vernaux/Verdaux) in `data`,
+    each linking to the next by a byte offset; a corrupt, cyclic chain is cut off."""
+    offset, word = 0, struct.Struct(endian + "I")
+    for _ in range(len(data) // size + 1):
+        if offset + size > len(data):
+            return
+        yield offset
+        (following,) = word.unpack_from(data, offset + next_at)
+        if not following:
+            return
+        offset += following
+
+
+def _version_needs(image: MappedElf) -> Tuple[Tuple[VersionNeed, ...], Dict[int, Tuple[str, str]]]:
+    """The needs per library, and the version index -> (name, file) map .gnu.version refers to.
+    Elf_Verneed: vn_version, vn_cnt (halves), vn_file, vn_aux, vn_next; Elf_Vernaux: vna_hash,
+    vna_flags, vna_other (halves), vna_name, vna_next."""
     section = image.first(SHT_GNU_VERNEED)
     if section is None:
         return (), {}
-    needs, names = [], {}
-    for verneed, auxiliaries in elf.get_section(section.number).iter_versions():
-        versions = []
-        for aux in auxiliaries:
-            names[aux["vna_other"]] = aux.name
-            if not aux["vna_flags"] & VER_FLG_WEAK:
-                versions.append(aux.name)
-        needs.append(VersionNeed(verneed.name, tuple(versions)))
+    data, strings = image.contents(section), image.table[section.link][1].offset
+    need, aux = struct.Struct(image.endian + "HHIII"), struct.Struct(image.endian + "IHHII")
+    needs: List[VersionNeed] = []
+    names: Dict[int, Tuple[str, str]] = {}
+    for at in _chain(data, need.size, 12, image.endian):
+        _, _, file_at, aux_at, _ = need.unpack_from(data, at)
+        library = image.cstring(strings + file_at)
+        versions: List[str] = []
+        for offset in _chain(data[at + aux_at:], aux.size, 12, image.endian):
+            _, flags, other, name_at, _ = aux.unpack_from(data, at + aux_at + offset)
+            name = image.cstring(strings + name_at)
+            names[other & ~VERSYM_HIDDEN] = (name, library)
+            if not flags & VER_FLG_WEAK:
+                versions.append(name)
+        needs.append(VersionNeed(library, tuple(versions)))
     return tuple(needs), names
 
 
-def _version_definitions(elf: ELFFile, image: MappedElf) -> Optional[Tuple[str, ...]]:
+def _version_definitions(image: MappedElf) -> Optional[Tuple[str, ...]]:
+    """Elf_Verdef: vd_version, vd_flags, vd_ndx, vd_cnt (halves), vd_hash, vd_aux, vd_next."""
     section = image.first(SHT_GNU_VERDEF)
     if section is None:
         return None
+    data, strings = image.contents(section), image.table[section.link][1].offset
+    verdef, word = struct.Struct(image.endian + "HHHHIII"), struct.Struct(image.endian + "I")
     names = []
-    for verdef, auxiliaries in elf.get_section(section.number).iter_versions():
-        first = next(iter(auxiliaries), None)
+    for at in _chain(data, verdef.size, 16, image.endian):
+        _, flags, _, count, _, aux_at, _ = verdef.unpack_from(data, at)
         # The base definition names the file itself (its soname), not a version.
-        if first is not None and not verdef["vd_flags"] & VER_FLG_BASE:
-            names.append(first.name)
+        if count and not flags & VER_FLG_BASE and at + aux_at + 4 <= len(data):
+            names.append(image.cstring(strings + word.unpack_from(data, at + aux_at)[0]))
     return tuple(names)
 
 
@@ -294,7 +330,7 @@ def _undefined_indices(raw: bytes, size: int, shndx_at: int) -> Iterator[int]:
         index = low.find(0, index + 1)
 
 
-def _undefined_symbols(image: MappedElf, version_names: Dict[int, str]) -> Tuple[Symbol, ...]:
+def _undefined_symbols(image: MappedElf, version_names: Dict[int, Tuple[str, str]]) -> Tuple[Symbol, ...]:
     dynsym = image.first(SHT_DYNSYM)
     if dynsym is None:
         return ()
@@ -312,11 +348,11 @@ def _undefined_symbols(image: MappedElf, version_names: Dict[int, str]) -> Tuple
             continue
         name = image.cstring(strings + fields[layout.name])
         if name:
-            version = None
+            version: Optional[Tuple[str, str]] = None
             if len(versions) >= 2 * index + 2:
                 (number,) = struct.unpack_from(image.endian + "H", versions, 2 * index)
                 version = version_names.get(number & ~VERSYM_HIDDEN)
-            found.append(Symbol(name, version))
+            found.append(Symbol(name, *version) if version else Symbol(name))
     return tuple(found)
 
 
@@ -324,10 +360,9 @@ def read_elf(path: PathLike, *, symbols: bool = True) -> ElfInfo:
     """The dynamic-linking facts of one file; `symbols=False` skips the .dynsym scan."""
     with MappedElf(path) as image:
         try:
-            elf = ELFFile(image.file)
-            dynamic = _read_dynamic(elf, image)
-            needs, version_names = _version_needs(elf, image)
-            definitions = _version_definitions(elf, image)
+            dynamic = _read_dynamic(image)
+            needs, version_names = _version_needs(image)
+            definitions = _version_definitions(image)
             undefined = _undefined_symbols(image, version_names) if symbols else ()
         except READ_ERRORS as exc:
             raise ElfError(f"{image.path}: unreadable ELF ({exc})") from exc

@@ -7,7 +7,9 @@ API (plain frozen dataclasses; nothing here is loaded, only read through `fadoct
     preload_map(paths) -> Dict[str, str]        file name and soname -> path, for already-loaded
                                                 libraries (torch's lib/, the nvidia-* wheels)
     resolve(info, context) -> Tuple[Resolution, ...]    one per DT_NEEDED entry, in order
-    missing_symbols(info, libraries) -> Tuple[Symbol, ...]
+    missing_symbols(info, scope) -> Tuple[Symbol, ...]   what `ldd -r` reports undefined: every
+                                                strong reference no object of the lookup scope
+                                                binds, symbol versions matched as ld.so does
     unmet_versions(info, resolutions) -> Tuple[UnmetVersion, ...]
     analyze(extension, context) -> Analysis      all of the above for one extension
 
@@ -16,9 +18,12 @@ or soname wins; a name with a '/' is a path; then DT_RPATH of the object and of 
 that loaded it, then of the executable (all skipped when the object has DT_RUNPATH);
 LD_LIBRARY_PATH; DT_RUNPATH; /etc/ld.so.cache; the default directories. A candidate of another
 ELF class or machine is skipped, as ld.so does. Not modelled: glibc-hwcaps subdirectories,
-LD_PRELOAD, secure (setuid) mode. The interpreter's global scope is modelled by two rules:
-Py*/_Py* symbols are provided by the interpreter, and the `preloaded` libraries are searched
-(torch loads its dependencies RTLD_GLOBAL before any extension).
+LD_PRELOAD, secure (setuid) mode. Symbols are looked up as for an object dlopen'ed RTLD_LOCAL:
+first the global scope (`global_scope`: the interpreter, its libraries and what was loaded
+RTLD_GLOBAL, see `fadoctor.probes.preload`), then the object's own load closure breadth-first;
+Py*/_Py* symbols always count as the interpreter's. A versioned reference binds only to that
+version, or to a definition of no version (dl-lookup.c's check_match): cudaMalloc@libcudart.so.12
+is not bound by libcudart.so.13.
 """
 
 from __future__ import annotations
@@ -26,12 +31,9 @@ from __future__ import annotations
 import os
 import re
 from collections import deque
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
 from typing import (
-    Callable,
     Deque,
     Dict,
     FrozenSet,
@@ -41,16 +43,21 @@ from typing import (
     Mapping,
     NamedTuple,
     Optional,
-    Sequence,
+    Set,
     Tuple,
 )
 
+from fadoctor.probes.binding import Scoped as Scoped
+from fadoctor.probes.binding import UnmetVersion as UnmetVersion
+from fadoctor.probes.binding import _from_interpreter, _unique_scope, _unmet
+from fadoctor.probes.binding import library_info as library_info
+from fadoctor.probes.binding import missing_symbols as missing_symbols
+from fadoctor.probes.binding import unmet_versions as unmet_versions
 from fadoctor.probes.elf import (
     ElfError,
     ElfInfo,
     Identity,
     PathLike,
-    Symbol,
     identify,
     read_elf,
 )
@@ -83,6 +90,7 @@ class LoaderContext:
 
     ld_library_path: str = ""  # the raw variable: ':' or ';' separated, an empty entry is the cwd
     preloaded: Mapping[str, str] = field(default_factory=dict)  # name or soname -> loaded path
+    global_scope: Tuple[Scoped, ...] = ()  # searched for symbols before the object's own closure
     ld_cache: Optional[str] = LD_CACHE  # None: no cache (a missing or corrupt file is ignored too)
     default_dirs: Optional[Tuple[str, ...]] = None  # None: the usual ones for the object's machine
     executable_rpath: Tuple[str, ...] = ()  # the interpreter's DT_RPATH, $ORIGIN expanded
@@ -119,14 +127,6 @@ class Resolution:
 
 
 @dataclass(frozen=True)
-class UnmetVersion:
-    needed_by: str  # the object with the version need
-    library: str  # as named in the need: "libc.so.6"
-    version: str  # "GLIBC_2.32"
-    path: str  # the file found for `library`, which does not define `version`
-
-
-@dataclass(frozen=True)
 class MissingLibrary:
     needed: str
     needed_by: str
@@ -146,7 +146,7 @@ class Analysis:
 
     extension: ElfInfo
     resolutions: Tuple[Resolution, ...]  # the extension's own DT_NEEDED, in order
-    libraries: Tuple[str, ...]  # searched for symbols: the load closure, then the preloaded ones
+    libraries: Tuple[str, ...]  # searched for symbols: the global scope, then the load closure
     missing_libraries: Tuple[MissingLibrary, ...]  # anywhere in the closure not already loaded
     missing_symbols: Tuple[MissingSymbol, ...]
     unmet_versions: Tuple[UnmetVersion, ...]
@@ -264,68 +264,9 @@ def resolve(info: ElfInfo, context: Optional[LoaderContext] = None) -> Tuple[Res
     return _Resolver(context or LoaderContext()).resolve(info, ())
 
 
-def library_info(path: PathLike) -> ElfInfo:
-    """`read_elf(path, symbols=False)`, memoized per file state: every extension of a family
-    loads the same torch, CUDA and C++ runtime libraries, and pyelftools costs ms per file."""
-    try:
-        status = os.stat(path)
-    except OSError as exc:
-        raise ElfError(f"{os.fspath(path)}: {exc.strerror or exc}") from exc
-    return _library_info(os.fspath(path), (status.st_ino, status.st_mtime_ns, status.st_size))
-
-
-@lru_cache(maxsize=256)
-def _library_info(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
-    return read_elf(path, symbols=False)
-
-
-def _from_interpreter(name: str) -> bool:
-    return name.startswith(("Py", "_Py"))
-
-
-def missing_symbols(info: ElfInfo, libraries: Sequence[PathLike]) -> Tuple[Symbol, ...]:
-    """The undefined strong symbols of `info` that no library defines (versions are not matched)."""
-    with ExitStack() as stack:
-        indices = [stack.enter_context(SymbolIndex(path)) for path in _unique_files(libraries)]
-        return tuple(symbol for symbol in info.undefined
-                     if not _from_interpreter(symbol.name) and not _defined(symbol.name, indices))
-
-
-def _defined(name: str, indices: List[SymbolIndex]) -> bool:
-    """Whether some library defines `name`. The one that does moves to the front: an extension's
-    symbols come in runs from one library, and a miss costs a hash and a bloom-filter probe."""
-    for position, index in enumerate(indices):
-        if index.defines(name):
-            if position:
-                indices.insert(0, indices.pop(position))
-            return True
-    return False
-
-
-def unmet_versions(info: ElfInfo, resolutions: Sequence[Resolution]) -> Tuple[UnmetVersion, ...]:
-    """The version needs of `info` that the library found for them does not define."""
-    return _unmet(info, resolutions, lambda path: library_info(path).version_definitions)
-
-
-def _unmet(info: ElfInfo, resolutions: Sequence[Resolution],
-           definitions: Callable[[str], Optional[Tuple[str, ...]]]) -> Tuple[UnmetVersion, ...]:
-    found = {r.needed: r.path for r in resolutions if r.path is not None}
-    unmet: List[UnmetVersion] = []
-    for need in info.version_needs:
-        path = found.get(need.library)
-        if path is None:
-            continue  # a library that is not found is reported as missing, not version by version
-        # An unversioned library meets no need: dl-version.c only warns, but binding a versioned
-        # reference into it fails an assertion in dl-lookup.c's check_match and the process dies.
-        provided = definitions(path) or ()
-        unmet.extend(UnmetVersion(info.path, need.library, version, path)
-                     for version in need.versions if version not in provided)
-    return tuple(unmet)
-
-
 class _Walk(NamedTuple):
     own: Tuple[Resolution, ...]
-    libraries: Tuple[str, ...]
+    closure: Tuple[Scoped, ...]  # the root, then every object it loads, breadth-first
     missing: Tuple[MissingLibrary, ...]
     unmet: Tuple[UnmetVersion, ...]
 
@@ -336,6 +277,7 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
     Nothing is reported below an already-loaded library: it and its dependencies did load.
     """
     infos: Dict[str, ElfInfo] = {}  # by real path: ld.so knows a loaded file by its identity
+    names: Dict[str, Set[str]] = {os.path.realpath(root.path): {root.path, *filter(None, [root.soname])}}
     queue: Deque[Tuple[ElfInfo, Tuple[str, ...], bool]] = deque([(root, (), False)])
     own: Optional[Tuple[Resolution, ...]] = None
     missing: List[MissingLibrary] = []
@@ -351,33 +293,32 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
                     missing.append(MissingLibrary(resolution.needed, info.path, resolution.rejected))
                 continue
             key = os.path.realpath(resolution.path)
-            if key not in infos:
+            if key not in infos and key not in names:
                 infos[key] = library_info(resolution.path)
                 queue.append((infos[key], below, loaded or key in preloaded))
-            resolver.mark_loaded(resolution.needed, infos[key])
+            names.setdefault(key, set()).update(filter(None, [resolution.needed, infos[key].soname
+                                                              if key in infos else None]))
+            if key in infos:
+                resolver.mark_loaded(resolution.needed, infos[key])
         if not loaded:
             unmet.extend(_unmet(info, resolutions, lambda p: infos[os.path.realpath(p)].version_definitions))
-    return _Walk(own or (), tuple(i.path for i in infos.values()), tuple(missing), tuple(unmet))
+    closure = (Scoped(root.path, frozenset(names.pop(os.path.realpath(root.path)))),
+               *(Scoped(i.path, frozenset(names[key])) for key, i in infos.items()))
+    return _Walk(own or (), closure, tuple(missing), tuple(unmet))
 
 
-def _unique_files(paths: Iterable[PathLike]) -> Tuple[str, ...]:
-    """`paths` without a second name for the same file, in order."""
-    unique: Dict[str, str] = {}
-    for path in paths:
-        unique.setdefault(os.path.realpath(path), os.fspath(path))
-    return tuple(unique.values())
-
-
-def analyze(extension: PathLike, context: Optional[LoaderContext] = None) -> Analysis:
+def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
+            tables: Optional[Dict[str, SymbolIndex]] = None) -> Analysis:
     """Whether `extension` would load into `context`, and if not, what is missing."""
     context = context or LoaderContext()
     info = read_elf(extension)
-    preloaded = _unique_files(context.preloaded.values())
-    walk = _walk(info, _Resolver(context), frozenset(map(os.path.realpath, preloaded)))
-    libraries = _unique_files(walk.libraries + preloaded)
-    missing = missing_symbols(info, libraries)
+    preloaded = frozenset(os.path.realpath(p) for p in context.preloaded.values())
+    walk = _walk(info, _Resolver(context), preloaded)
+    scope = _unique_scope([*context.global_scope, *walk.closure[1:]])
+    missing = [s for s in missing_symbols(info, scope, tables) if not _from_interpreter(s.name)]
     spelled = demangle(symbol.name for symbol in missing)
     return Analysis(
-        extension=info, resolutions=walk.own, libraries=libraries, missing_libraries=walk.missing,
+        extension=info, resolutions=walk.own, libraries=tuple(e.path for e in scope),
+        missing_libraries=walk.missing,
         missing_symbols=tuple(MissingSymbol(s.name, s.version, spelled[s.name]) for s in missing),
         unmet_versions=walk.unmet, has_fatbin=".nv_fatbin" in info.sections)

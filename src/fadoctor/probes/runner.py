@@ -81,10 +81,12 @@ def run_stages(
     timeouts: Optional[Mapping[str, float]] = None,
     env: Optional[Mapping[str, str]] = None,
     progress: Optional[Progress] = None,
+    options: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, StageOutcome]:
     """Run `stages` in `python`, restarting past any stage that kills or hangs the worker.
 
-    Each stage may take its registry timeout, or what `timeouts` says for it."""
+    Each stage may take its registry timeout, or what `timeouts` says for it; `options` are the
+    run-wide settings every stage can read (the worker's context.options)."""
     unknown = [s for s in stages if s not in BY_NAME]
     if unknown:
         raise ValueError(f"unknown stage {unknown[0]!r}")
@@ -92,7 +94,7 @@ def run_stages(
     results: Dict[str, StageOutcome] = {}
     remaining = list(stages)
     while remaining:
-        run, failure = _run_once(python, remaining, limits, env, progress)
+        run, failure = _run_once(python, remaining, limits, env, progress, options)
         if remaining == list(stages):
             _handshake(python, run, failure)  # the first worker: is this a Python it can examine?
         results.update(run.outcomes)
@@ -163,11 +165,12 @@ def _run_once(
     limits: Mapping[str, float],
     env: Optional[Mapping[str, str]],
     progress: Optional[Progress],
+    options: Optional[Mapping[str, str]] = None,
 ) -> tuple[_Run, Optional[StageFailure]]:
     run = _Run(token=new_token(), first=stages[0])
     read_fd, write_fd = os.pipe()
     try:
-        proc = reaper.spawn(command(python, stages, write_fd), stdin=subprocess.PIPE,
+        proc = reaper.spawn(command(python, stages, write_fd, options), stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             pass_fds=(write_fd,), env=dict(env) if env is not None else None)
     except OSError as exc:

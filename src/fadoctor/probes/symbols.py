@@ -2,6 +2,8 @@
 
 API:
     SymbolIndex(path).defines(name) -> bool   through .gnu.hash, else .hash (else one scan)
+    SymbolIndex(path).binds(name, version)    whether a reference, versioned or not, binds here
+                                              by ld.so's rules (dl-lookup.c's check_match)
     gnu_hash(name), sysv_hash(name)           the DT_GNU_HASH and DT_HASH functions
     demangle(names) -> Dict[str, str]         libstdc++'s __cxa_demangle, in this process
 
@@ -14,16 +16,20 @@ from __future__ import annotations
 import ctypes
 import functools
 import struct
-from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
 from fadoctor.probes.elf import (
     READ_ERRORS,
     SHN_UNDEF,
     SHT_DYNSYM,
     SHT_GNU_HASH,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERSYM,
     SHT_HASH,
     STB_LOCAL,
     SYMBOL_LAYOUTS,
+    VER_FLG_BASE,
+    VERSYM_HIDDEN,
     ElfError,
     MappedElf,
     PathLike,
@@ -61,8 +67,8 @@ def sysv_hash(name: bytes) -> int:
 class SymbolIndex:
     """The symbols one library defines, looked up through its hash table without enumerating them.
 
-    Opens and maps the file once; each `defines(name)` reads a bloom word, a bucket, a few chain
-    words and the candidate symbols. A library without a hash section is scanned once instead.
+    Opens and maps the file once; each lookup reads a bloom word, a bucket, a few chain words and
+    the candidate symbols. A library without a hash section is scanned once instead.
     """
 
     def __init__(self, path: PathLike) -> None:
@@ -83,13 +89,18 @@ class SymbolIndex:
         self._layout = SYMBOL_LAYOUTS[image.identity.elf_class]
         self._symbol = struct.Struct(image.endian + self._layout.format)
         self._word = struct.Struct(image.endian + "I")
-        self._scanned: Optional[FrozenSet[bytes]] = None
+        self._half = struct.Struct(image.endian + "H")
+        self._scanned: Optional[Dict[bytes, List[int]]] = None
         self._nbuckets = self._bloom_size = 0
-        self._find: Callable[[bytes], bool] = lambda name: False  # no .dynsym: defines nothing
+        self._versym: Optional[int] = None  # offset of .gnu.version; None: an unversioned library
+        self._verdefs: Optional[Dict[int, str]] = None  # version index -> name, read when needed
+        self._find: Callable[[bytes], Iterator[int]] = lambda name: iter(())  # no .dynsym
         dynsym = image.first(SHT_DYNSYM)
         if dynsym is None:
             return
         self._dynsym, self._strings = dynsym, image.table[dynsym.link][1].offset
+        versym = image.first(SHT_GNU_VERSYM)
+        self._versym = versym.offset if versym is not None and versym.size else None
         hashes = [s for _, s in image.table if s.link == dynsym.number and s.type in (SHT_GNU_HASH, SHT_HASH)]
         gnu = next((s for s in hashes if s.type == SHT_GNU_HASH), None)
         sysv = next((s for s in hashes if s.type == SHT_HASH), None)
@@ -116,10 +127,41 @@ class SymbolIndex:
 
     def defines(self, name: str) -> bool:
         """Whether ld.so could bind a reference to `name` here (any version of it)."""
+        return next(self._definitions(name), None) is not None
+
+    def binds(self, name: str, version: Optional[str] = None) -> bool:
+        """Whether ld.so binds a reference to `name` here: one bound to `version` (a versioned
+        reference, "cudaMalloc@libcudart.so.12") or an unversioned one (dl-lookup.c's check_match
+        and do_lookup_x)."""
+        if self._versym is None:
+            return self.defines(name)  # an unversioned library: any definition binds
+        single = 0
+        for index in self._definitions(name):
+            (raw,) = self._half.unpack_from(self._data, self._versym + 2 * index)
+            number, hidden = raw & ~VERSYM_HIDDEN, bool(raw & VERSYM_HIDDEN)
+            defined = self._version_names().get(number)
+            if version is not None:
+                # The same version, or a definition of no version (index 0 or 1) that is not hidden.
+                if defined == version or (defined is None and not hidden):
+                    return True
+            elif number < 3:
+                return True  # unversioned, the base version or the oldest one: the default binding
+            elif not hidden:
+                single += 1
+        # An unversioned reference still takes a versioned definition when it is the only one.
+        return version is None and single == 1
+
+    def _definitions(self, name: str) -> Iterator[int]:
         try:
-            return self._find(name.encode())
+            yield from self._find(name.encode())
         except (struct.error, IndexError, ValueError) as exc:
             raise ElfError(f"{self.path}: corrupt hash table ({exc})") from exc
+
+    def _version_names(self) -> Dict[int, str]:
+        """Each non-base version index this library defines -> its name (.gnu.version_d)."""
+        if self._verdefs is None:
+            self._verdefs = _verdef_names(self._image, self._half, self._word)
+        return self._verdefs
 
     def _binds(self, index: int, name: bytes) -> bool:
         fields = self._symbol.unpack_from(self._data, self._dynsym.offset + index * self._symbol.size)
@@ -128,42 +170,44 @@ class SymbolIndex:
             return False
         return _is_definition(fields, self._layout)
 
-    def _find_gnu(self, name: bytes) -> bool:
+    def _find_gnu(self, name: bytes) -> Iterator[int]:
         h = gnu_hash(name)
         bits = self._bits
         (word,) = self._bloom_word.unpack_from(self._data, self._bloom + ((h // bits) % self._bloom_size)
                                                * self._bloom_word.size)
         if not (word >> (h % bits)) & (word >> ((h >> self._shift) % bits)) & 1:
-            return False
+            return
         (index,) = self._word.unpack_from(self._data, self._buckets + 4 * (h % self._nbuckets))
         if index < self._symoffset:  # 0: an empty bucket
-            return False
+            return
         while True:
             (chained,) = self._word.unpack_from(self._data, self._chains + 4 * (index - self._symoffset))
             if (chained | 1) == (h | 1) and self._binds(index, name):
-                return True
+                yield index
             if chained & 1:  # the low bit ends a bucket's chain
-                return False
+                return
             index += 1
 
-    def _find_sysv(self, name: bytes) -> bool:
+    def _find_sysv(self, name: bytes) -> Iterator[int]:
         (index,) = self._word.unpack_from(self._data, self._buckets + 4 * (sysv_hash(name) % self._nbuckets))
         seen = 0
         while index != 0 and seen <= self._dynsym.size:  # `seen` bounds a corrupt, cyclic chain
             if self._binds(index, name):
-                return True
+                yield index
             (index,) = self._word.unpack_from(self._data, self._chains + 4 * index)
             seen += 1
-        return False
 
-    def _find_scan(self, name: bytes) -> bool:
+    def _find_scan(self, name: bytes) -> Iterator[int]:
         if self._scanned is None:
             raw = self._image.contents(self._dynsym)
             rows = self._symbol.iter_unpack(raw[:len(raw) - len(raw) % self._symbol.size])
-            self._scanned = frozenset(
-                self._image.cstring(self._strings + row[self._layout.name]).encode()
-                for row in rows if _is_definition(row, self._layout))
-        return name in self._scanned
+            scanned: Dict[bytes, List[int]] = {}
+            for index, row in enumerate(rows):
+                if _is_definition(row, self._layout):
+                    key = self._image.cstring(self._strings + row[self._layout.name]).encode()
+                    scanned.setdefault(key, []).append(index)
+            self._scanned = scanned
+        yield from self._scanned.get(name, ())
 
     def close(self) -> None:
         self._image.close()
@@ -173,6 +217,30 @@ class SymbolIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _verdef_names(image: MappedElf, half: struct.Struct, word: struct.Struct) -> Dict[int, str]:
+    """Elf_Verdef entries (vd_version, vd_flags, vd_ndx, vd_cnt: halves; vd_hash, vd_aux, vd_next:
+    words) and the first Elf_Verdaux of each (vda_name, vda_next), as glibc's
+    _dl_check_map_versions reads them; the base entry names the file and is left out."""
+    section = image.first(SHT_GNU_VERDEF)
+    if section is None:
+        return {}
+    data = image.contents(section)
+    strings = image.table[section.link][1].offset
+    names: Dict[int, str] = {}
+    offset = 0
+    for _ in range(len(data) // 20 + 1):  # bounds a corrupt, cyclic vd_next chain
+        if offset + 20 > len(data):
+            break
+        flags, number = half.unpack_from(data, offset + 2)[0], half.unpack_from(data, offset + 4)[0]
+        aux, following = word.unpack_from(data, offset + 12)[0], word.unpack_from(data, offset + 16)[0]
+        if not flags & VER_FLG_BASE and offset + aux + 4 <= len(data):
+            names[number & ~VERSYM_HIDDEN] = image.cstring(strings + word.unpack_from(data, offset + aux)[0])
+        if not following:
+            break
+        offset += following
+    return names
 
 
 def _is_definition(fields: Tuple[int, ...], layout: SymbolLayout) -> bool:

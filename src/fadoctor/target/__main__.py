@@ -64,7 +64,9 @@ def _die_with_parent():  # type: () -> None
         pass
 
 
-def _load():  # type: () -> object
+def load(module="worker"):  # type: (str) -> object
+    """This folder as the package `_fadoctor_target`, and its `module` (the rank agent's entry,
+    rank_agent.py, loads `rank` through here too)."""
     import importlib.util
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -77,7 +79,7 @@ def _load():  # type: () -> object
     package = importlib.util.module_from_spec(spec)
     sys.modules[PACKAGE] = package
     spec.loader.exec_module(package)
-    return importlib.import_module(PACKAGE + ".worker")
+    return importlib.import_module(PACKAGE + "." + module)
 
 
 if __name__ == "__main__":
@@ -90,7 +92,7 @@ if __name__ == "__main__":
     import faulthandler
 
     faulthandler.enable()
-    status = _load().main(sys.argv[1:], send)  # type: ignore[attr-defined]
+    status = load().main(sys.argv[1:], send)  # type: ignore[attr-defined]
     # Skip interpreter teardown: unloading torch and CUDA is slow and can itself crash, and
     # everything the parent needs has been written.
     sys.stdout.flush()

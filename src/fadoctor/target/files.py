@@ -6,6 +6,7 @@ import re
 import sys
 from typing import Any, Dict, List, Optional
 
+from . import extscan
 from .context import Context
 from .tables import FAMILIES
 
@@ -24,7 +25,9 @@ def run(context: Context) -> Dict[str, Any]:
             path = locate(name)
             if path and not path.endswith(".py"):
                 extensions.append({"family": family, "module": name, "path": path})
-    return {"torch": torch, "extensions": extensions, "wheel_libraries": _wheel_libraries()}
+    return {"torch": torch, "extensions": extensions, "wheel_libraries": _wheel_libraries(),
+            "sys_path": [os.path.abspath(p or os.curdir) for p in sys.path],
+            "linked": extscan.torch_extensions(sys.path, torch["dir"] if torch else None)}
 
 
 def _read_version_py(path: str) -> Dict[str, Any]:

@@ -2,10 +2,18 @@
 
 import json
 import os
+import re
 from typing import Any, Dict, List, Optional
 
 from .context import Context
-from .tables import canonical, interesting
+from .tables import FAMILIES, canonical, interesting
+
+# Requires-Dist lines kept per distribution, and characters per line: metadata is data, bounded.
+MAX_REQUIRES = 64
+MAX_REQUIREMENT = 300
+# The distribution name at the start of a requirement (PEP 508).
+_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+_FAMILY_DISTRIBUTIONS = {d for spec in FAMILIES.values() for d in spec["distributions"]}
 
 
 def run(context: Context) -> Dict[str, Any]:
@@ -15,28 +23,52 @@ def run(context: Context) -> Dict[str, Any]:
 
 
 def listing() -> List[Dict[str, Any]]:
+    """The interesting distributions, and every distribution a flash-attention family requires
+    (so that a requirement absent from the listing is one that is not installed). One whose
+    METADATA cannot be read is recorded alone, with why."""
     from importlib import metadata
 
-    out = []
+    everything = {}  # type: Dict[str, List[Any]]
+    out = []  # type: List[Dict[str, Any]]
     for dist in metadata.distributions():
         try:
-            entry = _entry(dist)
+            raw = dist.metadata["Name"] if dist.metadata else None
+            if not raw:  # importlib.metadata gives an empty METADATA for one it could not open
+                raise ValueError("its METADATA is missing, unreadable or has no Name")
+            everything.setdefault(canonical(raw), []).append(dist)
         except Exception as exc:  # this distribution's metadata alone is broken
             entry = _unreadable(dist, exc)
-        if entry is not None:
-            out.append(entry)
+            if entry is not None:
+                out.append(entry)
+    wanted = {name for name in everything if interesting(name)}
+    for name in wanted & _FAMILY_DISTRIBUTIONS:
+        for dist in everything[name]:
+            wanted.update(n for n in map(_required_name, _requires(dist) or []) if n in everything)
+    out.extend(_entry(name, dist) for name in wanted for dist in everything[name])
     out.sort(key=lambda d: (d["name"], d["location"] or ""))
     return out
 
 
-def _entry(dist: Any) -> Optional[Dict[str, Any]]:
-    raw = dist.metadata["Name"] if dist.metadata else None
-    if not raw:  # importlib.metadata gives an empty METADATA for one it could not open
-        return _unreadable(dist, ValueError("its METADATA is missing, unreadable or has no Name"))
-    name = canonical(raw)
-    if not interesting(name):
+def _entry(name: str, dist: Any) -> Dict[str, Any]:
+    try:
+        return dict(_files(dist), name=name, version=dist.version or "", requires=_requires(dist))
+    except Exception as exc:  # this distribution's metadata alone is broken
+        return _unreadable(dist, exc) or {"name": name, "version": "", "location": None,
+                                          "error": "%s: %s" % (type(exc).__name__, exc)}
+
+
+def _requires(dist: Any) -> Optional[List[str]]:
+    """Requires-Dist as written ([]: none declared; None: the metadata could not be read)."""
+    try:
+        lines = dist.requires
+    except Exception:
         return None
-    return dict(_files(dist), name=name, version=dist.version or "")
+    return [str(r)[:MAX_REQUIREMENT] for r in (lines or [])[:MAX_REQUIRES]]
+
+
+def _required_name(requirement: str) -> Optional[str]:
+    found = _NAME.match(requirement)
+    return canonical(found.group(1)) if found else None
 
 
 def _files(dist: Any) -> Dict[str, Any]:

@@ -42,6 +42,14 @@ ENVIRONMENT = (
     "GPU_ARCHS",
 )
 
+# Environment variables that steer torch.distributed, NCCL and gloo, compared across the ranks of
+# a job (exact names, or prefixes ending in "_").
+DISTRIBUTED_ENVIRONMENT = (
+    "NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "TORCH_SYMM_MEM_", "GLOO_", "NVSHMEM_", "UCX_",
+    "FI_", "OMP_NUM_THREADS", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_LAUNCH_BLOCKING",
+    "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_USE_AGENT_STORE",
+)
+
 # The most characters of an error message or traceback a record carries.
 TAIL = 4000
 

@@ -4,10 +4,12 @@ each one's result (or the exception it raised) on the protocol's channel."""
 import sys
 from typing import Any, Callable, Dict, List
 
-from . import family, files, host, packages, sdpa, torch_facts
+from . import collective, family, files, host, packages, sdpa, torch_facts
+from .attention import CONTEXT_LOST
+from .attention import stage as attention_stage
 from .context import Context
 from .protocol import Channel, parse_args
-from .registry import BY_NAME, STAGES
+from .registry import BY_NAME, names
 
 # A stage's `runs` -> the function that runs it: run(context, **params) -> the stage's data.
 DISPATCH = {
@@ -17,6 +19,10 @@ DISPATCH = {
     "torch_facts": torch_facts.run,
     "sdpa": sdpa.run,
     "family": family.run,
+    "smoke": attention_stage("smoke"),
+    "compile": attention_stage("compile"),
+    "bench": attention_stage("bench"),
+    "collective": collective.run,
 }  # type: Dict[str, Callable[..., Dict[str, Any]]]
 
 
@@ -26,7 +32,7 @@ def main(argv: List[str], send: Callable[[Dict[str, Any]], None]) -> int:
     channel = Channel(request.fd, send)
     context = Context(request.options, announce=channel.importing)
     # Without --stages (run by hand, or by a launcher on each rank), every stage runs.
-    for name in request.stages or [stage.name for stage in STAGES]:
+    for name in request.stages or names():
         channel.start(name)
         try:
             stage = BY_NAME.get(name)
@@ -37,5 +43,7 @@ def main(argv: List[str], send: Callable[[Dict[str, Any]], None]) -> int:
             channel.failed(name, exc)
             continue
         channel.result(name, data)
+        if data.get(CONTEXT_LOST):
+            return 3  # the CUDA context is unusable: the runner starts a fresh worker for the rest
     channel.done()
     return 0

@@ -1,0 +1,198 @@
+"""A family that does not import because a module it imports is missing: which requirement its
+distribution declares (Requires-Dist) is unmet, judged as `pip check` does, and the command that
+installs it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
+
+from packaging.markers import UndefinedComparison, UndefinedEnvironmentName, default_environment
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.checks.base import version
+from fadoctor.checks.classify import Diagnosis
+from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.facts import Distribution, Facts, FlashAttention
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Remedy
+from fadoctor.target.tables import FAMILIES
+
+_SAFE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$")
+_PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
+
+
+@dataclass(frozen=True)
+class Unmet:
+    requirement: Requirement  # markers dropped; same-name requirements merged
+    installed: Optional[str]  # the version installed (None: not installed)
+
+
+def missing_dependency(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts,
+                       matrix: Matrix) -> Optional[Tuple[Diagnosis, List[Remedy]]]:
+    """The cause and remedies of "No module named X", X not the family's own module, from its
+    distribution's declared requirements; None when they are unknown (older facts)."""
+    module = diagnosis.details.get("module")
+    packages = facts.packages.data
+    dist = packages.get(fa.distribution) if packages and fa.distribution else None
+    if module is None or dist is None or dist.requires is None or _own(module, fa, dist):
+        return None
+    assert packages is not None
+    extras = _extras(fa, facts, matrix)
+    unmet = unmet_requirements(dist.requires, packages.distributions, _environment(facts), extras)
+    who = f"{dist.name} {dist.version}"
+    if not unmet:
+        provider = _provider(module, packages.distributions)
+        return Diagnosis(Category.VERSION_CONFLICT, f"a module it imports, {module}, is missing, "
+                         f"though every requirement {who} declares is installed"
+                         + (f"; {provider.name} {provider.version} should provide it" if provider
+                            else ""), diagnosis.details), \
+            [_reinstall(provider or dist, deps=provider is None), sdpa_fallback("Meanwhile:")]
+    unmet.sort(key=lambda u: canonicalize_name(u.requirement.name) != canonicalize_name(module))
+    said = "; ".join(_describe(u) for u in unmet)
+    # not_installed when a required distribution is absent (the usual case: installed with
+    # --no-deps, or pip's resolver skipped it); version_conflict when all are present but one's
+    # version falls outside what the family declares.
+    category = (Category.NOT_INSTALLED if any(u.installed is None for u in unmet)
+                else Category.VERSION_CONFLICT)
+    return Diagnosis(category, f"a module it imports, {module}, is missing: {who} requires "
+                     f"{said}", {**diagnosis.details, "unmet": said}), \
+        [*_install(fa, dist, unmet, extras), sdpa_fallback("Meanwhile:")]
+
+
+def unmet_requirements(requires: List[str], installed: List[Distribution],
+                       environment: Dict[str, str], extras: Set[str]) -> List[Unmet]:
+    """The requirements that apply here (markers, with `extras` taken) and that no installed
+    distribution satisfies: absent, or of a version outside the specifier."""
+    merged: Dict[str, Requirement] = {}
+    for line in requires:
+        req = _applying(line, environment, extras)
+        if req is None:
+            continue
+        key = str(canonicalize_name(req.name))
+        if key in merged:
+            req.extras |= merged[key].extras
+            req.specifier &= merged[key].specifier
+        merged[key] = req
+    versions = {d.name: d.version for d in installed}
+    out = []
+    for key, req in merged.items():
+        have = versions.get(key)
+        if have is None or not _satisfies(req, have):
+            out.append(Unmet(req, have))
+    return out
+
+
+def _applying(line: str, environment: Dict[str, str], extras: Set[str]) -> Optional[Requirement]:
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        return None
+    if req.marker is not None:
+        try:
+            if not any(req.marker.evaluate({**environment, "extra": e}) for e in extras | {""}):
+                return None
+        except (UndefinedComparison, UndefinedEnvironmentName):
+            return None
+    req.marker = None
+    return req
+
+
+def _satisfies(req: Requirement, have: str) -> bool:
+    try:
+        return req.specifier.contains(Version(have), prereleases=True)
+    except InvalidVersion:
+        return True  # pip check cannot judge it either; not reported
+
+
+def _environment(facts: Facts) -> Dict[str, str]:
+    """PEP 508 marker values for the target, from its facts (this interpreter's where unknown)."""
+    env = {k: str(v) for k, v in default_environment().items()}
+    host = facts.host.data
+    if host is None:
+        return env
+    py = version(host.python_version)
+    if py is not None:
+        env.update(python_version=f"{py.major}.{py.minor}", python_full_version=str(py))
+    if host.os in _PLATFORMS:
+        env.update(sys_platform=_PLATFORMS[host.os], platform_system=host.os)
+    if host.machine:
+        env["platform_machine"] = host.machine
+    if host.python_implementation:
+        env.update(platform_python_implementation=host.python_implementation,
+                   implementation_name=host.python_implementation.lower())
+    return env
+
+
+def _extras(fa: FlashAttention, facts: Facts, matrix: Matrix) -> Set[str]:
+    """The extras the family wants on this torch's CUDA major (FA4's [cu13]); which extras the
+    user took is not recorded, so the documented one is assumed."""
+    torch = facts.torch.data
+    cuda = version(torch.cuda if torch else None)
+    if cuda is None:
+        return set()
+    return {r.extra for r in matrix.requirements(fa.family)
+            if r.extra is not None and r.cuda_major == cuda.major}
+
+
+def _own(module: str, fa: FlashAttention, dist: Distribution) -> bool:
+    top = module.split(".")[0]
+    own = {m.split(".")[0] for m in FAMILIES[fa.family.value]["modules"]}
+    return top in own or top in (dist.top_level or [])
+
+
+def _provider(module: str, installed: List[Distribution]) -> Optional[Distribution]:
+    top = module.split(".")[0]
+    return next((d for d in installed if top in (d.top_level or [])), None)
+
+
+def _describe(unmet: Unmet) -> str:
+    req = str(unmet.requirement)
+    if unmet.installed is None:
+        return f"{req}, which is not installed"
+    return f"{req}, but {unmet.installed} is installed"
+
+
+def _install(fa: FlashAttention, dist: Distribution, unmet: List[Unmet],
+             extras: Set[str]) -> List[Remedy]:
+    # Requirement parsing validated every name, extra and specifier (PEP 508 / PEP 440): no shell
+    # metacharacter survives it, so the strings are safe inside double quotes.
+    wanted = " ".join(f'"{_spec(u.requirement)}"' for u in unmet)
+    direct = Remedy(summary=f"Install what {dist.name} requires and is missing here.",
+                    commands=[f"pip install {wanted}"])
+    pinned = _pinned(dist)
+    if not extras or pinned is None:
+        return [direct]
+    taken = ",".join(sorted(extras))
+    name, at = pinned.split("==")
+    return [Remedy(summary=f"Install {dist.name} again with its [{taken}] extra, which this "
+                   f"torch's CUDA needs: pip brings the missing requirements with it.",
+                   commands=[f'pip install "{name}[{taken}]=={at}"']),
+            direct]
+
+
+def _spec(req: Requirement) -> str:
+    """name[extras]specifier, without a URL or marker (both are the target's text)."""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    return f"{canonicalize_name(req.name)}{extras}{req.specifier}"
+
+
+def _pinned(dist: Distribution) -> Optional[str]:
+    """name==version, both validated (PEP 503 name, PEP 440 version), or None."""
+    name, fv = canonicalize_name(dist.name), version(dist.version)
+    return f"{name}=={fv}" if fv is not None and _SAFE_NAME.match(name) else None
+
+
+def _reinstall(dist: Distribution, deps: bool) -> Remedy:
+    pinned = _pinned(dist)
+    if pinned is None:
+        return Remedy(summary=f"Reinstall {dist.name} with its requirements.")
+    if deps:
+        return Remedy(summary=f"Reinstall {dist.name} with its requirements.",
+                      commands=[f'pip install --force-reinstall "{pinned}"'])
+    return Remedy(summary=f"{dist.name} is installed but its module does not import: "
+                  "reinstall it.",
+                  commands=[f'pip install --force-reinstall --no-deps "{pinned}"'])

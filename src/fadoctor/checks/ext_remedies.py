@@ -1,0 +1,54 @@
+"""Remedies for a compiled extension that is not flash-attention's (torchvision, torchaudio,
+xformers, ...): its distribution's release built for the installed torch, from the right index."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.checks.classify import Diagnosis
+from fadoctor.facts import BinaryAnalysis, Facts, Torch
+from fadoctor.install.torch import torch_index
+from fadoctor.report import Category, Remedy
+
+_PIN = re.compile(r"^==\s*([0-9][\w.!+]*)$")
+_VARIANT = re.compile(r"\+((?:cpu|cu\d+|rocm[\d.]+|xpu))$")
+
+
+def _installed_torch(facts: Facts, torch: Optional[Torch]) -> Optional[str]:
+    """torch's version as its distribution says (what a `torch==` requirement must match)."""
+    packages = facts.packages.data
+    dist = packages.get("torch") if packages else None
+    return dist.version if dist else (torch.version if torch else None)
+
+
+def _index(version: str) -> str:
+    variant = _VARIANT.search(version)
+    return f" --index-url {torch_index(variant.group(1))}" if variant else ""
+
+
+def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: Facts,
+                          torch: Optional[Torch]) -> List[Remedy]:
+    dist, version = binary.file.distribution, binary.file.version
+    installed = _installed_torch(facts, torch)
+    if dist is None or installed is None:
+        return [Remedy(summary="Rebuild or reinstall it for the installed torch "
+                       f"({installed or 'unknown'}).")]
+    pin = _PIN.match(binary.file.requires_torch or "")
+    if diagnosis.category == Category.GLIBC_TOO_OLD:
+        return [Remedy(summary=f"{dist} {version} was built on a newer Linux than this one: use a "
+                       f"release of {dist} built for an older glibc, or build it here.")]
+    requirement = f'pip install --upgrade "{dist}" "torch=={installed}"{_index(installed)}'
+    if pin and pin.group(1).split("+")[0] != installed.split("+")[0]:
+        return [Remedy(summary=f"{dist} {version} is built for torch {pin.group(1)} (its metadata "
+                       f"pins torch=={pin.group(1)}), but torch {installed} is installed: install "
+                       f"the {dist} release that pins this torch (pip picks it; torch stays).",
+                       commands=[requirement])]
+    if diagnosis.category == Category.TORCH_CPU_ONLY:
+        return [Remedy(summary=f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
+                       f"install {dist}'s CPU build for this torch, or a CUDA build of torch.",
+                       commands=[f'pip install --force-reinstall --no-deps "{dist}=={version}"'
+                                 f"{_index(installed)}" if "+" in installed else
+                                 f'pip install --upgrade "{dist}" "torch=={installed}"'])]
+    return [Remedy(summary=f"Install the {dist} build made for this torch ({installed}) and its "
+                   "CUDA variant (pip picks the release; torch stays).", commands=[requirement])]

@@ -1,0 +1,150 @@
+"""The distributed check's I/O: run the rank agent as this rank, read what the agents wrote, and
+analyse the binaries of the ranks whose files lie on this host."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from pydantic import ValidationError
+
+from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
+from fadoctor.distributed.entry import AGENT
+from fadoctor.distributed.models import JobFacts
+from fadoctor.errors import InputError, InternalError, UsageError
+from fadoctor.facts import Facts, Failure, FailureKind, Probe
+from fadoctor.target import place
+
+GATHERED = "gathered.json"
+
+
+def read_facts_dir(folder: Path) -> JobFacts:
+    """The job from a folder the rank agents wrote: rank 0's gathered.json, else each rank's file."""
+    if not folder.is_dir():
+        raise InputError(f"--facts-dir {folder}: no such folder")
+    gathered = folder / GATHERED
+    if gathered.is_file():
+        job = job_from_gather(_load(gathered), str(gathered))
+        return with_own_records(job, folder)
+    records = sorted(folder.glob("rank-*.json"))
+    if not records:
+        raise InputError(f"{folder} holds neither {GATHERED} nor rank-*.json (the rank agent "
+                         "writes them: see `fadoctor rank-script`)")
+    return job_from_records([_load(p) for p in records], str(folder))
+
+
+def with_own_records(job: JobFacts, folder: Path) -> JobFacts:
+    """The ranks rank 0 gave up on whose own record is in the folder (a shared folder: the rank
+    finished, but could not reach rank 0 in time), added to the job; still named as missing."""
+    found = []
+    for gone in job.missing:
+        path = folder / f"rank-{gone.rank:05d}.json"
+        if path.is_file():
+            found.append(rank_facts(_load(path), str(path)))
+    if not found:
+        return job
+    recovered = {r.place.rank for r in found}
+    missing = [m.model_copy(update={"record_in_folder": True}) if m.rank in recovered else m
+               for m in job.missing]
+    ranks = sorted([*job.ranks, *found], key=lambda r: r.place.rank)
+    return job.model_copy(update={"ranks": ranks, "missing": missing})
+
+
+def _load(path: Path) -> Dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise InputError(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path} is not a JSON object")
+    return data
+
+
+def read_job_file(path: Path) -> JobFacts:
+    try:
+        return JobFacts.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read facts file {path}: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}") from exc
+
+
+def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
+              environ: Mapping[str, str], meanwhile: Callable[[], None] = lambda: None,
+              kernels: Optional[str] = None) -> Optional[JobFacts]:
+    """Run the rank agent in the target interpreter as this rank (the launcher's variables are
+    inherited); on rank 0, the job's facts; on the other ranks, None. `meanwhile` runs while
+    the agent works (rank 0 loads what it will report with)."""
+    try:
+        where = place.identity(dict(environ))
+    except place.LaunchError as exc:
+        raise UsageError(f"--distributed: {exc}") from exc
+    folder = out or Path(tempfile.mkdtemp(prefix="fadoctor-ranks-"))
+    command = [python, "-B", str(AGENT), "--out", str(folder)]
+    if timeout:
+        command += ["--timeout", str(timeout)]
+    if kernels:
+        command += ["--kernels", kernels]
+    try:
+        status = _run_forwarding_sigterm(command, environ, meanwhile if where["rank"] == 0
+                                         else lambda: None)
+        if where["rank"] != 0:
+            return None
+        if not (folder / GATHERED).is_file():
+            raise InternalError(f"the rank agent wrote no {GATHERED} (exit status {status})")
+        return read_facts_dir(folder)
+    finally:
+        if out is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str],
+                            meanwhile: Callable[[], None]) -> int:
+    """Run the agent; a launcher's SIGTERM goes on to it, so that rank 0 writes what it has."""
+    proc = subprocess.Popen(command, env=dict(environ), stdin=subprocess.DEVNULL)
+
+    def forward(signum: int, frame: Optional[FrameType]) -> None:
+        proc.send_signal(signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        meanwhile()
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def analyze_local(job: JobFacts) -> JobFacts:
+    """Each rank's facts with the static analysis of its binaries, where they lie on this host;
+    elsewhere the analysis is skipped, with the host that holds them."""
+    from fadoctor.probes.binaries import analyze_binaries
+
+    here = socket.gethostname()
+    done: Dict[str, Facts] = {}
+    ranks = []
+    for rank in job.ranks:
+        facts = rank.facts
+        if facts.binaries is None and rank.place.host == here:
+            key = facts.model_dump_json(exclude={"timings"})
+            if key not in done:
+                host = facts.host.data
+                done[key] = analyze_binaries(facts, [], (host.environment or {}) if host else {})
+            facts = facts.model_copy(update={"binaries": done[key].binaries})
+        elif facts.binaries is None:
+            facts = facts.model_copy(update={"binaries": Probe.failed(Failure(
+                kind=FailureKind.SKIPPED,
+                reason=f"the files are on {rank.place.host}: the static analysis reads them "
+                       "where they lie (run `fadoctor check` there)"))})
+        ranks.append(rank.model_copy(update={"facts": facts}))
+    return job.model_copy(update={"ranks": ranks})

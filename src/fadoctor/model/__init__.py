@@ -1,0 +1,1 @@
+"""Will this model train here: its attention needs against the installed families, and memory."""

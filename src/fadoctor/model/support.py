@@ -1,0 +1,161 @@
+"""Which attention implementation can train a model here: its needs against the matrix, per
+flash-attention family and PyTorch SDPA backend, on the GPUs at hand. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict
+
+from fadoctor.matrix import Matrix
+from fadoctor.matrix.attention import Implementation
+from fadoctor.model.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from fadoctor.facts import Facts
+
+LABELS: Dict[str, str] = {
+    "fa2": "FlashAttention-2 (flash-attn)", "fa3": "FlashAttention-3 (flash_attn_3)",
+    "fa4": "FlashAttention-4 (flash-attn-4)", "sdpa_flash": "PyTorch SDPA flash",
+    "sdpa_efficient": "PyTorch SDPA efficient", "sdpa_cudnn": "PyTorch SDPA cuDNN"}
+# transformers' attn_implementation for each (FA4 has none in transformers' own switch).
+ATTN_IMPLEMENTATION = {"fa2": "flash_attention_2", "fa3": "flash_attention_3",
+                       "sdpa_flash": "sdpa", "sdpa_efficient": "sdpa", "sdpa_cudnn": "sdpa"}
+HALF = ("bfloat16", "float16")
+
+
+@dataclass(frozen=True)
+class Here:
+    """What the machine has: installed family versions, torch, the GPUs' compute capabilities."""
+
+    families: Dict[str, str] = field(default_factory=dict)  # fa2 -> "2.8.3"
+    torch: Optional[str] = None
+    ccs: Tuple[str, ...] = ()
+
+
+class Support(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    implementation: str  # fa2, fa3, fa4, sdpa_flash, ...
+    label: str
+    version: Optional[str] = None  # the installed release (torch's for SDPA)
+    ok: Optional[bool] = None  # None: unknown (not installed, or a fact not in the matrix)
+    problems: List[str] = []
+    head_dim_problem: bool = False
+    dtype_problem: bool = False
+    minimum: Optional[str] = None  # the first release with every feature the model needs
+
+
+def needs(spec: ModelSpec) -> List[str]:
+    out = []
+    if spec.gqa:
+        out.append("gqa")
+    if spec.sliding_layers:
+        out.append("sliding_window")
+    if spec.attn_softcap:
+        out.append("softcap")
+    if spec.alibi:
+        out.append("alibi")
+    return out
+
+
+def _version(text: Optional[str]) -> Optional[Version]:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def minimum(matrix: Matrix, impl: str, wanted: Sequence[str]) -> Optional[str]:
+    """The lowest release bound of the features `wanted` (from their '>=' specifiers)."""
+    bounds = []
+    for feat in wanted:
+        entry = next((f for f in matrix.attention_features
+                      if f.implementation == impl and f.feature == feat), None)
+        if entry is None:
+            return None
+        bounds += [Version(s.version) for s in entry.versions if s.operator == ">="]
+    return str(max(bounds)) if bounds else None
+
+
+def features(spec: ModelSpec, matrix: Matrix, impl: str, version: Optional[Version]) -> List[str]:
+    problems = []
+    for feat in needs(spec):
+        entry = next((f for f in matrix.attention_features
+                      if f.implementation == impl and f.feature == feat), None)
+        if entry is None:
+            problems.append(f"{feat.replace('_', ' ')}: not supported (not in the matrix)")
+        elif version is not None and not entry.versions.contains(version, prereleases=True):
+            problems.append(f"{feat.replace('_', ' ')} needs {impl} {entry.versions}")
+    return problems
+
+
+def head_dims(spec: ModelSpec, matrix: Matrix, impl: str, version: Optional[Version],
+              ccs: Sequence[str]) -> List[str]:
+    d, problems = spec.head_dim, []
+    for limit in matrix.head_dim_limits:
+        if limit.implementation != impl or (version is not None and not limit.versions.contains(
+                version, prereleases=True)):
+            continue
+        if any(not limit.ccs or cc in limit.ccs for cc in ccs or [""]) and \
+                d > limit.max_head_dim and d not in limit.also:
+            where = f" on sm_{'/'.join(c.replace('.', '') for c in limit.ccs)}" if limit.ccs else ""
+            problems.append(f"head dim {d} is above its limit of {limit.max_head_dim}{where}")
+    for rule in matrix.backward_restrictions:
+        if rule.implementation != impl or version is None or rule.dropout_only or not \
+                rule.versions.contains(version, prereleases=True):
+            continue
+        bad = [cc for cc in ccs if cc in rule.ccs]
+        if bad and rule.above < d <= rule.upto:
+            problems.append(f"backward with head dim {d} fails on sm_{bad[0].replace('.', '')} "
+                            f"in {impl} {rule.versions}")
+    return problems
+
+
+def bf16_problem(here: Here) -> Optional[str]:
+    """Every recipe here computes in bf16, which needs Ampere (sm80) or newer."""
+    old = [cc for cc in here.ccs if Version(cc) < Version("8.0")]
+    return (f"bf16 needs sm80 or newer, and this GPU is sm_{old[0].replace('.', '')}: train in "
+            "fp16" if old else None)
+
+
+def assess(spec: ModelSpec, matrix: Matrix, here: Here) -> List[Support]:
+    """One row per flash-attention family and SDPA backend."""
+    rows = []
+    impls: Tuple[Implementation, ...] = ("fa2", "fa3", "fa4", "sdpa_flash", "sdpa_efficient",
+                                         "sdpa_cudnn")
+    for impl in impls:
+        text = here.torch if impl.startswith("sdpa") else here.families.get(impl)
+        version = _version(text)
+        if impl.startswith("sdpa") and version is not None:
+            version = Version(f"{version.major}.{version.minor}")
+        problems = features(spec, matrix, impl, version)
+        dims = head_dims(spec, matrix, impl, version, here.ccs)
+        dtype = bf16_problem(here)
+        bad_dtype = dtype is not None
+        if dtype:
+            problems.append(dtype)
+        ok = None if version is None else not (problems or dims)
+        rows.append(Support(implementation=impl, label=LABELS[impl], version=text, ok=ok,
+                            problems=problems + dims, head_dim_problem=bool(dims),
+                            dtype_problem=bad_dtype, minimum=minimum(matrix, impl, needs(spec))))
+    return rows
+
+
+def here_of(facts: Optional[Facts]) -> tuple[Here, Optional[int]]:
+    """The installed families, torch and GPUs the facts record, and the smallest GPU's memory."""
+    from fadoctor.views import torch_view
+
+    if facts is None:
+        return Here(), None
+    driver = facts.driver.data
+    gpus = (driver.gpus or []) if driver else []  # None: not gathered
+    torch = torch_view(facts)
+    mems = [g.memory_mib for g in gpus if g.memory_mib]
+    return (Here(families={fa.family.value: fa.version for fa in facts.flash_attention
+                           if fa.installed and fa.version},
+                 torch=torch.version if torch else None,
+                 ccs=tuple(g.compute_capability for g in gpus if g.compute_capability)),
+            min(mems) * 2**20 if mems else None)

@@ -1,0 +1,164 @@
+"""Run the attention-kernel stages in the target interpreter, beside the main worker.
+
+The registry puts them in lanes of their own: SDPA's cases in one worker, the families' in
+another, so that the first CUDA work (lazy kernel loading, library handles) and the families'
+imports overlap the main worker's imports instead of following them; `fadoctor bench` times its
+targets one after another in a third. Each stage is crash-isolated by the runner like any other.
+Compile and JIT caches (Inductor, Triton, CuTe DSL, CUDA, torch's jiterator) go to a temporary
+folder that is removed when the workers are done; the main worker's environment is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from fadoctor.probes.runner import Background, Progress, StageOutcome
+from fadoctor.target import attention, registry
+from fadoctor.target.tables import FAMILIES
+
+# Where each tool keeps its compile/JIT cache, by the variable that moves it:
+# TORCHINDUCTOR_CACHE_DIR: torch/_inductor/runtime/cache_dir_utils.py; TRITON_CACHE_DIR:
+# triton/runtime/cache.py; CUTE_DSL_CACHE_DIR: nvidia-cutlass-dsl cutlass/base_dsl/
+# cache_helpers.py (default $TMPDIR/<user>/cutlass_python_cache); FLASH_ATTENTION_CUTE_DSL_CACHE_DIR:
+# flash-attention flash_attn/cute/cache_utils.py (FA4's own, opt-in); CUDA_CACHE_PATH: the CUDA
+# driver's PTX JIT cache (~/.nv/ComputeCache); PYTORCH_KERNEL_CACHE_PATH: torch's jiterator
+# (aten/src/ATen/native/cuda/jit_utils.cpp); TMPDIR: whatever else asks tempfile.
+CACHE_VARIABLES = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUTE_DSL_CACHE_DIR",
+                   "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR", "CUDA_CACHE_PATH",
+                   "PYTORCH_KERNEL_CACHE_PATH", "TMPDIR")
+
+# The full grid compiles and runs many more cases (flash-attn-4 JIT-compiles each configuration).
+FULL_GRID_TIMEOUT = 1200.0
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    smoke: str = "none"  # none | default | full
+    compile: bool = False
+    device: Optional[str] = None  # None: CUDA when torch has it; "cpu" runs the harness on CPU
+    shape: Mapping[str, int] = field(default_factory=dict)  # batch, seqlen, heads, kv_heads
+
+    @property
+    def wanted(self) -> bool:
+        return self.smoke != "none" or self.compile
+
+    def groups(self) -> List[str]:
+        return (["smoke"] if self.smoke != "none" else []) + (["compile"] if self.compile else [])
+
+
+def stage_options(options: KernelOptions, extra: Optional[Mapping[str, Any]] = None
+                  ) -> Dict[str, str]:
+    """The worker options the attention stages read (one JSON object)."""
+    out: Dict[str, Any] = {"grid": "full" if options.smoke == "full" else "default",
+                           "families": FAMILIES}
+    if options.device:
+        out["device"] = options.device
+    if options.shape:
+        out["shape"] = dict(options.shape)
+    out.update(extra or {})
+    return {attention.OPTION: json.dumps(out)}
+
+
+def environment(base: Mapping[str, str], cache_root: str) -> Dict[str, str]:
+    """`base` with every compile/JIT cache moved into `cache_root`."""
+    env = dict(base)
+    for name in CACHE_VARIABLES:
+        folder = os.path.join(cache_root, name.lower())
+        os.makedirs(folder, exist_ok=True)
+        env[name] = folder
+    return env
+
+
+def stage_timeouts(stages: Sequence[str], options: KernelOptions,
+             given: Optional[Mapping[str, float]] = None) -> Dict[str, float]:
+    """The registry's timeouts, longer for the full grid, and what the user gave (--timeout)."""
+    out = {s: FULL_GRID_TIMEOUT for s in stages if options.smoke == "full" and
+           registry.BY_NAME[s].group == "smoke"}
+    out.update({s: t for s, t in (given or {}).items() if s in stages})
+    return out
+
+
+class KernelWorkers:
+    """The kernel stages under way, one worker per lane, with their cache folder."""
+
+    def __init__(self, python: str, environ: Mapping[str, str], options: KernelOptions,
+                 progress: Optional[Progress] = None,
+                 stages: Optional[Sequence[str]] = None,
+                 stage_extra: Optional[Mapping[str, Any]] = None,
+                 timeouts: Optional[Mapping[str, float]] = None) -> None:
+        chosen = list(stages) if stages is not None else registry.names(groups=options.groups())
+        self.cache_root = tempfile.mkdtemp(prefix="fadoctor-jit-")
+        env = environment(environ, self.cache_root)
+        worker_options = stage_options(options, stage_extra)
+        limits = stage_timeouts(chosen, options, timeouts)
+        self._runs = [Background(python, lane, timeouts=limits, env=env, progress=progress,
+                                 options=worker_options)
+                      for lane in registry.lanes(chosen).values()]
+
+    def wait(self) -> Dict[str, StageOutcome]:
+        outcomes: Dict[str, StageOutcome] = {}
+        try:
+            for run in self._runs:
+                outcomes.update(run.wait())
+        finally:
+            shutil.rmtree(self.cache_root, ignore_errors=True)
+        return outcomes
+
+
+def gate(driver: Any, options: KernelOptions) -> Optional[str]:
+    """Why the kernel stages should not start (None: start them). Only a driver that reports
+    no GPU stops them; an unknown driver lets the stages find out for themselves."""
+    if options.device is not None:
+        return None
+    data = driver.data
+    if data is None:
+        return None
+    listed = data.source in ("nvml", "nvidia-smi")  # procfs knows the driver, not the GPUs
+    if not data.present or (listed and not data.gpus):
+        return f"the driver probe ({data.source}) found no NVIDIA GPU"
+    return None
+
+
+def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, grid: Optional[str]
+            ) -> Any:
+    from pydantic import ValidationError
+
+    from fadoctor.facts import Failure, FailureKind, KernelRun, Probe
+
+    probes: Dict[str, Any] = {}
+    for stage in registry.names(groups=(kind,)):
+        outcome = outcomes.get(stage)
+        if outcome is None:
+            continue
+        target = dict(registry.BY_NAME[stage].params)["target"]
+        if not outcome.ok:
+            assert outcome.failure is not None
+            probes[target] = Probe.failed(Failure.model_validate(vars(outcome.failure)))
+            continue
+        try:
+            probes[target] = Probe.success(model.model_validate(outcome.data))
+        except ValidationError as exc:
+            probes[target] = Probe.failed(Failure(
+                kind=FailureKind.ERROR, reason=f"the worker's {stage} record is malformed: {exc}"))
+    return KernelRun[model](grid=grid, targets=probes)
+
+
+def assemble(outcomes: Mapping[str, StageOutcome], options: KernelOptions,
+             skipped: Optional[str] = None) -> Dict[str, Any]:
+    """The `smoke` and `compile` facts from the kernel stages' outcomes (or why none ran)."""
+    from fadoctor.facts import KernelRun
+    from fadoctor.kernel_facts import CompileTarget, SmokeTarget
+
+    out: Dict[str, Any] = {}
+    if options.smoke != "none":
+        out["smoke"] = (KernelRun[SmokeTarget](grid=options.smoke, skipped=skipped) if skipped
+                        else _run_of(SmokeTarget, outcomes, "smoke", options.smoke))
+    if options.compile:
+        out["compile"] = (KernelRun[CompileTarget](skipped=skipped) if skipped
+                          else _run_of(CompileTarget, outcomes, "compile", None))
+    return out

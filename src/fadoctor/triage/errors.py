@@ -1,0 +1,101 @@
+"""Errors in the pasted text: Python tracebacks and exception lines, tools' error lines, and the
+markers of a build log (pip, setup.py, ninja, nvcc) that say what was being done (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Set, Tuple
+
+from fadoctor.triage.observed import Observed, Raised
+from fadoctor.triage.text import Pasted
+
+_EXCEPTION = re.compile(
+    r"^\s*(?:E\s+)?(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Unsupported|Exit))"
+    r"\s*:\s?(.*)$")
+_TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
+                         r"RuntimeError)\s*:?\s+(.+)$")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
+_WRAPPER_LOG = re.compile(r"\b(WARNING|ERROR)\b\s*[-:|\]]")
+
+# Build-log markers: what the text shows was going on. Each is (mark, lower-case substrings).
+BUILD, NO_ISOLATION, ISOLATED, FROM_SOURCE, DOCKER, WINDOWS, NO_WHEEL = (
+    "build", "no_build_isolation", "isolated_build", "from_source", "docker", "windows",
+    "no_prebuilt_wheel")
+_MARKS: List[Tuple[str, Tuple[str, ...]]] = [
+    (BUILD, ("building wheel", "running setup.py", "setup.py install", "setup.py bdist",
+             "building wheels for collected", "bdist_wheel", "build_ext", "ninja: build stopped",
+             "nvcc fatal", "subprocess-exited-with-error", "failed to build", "failed building wheel",
+             "compilation terminated", "building from source", "getting requirements to build",
+             "error: command", "cc1plus", "ptxas", "buildextension", "/bin/nvcc ",
+             "--generate-dependencies-with-compile")),
+    (NO_ISOLATION, ("--no-build-isolation", "no_build_isolation")),
+    (FROM_SOURCE, ("from source", "git+https", "setup.py install", "force_build", "pip install .",
+                   "pip install -e .", "python -m pip install .", "building from source",
+                   "install from source")),
+    (DOCKER, ("dockerfile", "docker build", "docker run", "container")),
+    (WINDOWS, ("c:\\", "win_amd64", "windows", ".dll", "visual studio", "msvc", "cl.exe")),
+    (NO_WHEEL, ("precompiled wheel not found", "building from source", "guessing wheel url")),
+]
+_ISOLATED = re.compile(r"pip3?\s+install\s+(?:-\S+\s+)*(?:\.|-e\s+\.|git\+\S+|flash[-_]attn\S*)"
+                       r"(?!.*--no-build-isolation)")
+
+
+def read_errors(text: Pasted, seen: Observed) -> None:
+    _marks(text, seen)
+    build_from = seen.marks[BUILD].quote.line if BUILD in seen.marks else None
+    frames: List[str] = []
+    in_traceback = False
+    done: Set[str] = set()
+    for index, line in enumerate(text.lines):
+        if ":" not in line and 'File "' not in line and "killed" not in line.lower():
+            continue
+        low = line.lower()
+        if "traceback (most recent call last)" in low:
+            in_traceback, frames = True, []
+            seen.kinds.add("traceback")
+            continue
+        if in_traceback:
+            frame = _FRAME.match(line)
+            if frame:
+                frames.append(frame.group(1))
+                continue
+        raised = _raised(line, low) if line not in done else None
+        if raised is None:
+            continue
+        done.add(line)  # the same error line again adds nothing
+        kind, message = raised
+        seen.kinds.add("build log" if BUILD in seen.marks else "error messages")
+        seen.raised.append(Raised(kind, message.strip(), text.quote(index), index,
+                                  in_build=build_from is not None
+                                  and build_from <= text.numbers[index],
+                                  frames=list(frames) if in_traceback else []))
+        if in_traceback and kind not in ("log", "error"):
+            in_traceback = False
+
+
+def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
+    if ":" in line:
+        found = _EXCEPTION.match(line)
+        if found:
+            return found.group(1), found.group(2)
+    if any(w in low for w in ("error", "failed", "fatal")):
+        tool = _TOOL_ERROR.match(line)
+        if tool:
+            return "error", tool.group(1)
+    if ("warning" in low or "error" in low) and _WRAPPER_LOG.search(line):
+        return "log", line.strip()
+    if low.strip() in ("killed", "killed.") or low.rstrip().endswith(" killed"):
+        return "error", line.strip()
+    return None
+
+
+def _marks(text: Pasted, seen: Observed) -> None:
+    for mark, needles in _MARKS:
+        found = text.containing(needles, first=True)
+        if found:
+            seen.mark(mark, text.quote(found[0]))
+    for index in text.containing(("pip install", "pip3 install")):
+        low = text.lines[index].lower()
+        if _ISOLATED.search(low) and "--no-build-isolation" not in low:
+            seen.mark(ISOLATED, text.quote(index))
+            break

@@ -1,0 +1,343 @@
+"""Build and install failures by mechanism: memory (killed compilers), no ninja (a serial build of
+hours), build isolation hiding torch, nvcc missing or of the wrong version, the host compiler, an
+architecture nvcc does not know, and wheels pip refuses for this platform (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.install.machine import BUILD_THREADS
+from fadoctor.matrix.fa2 import parse_local
+from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import errors as e
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+
+_OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
+                      r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
+                      r"out of memory allocating|virtual memory exhausted", re.I)
+_OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
+                        r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)", re.I)
+_NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:command )?not found|"
+                       r"no module named '?ninja|falling back to using the slow distutils", re.I)
+_SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
+                   r"never finish\w*|(?:takes?|taking) (?:so|very|too) long)\b", re.I)
+_NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja)'")
+_CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
+                        r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
+                        r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
+_NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that "
+                            r"was used to compile\s+PyTorch \((\d+\.\d+)\)")
+_NVCC_MIN = re.compile(r"FlashAttention(?:-3)? is only supported on CUDA (\d+\.\d+) and above")
+_GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
+_GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
+                      r"C\+\+17 (?:or later )?(?:compatible )?compiler is required", re.I)
+_ARCH = re.compile(r"Unsupported gpu architecture '(?:compute|sm)_(\d+)\w?'")
+_PYTHON_H = re.compile(r"Python\.h: No such file or directory")
+_WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
+_LOCAL_PIN = re.compile(r"(?:Could not find a version that satisfies the requirement|No matching "
+                        r"distribution found for) (flash[-_]attn[^\s+]{0,40}\+\S{1,80})", re.I)
+_GUESSED = re.compile(r"(?:Guessing wheel URL|Downloading|Raw wheel path)\W{0,5}\s*\S{0,200}?/"
+                      r"(flash_attn-[\w.+]{1,120}-cp\d+-cp\d+\w*-\w+\.whl)")
+_BUILD_FAILED = re.compile(r"Failed (?:to build|building wheel for) (?:flash[-_]attn|"
+                           r"installable wheels)|subprocess-exited-with-error", re.I)
+
+
+def _build_context(ctx: Context, index: int) -> bool:
+    low = ctx.low(index)
+    return e.BUILD in ctx.seen.marks or any(w in low for w in ("build", "compil", "install",
+                                                               "wheel", "setup.py"))
+
+
+def _jobs(ctx: Context) -> Remedy:
+    jobs = ctx.build_jobs
+    pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
+    memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
+    return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
+                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={jobs} fits {memory}.",
+                  commands=[f"MAX_JOBS={jobs} NVCC_THREADS={BUILD_THREADS} pip install "
+                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
+
+
+def _prebuilt(ctx: Context) -> Remedy:
+    exact = r.exact_wheel(ctx, replace_installed=False)
+    if exact is not None:
+        return exact
+    return Remedy(summary="Skip compiling: install the prebuilt .whl for your torch, CUDA, C++ ABI "
+                  "and Python from the release page (`fadoctor fix --print-pins` names it).",
+                  commands=["fadoctor fix --print-pins"], link=r.WHEELS_PAGE)
+
+
+def memory(ctx: Context) -> List[Signal]:
+    log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc"))
+                if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
+    prose = None if log else next(
+        ((i, m) for i, m in ctx.find(_OOM_PROSE, ("memory", "ram", "oom"))
+         if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
+    hit = log or prose
+    if hit is None:
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("memory_gib"),
+                     *([ctx.seen.marks[e.BUILD].quote] if e.BUILD in ctx.seen.marks else [])])
+    return [Signal("build_memory", Category.BUILD_RESOURCES,
+                   "the flash-attn build ran out of memory: parallel nvcc jobs each take several "
+                   "GB, and the kernel killed them (or the machine froze)", quotes,
+                   LOGGED if log else HINTED, [_jobs(ctx), _prebuilt(ctx)],
+                   needs=[] if ctx.memory_gib else [("the machine's memory and cores",
+                                                     "free -g; nproc")])]
+
+
+def slow_build(ctx: Context) -> List[Signal]:
+    ninja = ctx.first(_NO_NINJA, ("ninja",))
+    slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
+        "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long"))
+        if _build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
+                                       or "wheel" in ctx.low(i))), None)
+    hit = ninja or slow
+    if hit is None:
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.seen.marks[e.FROM_SOURCE].quote]
+                                          if e.FROM_SOURCE in ctx.seen.marks else [])])
+    ninja_fix = Remedy(summary="Without a working ninja, torch's extension builder compiles one "
+                       "file at a time: the flash-attn build takes hours instead of minutes. "
+                       "Install ninja and check that it runs (it must print a version).",
+                       commands=["pip uninstall -y ninja", "pip install ninja",
+                                 "ninja --version"])
+    return [Signal("build_slow", Category.BUILD_RESOURCES,
+                   "the flash-attn build is compiling without ninja (serially), or far slower "
+                   "than it should", quotes, LOGGED if ninja else HINTED,
+                   [ninja_fix, _prebuilt(ctx), _jobs(ctx)],
+                   needs=[("whether ninja works in the build environment",
+                           "ninja --version; echo $?")])]
+
+
+def isolation(ctx: Context) -> List[Signal]:
+    hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
+                if _build_context(ctx, i) or e.BUILD in ctx.seen.marks), None)
+    if hit is None:
+        return []
+    missing = hit[1].group(1)
+    return [Signal("build_isolation", Category.BUILD_ISOLATION,
+                   f"pip built flash-attn in an isolated environment without {missing}: "
+                   "flash-attn's setup.py imports torch, so it must build in your environment",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install the build's requirements first, then build without "
+                           "isolation so setup.py sees your torch.",
+                           commands=["pip install torch packaging ninja wheel",
+                                     "pip install flash-attn --no-build-isolation"]),
+                    _prebuilt(ctx)])]
+
+
+def nvcc_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file"))
+    if hit is None:
+        return []
+    return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
+                   "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
+                   "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
+                   NAMED, [_toolkit(ctx), _prebuilt(ctx)])]
+
+
+def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
+    cuda = ctx.torch_cuda
+    if cuda is not None:
+        want = f"CUDA toolkit {cuda.major}.x (torch's CUDA is {cuda}" + (
+            f"; at least {at_least}" if at_least else "") + ")"
+    else:
+        want = f"the CUDA toolkit of torch's CUDA major{f' (at least {at_least})' if at_least else ''}"
+    return Remedy(summary=f"Install {want}, with its nvcc, and point CUDA_HOME at it before "
+                  "building.", commands=["export CUDA_HOME=/usr/local/cuda",
+                                         'export PATH="$CUDA_HOME/bin:$PATH"', "nvcc --version"])
+
+
+def nvcc_version(ctx: Context) -> List[Signal]:
+    mismatch = ctx.first(_NVCC_VS_TORCH, ("mismatches the version",))
+    if mismatch is not None:
+        return [_nvcc_vs_torch(ctx, mismatch[0], mismatch[1].group(1), mismatch[1].group(2))]
+    low = ctx.first(_NVCC_MIN, ("only supported on cuda",))
+    if low is None:
+        return []
+    need = Version(low[1].group(1))
+    quotes = dedupe([ctx.quote(low[0]), *ctx.quotes("nvcc", "torch")])
+    shown = f"nvcc {ctx.nvcc}" if ctx.nvcc else "the nvcc the build found"
+    return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
+                   f"{shown} is older than flash-attn's setup.py accepts (CUDA {need} or newer): "
+                   "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
+                   [_toolkit(ctx, need), _prebuilt(ctx)],
+                   needs=[] if ctx.nvcc else [("the nvcc the build uses",
+                                               "which nvcc; nvcc --version; echo $CUDA_HOME")])]
+
+
+def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Signal:
+    isolated = ctx.seen.marks.get(e.ISOLATED)
+    quotes = dedupe([ctx.quote(index), *([isolated.quote] if isolated else []),
+                     *ctx.quotes("torch", "nvcc")])
+    remedies: List[Optional[Remedy]] = []
+    if isolated is not None or e.NO_ISOLATION not in ctx.seen.marks:
+        remedies.append(Remedy(summary=f"pip builds in an isolated environment unless told not "
+                               f"to, with a torch it downloads (here one built for CUDA "
+                               f"{torch_cuda}): build against your own torch instead.",
+                               commands=["pip install flash-attn --no-build-isolation"]))
+    remedies.append(r.torch_for_cuda(ctx, Version(nvcc).major, Version(nvcc)))
+    remedies.append(Remedy(summary=f"Or build with nvcc {torch_cuda}: install CUDA toolkit "
+                           f"{torch_cuda} and point CUDA_HOME at it.",
+                           commands=[f"export CUDA_HOME=/usr/local/cuda-{torch_cuda}"]))
+    remedies.append(_prebuilt(ctx))
+    return Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
+                  f"nvcc {nvcc} and the torch being built against (CUDA {torch_cuda}) have "
+                  "different CUDA majors: torch's extension builder refuses the build",
+                  quotes, NAMED, r.keep(remedies), details={"nvcc": nvcc, "torch_cuda": torch_cuda})
+
+
+def compiler(ctx: Context) -> List[Signal]:
+    new = ctx.first(_GCC_NEW, ("unsupported gnu version",))
+    if new is not None:
+        top = new[1].group(1)
+        return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                       f"the host compiler is newer than this nvcc supports (gcc {top} at most)",
+                       dedupe([ctx.quote(new[0]), *ctx.quotes("gcc", "nvcc")]), NAMED,
+                       [Remedy(summary=f"Build with gcc {top} (install it beside the default one).",
+                               commands=[f"export CC=gcc-{top} CXX=g++-{top}",
+                                         f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
+                        _prebuilt(ctx)])]
+    old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++"))
+    if old is None or not _build_context(ctx, old[0]):
+        return []
+    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                   "the host compiler is too old for torch's C++17 headers",
+                   dedupe([ctx.quote(old[0]), *ctx.quotes("gcc")]), NAMED,
+                   [Remedy(summary="Build with gcc 9 or newer (torch's extensions need C++17).",
+                           commands=["export CC=gcc-11 CXX=g++-11"]), _prebuilt(ctx)])]
+
+
+def architecture(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ARCH, ("unsupported gpu architecture",))
+    if hit is None:
+        return []
+    digits = hit[1].group(1)
+    newest = max(ctx.matrix.flash_attn_releases, key=lambda rel: rel.version)
+    need = next((nvcc for arch, nvcc in newest.build_archs.items()
+                 if arch.removeprefix("sm_") == digits), None)
+    cc = ctx.gpu_cc_exact
+    narrow = (f" or build only for this GPU: {newest.arch_env}={cc.major}{cc.minor}"
+              if cc is not None and newest.arch_env else "")
+    return [Signal("nvcc_arch", Category.BUILD_TOOLCHAIN,
+                   f"this nvcc{f' ({ctx.nvcc})' if ctx.nvcc else ''} cannot compile for sm_{digits}"
+                   + (f", which needs nvcc {need} or newer" if need else ""),
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")]), NAMED,
+                   [Remedy(summary=f"Use a newer CUDA toolkit{f' (>= {need})' if need else ''}"
+                           f"{narrow}."), _prebuilt(ctx)])]
+
+
+def python_headers(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PYTHON_H, ("python.h",))
+    if hit is None:
+        return []
+    py = f"{ctx.python}" if ctx.python else "3.X"
+    return [Signal("python_headers", Category.BUILD_TOOLCHAIN,
+                   "the build cannot find Python's C headers (Python.h)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install the headers of the Python that builds.",
+                           commands=[f"apt-get install python{py}-dev"]), _prebuilt(ctx)])]
+
+
+def wheel_tags(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_WHEEL_TAG, ("not a supported wheel",))
+    if hit is None:
+        return []
+    name = hit[1].group(1).rsplit("/", 1)[-1]
+    parts = name[:-4].split("-")
+    if len(parts) < 5:
+        return []
+    python_tag, platform = parts[-3], parts[-1]
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("python", "os", "machine")])
+    have = ctx.python
+    if have is not None and python_tag.startswith("cp") and python_tag != \
+            f"cp{have.major}{have.minor}":
+        return [Signal("wheel_tag", Category.WRONG_WHEEL,
+                       f"the wheel is for {python_tag} (Python {python_tag[2]}.{python_tag[3:]}), "
+                       f"but the environment runs Python {have}", quotes, NAMED,
+                       _python_wheel(ctx, name, python_tag, have))]
+    if platform != "linux_x86_64" or (ctx.seen.get("machine") or "x86_64") != "x86_64":
+        return [Signal("wheel_tag", Category.PLATFORM_UNSUPPORTED,
+                       f"the wheel is for {platform}, which this machine is not: flash-attn "
+                       "publishes wheels for Linux x86_64 only", quotes, NAMED,
+                       [r.force_build(ctx, "Elsewhere:"), r.sdpa("Or:")])]
+    return [Signal("wheel_tag", Category.WRONG_WHEEL,
+                   f"pip refuses {name} here: its Python ({python_tag}) or platform ({platform}) "
+                   "tag does not match this environment", quotes, NAMED, [_prebuilt(ctx)],
+                   needs=[("the Python version and platform", "python -VV; uname -m")])]
+
+
+def _python_wheel(ctx: Context, name: str, tag: str, have: Version) -> List[Remedy]:
+    mine = f"cp{have.major}{have.minor}"
+    version, _, local = name.split("-")[1].partition("+")
+    rel = ctx.matrix.fa_release(Version(version)) if parse_version(version) else None
+    out = []
+    if rel is not None and mine in rel.assets.get(local, []):
+        fixed = name.replace(f"-{tag}-{tag}-", f"-{mine}-{mine}-")
+        out.append(Remedy(summary=f"Take the {mine} wheel of the same build.",
+                          commands=[f"pip install --no-deps {r.WHEELS_PAGE}/download/{rel.tag}/{fixed}"]))
+    elif rel is not None and parse_local(local) is not None:
+        out.append(Remedy(summary=f"flash-attn {version} built no {mine} wheel for {local}; pick "
+                          "another release (`fadoctor fix --print-pins` names one).",
+                          commands=["fadoctor fix --print-pins"]))
+    wanted = f"{tag[2]}.{tag[3:]}"
+    out.append(Remedy(summary=f"Or create the environment with Python {wanted}, the wheel's.",
+                      commands=[f"conda create -n fa python={wanted}"]))
+    return out
+
+
+def local_pin(ctx: Context) -> List[Signal]:
+    """`flash-attn==2.x+cu12torch...` asks pip for a local version the wheels' metadata lacks."""
+    hit = ctx.first(_LOCAL_PIN, ("satisfies the requirement", "no matching distribution"))
+    if hit is None:
+        return []
+    return [Signal("local_pin", Category.WRONG_WHEEL,
+                   f"pip cannot resolve {hit[1].group(1)}: the +cu..torch.. part names a wheel file "
+                   "on the release page, not a version a package index has (the wheels' metadata "
+                   "carries no local version, flash-attention#1423)", [ctx.quote(hit[0])], NAMED,
+                   [_prebuilt(ctx),
+                    Remedy(summary="Install that wheel by its URL instead of pinning it as a "
+                           "version.", link=r.WHEELS_PAGE)])]
+
+
+def no_prebuilt_wheel(ctx: Context) -> List[Signal]:
+    """setup.py guessed a wheel URL the release does not have, and compiled instead."""
+    if e.NO_WHEEL not in ctx.seen.marks:
+        return []
+    hit = ctx.first(_GUESSED, ("flash_attn-",))
+    quotes = [ctx.seen.marks[e.NO_WHEEL].quote, *([ctx.quote(hit[0])] if hit else [])]
+    why = ""
+    if hit is not None:
+        name = hit[1].group(1)
+        version, _, rest = name[len("flash_attn-"):].partition("+")
+        local, python = rest.split("-")[0], rest.split("-")[1] if "-" in rest else ""
+        rel = ctx.matrix.fa_release(Version(version)) if parse_version(version) else None
+        if rel is not None:
+            pythons = rel.assets.get(local)
+            why = (f": flash-attn {version} built no {local} wheel" if pythons is None else
+                   f": flash-attn {version}'s {local} wheels are for {', '.join(pythons)}, not "
+                   f"{python}" if python not in pythons else "")
+    return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
+                   f"setup.py found no prebuilt wheel for this torch, CUDA, C++ ABI and Python"
+                   f"{why}, so it compiles flash-attn from source (slow, and it needs nvcc)",
+                   dedupe(quotes), LOGGED - 15, [_prebuilt(ctx)], severity=Severity.WARNING)]
+
+
+def build_failed(ctx: Context) -> List[Signal]:
+    """A failed build whose cause the text does not show: say what would show it."""
+    hit = ctx.first(_BUILD_FAILED, ("failed", "subprocess-exited"))
+    if hit is None:
+        return []
+    return [Signal("build_failed", Category.BUILD_TOOLCHAIN,
+                   "the flash-attn build failed, and the quoted output does not show why (the "
+                   "cause is in the compiler's output above pip's summary)",
+                   [ctx.quote(hit[0])], WRAPPED, [_prebuilt(ctx)], severity=Severity.WARNING,
+                   needs=[("the compiler's own error, above pip's summary",
+                           "pip install flash-attn --no-build-isolation -v 2>&1 | tail -n 200"),
+                          ("the toolchain and the machine",
+                           "nvcc --version; gcc --version; ninja --version; free -g; nproc")])]

@@ -1,0 +1,256 @@
+"""Run-time failures on the GPU by mechanism: GPU generation, missing kernels for the GPU the report
+names (compute capability from the matrix's GPU table), dtype and head-dim limits, AMD ROCm, and
+torch.compile graph breaks (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from packaging.version import Version
+
+from fadoctor.archs import arch_name, arch_runs_on
+from fadoctor.checks.import_remedies import CSRC, csrc_remedies
+from fadoctor.facts import Family
+from fadoctor.install.torch import torch_install
+from fadoctor.install.wheels import first_release_with_kernels
+from fadoctor.report import Category, Remedy
+from fadoctor.snippets import snippet
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+_AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
+_NO_KERNEL = re.compile(r"no kernel image is available|invalid device function|device kernel "
+                        r"image is invalid", re.I)
+_TORCH_ARCH = re.compile(r"capability sm_(\d+) is not compatible with the current PyTorch")
+_DTYPE = re.compile(r"only supports? (?:fp16 and bf16|fp16/bf16|half|float16 and bfloat16)|"
+                    r"bfloat16 is only supported on Ampere", re.I)
+_HEAD_DIM = re.compile(r"head[ _]?dim(?:ension)?\s*(?:>|at most|is|must)?\s*(\d+)?[^\n]{0,40}?"
+                       r"(?:backward )?(?:requires|only supports|at most|multiple of)\s*([\w/ ]+)?|"
+                       r"head_size that is a multiple of 8", re.I)
+_ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|"
+                   r"hipErrorNoBinaryForGpu|HIP error: invalid device function", re.I)
+_GRAPH_BREAK = re.compile(r"[Gg]raph break|torch\._dynamo\.exc\.Unsupported|Dynamo does not know "
+                          r"how to trace|PyCapsule\.(?:fwd|bwd|varlen_fwd)|hit config\."
+                          r"(?:cache_size_limit|recompile_limit)")
+_CSRC_PATH = re.compile(r"csrc/(layer_norm|rotary|xentropy|fused_softmax|fused_dense_lib)")
+_FOLDER_MODULE = {folder.split("/", 1)[1]: module for module, (folder, _) in CSRC.items()}
+
+
+def _gpu_words(ctx: Context) -> str:
+    if ctx.gpu is None:
+        return "the GPU"
+    name, cc, _ = ctx.gpu
+    return f"{name} (sm_{cc.major}{cc.minor})" if cc is not None else name
+
+
+def ampere_only(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_AMPERE, ("ampere gpus", "compute capability"))
+    if hit is None or ("ampere" not in ctx.low(hit[0]) and ctx.amd):
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    cc, fa2 = ctx.gpu_cc, ctx.fa2
+    floor = ctx.matrix.family_support(Family.FA2).min_cc
+    if cc is not None and cc >= Version("10.0") and (fa2 is None or fa2 < Version("2.7.3")):
+        gate = ctx.matrix.fa2_arch_gate[0]
+        return [Signal("ampere_only", Category.GPU_UNSUPPORTED,
+                       f"{_gpu_words(ctx)} is newer than this flash-attn accepts: releases "
+                       f"{gate.versions} let only sm8x and sm90 through", quotes, NAMED,
+                       [Remedy(summary="flash-attn 2.8.0 is the first release whose wheels carry "
+                               "Blackwell (sm_100, sm_120) kernels.",
+                               commands=['pip install "flash-attn>=2.8.0" --no-build-isolation '
+                                         "--no-cache-dir"])], details={"source": gate.source})]
+    if cc is not None and cc >= floor:
+        return []  # the named GPU is Ampere or newer: the message is about another device
+    remedies = [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")]
+    if cc is None or cc >= Version("7.5"):
+        remedies.append(Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its own, "
+                               "older API (transformers uses only 2.x).",
+                               commands=['pip install "flash-attn<2"']))
+    remedies.append(Remedy(summary='In transformers, attn_implementation="eager" also works on '
+                           "any GPU, more slowly."))
+    return [Signal("ampere_only", Category.GPU_UNSUPPORTED,
+                   f"{_gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
+                   f"capability {floor} or newer", quotes, NAMED, remedies,
+                   needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
+
+
+def torch_arch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TORCH_ARCH, ("is not compatible with the current pytorch",))
+    if hit is None:
+        return []
+    digits = hit[1].group(1)
+    cc = Version(f"{digits[:-1]}.{digits[-1]}")
+    return [Signal("torch_arch", Category.NO_KERNEL_IMAGE,
+                   f"torch {ctx.torch or ''} has no kernels for this GPU (sm_{digits}): every CUDA "
+                   "call fails with 'no kernel image is available'".replace("torch  ", "torch "),
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   _torch_with_arch(ctx, cc))]
+
+
+def _torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
+    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+    stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
+    if stated is not None:  # the nearest release from the stated one up: the smallest change
+        releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
+    else:
+        releases.reverse()
+    for rel in releases:
+        fitting = [v for v, archs in rel.arch_lists.items()
+                   if any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
+                          for a in archs.split(";"))]
+        if fitting:
+            variant = max(fitting, key=lambda v: int(v[2:]))
+            version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
+            return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
+                           f"kernels for sm_{cc.major}{cc.minor}; then reinstall flash-attn for it.",
+                           commands=[torch_install(version, variant)])]
+    return []
+
+
+def no_kernel_image(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_KERNEL, ("kernel image", "invalid device function"))
+    if hit is None or ctx.amd:
+        return []
+    index = hit[0]
+    quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
+    folder = _CSRC_PATH.search(ctx.text.lines[index])
+    module = _FOLDER_MODULE.get(folder.group(1)) if folder else next(
+        (m for m in CSRC if m in ctx.low(index)), None)
+    if module is not None:
+        return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                       f"{module}, flash-attention's separately built extension from "
+                       f"{CSRC[module][0]}, has no kernels for {_gpu_words(ctx)}: it is "
+                       "unmaintained since 2024-01 (flash-attention#1966)", quotes, NAMED,
+                       csrc_remedies(module))]
+    cc = ctx.gpu_cc_exact
+    if cc is not None and _torch_lacks(ctx, cc):
+        return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                       f"torch {ctx.torch} has no kernels for {_gpu_words(ctx)}: its "
+                       f"{ctx.torch_variant} build was compiled for other architectures",
+                       dedupe([*quotes, *ctx.quotes("torch")]), NAMED, _torch_with_arch(ctx, cc))]
+    if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc:
+        return [Signal("no_kernel_image", Category.GPU_UNSUPPORTED,
+                       f"{_gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "
+                       "kernels for it", quotes, NAMED,
+                       [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
+    return [_fa_kernels(ctx, quotes)]
+
+
+def _torch_lacks(ctx: Context, cc: Version) -> bool:
+    """The stated torch build's arch list (from the matrix) has no code for this GPU."""
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    archs = release.arch_lists.get(ctx.torch_variant or "") if release is not None else None
+    return archs is not None and not any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
+                                         for a in archs.split(";"))
+
+
+def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
+    cc, fa2 = ctx.gpu_cc, ctx.fa2
+    remedies = r.known_defects(ctx, Category.NO_KERNEL_IMAGE, Category.DRIVER_TOO_OLD,
+                               Category.GPU_UNSUPPORTED) if cc is not None else []
+    first = first_release_with_kernels(ctx.matrix, cc) if cc is not None else None
+    if first is not None:
+        remedies.append(Remedy(summary=f"flash-attn {first.version} is the first release whose wheels "
+                               f"carry kernels for sm_{cc.major}{cc.minor}." if cc else "",
+                               commands=[f'pip install "flash-attn>={first.version}" '
+                                         "--no-build-isolation --no-cache-dir"]))
+    remedies.append(r.force_build(ctx, "Or compile for this GPU only:"))
+    remedies.append(r.sdpa("Meanwhile:"))
+    return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                  f"a CUDA binary has no kernels (SASS or PTX) for {_gpu_words(ctx)}: it was built "
+                  "for other GPU architectures", quotes, NAMED, remedies,
+                  needs=[(w, c) for w, c, known in (
+                      ("the GPU model", r.REVEAL_GPU, cc is not None),
+                      ("the flash-attn and torch versions", "python -m torch.utils.collect_env; "
+                       "pip show flash-attn", fa2 is not None and ctx.torch is not None))
+                      if not known])
+
+
+def dtype(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_DTYPE, ("fp16", "bf16", "half", "float16", "bfloat16"))
+    if hit is None:
+        return []
+    old_gpu = "bfloat16 is only" in ctx.low(hit[0])
+    want = "float16" if old_gpu else "bfloat16"
+    code = ("model = AutoModelForCausalLM.from_pretrained(\n    name, torch_dtype=torch."
+            f'{want}, attn_implementation="flash_attention_2")')
+    return [Signal("dtype", Category.DTYPE_UNSUPPORTED,
+                   "flash-attention ran on float32 (or bfloat16 on a pre-Ampere GPU) tensors: it "
+                   "takes fp16 and bf16 only (bf16 on Ampere or newer)",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Load the model in {want} (transformers loads float32 unless "
+                           f"torch_dtype is given), or run the step under torch.autocast with "
+                           f"dtype=torch.{want}.", code=code)])]
+
+
+def head_dim(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HEAD_DIM, ("head dim", "headdim", "head_dim", "head_size", "head dimension"))
+    if hit is None:
+        return []
+    index, found = hit
+    low = ctx.low(index)
+    quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
+    if "backward" in low and ("a100" in low or "h100" in low):
+        return [Signal(
+            "head_dim", Category.HEAD_DIM_UNSUPPORTED,
+            f"this flash-attn's backward pass for this head dim runs only on A100/H100-class GPUs "
+            f"(sm80/sm90), not on {_gpu_words(ctx)}: flash-attn 1.x limits head dim > 64, older "
+            "2.x head dim > 192", quotes, NAMED,
+            [Remedy(summary="flash-attn 2.x runs every head dim up to 256 backward on consumer "
+                    "Ampere/Ada GPUs too (head dim 256 without dropout from 2.5.5; the A100/H100 "
+                    "requirement is gone from 2.7.3).",
+                    commands=['pip install "flash-attn>=2.7.3" --no-build-isolation']),
+             r.sdpa("Or disable flash attention for training on this GPU:")])]
+    return [Signal(
+        "head_dim", Category.HEAD_DIM_UNSUPPORTED,
+        "the model's head dim is outside what flash-attention supports (a multiple of 8, at most "
+        "256 for FlashAttention-2)", quotes, NAMED,
+        [r.sdpa("Use an attention backend without the head-dim limit:")],
+        details={"head_dim": found.group(1)} if found.group(1) else {})]
+
+
+def rocm(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error"))
+    if hit is None:
+        return []
+    arch = hit[1].group(1) or ctx.seen.get("amd_arch")
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch", "rocm")])
+    ck = sorted({a for b in ctx.matrix.rocm_backends if b.backend == "ck" for a in b.gpu_archs})
+    triton = next((b for b in reversed(ctx.matrix.rocm_backends) if b.backend == "triton"), None)
+    remedies: List[Remedy] = []
+    if triton is not None:
+        pin = f"triton{triton.triton}" if triton.triton and triton.triton.startswith("==") else "triton"
+        remedies.append(Remedy(
+            summary=f"Build flash-attn's Triton backend, which runs on {', '.join(triton.gpus)} "
+                    f"({', '.join(triton.dtypes)}), from a flash-attention checkout.",
+            commands=[f"pip install {pin}",
+                      f"{triton.enable_env} python setup.py install"]))
+    remedies.append(r.sdpa("Or use PyTorch SDPA, which ROCm torch runs on this GPU:"))
+    return [Signal("rocm", Category.ROCM,
+                   f"flash-attn's ROCm Composable Kernel backend builds only for {', '.join(ck)} "
+                   f"(MI200/MI300), not {arch or 'this AMD GPU'}", quotes, NAMED, remedies)]
+
+
+def graph_breaks(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_GRAPH_BREAK, ("graph break", "dynamo", "pycapsule", "recompile_limit",
+                                   "cache_size_limit"))
+    if hit is None:
+        return []
+    fa2 = ctx.fa2
+    remedies: List[Remedy] = []
+    if fa2 is None or fa2 < Version("2.7.0"):
+        remedies.append(Remedy(summary="flash-attn 2.7.0 and later register their kernels as "
+                               "torch custom ops (with torch >= 2.4), which torch.compile traces "
+                               "without a graph break.",
+                               commands=['pip install "flash-attn>=2.7.0" --no-build-isolation']))
+    for name in ("dynamo_disable_flash_attn", "dynamo_suppress_errors"):
+        found = snippet(name)
+        remedies.append(Remedy(summary=found.title, code=found.code))
+    return [Signal("graph_break", Category.COMPILE_GRAPH_BREAK,
+                   "torch.compile cannot trace into the flash-attention call and breaks the graph "
+                   "there", dedupe([ctx.quote(hit[0]), *filter(None, [ctx.fa_quote()])]),
+                   LOGGED, remedies)]
+

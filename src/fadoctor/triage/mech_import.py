@@ -1,0 +1,342 @@
+"""Import failures by mechanism: undefined symbols (demangled; torch's namespaces and the
+std::string ABI decide), missing shared libraries (CUDA runtime, torch's own), GLIBC/GLIBCXX
+versions (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.checks.classify import missing_library, symbol_version
+from fadoctor.checks.import_remedies import CSRC, csrc_remedies
+from fadoctor.mangling import is_torch_symbol, string_abi
+from fadoctor.matrix.fa2 import parse_local
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.observed import Stated
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
+                        r"([A-Za-z_$][\w$.@]{0,511})?")
+_MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
+# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
+# locale or an issue tracker changed it.
+_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2019\"]? "
+                    r"not found"
+                    r"(?:\s*\(required by ([^)]{1,400})\))?")
+_CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"
+                          r"cudnn|nvrtc|cu[A-Z])")
+_IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
+
+
+def undefined_symbols(ctx: Context) -> List[Signal]:
+    hits = list(ctx.find(_UNDEFINED, ("undefined symbol",)))
+    if not hits:
+        return []
+    index, found = next(((i, m) for i, m in hits if m.group(2)), hits[0])
+    library, symbol = found.group(1) or "", found.group(2)
+    quotes = [ctx.quote(index)]
+    if symbol is not None and ("libtorch" in library or "libc10" in library
+                               or _CUDA_SYMBOL.match(symbol) or _is_cuda_library(library)):
+        return [_broken_cuda_stack(ctx, library, symbol, quotes)]
+    owner = owner_of(library)
+    abi = _abi_mismatch(ctx, symbol, quotes)
+    if abi is not None:
+        if owner is not None:
+            abi.message = f"{owner}: {abi.message}"
+            abi.remedies = r.rebuild_other(ctx, owner)
+        return [abi]
+    if symbol is not None and not is_torch_symbol(symbol):
+        shown = _demangled(symbol)
+        category = Category.WRONG_WHEEL
+        what = (f"needs {shown}, which no library it loads defines: it was built for another "
+                "environment")
+        if re.match(r"^_?Py", symbol):
+            what = (f"needs the Python C-API symbol {symbol}: it was built for another Python "
+                    "version")
+        return [Signal("undefined_symbol", category, f"{_name(library)} {what}", quotes, NAMED,
+                       r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]),
+                       details={"symbol": symbol, "demangled": shown})]
+    mismatch = _torch_mismatch(ctx, library, symbol, quotes)
+    if owner is not None:
+        mismatch.message = f"{owner}: {mismatch.message}"
+        mismatch.remedies = r.rebuild_other(ctx, owner)
+    return [mismatch]
+
+
+# Compiled modules of packages other than flash-attention, by the top-level name in the path.
+_OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
+           "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
+           "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
+           "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
+           "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
+           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel"}
+
+
+def owner_of(library: str) -> Optional[str]:
+    """The distribution a failing binary belongs to when it is not a flash-attention family
+    (None: flash-attention's, or unknown)."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in library:
+            top = library.split(marker, 1)[1].split("/", 1)[0]
+            return _OTHERS.get(top.split(".", 1)[0])
+    return _OTHERS.get(library.rsplit("/", 1)[-1].split(".", 1)[0])
+
+
+def _is_cuda_library(library: str) -> bool:
+    base = library.rsplit("/", 1)[-1]
+    return base.startswith(("libcu", "libnv", "libnccl", "libcudnn"))
+
+
+def _name(library: str) -> str:
+    base = library.rsplit("/", 1)[-1]
+    return base.split(".")[0] if base else "the extension"
+
+
+def _demangled(symbol: str) -> str:
+    from fadoctor.probes.symbols import demangle
+
+    return demangle([symbol])[symbol] if symbol.startswith("_Z") else symbol
+
+
+def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Optional[Signal]:
+    """The extension's C++ ABI (the symbol's std::string, or its wheel's cxx11abi tag) against
+    torch's (stated, or the matrix's for the stated build)."""
+    built, how = None, ""
+    if symbol is not None and is_torch_symbol(symbol):
+        built = string_abi(symbol)
+        how = "its std::string is " + ("std::__cxx11::basic_string" if built else
+                                       "the pre-C++11 std::string")
+    wheel = _installed_wheel(ctx)
+    if built is None and wheel is not None:
+        local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0]) \
+            if "+" in wheel.value else None
+        if local is not None and local.cxx11_abi is not None:
+            built, how = int(local.cxx11_abi), f"its wheel is named cxx11abi{str(local.cxx11_abi).upper()}"
+            quotes = dedupe([*quotes, wheel.quote])
+    torch_abi = ctx.torch_abi
+    if built is None or torch_abi is None or built == int(torch_abi):
+        return None
+    quotes = dedupe([*quotes, *ctx.quotes("torch")])
+    want = str(bool(torch_abi)).upper()
+    hint = Remedy(summary=f"If you pick a release wheel by hand, take one named cxx11abi{want} "
+                  f"(torch's _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}) whose torch build really "
+                  "had that ABI (`fadoctor matrix show --flash-attn VERSION` says which did).")
+    return Signal(
+        "undefined_symbol", Category.CXX11_ABI_MISMATCH,
+        f"the extension was built with the C++11 ABI = {built} ({how}), but torch {ctx.torch} "
+        f"uses _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}: its torch symbols cannot resolve",
+        quotes, NAMED,
+        r.keep([r.exact_wheel(ctx), *r.known_defects(ctx, Category.CXX11_ABI_MISMATCH), hint,
+                r.force_build(ctx, "Or:"), r.sdpa("Meanwhile:")]),
+        details={"symbol": symbol, "extension_cxx11_abi": built, "torch_cxx11_abi": int(torch_abi)},
+        needs=[] if ctx.seen.get("torch_cxx11_abi") else [("torch's C++ ABI, as torch reports it",
+                                                            r.REVEAL_TORCH)])
+
+
+def _installed_wheel(ctx: Context) -> Optional[Stated]:
+    rejected = ctx.has("not a supported wheel")
+    for wheel in ctx.seen.wheels:
+        if wheel.value.startswith(("flash_attn", "vllm_flash_attn")) and rejected is None:
+            return wheel
+    return None
+
+
+def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: List[Quote]
+                    ) -> Signal:
+    shown = _demangled(symbol) if symbol else None
+    built_for = _wheel_torch(ctx)
+    message = (f"{_name(library)} needs a PyTorch C++ symbol"
+               + (f" ({shown})" if shown else "") + " that the installed torch"
+               + (f" {ctx.torch}" if ctx.torch else "") + " does not export: it was compiled "
+               "against another torch build" + (f" (its wheel is for torch {built_for})"
+                                                if built_for else ""))
+    first = r.exact_wheel(ctx)
+    newest = r.newest_wheel_release(ctx) if first is None else None
+    pinned = Remedy(summary=f"flash-attn {newest} is the newest release with prebuilt wheels for "
+                    f"torch {ctx.torch.major}.{ctx.torch.minor}." if ctx.torch else "",
+                    commands=[f"pip install flash-attn=={newest} --no-build-isolation "
+                              "--no-cache-dir"]) if newest else None
+    source = r.force_build(ctx, "A wheel matches one torch build: a nightly, a container's or a "
+                           "source-built torch matches none.")
+    out = r.keep([first, pinned, r.reinstall(ctx)])
+    out.insert(0 if ctx.torch_is_nightly or "from_source" in ctx.seen.marks else len(out), source)
+    needs = [] if ctx.torch else [("the torch version and build", r.REVEAL_TORCH)]
+    if symbol is None:
+        needs.append(("the missing symbol (the whole ImportError line)", r.REVEAL_IMPORT))
+    return Signal("undefined_symbol", Category.TORCH_VERSION_MISMATCH, message,
+                  dedupe([*quotes, *ctx.quotes("torch")]), NAMED,
+                  [*out, r.sdpa("Meanwhile:")],
+                  details={"symbol": symbol, "demangled": shown}, needs=needs)
+
+
+def _wheel_torch(ctx: Context) -> Optional[str]:
+    wheel = _installed_wheel(ctx)
+    if wheel is None or "+" not in wheel.value:
+        return None
+    local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0])
+    return local.torch if local else None
+
+
+def _broken_cuda_stack(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
+    """torch's own libraries, or CUDA's, miss a symbol: libraries of two CUDA (or torch) builds
+    are mixed — a system CUDA on LD_LIBRARY_PATH ahead of torch's nvidia-* wheels."""
+    return Signal(
+        "undefined_symbol", Category.CUDA_RUNTIME_MISMATCH,
+        f"{_name(library)} needs {symbol}, which the CUDA libraries loaded with it lack: "
+        "libraries from different CUDA or torch builds are mixed (often a system CUDA on "
+        "LD_LIBRARY_PATH shadowing the nvidia-* wheels torch depends on)",
+        quotes, NAMED,
+        [Remedy(summary="Let torch load the CUDA libraries it was installed with: take the "
+                "system CUDA folders off LD_LIBRARY_PATH, and reinstall torch so that its "
+                "nvidia-* wheels match it.",
+                commands=["unset LD_LIBRARY_PATH", "pip install --force-reinstall torch"])],
+        details={"library": library, "symbol": symbol},
+        needs=[("LD_LIBRARY_PATH and the CUDA libraries installed", "fadoctor snapshot -o -")])
+
+
+def missing_libraries(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MISSING_LIB, ("cannot open shared object",))
+    if hit is None:
+        return []
+    index, found = hit
+    lib = found.group(1)
+    diagnosis = missing_library(lib)
+    quotes = [ctx.quote(index)]
+    if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
+        return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes)]
+    module = _importing(ctx, index)
+    if module in CSRC:
+        return [Signal("missing_library", diagnosis.category,
+                       f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
+                       quotes + [ctx.quote(i) for i in _import_line(ctx, index)], NAMED,
+                       [*csrc_remedies(module), r.sdpa("Meanwhile:")], details={"library": lib})]
+    out: List[Optional[Remedy]] = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
+        if diagnosis.category == Category.TORCH_VERSION_MISMATCH else [r.reinstall(ctx)]
+    return [Signal("missing_library", diagnosis.category,
+                   f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
+                   [*r.keep(out), r.sdpa("Meanwhile:")], details={"library": lib})]
+
+
+def _import_line(ctx: Context, index: int) -> List[int]:
+    return [i for i, line in ctx.text.window(index, 3, 0) if _IMPORTED.match(line)][-1:]
+
+
+def _importing(ctx: Context, index: int) -> Optional[str]:
+    """The module being imported when the loader failed: the `import X` line just above."""
+    for i in reversed(_import_line(ctx, index)):
+        found = _IMPORTED.match(ctx.text.lines[i])
+        if found:
+            return found.group(1).split(".")[0]
+    for raised in ctx.seen.raised:
+        if raised.index == index and raised.frames:
+            return raised.frames[-1].rsplit("/", 1)[-1].removesuffix(".py")
+    return None
+
+
+def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote]) -> Signal:
+    have = ctx.torch_cuda.major if ctx.torch_cuda is not None else None
+    present = [s for s in ctx.seen.libraries if s.value.startswith(lib.split(".so")[0] + ".so")]
+    if have is None and present:
+        major = re.search(r"\.so\.(\d+)", present[0].value)
+        have = int(major.group(1)) if major else None
+        quotes = dedupe([*quotes, present[0].quote])
+    quotes = dedupe([*quotes, *ctx.quotes("torch", "torch_cuda")])
+    if have is not None and built is not None and str(have) != built:
+        message = (f"the binary was built for CUDA {built} (it links {lib}), but this environment "
+                   f"has CUDA {have}: install a flash-attn build for CUDA {have}")
+    else:
+        message = (f"the binary links {lib}, a CUDA runtime the dynamic loader does not find "
+                   "here: it was built for another CUDA version")
+    remedies: List[Optional[Remedy]] = [r.exact_wheel(ctx)]
+    if have is not None:
+        remedies.append(Remedy(summary=f"Reinstall flash-attn built for CUDA {have} (the cu{have} "
+                               "wheels); do not mix in binaries built for another CUDA (a conda "
+                               "package, a wheel from another machine).",
+                               commands=["pip uninstall -y flash-attn",
+                                         "pip install flash-attn --no-build-isolation "
+                                         "--no-cache-dir"]))
+    if built is not None and built.isdigit():
+        remedies.append(r.torch_for_cuda(ctx, int(built)))
+        remedies.append(Remedy(summary=f"Or, if a CUDA {built} runtime is installed elsewhere, put "
+                               "its lib folder on LD_LIBRARY_PATH before starting Python."))
+    return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
+                  r.keep(remedies), details={"library": lib, "cuda_major": built},
+                  needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
+
+
+_NO_COMPILED = re.compile(r"No module named '(flash_attn_2_cuda|flash_attn_cuda|flash_attn_3(?:\._C|"
+                          r"_cuda)?|flash_attn_gpu|vllm_flash_attn\.\w+|dropout_layer_norm|"
+                          r"rotary_emb|fused_dense_lib|xentropy_cuda_lib|fused_softmax_lib)'")
+
+
+def missing_module(ctx: Context) -> List[Signal]:
+    """A compiled module of flash-attention that Python cannot find."""
+    hit = ctx.first(_NO_COMPILED, ("no module named",))
+    if hit is None:
+        return []
+    module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
+    if module in CSRC:
+        return [Signal("missing_module", Category.NOT_INSTALLED,
+                       f"{module}, an optional flash-attention extension built separately from "
+                       f"{CSRC[module][0]}, is not installed", quotes, NAMED,
+                       csrc_remedies(module))]
+    if module == "flash_attn_cuda" and (ctx.fa2 is None or ctx.fa2 >= Version("2.0")):
+        return [Signal("missing_module", Category.VERSION_CONFLICT,
+                       "the caller imports flash_attn_cuda, the compiled module of flash-attn "
+                       "1.x: it was written for flash-attn 1.x, and 2.x names it "
+                       "flash_attn_2_cuda", dedupe([*quotes, *filter(None, [ctx.fa_quote()])]),
+                       LOGGED, [Remedy(summary="Upgrade the package that imports it to a release "
+                                       "written for flash-attn 2.x, or install flash-attn 1.x.",
+                                       commands=['pip install "flash-attn<2"'])])]
+    return [Signal("missing_module", Category.WRONG_WHEEL,
+                   f"flash_attn imports, but its compiled extension {module} is not there: Python "
+                   "runs from a flash-attention source checkout (its flash_attn folder shadows the "
+                   "installed package), or the install built no extension", quotes, NAMED,
+                   [Remedy(summary="Run from another directory than a flash-attention checkout; "
+                           "if it still fails, reinstall it.", commands=["cd"]),
+                    r.reinstall(ctx)])]
+
+
+def glibc_versions(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_GLIBC, ("not found",))
+    if hit is None:
+        return []
+    index, found = hit
+    required, kind, number, by = found.groups()
+    diagnosis = symbol_version(required)
+    quotes = dedupe([ctx.quote(index), *ctx.quotes("os", "glibc")])
+    need = parse_version(number)
+    out: List[Optional[Remedy]] = []
+    if kind == "GLIBC" and need is not None:
+        out.append(r.exact_wheel(ctx, glibc_below=need))
+        out.extend(_glibc_defects(ctx, need))
+        out.append(Remedy(summary=f"Or run on a Linux distribution whose glibc is {need} or newer."))
+    else:
+        out.append(Remedy(summary=f"The C++ runtime (libstdc++) loaded is older than the one the "
+                          f"binary was built with ({required}): in a conda environment install a "
+                          "newer libstdc++ into it; else put a newer libstdc++ first.",
+                          commands=["conda install -c conda-forge libstdcxx-ng"]))
+    out.insert(0 if by and "flash" not in by else len(out),
+               r.force_build(ctx, "Or compile it on this machine, so that it links against this "
+                             "system's C and C++ runtimes."))
+    return [Signal("glibc", diagnosis.category,
+                   (f"{by.rsplit('/', 1)[-1]}: " if by else "") + diagnosis.explanation, quotes,
+                   NAMED, r.keep(out), details={**diagnosis.details, "required_by": by},
+                   needs=[] if ctx.glibc else [("the system's glibc", "ldd --version")])]
+
+
+def _glibc_defects(ctx: Context, need: Version) -> List[Remedy]:
+    """Releases the matrix knows need this glibc, and what to take instead."""
+    out = []
+    for defect in ctx.matrix.known_defects:
+        if defect.category != Category.GLIBC_TOO_OLD or defect.min_glibc != need:
+            continue
+        if ctx.fa2 is not None and not defect.affects(ctx.fa2):
+            continue
+        out.append(Remedy(summary=f"flash-attn {defect.versions}: {defect.remedy}"))
+    return out

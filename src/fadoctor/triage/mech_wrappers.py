@@ -1,0 +1,255 @@
+"""Messages from the frameworks around flash-attention (transformers, vLLM, unsloth, axolotl,
+LLaMA-Factory, ms-swift) that hide the real error, renamed flash-attn APIs their checks import,
+and what torch and the driver say about the machine (pure)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+# Names callers import from flash_attn that a release renamed (flash_attn_facts.md §4, from
+# flash_attn/flash_attn_interface.py at each tag): the compiled module is imported as
+# flash_attn_gpu from v2.7.0 (as flash_attn_cuda before); 1.x's `unpadded` functions are
+# `varlen` from v2.0.0.
+RENAMED = {"flash_attn_cuda": ("2.7.0", "flash_attn_gpu"),
+           "flash_attn_unpadded_func": ("2.0.0", "flash_attn_varlen_func"),
+           "flash_attn_unpadded_qkvpacked_func": ("2.0.0", "flash_attn_varlen_qkvpacked_func"),
+           "flash_attn_unpadded_kvpacked_func": ("2.0.0", "flash_attn_varlen_kvpacked_func")}
+# Frameworks that check for flash-attn themselves: the module or log name -> the distribution.
+WRAPPERS = {"transformers": "transformers", "vllm": "vllm", "unsloth": "unsloth",
+            "axolotl": "axolotl", "llamafactory": "llamafactory", "llmtuner": "llamafactory",
+            "swift": "ms-swift", "sglang": "sglang", "xformers": "xformers", "peft": "peft",
+            "trl": "trl", "lmdeploy": "lmdeploy", "deepspeed": "deepspeed"}
+
+_NOT_THERE = re.compile(
+    r"(flash[\s_-]?att\w*(?:[\s_-]?2)?|\bFA2\b)[^\n]{0,80}?\b(not installed|not found|not "
+    r"available|seems to be broken|is broken|could not be imported|cannot be imported)|"
+    r"(cannot|could not|unable to) use flash[\s_-]?att|"
+    r"packages that were not found in your environment:[^\n]*flash_attn|"
+    r"No module named '(flash_attn)'", re.IGNORECASE)
+_RENAMED = re.compile(r"from\s+(flash_attn[\w.]*)\s+import\s+(\w+)|"
+                      r"cannot import name '(\w+)' from '(flash_attn[\w.]*)'")
+_INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?installed|"
+                        r"installed flash[-_ ]?attn|successfully installed[^\n]*flash[-_]attn|"
+                        r"site-packages/flash_attn", re.IGNORECASE)
+_DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
+_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|MacBook|mps)\b", re.IGNORECASE)
+_MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
+                   r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
+_CPU = re.compile(r"Torch not compiled with CUDA enabled")
+_OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
+                         r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
+_NO_DRIVER = re.compile(r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver|"
+                        r"no CUDA-capable device is detected")
+
+
+def wrappers(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_THERE, ("flash", "fa2"))
+    if hit is None:
+        return []
+    index, _ = hit
+    quotes = [ctx.quote(index)]
+    reason = _fallback_reason(ctx, index)
+    if reason is not None:
+        return [reason]
+    installed = _installed(ctx)
+    if installed is None:
+        return [Signal(
+            "wrapper", Category.NOT_INSTALLED,
+            "flash-attn is not installed in the environment that runs this (the frameworks do "
+            "not install it themselves)", quotes, WRAPPED, _install(ctx),
+            severity=Severity.WARNING,
+            needs=[("whether flash-attn is installed there, and whether it imports",
+                    'pip show flash-attn; python -c "import flash_attn"')])]
+    return [Signal(
+        "wrapper", Category.VERSION_CONFLICT,
+        "the framework says flash-attn is missing or broken, but the report shows it installed: "
+        "its import fails, and the framework's message hides the real error",
+        dedupe([*quotes, installed]), WRAPPED,
+        [Remedy(summary="Import it directly to see the real error, then triage that output.",
+                commands=[r.REVEAL_IMPORT])],
+        severity=Severity.WARNING,
+        needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
+
+
+def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
+    """A framework that names why it will not use flash-attention (vLLM: "Cannot use
+    FlashAttention-2 backend for Volta and Turing GPUs", "... for dtype other than ...")."""
+    low, quotes = ctx.low(index), [ctx.quote(index)]
+    if any(w in low for w in ("volta", "turing", "compute capability", " gpus", "gpu ")):
+        return Signal("wrapper", Category.GPU_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 on this GPU: it needs Ampere "
+                      "(sm_80) or newer", dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else [])]),
+                      LOGGED, [r.sdpa("It falls back to another attention backend; to choose one:")],
+                      severity=Severity.WARNING)
+    if "dtype" in low:
+        return Signal("wrapper", Category.DTYPE_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 for this dtype (fp16 and bf16 "
+                      "only)", quotes, LOGGED,
+                      [Remedy(summary="Run the model in bfloat16 or float16 (e.g. vLLM's "
+                              "--dtype bfloat16).")], severity=Severity.WARNING)
+    if "head size" in low or "head dim" in low:
+        return Signal("wrapper", Category.HEAD_DIM_UNSUPPORTED,
+                      "the framework will not use FlashAttention-2 for this model's head size",
+                      quotes, LOGGED, [r.sdpa("It falls back to another backend; to choose one:")],
+                      severity=Severity.WARNING)
+    return None
+
+
+def _installed(ctx: Context) -> Optional[Quote]:
+    stated = ctx.package("flash-attn", "flash-attn-2", "flash-attn-3", "flash-attn-4")
+    if stated is not None:
+        return stated.quote
+    hit = ctx.first(_INSTALLED, ("install", "site-packages/flash_attn"))
+    return ctx.quote(hit[0]) if hit else None
+
+
+def _install(ctx: Context) -> List[Remedy]:
+    exact = r.exact_wheel(ctx, replace_installed=False)
+    generic = Remedy(summary="Install flash-attn into the environment the framework runs in: "
+                     "setup.py fetches the prebuilt wheel for its torch, CUDA and C++ ABI "
+                     "(torch must be installed first).",
+                     commands=["pip install flash-attn --no-build-isolation"])
+    return [*([exact] if exact else []), generic, r.sdpa("Or run without it:")]
+
+
+def renamed_api(ctx: Context) -> List[Signal]:
+    for index, found in ctx.find(_RENAMED, ("flash_attn",)):
+        name = found.group(2) or found.group(3)
+        module = found.group(1) or found.group(4)
+        low = ctx.low(index)
+        failing = found.group(3) is not None or any(
+            w in low for w in ("fail", "error", "broken", "cannot", "can't"))
+        if name not in RENAMED or not failing:
+            continue
+        since, new = RENAMED[name]
+        installed = ctx.fa2
+        if installed is not None and installed < Version(since):
+            continue
+        caller = _caller(ctx)
+        quotes = dedupe([ctx.quote(index), *filter(None, [ctx.fa_quote()])])
+        return [Signal(
+            "renamed_api", Category.VERSION_CONFLICT,
+            f"{caller or 'the caller'} imports {name} from {module}, a name flash-attn {since} "
+            f"renamed to {new}" + (f" (installed: flash-attn {installed})" if installed else "")
+            + f": {caller or 'the caller'} was written for an older flash-attn, which is not broken",
+            quotes, NAMED if found.group(3) else LOGGED, _rename_remedies(ctx, caller, since),
+            details={"name": name, "renamed_in": since, "new_name": new})]
+    return []
+
+
+def _caller(ctx: Context) -> Optional[str]:
+    """The framework the report is about: named in the traceback's paths, else most often."""
+    counts: Counter[str] = Counter()
+    lower = ctx.text.lower
+    for word, dist in WRAPPERS.items():
+        counts[dist] += lower.count(word) + 2 * lower.count(f"/{word}/")
+    counts = +counts  # drop the zeros
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def _rename_remedies(ctx: Context, caller: Optional[str], since: str) -> List[Remedy]:
+    older = max((rel.version for rel in ctx.matrix.flash_attn_releases
+                 if rel.version < Version(since) and not rel.version.is_prerelease), default=None)
+    out = []
+    if caller:
+        out.append(Remedy(summary=f"Upgrade {caller}: its releases that know flash-attn {since}'s "
+                          "names detect it correctly.", commands=[f"pip install --upgrade {caller}"]))
+    if older is not None:
+        out.append(Remedy(summary=f"Or keep {caller or 'the caller'} and install the last "
+                          f"flash-attn before {since}.",
+                          commands=[f"pip install flash-attn=={older} --no-build-isolation"]))
+    return out
+
+
+def platform(ctx: Context) -> List[Signal]:
+    """flash-attention on a platform it does not build for: Windows (no official wheels; a build
+    needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
+    mac = ctx.first(_MAC, ("darwin", "macos", "mac os", "apple m", "mps", "macbook"))
+    if mac is not None and ctx.has("flash"):
+        return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
+                       "flash-attention needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
+                       "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
+                       NAMED + 5, [r.sdpa("On a Mac:")])]
+    dll = ctx.first(_DLL, ("dll load failed",))
+    build = ctx.first(_MSVC, ("visual c++", "msvc", "cl.exe", "vcvars", "visual studio"))
+    hit = dll or build
+    if hit is None or not (ctx.has("flash") or (hit[1].group(1) or "").startswith("flash")):
+        return []
+    what = ("Windows cannot load this flash-attn extension" if dll else
+            "the flash-attn build needs the MSVC toolchain on Windows")
+    return [Signal(
+        "windows", Category.PLATFORM_UNSUPPORTED,
+        f"{what}: flash-attention publishes wheels for Linux x86_64 only, so on Windows it must be "
+        "built (hours, with MSVC and the CUDA toolkit) or taken from a third party, and must match "
+        "this torch and CUDA exactly", [ctx.quote(hit[0])], NAMED,
+        [Remedy(summary="Run under WSL2 or Linux, where the official wheels install."),
+         r.sdpa("Or, on Windows:")])]
+
+
+_BUILT_FOR = re.compile(r"(\w+) was built for:?\s*$|(\w+) was built for:?\s*PyTorch ([\w.+]+)")
+_YOU_HAVE = re.compile(r"PyTorch ([\w.+]+)\b.*\(you have ([\w.+]+)\)")
+
+
+def built_for(ctx: Context) -> List[Signal]:
+    """A package's own report that its extension was built for another torch (xFormers)."""
+    hit = ctx.first(_YOU_HAVE, ("you have",))
+    if hit is None:
+        return []
+    index, found = hit
+    owner = next((m.group(1) or m.group(2) for _, m in
+                  ((i, _BUILT_FOR.search(line)) for i, line in ctx.text.window(index, 2, 0))
+                  if m), None)
+    name = {"xformers": "xformers"}.get((owner or "").lower(), (owner or "the package").lower())
+    return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
+                   f"{name}'s extensions were built for torch {found.group(1)}, but torch "
+                   f"{found.group(2)} is installed: they cannot load", [ctx.quote(index)],
+                   NAMED, r.rebuild_other(ctx, name, found.group(2)))]
+
+
+def torch_cpu(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CPU, ("not compiled with cuda",))
+    if hit is None:
+        return []
+    driver_cuda = parse_version(ctx.seen.get("driver_cuda"))
+    fitting = r.torch_for_cuda(ctx, driver_cuda.major) if driver_cuda is not None else None
+    return [Signal(
+        "torch_cpu", Category.TORCH_CPU_ONLY,
+        "the installed torch is a CPU-only build: no CUDA, so no flash-attention",
+        dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+        r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
+                                "for the CUDA your driver runs (`fadoctor fix` picks it).",
+                                commands=["fadoctor fix --print-pins"])]),
+        needs=[] if driver_cuda else [("the driver's CUDA version", "nvidia-smi")])]
+
+
+def driver(ctx: Context) -> List[Signal]:
+    old = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver"))
+    if old is not None:
+        cuda = ctx.torch_cuda
+        toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
+        need = f" >= {toolkit.min_driver} (CUDA {cuda}'s own driver)" if toolkit else ""
+        return [Signal(
+            "driver", Category.DRIVER_TOO_OLD,
+            "the NVIDIA driver is older than torch's CUDA runtime needs",
+            dedupe([ctx.quote(old[0]), *ctx.quotes("driver", "torch")]), NAMED,
+            [Remedy(summary=f"Upgrade the NVIDIA driver{need}, or install a torch built for an "
+                    "older CUDA that this driver runs (`fadoctor fix` picks one).")],
+            needs=[] if ctx.driver else [("the driver version", r.REVEAL_GPU)])]
+    none = ctx.first(_NO_DRIVER, ("nvidia driver", "cuda-capable"))
+    if none is None:
+        return []
+    return [Signal("driver", Category.NO_GPU, "torch finds no usable NVIDIA GPU and driver here",
+                   [ctx.quote(none[0])], NAMED,
+                   [Remedy(summary="Install the NVIDIA driver, or start the container with the "
+                           "GPUs passed through (docker run --gpus all).",
+                           commands=["nvidia-smi"])])]

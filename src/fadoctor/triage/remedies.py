@@ -1,0 +1,149 @@
+"""Remedies for triage, built from the stated facts over the matrix and the solver: the exact
+wheel, the release that fits, the build recipe narrowed to the reporter's machine (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.install.torch import TorchBuild, torch_install
+from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+
+WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
+REVEAL_IMPORT = 'python -c "import flash_attn, flash_attn_2_cuda"'
+REVEAL_TORCH = ('python -c "import torch; print(torch.__version__, torch.version.cuda, '
+                'torch._C._GLIBCXX_USE_CXX11_ABI)"')
+REVEAL_GPU = "nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv"
+
+
+def torch_build(ctx: Context) -> Optional[TorchBuild]:
+    if ctx.torch is None or ctx.torch_variant is None or ctx.torch_abi is None:
+        return None
+    return TorchBuild(Version(ctx.torch.base_version), ctx.torch_variant, ctx.torch_abi,
+                      installed=True)
+
+
+def exact_wheel(ctx: Context, replace_installed: bool = True,
+                glibc_below: Optional[Version] = None) -> Optional[Remedy]:
+    """The newest flash-attn 2.x wheel compiled for the stated torch build that the stated
+    machine loads: what `fadoctor fix --keep-torch` prints."""
+    build = torch_build(ctx)
+    if build is None or ctx.torch is None:
+        return None
+    machine = ctx.machine()
+    if glibc_below is not None:
+        machine = replace(machine, glibc=Version(f"{glibc_below.major}.{glibc_below.minor - 1}"))
+    wheel = newest_wheel(build, machine, ctx.matrix)
+    if wheel is None:
+        return None
+    caveat = wheel.caveat(ctx.torch)
+    python = "" if ctx.python else (" The file name's cpXY must be your Python's tag: the report "
+                                    "does not say which Python runs.")
+    return Remedy(
+        summary=f"Install flash-attn {wheel.release.version} from its prebuilt wheel compiled for "
+                f"{build} (C++11 ABI {int(build.cxx11_abi)})"
+                + (f"; it was {caveat}." if caveat else ". --no-deps: the wheel does not pin torch "
+                   "and could pull another one.") + python,
+        commands=[*(["pip uninstall -y flash-attn"] if replace_installed else []),
+                  f'pip install --no-deps "{wheel.url}"', "pip install einops"])
+
+
+def reinstall(ctx: Context, why: str = "") -> Remedy:
+    version = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
+    return Remedy(
+        summary=(f"{why} Reinstall flash-attn{version.replace('==', ' ')} for the torch that is "
+                 "installed now: its setup.py fetches the prebuilt wheel for this torch, CUDA and "
+                 "C++ ABI, or compiles one. --no-cache-dir keeps pip from reusing a wheel built "
+                 "for another torch.").strip(),
+        commands=["pip uninstall -y flash-attn",
+                  f"pip install flash-attn{version} --no-build-isolation --no-cache-dir"])
+
+
+def force_build(ctx: Context, why: str) -> Remedy:
+    """Compile here, against this torch, CUDA and glibc (FLASH_ATTENTION_FORCE_BUILD skips the
+    prebuilt-wheel download in setup.py)."""
+    build = torch_build(ctx)
+    version = ctx.fa2 if ctx.fa2 is not None and ctx.fa2_exact else None
+    if build is not None:
+        rel, commands = build_recipe(build, ctx.machine(), ctx.matrix, version)
+        if rel is not None:
+            return Remedy(summary=f"{why} Build flash-attn {rel.version} from source against "
+                          "this torch: FLASH_ATTENTION_FORCE_BUILD=TRUE makes setup.py compile "
+                          "instead of fetching a wheel; MAX_JOBS is sized to the machine's memory "
+                          "(about 5 GB per nvcc job).", commands=commands)
+    jobs = ctx.build_jobs
+    pin = f"=={version}" if version is not None else ""
+    return Remedy(summary=f"{why} Build flash-attn from source against this torch: "
+                  "FLASH_ATTENTION_FORCE_BUILD=TRUE makes setup.py compile instead of fetching a "
+                  "wheel (it needs nvcc of torch's CUDA major and ninja).",
+                  commands=["pip install ninja packaging",
+                            f"MAX_JOBS={jobs} FLASH_ATTENTION_FORCE_BUILD=TRUE pip install "
+                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
+
+
+def newest_wheel_release(ctx: Context) -> Optional[str]:
+    """The newest FA2 release with wheels for the stated torch minor (any CUDA and ABI)."""
+    found = newest_release_with_wheel(ctx.matrix, ctx.torch) if ctx.torch is not None else None
+    return str(found.version) if found is not None else None
+
+
+def torch_for_cuda(ctx: Context, cuda_major: int, at_most: Optional[Version] = None
+                   ) -> Optional[Remedy]:
+    """A torch build for this CUDA major (no newer than `at_most`, the nvcc that will build
+    against it): the stated release if it has one, else the nearest newer one, else the newest."""
+    releases = sorted(ctx.matrix.torch_releases, key=lambda r: Version(r.minor))
+    if ctx.torch is not None:
+        here = Version(f"{ctx.torch.major}.{ctx.torch.minor}")
+        releases = [r for r in releases if Version(r.minor) >= here] + \
+            [r for r in reversed(releases) if Version(r.minor) < here]
+    else:
+        releases.reverse()
+    for rel in releases:
+        variants = [v for v in rel.cuda_variants if v[2:-1] == str(cuda_major)
+                    and (at_most is None or Version(f"{v[2:-1]}.{v[-1]}") <= at_most)]
+        if variants:
+            variant = max(variants, key=lambda v: int(v[2:]))
+            version = ctx.torch.base_version if ctx.torch is not None and \
+                rel.minor == f"{ctx.torch.major}.{ctx.torch.minor}" else rel.latest_patch
+            return Remedy(summary=f"Install torch {version} built for CUDA {cuda_major} "
+                          f"({variant}).", commands=[torch_install(version, variant)])
+    return None
+
+
+def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:
+    """The matrix's known defects of the stated flash-attn release that the stated facts do not
+    rule out, with what to take instead."""
+    if ctx.fa2 is None:
+        return []
+    out = []
+    for defect in ctx.matrix.defects_for(ctx.fa2):
+        if defect.category in categories and defect.matches(
+                ctx.torch, ctx.gpu_cc_exact, ctx.driver, cxx11_abi=ctx.torch_abi, glibc=ctx.glibc,
+                torch_cuda=ctx.torch_cuda) is not False:
+            out.append(Remedy(summary=f"A known defect of flash-attn {defect.versions}: "
+                              f"{defect.summary} {defect.remedy}"))
+    return out
+
+
+def rebuild_other(ctx: Context, owner: str, installed: Optional[str] = None) -> List[Remedy]:
+    """An extension of another package (vLLM, xformers, torchvision...) built for another torch."""
+    torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
+    return [Remedy(summary=f"{owner}'s compiled extension was built for another torch than the "
+                   f"installed{torch}: install the {owner} release built for this torch (its "
+                   "requirements name the torch it was built with), or the torch it names.",
+                   commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]),
+            Remedy(summary=f"Or build {owner} from source against this torch.",
+                   commands=[f"pip install --no-build-isolation --no-binary {owner} {owner}"])]
+
+
+def sdpa(reason: str) -> Remedy:
+    return sdpa_fallback(reason)
+
+
+def keep(remedies: List[Optional[Remedy]]) -> List[Remedy]:
+    return [r for r in remedies if r is not None]

@@ -1,0 +1,50 @@
+"""A cause the text shows: its category, the lines that show it, how directly, and what to do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage.text import Quote
+
+# How directly the text shows a cause, from the strongest: an error message that names the
+# mechanism; a tool's log line that does; stated versions that imply it; a wrapper's message,
+# which hides the real error; prose that only hints at it.
+NAMED, LOGGED, IMPLIED, WRAPPED, HINTED = 90, 80, 60, 40, 30
+
+STRENGTH_WORDS = {NAMED: "the quoted error message itself names this mechanism",
+                  LOGGED: "the quoted build or log output shows this mechanism",
+                  IMPLIED: "the versions the report states imply it",
+                  WRAPPED: "a wrapper's message says so, and such messages hide the real error",
+                  HINTED: "the report's own words describe it, without an error message"}
+
+
+@dataclass
+class Signal:
+    mechanism: str
+    category: Category
+    message: str
+    quotes: List[Quote]
+    strength: int
+    remedies: List[Remedy] = field(default_factory=list)
+    severity: Severity = Severity.ERROR
+    details: Dict[str, Any] = field(default_factory=dict)
+    # What would confirm or sharpen it: (what is missing, the command that reveals it).
+    needs: List[Tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def first_line(self) -> int:
+        return min((q.line for q in self.quotes), default=10 ** 9)
+
+
+def dedupe(quotes: Sequence[Quote]) -> List[Quote]:
+    seen, out = set(), []
+    for q in sorted(quotes, key=lambda q: q.line):
+        if (q.line, q.text) not in seen:
+            seen.add((q.line, q.text))
+            out.append(q)
+    return out
+
+
+Mechanism = Callable[[Any], List[Signal]]

@@ -1,0 +1,150 @@
+"""The pasted text as numbered lines, and the quotes a finding cites from it (pure).
+
+Whatever arrives — bytes in any encoding, terminal colour codes, carriage-return progress bars,
+one enormous line — becomes a list of short lines that every parser reads the same way, so a
+finding can always point at the line it used.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Iterator, List, Pattern, Sequence, Set, Tuple, Union
+
+MAX_LINE = 2000  # longer lines are cut into pieces of this size (same line number)
+MAX_QUOTE = 300  # a quote shows at most this much of its line
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One line of the pasted text, as the user wrote it (1-based line number)."""
+
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text}"
+
+
+@dataclass(frozen=True)
+class Pasted:
+    """The text, split into pieces: `lines[i]` is part of the user's line `numbers[i]` (a long
+    line is several pieces with one number). Parsers address pieces by index."""
+
+    lines: Tuple[str, ...]
+    numbers: Tuple[int, ...]
+
+    def quote(self, index: int) -> Quote:
+        text = self.lines[index].strip()
+        if len(text) > MAX_QUOTE:
+            text = text[:MAX_QUOTE - 1] + "…"
+        return Quote(self.numbers[index], text)
+
+    def window(self, index: int, before: int, after: int) -> Iterator[Tuple[int, str]]:
+        start, end = max(0, index - before), min(len(self.lines), index + after + 1)
+        for i in range(start, end):
+            yield i, self.lines[i]
+
+    @cached_property
+    def joined(self) -> str:
+        return "\n".join(self.lines)
+
+    @cached_property
+    def starts(self) -> List[int]:
+        """Where each piece starts in `joined`."""
+        return _offsets(self.lines)
+
+    @cached_property
+    def lower_lines(self) -> Tuple[str, ...]:
+        return tuple(line.lower() for line in self.lines)
+
+    @cached_property
+    def lower(self) -> str:
+        return "\n".join(self.lower_lines)
+
+    @cached_property
+    def lower_starts(self) -> List[int]:
+        """Where each piece starts in `lower` (lower-casing can change a length)."""
+        return _offsets(self.lower_lines)
+
+    def index_at(self, offset: int) -> int:
+        """The piece at an offset of `joined`."""
+        return bisect_right(self.starts, offset) - 1
+
+    def containing(self, needles: Sequence[str], first: bool = False) -> List[int]:
+        """The pieces holding any of `needles` (lower case), in order. Rare needles are found
+        with str.find over the whole text and frequent ones line by line, both at C speed, so
+        that the per-line parsers run only where something can be found."""
+        found: Set[int] = set()
+        lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
+        for needle in needles:
+            count = lower.count(needle) if needle else 0
+            if count == 0:
+                continue
+            if count > len(lines) // 16:
+                hits = [i for i, line in enumerate(lines) if needle in line]
+                found.update(hits[:1] if first else hits)
+                continue
+            at = lower.find(needle)
+            while at != -1:
+                index = bisect_right(starts, at) - 1
+                found.add(index)
+                if first:
+                    break
+                at = lower.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
+        out = sorted(found)
+        return out[:1] if first else out
+
+    def distinct(self, indexes: List[int]) -> List[int]:
+        """The first piece of each distinct content: a repeated line states nothing new."""
+        done: Set[str] = set()
+        out = []
+        for index in indexes:
+            if self.lines[index] not in done:
+                done.add(self.lines[index])
+                out.append(index)
+        return out
+
+    def matching(self, pattern: Pattern[str], needles: Sequence[str] = ("",)) -> List[int]:
+        """The pieces holding one of `needles` that `pattern` matches at their start."""
+        return [i for i, line in enumerate(self.lines)
+                if any(n in line for n in needles) and pattern.match(line)]
+
+
+def _offsets(lines: Sequence[str]) -> List[int]:
+    out, at = [], 0
+    for line in lines:
+        out.append(at)
+        at += len(line) + 1
+    return out
+
+
+def decode(raw: Union[bytes, str]) -> str:
+    """Text from bytes: UTF-8 (with or without BOM), UTF-16 with a BOM, else UTF-8 with each bad
+    byte replaced. A str keeps everything but lone surrogates, which no output could encode."""
+    if isinstance(raw, str):
+        return raw.encode("utf-8", "replace").decode("utf-8")
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return raw.decode("utf-16", errors="replace")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def split(raw: Union[bytes, str]) -> Pasted:
+    """Normalise and number the lines: colour codes and control characters go, a carriage return
+    (a progress bar redrawing itself) ends a line, a line longer than MAX_LINE is cut."""
+    text = _CONTROL.sub("", _ANSI.sub("", decode(raw)).replace("\r\n", "\n").replace("\r", "\n"))
+    lines: List[str] = []
+    numbers: List[int] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        pieces = [line[i:i + MAX_LINE] for i in range(0, len(line), MAX_LINE)] or [""]
+        lines.extend(pieces)
+        numbers.extend([number] * len(pieces))
+    return Pasted(tuple(lines), tuple(numbers))

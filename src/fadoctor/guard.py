@@ -66,7 +66,8 @@ def run(app: typer.Typer) -> NoReturn:
     box of several lines); a bare `fadoctor` prints the help."""
     adopt_standard_streams()
     for sig in (signal.SIGTERM, signal.SIGHUP):  # stopped like Ctrl-C: the workers die with us
-        signal.signal(sig, _interrupt)
+        if signal.getsignal(sig) == signal.SIG_DFL:  # (nohup's SIG_IGN is kept)
+            signal.signal(sig, _interrupt)
     try:
         code = _invoke(app)
     except FadoctorError as exc:  # the help or --version could not be written

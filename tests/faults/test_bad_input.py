@@ -30,7 +30,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "facts" / "t4-fa2-i
     (["snapshot", "-o", "-", "--timeout", "nan"], ["--timeout", "nan"]),
     (["check", "--timeout", "0"], ["--timeout"]),
     (["check", "--timeout", "banana"], ["--timeout"]),
-    (["fix", "--no-detect", "--flash-attn", "banana"], ["--flash-attn banana: not a version"]),
+    (["fix", "--no-detect", "--flash-attn", "banana"], ["--flash-attn", "banana is not a version"]),
     (["fix", "--no-detect", "--torch", "2.4.0;rm"], ["--torch"]),
     (["fix", "--no-detect", "--gpu-cc", "1e308"], ["--gpu-cc"]),
     (["matrix", "show", "--flash-attn", "banana"], ["--flash-attn"]),

@@ -177,6 +177,6 @@ def test_real_torch_library() -> None:
     assert info.soname == "libc10.so"
     assert "libc.so.6" in info.needed
     # The CPU wheel says DT_RUNPATH $ORIGIN; the CUDA one DT_RPATH $ORIGIN plus the nvidia wheels.
-    assert (info.runpath or info.rpath)[0] == "$ORIGIN"
+    assert "$ORIGIN" in (info.runpath or info.rpath)
     assert [s.name for s in info.undefined] == pyelftools_undefined(c10)
     assert info.identity == identify(os.path.realpath(sys.executable))

@@ -23,7 +23,13 @@ from tests.faults.conftest import (
     fadoctor,
     unchanged,
 )
-from tests.helpers.broken import SEGFAULT, find_python, process_gone, requires_torch
+from tests.helpers.broken import (
+    SEGFAULT,
+    find_python,
+    process_gone,
+    requires_torch,
+    target_ext_suffix,
+)
 
 pytestmark = [requires_torch, pytest.mark.slow]
 
@@ -180,14 +186,17 @@ def test_torch_crashing_inside_a_family_stage_is_torchs_and_the_family_is_skippe
 
 
 def test_an_extension_that_is_not_elf_is_skipped_never_passed(tmp_path: Path) -> None:
-    fake = tmp_path / "not_elf.so"
-    fake.write_bytes(b"#!/bin/sh\nthis is not an ELF file\n")
-    run = fadoctor("check", "--static", "--format", "json", "--extension", str(fake))
+    site = tmp_path / "site"
+    flash_attn(site, "import flash_attn_2_cuda\n")
+    (site / f"flash_attn_2_cuda{target_ext_suffix()}").write_bytes(b"#!/bin/sh\nnot an ELF file\n")
+    with unchanged(*examined(site)):
+        run = fadoctor("check", "--static", "--format", "json",
+                       env=base_environ(PYTHONPATH=str(site)))
     report = json.loads(run.text)
     for check_id in ("FAD131", "FAD132"):
         result = check_of(report, check_id)
         assert result["status"] == "skipped", result
-        assert "not_elf.so could not be read" in result["skipped_reason"]
+        assert "flash_attn_2_cuda could not be read" in result["skipped_reason"]
 
 
 # -- no orphans -----------------------------------------------------------------------------------

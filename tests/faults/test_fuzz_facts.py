@@ -97,3 +97,5 @@ def test_fuzzed_facts_are_refused_or_diagnosed_safely(text: str) -> None:
     for finding in report.findings():
         for remedy in finding.remedies:
             assert all(is_safe(c) for c in remedy.commands)
+            # A value that fails validation never reaches a command, not even quoted.
+            assert not any("pwned" in c or "rm -rf" in c for c in remedy.commands), remedy

@@ -11,6 +11,7 @@ from fadoctor.facts import Facts, Family
 from fadoctor.kernel_facts import CompileTarget
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import command, requirement
 from fadoctor.snippets import dynamo_disable_code, snippet
 
 
@@ -87,7 +88,9 @@ def _custom_ops_remedy(facts: Facts, matrix: Matrix, target: str) -> Optional[Re
         return Remedy(summary=f"flash-attn {ops.since} and later register their kernels as "
                       f"torch.library custom ops ({ops.namespace}::...) on torch >= "
                       f"{ops.min_torch}, which torch.compile traces without a graph break.",
-                      commands=[f'pip install "flash-attn>={ops.since}" --no-build-isolation'])
+                      commands=[command("pip", "install",
+                                        requirement("flash-attn", ops.since, op=">="),
+                                        "--no-build-isolation")])
     if tv is not None and tv < ops.min_torch:
         return Remedy(summary=f"flash-attn registers its custom ops only on torch >= "
                       f"{ops.min_torch}; this torch gets plain functions that Dynamo cannot trace.")

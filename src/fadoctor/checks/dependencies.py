@@ -15,10 +15,11 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.checks.base import version
 from fadoctor.checks.classify import Diagnosis
-from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.facts import Distribution, Facts, FlashAttention
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import command, requirement
 from fadoctor.target.tables import FAMILIES
 
 _SAFE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$")
@@ -158,19 +159,18 @@ def _describe(unmet: Unmet) -> str:
 
 def _install(fa: FlashAttention, dist: Distribution, unmet: List[Unmet],
              extras: Set[str]) -> List[Remedy]:
-    # Requirement parsing validated every name, extra and specifier (PEP 508 / PEP 440): no shell
-    # metacharacter survives it, so the strings are safe inside double quotes.
-    wanted = " ".join(f'"{_spec(u.requirement)}"' for u in unmet)
+    # Requirement parsing validated every name, extra and specifier (PEP 508 / PEP 440); each is
+    # one word of the command.
     direct = Remedy(summary=f"Install what {dist.name} requires and is missing here.",
-                    commands=[f"pip install {wanted}"])
+                    commands=[command("pip", "install", *(_spec(u.requirement) for u in unmet))])
     pinned = _pinned(dist)
     if not extras or pinned is None:
         return [direct]
     taken = ",".join(sorted(extras))
     name, at = pinned.split("==")
-    return [Remedy(summary=f"Install {dist.name} again with its [{taken}] extra, which this "
-                   f"torch's CUDA needs: pip brings the missing requirements with it.",
-                   commands=[f'pip install "{name}[{taken}]=={at}"']),
+    return [remedy(f"Install {dist.name} again with its [{taken}] extra, which this torch's CUDA "
+                   "needs: pip brings the missing requirements with it.",
+                   lambda: [command("pip", "install", requirement(name, at, sorted(extras)))]),
             direct]
 
 
@@ -192,7 +192,7 @@ def _reinstall(dist: Distribution, deps: bool) -> Remedy:
         return Remedy(summary=f"Reinstall {dist.name} with its requirements.")
     if deps:
         return Remedy(summary=f"Reinstall {dist.name} with its requirements.",
-                      commands=[f'pip install --force-reinstall "{pinned}"'])
+                      commands=[command("pip", "install", "--force-reinstall", pinned)])
     return Remedy(summary=f"{dist.name} is installed but its module does not import: "
                   "reinstall it.",
-                  commands=[f'pip install --force-reinstall --no-deps "{pinned}"'])
+                  commands=[command("pip", "install", "--force-reinstall", "--no-deps", pinned)])

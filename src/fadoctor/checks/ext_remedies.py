@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
+from fadoctor import shell
 from fadoctor.checks.classify import Diagnosis
+from fadoctor.checks.remedies import remedy
 from fadoctor.facts import BinaryAnalysis, Facts, Torch
 from fadoctor.install.torch import torch_index
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import command, requirement
 
 _PIN = re.compile(r"^==\s*([0-9][\w.!+]*)$")
 _VARIANT = re.compile(r"\+((?:cpu|cu\d+|rocm[\d.]+|xpu))$")
@@ -22,9 +25,9 @@ def _installed_torch(facts: Facts, torch: Optional[Torch]) -> Optional[str]:
     return dist.version if dist else (torch.version if torch else None)
 
 
-def _index(version: str) -> str:
+def _index(version: str) -> List[str]:
     variant = _VARIANT.search(version)
-    return f" --index-url {torch_index(variant.group(1))}" if variant else ""
+    return ["--index-url", shell.url(torch_index(variant.group(1)))] if variant else []
 
 
 def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: Facts,
@@ -38,17 +41,19 @@ def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: F
     if diagnosis.category == Category.GLIBC_TOO_OLD:
         return [Remedy(summary=f"{dist} {version} was built on a newer Linux than this one: use a "
                        f"release of {dist} built for an older glibc, or build it here.")]
-    requirement = f'pip install --upgrade "{dist}" "torch=={installed}"{_index(installed)}'
+    def upgrade() -> List[str]:  # values from the target: validated, or no command
+        return [command("pip", "install", "--upgrade", shell.name(dist or ""),
+                        requirement("torch", installed), *_index(installed or ""))]
+
     if pin and pin.group(1).split("+")[0] != installed.split("+")[0]:
-        return [Remedy(summary=f"{dist} {version} is built for torch {pin.group(1)} (its metadata "
-                       f"pins torch=={pin.group(1)}), but torch {installed} is installed: install "
-                       f"the {dist} release that pins this torch (pip picks it; torch stays).",
-                       commands=[requirement])]
+        return [remedy(f"{dist} {version} is built for torch {pin.group(1)} (its metadata pins "
+                       f"torch=={pin.group(1)}), but torch {installed} is installed: install the "
+                       f"{dist} release that pins this torch (pip picks it; torch stays).", upgrade)]
     if diagnosis.category == Category.TORCH_CPU_ONLY:
-        return [Remedy(summary=f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
+        return [remedy(f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
                        f"install {dist}'s CPU build for this torch, or a CUDA build of torch.",
-                       commands=[f'pip install --force-reinstall --no-deps "{dist}=={version}"'
-                                 f"{_index(installed)}" if "+" in installed else
-                                 f'pip install --upgrade "{dist}" "torch=={installed}"'])]
-    return [Remedy(summary=f"Install the {dist} build made for this torch ({installed}) and its "
-                   "CUDA variant (pip picks the release; torch stays).", commands=[requirement])]
+                       lambda: [command("pip", "install", "--force-reinstall", "--no-deps",
+                                        requirement(dist or "", version), *_index(installed or ""))]
+                       if "+" in (installed or "") else upgrade())]
+    return [remedy(f"Install the {dist} build made for this torch ({installed}) and its CUDA "
+                   "variant (pip picks the release; torch stays).", upgrade)]

@@ -9,10 +9,16 @@ from typing import List, Optional, Sequence
 
 from fadoctor.checks.base import version
 from fadoctor.checks.import_remedies import exact_wheel
-from fadoctor.checks.remedies import reinstall_flash_attn, sdpa_fallback, torch_variant_remedies
+from fadoctor.checks.remedies import (
+    reinstall_flash_attn,
+    remedy,
+    sdpa_fallback,
+    torch_variant_remedies,
+)
 from fadoctor.facts import Facts, Family
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import command, requirement
 from fadoctor.snippets import sdpa_backends_code, snippet
 
 SDPA_NAMES = {"sdpa_flash": "SDPA flash", "sdpa_efficient": "SDPA efficient",
@@ -77,12 +83,12 @@ def family_remedies(facts: Facts, matrix: Matrix, family: Family, category: Cate
         elif fa is not None and fa.version:
             remedies.append(reinstall_flash_attn(fa.version))
     elif fa is not None and fa.distribution and category != Category.GPU_UNSUPPORTED:
-        remedies.append(Remedy(summary=f"Reinstall {fa.distribution} (or move to its newest "
-                               "release): a kernel that fails on a supported GPU is a broken "
-                               "install or a bug of that release.",
-                               commands=[f"pip install --force-reinstall --no-deps "
-                                         f'"{fa.distribution}=={fa.version}"'] if fa.version
-                               else []))
+        dist, pinned = fa.distribution, fa.version
+        remedies.append(remedy(f"Reinstall {dist} (or move to its newest release): a kernel that "
+                               "fails on a supported GPU is a broken install or a bug of that "
+                               "release.", lambda: [command(
+                                   "pip", "install", "--force-reinstall", "--no-deps",
+                                   requirement(dist, pinned))] if pinned else []))
     restricted = restrict_sdpa(passed, torch.version if torch else None)
     if any(p.startswith("sdpa_") for p in passed):
         remedies.append(Remedy(summary="Meanwhile: the same call on PyTorch SDPA, which passed "

@@ -9,12 +9,14 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from shlex import quote
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+from fadoctor import shell
 from fadoctor.checks.base import info, torch_view
+from fadoctor.checks.remedies import remedy
 from fadoctor.facts import BinaryAnalysis, Facts, Torch
 from fadoctor.report import Category, Finding, Remedy, Severity
+from fadoctor.shell import command
 
 # A torch release in a file name: torch24, torch2.4, torch2_11, torch210, pt24, pt2.4.
 _RELEASE = re.compile(r"(?<![A-Za-z])(?:torch|pt)[-_]?v?([12])[._]?(\d{1,2})(?!\d)", re.I)
@@ -188,5 +190,5 @@ def _newer(binary: BinaryAnalysis) -> List[Remedy]:
     dist = binary.file.distribution
     if dist is None:
         return []
-    return [Remedy(summary=f"A newer {dist} may carry a build for this torch release.",
-                   commands=[f"pip install --upgrade {quote(dist)}"])]
+    return [remedy(f"A newer {dist} may carry a build for this torch release.",
+                   lambda: [command("pip", "install", "--upgrade", shell.name(dist))])]

@@ -12,6 +12,7 @@ from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import MemoryEstimate
 from fadoctor.model.spec import ModelSpec, TrainingPlan
 from fadoctor.model.support import ATTN_IMPLEMENTATION, HALF, Here, Support, assess, needs
+from fadoctor.shell import command, requirement
 
 
 class Frozen(BaseModel):
@@ -46,8 +47,9 @@ def recommend(spec: ModelSpec, rows: List[Support], here: Here) -> Recommendatio
     fa2_possible = not fa2.head_dim_problem and not fa2.dtype_problem and fa2.minimum is not None
     commands = []
     if fa2_possible and (not here.ccs or any(Version(cc) >= Version("8.0") for cc in here.ccs)):
-        commands = [f'pip install "flash-attn>={fa2.minimum}" --no-build-isolation',
-                    "fadoctor fix --print-pins --family fa2"]
+        commands = [command("pip", "install", requirement("flash-attn", fa2.minimum, op=">="),
+                            "--no-build-isolation"),
+                    command("fadoctor", "fix", "--print-pins", "--family", "fa2")]
     sdpa_ok = [r for r in rows if r.implementation.startswith("sdpa") and r.ok]
     if spec.structure.sdpa_supported and (sdpa_ok or not here.ccs):
         backends = ", ".join(r.label.split()[-1] for r in sdpa_ok) or "to be seen on the GPU"

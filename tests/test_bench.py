@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from tests.helpers.broken import requires_torch
 from tests.helpers.fake_family import make_family
 
 from fadoctor.bench import BenchFacts, BenchOptions, Shape, bench_report, collect_bench
@@ -129,6 +130,7 @@ def test_nothing_correct_means_no_recommendation(matrix: Matrix) -> None:
 
 
 @pytest.mark.slow
+@requires_torch
 def test_a_real_bench_on_cpu_times_the_right_kernel_and_skips_the_wrong_one(
         tmp_path: Path, matrix: Matrix, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"

@@ -15,6 +15,7 @@ from typing import Dict, List, NamedTuple, Optional
 
 import pytest
 import yaml
+from tests.helpers.broken import requires_torch
 
 from fadoctor import __version__
 
@@ -100,6 +101,7 @@ def test_inputs_never_reach_bash_as_text() -> None:
 
 
 @pytest.mark.slow
+@requires_torch  # the workflow's check examines this interpreter's torch
 def test_a_workflow_using_the_action_as_published(tmp_path: Path) -> None:
     """`uses: <owner>/fadoctor/.github/actions/preflight@<ref>` with only `python:` set: the
     action installs the fadoctor of its own checkout (no package index has one), probes this

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Tuple
 
 import pytest
+from tests.helpers.broken import requires_torch
 from tests.helpers.fake_family import make_family
 
 from fadoctor.facts import Probe
@@ -20,7 +21,7 @@ from fadoctor.probes import kernels
 from fadoctor.probes.kernels import KernelOptions, environment, stage_options
 from fadoctor.probes.runner import StageOutcome, run_stages
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_torch]  # the kernel stages run real torch in the child
 
 SMALL = {"batch": 1, "seqlen": 64, "heads": 4, "kv_heads": 2}
 CPU = KernelOptions(smoke="default", device="cpu", shape=SMALL)

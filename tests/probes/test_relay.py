@@ -29,6 +29,7 @@ def run_relay(request: Dict[str, Any]) -> Dict[str, Any]:
     return answer
 
 
+@requires_torch  # the fa2 stage imports torch before the family
 def test_the_relay_runs_stages_past_a_crash(tmp_path: Path) -> None:
     site = fake_module_dist(tmp_path / "site", "flash-attn", "2.6.3", "flash_attn", SEGFAULT)
     answer = run_relay({"stages": ["host", "fa2", "packages"], "timeouts": {},

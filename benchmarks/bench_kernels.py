@@ -1,15 +1,16 @@
 """Benchmark what the kernel smoke tests add to `fadoctor check`, against `import torch` plus the
 flash-attention family imports in the same interpreter.
 
-    python benchmarks/bench_kernels.py [--python PATH] [--runs 3] [--json]
+    python benchmarks/bench_kernels.py [--python PATH] [--runs 3] [--no-warm] [--json]
 
 Interleaved runs (baseline, check --kernels none, check --kernels default, ...) so that all see
-the same machine state; medians. The baseline is `python -c "import torch; import <each family
-module that imports here>"`. Reported: what the default smoke set adds to check (default minus
-none), each as a ratio to the baseline, and from one `fadoctor snapshot --kernels default` each
-kernel stage's seconds and each target's first call (flash-attn-4 JIT-compiles its kernels on its
-first call: reported apart). The budget: the smoke set adds at most 3 s beyond the imports, the
-first-call JIT excluded.
+the same machine state, after one unmeasured run of each (--no-warm: none; the family probe that
+comes first has read torch and the families from disk already); medians. The baseline is `python
+-c "import torch; import <each family module that imports here>"`. Reported: what the default
+smoke set adds to check (default minus none), each as a ratio to the baseline, and from one
+`fadoctor snapshot --kernels default` each kernel stage's seconds and each target's first call
+(flash-attn-4 JIT-compiles its kernels on its first call: reported apart). The budget: the smoke
+set adds at most 3 s beyond the imports, the first-call JIT excluded.
 """
 
 from __future__ import annotations
@@ -66,16 +67,32 @@ def kernel_stages(python: str, env: Dict[str, str]) -> Dict[str, Any]:
         if call:
             first[target] = {"first_s": call["first_s"], "repeat_s": call["repeat_s"]}
     stages = {k: v for k, v in facts.get("timings", {}).items()}
-    return {"timings": stages, "first_calls": first}
+    return {"timings": stages, "first_calls": first, "cases": case_statuses(facts)}
 
 
-def measure(python: str, runs: int, env: Dict[str, str]) -> Dict[str, Any]:
+def case_statuses(facts: Dict[str, Any]) -> Dict[str, Any]:
+    """Per smoke target: how many cases ended in each status (or the stage's failure kind)."""
+    out: Dict[str, Any] = {}
+    for target, probe in ((facts.get("smoke") or {}).get("targets") or {}).items():
+        data = probe.get("data")
+        if data is None:
+            out[target] = (probe.get("failure") or {}).get("kind")
+            continue
+        counts: Dict[str, int] = {}
+        for case in data.get("cases") or []:
+            counts[case["status"]] = counts.get(case["status"], 0) + 1
+        out[target] = counts or data.get("skipped") or ("installed" if data.get("installed", True)
+                                                        else "not installed")
+    return out
+
+
+def measure(python: str, runs: int, env: Dict[str, str], warm: bool = True) -> Dict[str, Any]:
     modules = importable(python, env)
     baseline_cmd = [python, "-c", "; ".join(["import torch"] + [f"import {m}" for m in modules])]
     commands = {"imports": baseline_cmd,
                 "check_none": fadoctor(python, "check", "--kernels", "none", "-f", "json"),
                 "check_default": fadoctor(python, "check", "--kernels", "default", "-f", "json")}
-    for cmd in commands.values():  # warm the page cache for every side
+    for cmd in commands.values() if warm else ():  # warm the page cache for every side
         timed(cmd, env)
     samples: Dict[str, List[float]] = {k: [] for k in commands}
     for _ in range(runs):
@@ -101,9 +118,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable, help="interpreter with torch")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-warm", action="store_true", help="no unmeasured run first")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args()
-    summary = measure(args.python, args.runs, dict(os.environ))
+    summary = measure(args.python, args.runs, dict(os.environ), warm=not args.no_warm)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0

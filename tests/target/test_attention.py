@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 import torch
+from tests.helpers.fake_family import make_family
 
 from fadoctor.target import attention
 from fadoctor.target.attention import cases, judge
@@ -207,3 +210,28 @@ def test_a_refusal_that_is_not_gqa_alone_adds_no_expanded_case() -> None:
     data = attention.run("smoke_sdpa_flash", CPU)  # CPU tensors: refused with or without GQA
     [case] = data["cases"]
     assert case["refused_by"] == "check" and "kv_expanded" not in case
+
+
+def test_the_cuda_warm_up_runs_the_reference_and_never_raises(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The thread that overlaps the first CUDA work with a family's import: on CPU tensors it
+    runs the reference forward and backward to the end; asked for a GPU that this torch does not
+    have, its error is left to the cases (the thread ends quietly, and setup still loads the
+    family it was overlapping)."""
+    from fadoctor.target.attention import smoke
+    from fadoctor.target.tables import FAMILIES
+
+    done = smoke.warm(torch, "cpu")
+    done.join(60)
+    assert not done.is_alive()
+    failing = smoke.warm(torch, "cuda")  # the CPU build raises at the first CUDA tensor
+    failing.join(60)
+    assert not failing.is_alive()
+    make_family(tmp_path, "right", "fa2")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        _torch, impl, data = smoke.setup("fa2", {"device": "cuda", "families": FAMILIES})
+    finally:
+        sys.modules.pop("flash_attn", None)
+    assert impl is not None and data["device"] == "cuda"

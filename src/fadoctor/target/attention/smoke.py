@@ -6,6 +6,7 @@ own eligibility check, or its API, refuses the input: never a failure); skipped 
 the memory, or a previous error left the CUDA context unusable).
 """
 
+import threading
 import time
 import traceback
 import warnings
@@ -36,11 +37,42 @@ def setup(target: str, options: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any
         return torch, None, data
     # The reference must be fp32 arithmetic, whatever the user's defaults: no TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
-    loaded = load(torch, target, options.get("families") or {})
+    warming = warm(torch, device) if device == "cuda" and not is_sdpa(target) else None
+    try:
+        loaded = load(torch, target, options.get("families") or {})
+    finally:
+        if warming is not None:
+            warming.join(WARM_WAIT_S)
     if "impl" not in loaded:
         data.update(loaded)
         return torch, None, data
     return torch, loaded["impl"], data
+
+
+WARM_WAIT_S = 60.0
+
+
+def warm(torch: Any, device: str) -> threading.Thread:
+    """Start the process's first CUDA work on a thread while this one imports the family (a
+    flash-attn-4 import takes seconds): the CUDA context, the cuBLAS handle and the reference's
+    kernels at a tiny size, forward and backward, in fp32 and bf16. torch's operators release the
+    GIL, so this overlaps the import instead of following it. Its errors are left for the cases
+    to find and report."""
+
+    def work() -> None:
+        try:
+            for dtype in (torch.float32, torch.bfloat16):
+                q = torch.randn(1, 16, 2, 64, device=device, dtype=dtype, requires_grad=True)
+                kv = torch.randn(1, 16, 1, 64, device=device, dtype=dtype, requires_grad=True)
+                out = attention(torch, q, kv, kv, True, upcast=dtype == torch.float32)
+                torch.autograd.grad(out, (q, kv), torch.ones_like(out))
+            torch.cuda.synchronize()
+        except Exception:
+            pass
+
+    thread = threading.Thread(target=work, name="fadoctor-cuda-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def run(target: str, options: Dict[str, Any]) -> Dict[str, Any]:

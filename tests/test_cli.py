@@ -313,6 +313,21 @@ def test_fix_help_names_its_values_and_shows_no_true_flag() -> None:
     assert "<str>" not in run.out and "[default: True]" not in run.out
 
 
+@pytest.mark.parametrize("command", [["check"], ["snapshot"], ["bench"], ["model"], ["triage"],
+                                     ["matrix", "show"], ["matrix", "lint"]])
+def test_every_option_names_its_value_and_no_flag_shows_a_type(command: List[str]) -> None:
+    """Flags show no value; a value is named for what it is (PATH, N, SECONDS...), never by its
+    Python type (<str>, <float>) - the built-in --help aside, which typer draws itself."""
+    run = fadoctor(*command, "--help", env={**os.environ, "COLUMNS": "120", "NO_COLOR": "1"})
+    assert run.code == 0, run.out
+    options = [line.lstrip("│ *") for line in run.out.splitlines() if line.startswith("│")]
+    rows = [o for o in options if o.startswith("--") and not o.startswith("--help")]
+    assert rows, run.out
+    for row in rows:
+        for python_type in ("<bool>", "<str>", "<float>", "<int>", "<path>", "<list"):
+            assert python_type not in row, row
+
+
 @pytest.mark.parametrize("args", [["--help"], ["check", "--help"], ["--version"]])
 def test_help_and_version_probe_nothing(args: List[str]) -> None:
     run = fadoctor(*args, flags=("-X", "importtime"))

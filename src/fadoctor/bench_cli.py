@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
+from fadoctor.cli_options import FLAG
 from fadoctor.errors import ExitCode, UsageError
 from fadoctor.guard import guarded
 
@@ -29,27 +30,39 @@ class DtypeChoice(str, Enum):
 
 @guarded
 def bench_command(
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter (or environment "
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help="Interpreter (or environment "
                                          "folder) to benchmark; default as for check."),
-    batch: int = typer.Option(2, "--batch", min=1, help="Batch size."),
-    seqlen: int = typer.Option(4096, "--seqlen", min=16, help="Sequence length."),
-    heads: int = typer.Option(32, "--heads", min=1, help="Query heads."),
-    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", min=1, help="Key/value heads "
+    batch: int = typer.Option(2, "--batch", metavar="N",
+                              min=1, help="Batch size."),
+    seqlen: int = typer.Option(4096, "--seqlen", metavar="N",
+                               min=16, help="Sequence length."),
+    heads: int = typer.Option(32, "--heads", metavar="N",
+                              min=1, help="Query heads."),
+    kv_heads: Optional[int] = typer.Option(None, "--kv-heads", metavar="N",
+                                           min=1, help="Key/value heads "
                                            "(fewer than --heads: grouped-query attention; "
                                            "default 8 where that divides --heads)."),
-    head_dim: int = typer.Option(128, "--head-dim", min=8, help="Head dimension."),
-    causal: bool = typer.Option(True, "--causal/--no-causal", help="Causal mask."),
+    head_dim: int = typer.Option(128, "--head-dim", metavar="N",
+                                 min=8, help="Head dimension."),
+    causal: bool = typer.Option(True, "--causal/--no-causal", metavar=FLAG,
+                                help="Causal mask."),
     dtype: DtypeChoice = typer.Option(DtypeChoice.bf16, "--dtype", help="bf16 or fp16."),
-    reps: int = typer.Option(30, "--reps", min=3, help="Timed repetitions (the median is "
+    reps: int = typer.Option(30, "--reps", metavar="N",
+                             min=3, help="Timed repetitions (the median is "
                              "reported)."),
-    warmup: int = typer.Option(5, "--warmup", min=1, help="Untimed calls first."),
-    target: List[str] = typer.Option([], "--target", help="Only this target (repeatable): "
+    warmup: int = typer.Option(5, "--warmup", metavar="N",
+                               min=1, help="Untimed calls first."),
+    target: List[str] = typer.Option([], "--target", metavar="TARGET",
+                                     help="Only this target (repeatable): "
                                      "sdpa_flash, sdpa_efficient, sdpa_cudnn, sdpa_math, fa2, "
                                      "fa3, fa4, vllm_fa."),
     fmt: BenchFormat = typer.Option(BenchFormat.text, "--format", "-f", help="text or json."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", min=1, help="Seconds each "
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
+                                            min=1, help="Seconds each "
                                             "target may take (default 600)."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another "
                                                "compatibility matrix YAML."),
 ) -> int:
     """Time every working attention backend at your shape; recommend the fastest correct one."""

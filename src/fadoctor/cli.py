@@ -14,7 +14,7 @@ import typer
 from fadoctor import __version__
 from fadoctor.bench_cli import bench_command
 from fadoctor.cli_inputs import _check_extension, _named_binaries, _read_facts
-from fadoctor.cli_options import _a_version, _seconds
+from fadoctor.cli_options import FLAG, _a_version, _seconds
 from fadoctor.distributed import entry as jobs
 from fadoctor.errors import ExitCode, UsageError
 from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
@@ -57,9 +57,11 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version_callback,
+    version: bool = typer.Option(False, "--version", metavar=FLAG,
+                                 callback=_version_callback,
                                  is_eager=True, help="Print the version and exit."),
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of fadoctor's own errors."),
+    debug: bool = typer.Option(False, "--debug", metavar=FLAG,
+                               help="Show tracebacks of fadoctor's own errors."),
 ) -> None:
     """Examine the environment you train in and say whether flash-attention will work there."""
     DEBUG["on"] = debug
@@ -68,36 +70,52 @@ def _root(
 @app.command()
 @guarded
 def check(
-    python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
-    facts_file: Optional[Path] = typer.Option(None, "--facts", help="Diagnose a facts file "
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help=PYTHON_HELP),
+    facts_file: Optional[Path] = typer.Option(None, "--facts", metavar="PATH",
+                                              help="Diagnose a facts file "
                                               "(from `fadoctor snapshot`) instead of this machine."),
     fmt: Format = typer.Option(Format.TEXT, "--format", "-f", help="Output format."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show passed checks' details "
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Show passed checks' details "
                                  "and the evidence behind each finding."),
     fail_on: FailOn = typer.Option(FailOn.error, "--fail-on", help="Exit 1 when a finding of "
                                    "this severity or worse is found."),
-    ignore: List[str] = typer.Option([], "--ignore", help="Check ID or name to skip "
+    ignore: List[str] = typer.Option([], "--ignore", metavar="CHECK",
+                                     help="Check ID or name to skip "
                                      "(repeatable)."),
-    only: List[str] = typer.Option([], "--only", help=ONLY_HELP),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
+    only: List[str] = typer.Option([], "--only", metavar="CHECK",
+                                   help=ONLY_HELP),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another "
                                                "compatibility matrix YAML."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
+                                            help=TIMEOUT_HELP,
                                             callback=_seconds),
-    static: bool = typer.Option(False, "--static", help=STATIC_HELP),
-    extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the report to a "
+    static: bool = typer.Option(False, "--static", metavar=FLAG,
+                                help=STATIC_HELP),
+    extension: List[Path] = typer.Option([], "--extension", metavar="PATH",
+                                         help=EXTENSION_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                          help="Write the report to a "
                                           "file instead of stdout."),
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
-    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
-    model: Optional[str] = typer.Option(None, "--model", help="Also check this model "
+    compile_: bool = typer.Option(False, "--compile", metavar=FLAG,
+                                  help=COMPILE_HELP),
+    model: Optional[str] = typer.Option(None, "--model", metavar="CONFIG",
+                                        help="Also check this model "
                                         "(config.json, folder or shipped name) and its training "
                                         "memory."),
-    model_plan: Optional[str] = typer.Option(None, "--model-plan", help="The training plan for "
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", metavar="FILE",
+                                             help="The training plan for "
                                              "--model: method=full|lora|qlora,batch=N,seq=N,"
                                              "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
-    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
-    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
-    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
+    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
+                                help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", metavar=FLAG,
+                                     help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", metavar="DIR",
+                                             help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if distributed or facts_dir is not None or jobs.is_job_file(facts_file):  # a whole job
@@ -147,18 +165,27 @@ def check(
 @app.command()
 @guarded
 def snapshot(
-    output: Path = typer.Option(..., "--output", "-o", help="Where to write the facts JSON "
+    output: Path = typer.Option(..., "--output", "-o", metavar="PATH",
+                                help="Where to write the facts JSON "
                                 "('-' for stdout)."),
-    python: Optional[str] = typer.Option(None, "--python", help=PYTHON_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help=TIMEOUT_HELP,
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help=PYTHON_HELP),
+    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
+                                            help=TIMEOUT_HELP,
                                             callback=_seconds),
-    static: bool = typer.Option(False, "--static", help=STATIC_HELP),
-    extension: List[Path] = typer.Option([], "--extension", help=EXTENSION_HELP),
+    static: bool = typer.Option(False, "--static", metavar=FLAG,
+                                help=STATIC_HELP),
+    extension: List[Path] = typer.Option([], "--extension", metavar="PATH",
+                                         help=EXTENSION_HELP),
     kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
-    compile_: bool = typer.Option(False, "--compile", help=COMPILE_HELP),
-    redact: bool = typer.Option(False, "--redact", help=REDACT_HELP),
-    distributed: bool = typer.Option(False, "--distributed", help=jobs.DISTRIBUTED_HELP),
-    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", help=jobs.FACTS_DIR_HELP),
+    compile_: bool = typer.Option(False, "--compile", metavar=FLAG,
+                                  help=COMPILE_HELP),
+    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
+                                help=REDACT_HELP),
+    distributed: bool = typer.Option(False, "--distributed", metavar=FLAG,
+                                     help=jobs.DISTRIBUTED_HELP),
+    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", metavar="DIR",
+                                             help=jobs.FACTS_DIR_HELP),
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0
@@ -172,7 +199,6 @@ def snapshot(
     return ExitCode.OK
 
 
-FLAG = ""  # a flag takes no value: no metavar in --help (typer >= 0.20 would show <bool>)
 
 
 class FamilyChoice(str, Enum):

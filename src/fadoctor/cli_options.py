@@ -8,6 +8,8 @@ from typing import Optional
 import typer
 
 MAX_TIMEOUT = 86400.0
+# A flag takes no value: an empty metavar keeps --help from showing <bool> (typer >= 0.20).
+FLAG = ""
 
 
 def _seconds(value: Optional[float]) -> Optional[float]:

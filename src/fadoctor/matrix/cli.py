@@ -34,7 +34,8 @@ class ShowFormat(str, Enum):
 
 @matrix_app.command()
 @guarded
-def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP)) -> int:
+def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                                    help=MATRIX_HELP)) -> int:
     """Validate the matrix: schema, sources and cross-entry invariants (exit 2 when invalid)."""
     from fadoctor.matrix.load import default_matrix_path, lint_matrix
     from fadoctor.output import say, write
@@ -53,13 +54,17 @@ def lint(matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRI
 @matrix_app.command()
 @guarded
 def show(
-    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", help="A flash-attn 2.x "
+    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
+                                             help="A flash-attn 2.x "
                                              "release (2.8.3) or series (2.8)."),
-    torch: Optional[str] = typer.Option(None, "--torch", help="A torch release (2.6, 2.6.0)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="A GPU name (H100) or compute "
+    torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION",
+                                        help="A torch release (2.6, 2.6.0)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", metavar="GPU",
+                                      help="A GPU name (H100) or compute "
                                       "capability (9.0, sm_90)."),
     fmt: ShowFormat = typer.Option(ShowFormat.text, "--format", "-f", help="text or json."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help=MATRIX_HELP),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help=MATRIX_HELP),
 ) -> int:
     """Print the matrix entries for a flash-attn version, a torch release and/or a GPU."""
     from fadoctor.matrix.load import load_matrix

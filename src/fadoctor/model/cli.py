@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 
 import typer
 
+from fadoctor.cli_options import FLAG
 from fadoctor.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -73,23 +74,35 @@ def model_facts(config: str, plan: Optional[str]) -> ModelFacts:
 
 def model(
     config: Optional[str] = typer.Argument(None, metavar="CONFIG", help=CONFIG_HELP),
-    method: str = typer.Option("lora", "--method", help="full, lora or qlora."),
-    recipe: str = typer.Option("bf16", "--recipe", help="Full fine-tuning: bf16 (weights, "
+    method: str = typer.Option("lora", "--method", metavar="NAME",
+                               help="full, lora or qlora."),
+    recipe: str = typer.Option("bf16", "--recipe", metavar="NAME",
+                               help="Full fine-tuning: bf16 (weights, "
                                "gradients, AdamW states in bf16) or mixed (fp32 master weights "
                                "and states, bf16 autocast)."),
-    batch: int = typer.Option(1, "--batch", min=1, help="Micro-batch size."),
-    seq: int = typer.Option(2048, "--seq", min=1, help="Sequence length in tokens."),
-    checkpointing: bool = typer.Option(False, "--checkpointing", help="Gradient checkpointing."),
-    attn: str = typer.Option("sdpa", "--attn", help="flash_attention_2, sdpa or eager."),
-    lora_r: int = typer.Option(16, "--lora-r", min=1, help="LoRA rank."),
-    lora_targets: List[str] = typer.Option([], "--lora-target", help="LoRA target module "
+    batch: int = typer.Option(1, "--batch", metavar="N",
+                              min=1, help="Micro-batch size."),
+    seq: int = typer.Option(2048, "--seq", metavar="N",
+                            min=1, help="Sequence length in tokens."),
+    checkpointing: bool = typer.Option(False, "--checkpointing", metavar=FLAG,
+                                       help="Gradient checkpointing."),
+    attn: str = typer.Option("sdpa", "--attn", metavar="NAME",
+                             help="flash_attention_2, sdpa or eager."),
+    lora_r: int = typer.Option(16, "--lora-r", metavar="N",
+                               min=1, help="LoRA rank."),
+    lora_targets: List[str] = typer.Option([], "--lora-target", metavar="MODULE",
+                                           help="LoRA target module "
                                            "(repeatable; default: every Linear)."),
-    gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", help="GiB to plan for "
+    gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", metavar="GIB",
+                                               help="GiB to plan for "
                                                "(default: the smallest GPU here)."),
-    no_detect: bool = typer.Option(False, "--no-detect", help="Examine nothing on this machine."),
-    python: Optional[str] = typer.Option(None, "--python", help="Interpreter to examine."),
+    no_detect: bool = typer.Option(False, "--no-detect", metavar=FLAG,
+                                   help="Examine nothing on this machine."),
+    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
+                                         help="Interpreter to examine."),
     fmt: Format = typer.Option(Format.text, "--format", "-f", help="text or json."),
-    list_configs: bool = typer.Option(False, "--list", help="List the shipped configs."),
+    list_configs: bool = typer.Option(False, "--list", metavar=FLAG,
+                                      help="List the shipped configs."),
 ) -> int:
     """Will this model train here? Its attention needs per family and backend, and the memory."""
     from fadoctor.model.spec import shipped

@@ -10,6 +10,7 @@ from typing import Optional
 
 import typer
 
+from fadoctor.cli_options import FLAG
 from fadoctor.errors import ExitCode, InputError, UsageError
 from fadoctor.output import write
 
@@ -26,13 +27,17 @@ def triage_command(
     source: Optional[str] = typer.Argument(None, metavar="[FILE|-]", help="The pasted report: "
                                            "a file, or '-' (default) for standard input."),
     fmt: TriageFormat = typer.Option(TriageFormat.text, "--format", "-f", help="Output format."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show every check's result "
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Also show every check's result "
                                  "and each finding's evidence."),
-    redact: bool = typer.Option(False, "--redact", help="Remove user names, home folders, host "
+    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
+                                help="Remove user names, home folders, host "
                                 "names and secret-looking values from the output."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", help="Use another "
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another "
                                                "compatibility matrix YAML."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write the diagnosis to a "
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                          help="Write the diagnosis to a "
                                           "file instead of stdout."),
 ) -> int:
     """Diagnose a pasted report (collect_env, pip list, nvidia-smi, a traceback, a build log...)

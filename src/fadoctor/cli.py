@@ -13,7 +13,7 @@ import typer
 
 from fadoctor import __version__
 from fadoctor.bench_cli import bench_command
-from fadoctor.cli_inputs import _check_extension, _named_binaries, _read_facts
+from fadoctor.cli_inputs import _check_extension, _check_ignore, _named_binaries, _read_facts
 from fadoctor.cli_options import FLAG, _a_version, _seconds
 from fadoctor.distributed import entry as jobs
 from fadoctor.errors import ExitCode, UsageError
@@ -311,14 +311,6 @@ app.command(name="model")(guarded(model_command))
 
 
 # -- helpers ------------------------------------------------------------------------------------
-
-
-def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
-    from fadoctor.checks import BY_KEY
-
-    unknown = [key for key in keys if key not in BY_KEY]
-    if unknown:
-        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")
 
 
 def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":

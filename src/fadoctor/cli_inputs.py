@@ -49,3 +49,11 @@ def _read_facts(path: Path) -> Facts:
         from fadoctor.validation import problems
 
         raise invalid(f"facts file {shown(path)}", problems(exc)) from exc
+
+
+def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
+    from fadoctor.checks import BY_KEY
+
+    unknown = [key for key in keys if key not in BY_KEY]
+    if unknown:
+        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")

@@ -67,11 +67,24 @@ def _root(
     DEBUG["on"] = debug
 
 
+# The options check and snapshot share (one definition each, one help text).
+PYTHON_OPTION = typer.Option(None, "--python", metavar="PATH", help=PYTHON_HELP)
+TIMEOUT_OPTION = typer.Option(None, "--timeout", metavar="SECONDS", help=TIMEOUT_HELP,
+                              callback=_seconds)
+STATIC_OPTION = typer.Option(False, "--static", metavar=FLAG, help=STATIC_HELP)
+EXTENSION_OPTION = typer.Option([], "--extension", metavar="PATH", help=EXTENSION_HELP)
+KERNELS_OPTION = typer.Option(None, "--kernels", help=KERNELS_HELP)
+COMPILE_OPTION = typer.Option(False, "--compile", metavar=FLAG, help=COMPILE_HELP)
+REDACT_OPTION = typer.Option(False, "--redact", metavar=FLAG, help=REDACT_HELP)
+DISTRIBUTED_OPTION = typer.Option(False, "--distributed", metavar=FLAG,
+                                  help=jobs.DISTRIBUTED_HELP)
+FACTS_DIR_OPTION = typer.Option(None, "--facts-dir", metavar="DIR", help=jobs.FACTS_DIR_HELP)
+
+
 @app.command()
 @guarded
 def check(
-    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
-                                         help=PYTHON_HELP),
+    python: Optional[str] = PYTHON_OPTION,
     facts_file: Optional[Path] = typer.Option(None, "--facts", metavar="PATH",
                                               help="Diagnose a facts file "
                                               "(from `fadoctor snapshot`) instead of this machine."),
@@ -89,19 +102,14 @@ def check(
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
                                                help="Use another "
                                                "compatibility matrix YAML."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
-                                            help=TIMEOUT_HELP,
-                                            callback=_seconds),
-    static: bool = typer.Option(False, "--static", metavar=FLAG,
-                                help=STATIC_HELP),
-    extension: List[Path] = typer.Option([], "--extension", metavar="PATH",
-                                         help=EXTENSION_HELP),
+    timeout: Optional[float] = TIMEOUT_OPTION,
+    static: bool = STATIC_OPTION,
+    extension: List[Path] = EXTENSION_OPTION,
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
                                           help="Write the report to a "
                                           "file instead of stdout."),
-    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
-    compile_: bool = typer.Option(False, "--compile", metavar=FLAG,
-                                  help=COMPILE_HELP),
+    kernels: Optional[KernelSet] = KERNELS_OPTION,
+    compile_: bool = COMPILE_OPTION,
     model: Optional[str] = typer.Option(None, "--model", metavar="CONFIG",
                                         help="Also check this model "
                                         "(config.json, folder or shipped name) and its training "
@@ -110,12 +118,9 @@ def check(
                                              help="The training plan for "
                                              "--model: method=full|lora|qlora,batch=N,seq=N,"
                                              "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
-    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
-                                help=REDACT_HELP),
-    distributed: bool = typer.Option(False, "--distributed", metavar=FLAG,
-                                     help=jobs.DISTRIBUTED_HELP),
-    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", metavar="DIR",
-                                             help=jobs.FACTS_DIR_HELP),
+    redact: bool = REDACT_OPTION,
+    distributed: bool = DISTRIBUTED_OPTION,
+    facts_dir: Optional[Path] = FACTS_DIR_OPTION,
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if distributed or facts_dir is not None or jobs.is_job_file(facts_file):  # a whole job
@@ -168,24 +173,15 @@ def snapshot(
     output: Path = typer.Option(..., "--output", "-o", metavar="PATH",
                                 help="Where to write the facts JSON "
                                 "('-' for stdout)."),
-    python: Optional[str] = typer.Option(None, "--python", metavar="PATH",
-                                         help=PYTHON_HELP),
-    timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
-                                            help=TIMEOUT_HELP,
-                                            callback=_seconds),
-    static: bool = typer.Option(False, "--static", metavar=FLAG,
-                                help=STATIC_HELP),
-    extension: List[Path] = typer.Option([], "--extension", metavar="PATH",
-                                         help=EXTENSION_HELP),
-    kernels: Optional[KernelSet] = typer.Option(None, "--kernels", help=KERNELS_HELP),
-    compile_: bool = typer.Option(False, "--compile", metavar=FLAG,
-                                  help=COMPILE_HELP),
-    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
-                                help=REDACT_HELP),
-    distributed: bool = typer.Option(False, "--distributed", metavar=FLAG,
-                                     help=jobs.DISTRIBUTED_HELP),
-    facts_dir: Optional[Path] = typer.Option(None, "--facts-dir", metavar="DIR",
-                                             help=jobs.FACTS_DIR_HELP),
+    python: Optional[str] = PYTHON_OPTION,
+    timeout: Optional[float] = TIMEOUT_OPTION,
+    static: bool = STATIC_OPTION,
+    extension: List[Path] = EXTENSION_OPTION,
+    kernels: Optional[KernelSet] = KERNELS_OPTION,
+    compile_: bool = COMPILE_OPTION,
+    redact: bool = REDACT_OPTION,
+    distributed: bool = DISTRIBUTED_OPTION,
+    facts_dir: Optional[Path] = FACTS_DIR_OPTION,
 ) -> int:
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0

@@ -19,23 +19,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
-from typing import Dict, List
+
+from bench_check import timed  # the same timing as check's benchmark (run from benchmarks/)
 
 WHEELS = ("torchvision-0.19.0-cp311-cp311-manylinux1_x86_64.whl",
           "torchaudio-2.4.0-cp311-cp311-manylinux1_x86_64.whl",
           "xformers-0.0.28.post1-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 
-def timed(cmd: List[str], env: Dict[str, str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                          check=False)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(cmd)} exited with {done.returncode}")
-    return time.perf_counter() - start
 
 
 def main() -> int:

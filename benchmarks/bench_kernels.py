@@ -22,21 +22,15 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List
+
+from bench_check import timed  # the same timing as check's benchmark (run from benchmarks/)
+from gpu_kernels import statuses
 
 FAMILY_MODULES = ("flash_attn", "flash_attn_interface", "flash_attn.cute", "vllm_flash_attn")
 BUDGET_S = 3.0
 
 
-def timed(cmd: Sequence[str], env: Dict[str, str]) -> float:
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                          check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):  # 1 = problems found, a normal diagnosis
-        raise SystemExit(f"{' '.join(cmd)} exited with {proc.returncode}")
-    return elapsed
 
 
 def importable(python: str, env: Dict[str, str]) -> List[str]:
@@ -67,23 +61,7 @@ def kernel_stages(python: str, env: Dict[str, str]) -> Dict[str, Any]:
         if call:
             first[target] = {"first_s": call["first_s"], "repeat_s": call["repeat_s"]}
     stages = {k: v for k, v in facts.get("timings", {}).items()}
-    return {"timings": stages, "first_calls": first, "cases": case_statuses(facts)}
-
-
-def case_statuses(facts: Dict[str, Any]) -> Dict[str, Any]:
-    """Per smoke target: how many cases ended in each status (or the stage's failure kind)."""
-    out: Dict[str, Any] = {}
-    for target, probe in ((facts.get("smoke") or {}).get("targets") or {}).items():
-        data = probe.get("data")
-        if data is None:
-            out[target] = (probe.get("failure") or {}).get("kind")
-            continue
-        counts: Dict[str, int] = {}
-        for case in data.get("cases") or []:
-            counts[case["status"]] = counts.get(case["status"], 0) + 1
-        out[target] = counts or data.get("skipped") or ("installed" if data.get("installed", True)
-                                                        else "not installed")
-    return out
+    return {"timings": stages, "first_calls": first, "cases": statuses(facts)}
 
 
 def measure(python: str, runs: int, env: Dict[str, str], warm: bool = True) -> Dict[str, Any]:

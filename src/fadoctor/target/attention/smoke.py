@@ -6,6 +6,7 @@ own eligibility check, or its API, refuses the input: never a failure); skipped 
 the memory, or a previous error left the CUDA context unusable).
 """
 
+import contextlib
 import threading
 import time
 import traceback
@@ -52,23 +53,26 @@ def setup(target: str, options: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any
 WARM_WAIT_S = 60.0
 
 
+def warm_up(torch: Any, device: str) -> None:
+    """The process's first CUDA work: the CUDA context, the cuBLAS handle and the reference's
+    kernels at a tiny size, forward and backward, in fp32 and bf16."""
+    for dtype in (torch.float32, torch.bfloat16):
+        q = torch.randn(1, 16, 2, 64, device=device, dtype=dtype, requires_grad=True)
+        kv = torch.randn(1, 16, 1, 64, device=device, dtype=dtype, requires_grad=True)
+        out = attention(torch, q, kv, kv, True, upcast=dtype == torch.float32)
+        torch.autograd.grad(out, (q, kv), torch.ones_like(out))
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
 def warm(torch: Any, device: str) -> threading.Thread:
-    """Start the process's first CUDA work on a thread while this one imports the family (a
-    flash-attn-4 import takes seconds): the CUDA context, the cuBLAS handle and the reference's
-    kernels at a tiny size, forward and backward, in fp32 and bf16. torch's operators release the
-    GIL, so this overlaps the import instead of following it. Its errors are left for the cases
-    to find and report."""
+    """Run `warm_up` on a thread while this one imports the family (a flash-attn-4 import takes
+    seconds): torch's operators release the GIL, so it overlaps the import instead of following
+    it. Its errors are left for the cases to find and report."""
 
     def work() -> None:
-        try:
-            for dtype in (torch.float32, torch.bfloat16):
-                q = torch.randn(1, 16, 2, 64, device=device, dtype=dtype, requires_grad=True)
-                kv = torch.randn(1, 16, 1, 64, device=device, dtype=dtype, requires_grad=True)
-                out = attention(torch, q, kv, kv, True, upcast=dtype == torch.float32)
-                torch.autograd.grad(out, (q, kv), torch.ones_like(out))
-            torch.cuda.synchronize()
-        except Exception:
-            pass
+        with contextlib.suppress(Exception):
+            warm_up(torch, device)
 
     thread = threading.Thread(target=work, name="fadoctor-cuda-warm", daemon=True)
     thread.start()

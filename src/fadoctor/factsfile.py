@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Tuple
 
 from fadoctor.errors import InputError, invalid
 from fadoctor.facts import Facts
 from fadoctor.inert import one_line
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # What fadoctor's own probes always write as numbers: a file where they do not parse was not
 # written by fadoctor (or was edited), and a diagnosis from it would be a guess.
@@ -18,19 +21,30 @@ CUDA_VERSION = re.compile(r"\d{1,3}\.\d{1,3}(\.\d{1,4})?", re.ASCII)
 DRIVER_VERSION = re.compile(r"\d{1,4}(\.\d{1,4}){0,3}", re.ASCII)
 
 
-def dumps(facts: Facts) -> str:
-    """The facts as JSON text (ASCII: any undecodable byte travels as a `\\udcXX` escape)."""
+def dumps(facts: BaseModel) -> str:
+    """The facts (of one environment, or a job's) as JSON text (ASCII: any undecodable byte
+    travels as a `\\udcXX` escape)."""
     return json.dumps(facts.model_dump(mode="python"), indent=2, default=str) + "\n"
+
+
+def identity(facts: Facts) -> str:
+    """What two environments' facts share when they are the same but for the probes' timings
+    (undecodable bytes included)."""
+    return json.dumps(facts.model_dump(mode="python", exclude={"timings"}), default=str)
+
+
+def parse(text: str, where: str) -> Any:
+    """JSON `text`, or an InputError naming `where` (NaN and Infinity are not JSON numbers)."""
+    try:
+        return json.loads(text, parse_constant=_refuse)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{where} is not valid JSON: {one_line(str(exc))}") from None
 
 
 def loads(text: str, where: str) -> Facts:
     """Facts from JSON `text`: a pydantic ValidationError when the schema does not hold, an
     InputError naming `where` for text that is not JSON or values that do not parse."""
-    try:
-        raw = json.loads(text, parse_constant=_refuse)
-    except (ValueError, RecursionError) as exc:
-        raise InputError(f"{where} is not valid JSON: {one_line(str(exc))}") from None
-    facts = Facts.model_validate(raw)
+    facts = Facts.model_validate(parse(text, where))
     problems = unreadable(facts)
     if problems:
         raise invalid(where, problems)

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Dict
 
 import pytest
 from tests.helpers.jobs import Record, h200_facts, job, on_h200
 
+from fadoctor.distributed.collect import read_job_file
 from fadoctor.distributed.evaluate import evaluate_job
 from fadoctor.distributed.models import JobFacts, MissingRank, RankPlace
 from fadoctor.distributed.render import job_line
 from fadoctor.distributed.report import JobReport
+from fadoctor.errors import InputError
 from fadoctor.evaluate import evaluate
 from fadoctor.facts import Facts
+from fadoctor.factsfile import dumps
 from fadoctor.matrix import Matrix, load_matrix
 from fadoctor.report import Category, CheckResult, Severity, Status
 
@@ -212,3 +217,25 @@ def test_without_the_collective_test_a_ranks_gpu_is_the_one_torch_sees(matrix: M
                                           "NVIDIA A100-SXM4-80GB (sm_80) on rank 1 (node 1)")
     assert check(evaluate_job(gathered.model_copy(update={"ranks": ranks}), matrix),
                  "FAD205").status == Status.SKIPPED
+
+
+def test_a_byte_that_is_not_utf8_travels_through_the_job_and_its_facts_file(
+        matrix: Matrix, tmp_path: Path) -> None:
+    """A rank whose environment holds a path that is not UTF-8 (kept as a surrogate escape, as
+    Python holds it): the job is evaluated, written by `snapshot --distributed` and read back by
+    `check --facts` unchanged; a job file whose rank has a value that does not parse is refused
+    with the rank and field named."""
+    def odd(rank: int, record: Record) -> None:
+        record["stages"]["host"]["data"]["environment"] = {
+            "LD_LIBRARY_PATH": "/opt/caf\udce9/lib" if rank else "/opt/lib"}
+
+    facts = job(2, 1, odd)
+    assert check(evaluate_job(facts, matrix), "FAD204").status == Status.WARNING
+    path = tmp_path / "job.json"
+    path.write_text(dumps(facts), encoding="utf-8")
+    assert read_job_file(path) == facts
+    broken = json.loads(path.read_text(encoding="utf-8"))
+    broken["ranks"][1]["facts"]["torch"]["data"]["cuda"] = "12.x; rm"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(InputError, match=r"ranks\.1\.facts\.torch\.data\.cuda"):
+        read_job_file(path)

@@ -4,7 +4,7 @@ the launcher's variables, the driver from a rank's raw record."""
 from __future__ import annotations
 
 import pytest
-from tests.helpers.jobs import job
+from tests.helpers.jobs import Record, job
 
 from fadoctor.distributed.assemble import driver_probe
 from fadoctor.distributed.bandwidth import algbw, bus_factor, busbw, table
@@ -33,11 +33,17 @@ def test_bus_bandwidth_is_nccl_tests_definition() -> None:
 
 
 def test_bandwidth_table_takes_the_slowest_rank() -> None:
-    rows = table(job(2, 1))
+    def slower(rank: int, record: Record) -> None:  # rank 1 takes 3x rank 0's time, every op
+        for op in record["collective"]["ops"]:
+            op["seconds"] *= 3 if rank == 1 else 1
+
+    fast = {(r.op, r.bytes): r.seconds for r in table(job(2, 1))}
+    rows = table(job(2, 1, slower))
     assert [(r.op, size_text(r.bytes)) for r in rows] == [
         ("all_reduce", "64 KiB"), ("all_reduce", "1 MiB"), ("all_gather", "64 KiB"),
         ("all_gather", "1 MiB")]
-    for row in rows:  # the two ranks are copies of one recorded rank: either is the slowest
+    for row in rows:
+        assert row.slowest_rank == 1 and row.seconds == pytest.approx(3 * fast[row.op, row.bytes])
         assert row.busbw_gbps == pytest.approx(busbw(row.op, row.bytes, 2, row.seconds), rel=1e-3)
         assert row.correct and row.ranks == 2
 

@@ -81,11 +81,14 @@ def test_junit_names_each_check_once(report: JobReport) -> None:
 
 def test_text_from_the_ranks_is_shown_as_data_not_markup() -> None:
     def hostile(rank: int, record: Record) -> None:
-        record["identity"]["host"] = "a|b[red]x"
+        record["identity"]["host"] = "a|b[red]x\x1b]0;pwned\x07"
         record["identity"]["node_rank"] = None
 
     report = evaluate_job(job(2, 2, hostile), load_matrix())
     text = render_job(report, Format.TEXT, RenderOptions(width=200, color=True))
-    assert "a|b[red]x" in text
+    assert "a|b[red]x\\x1b]0;pwned\\x07" in text
     markdown = render_job(report, Format.MARKDOWN)
     assert "a\\|b\\[red\\]x" in markdown and "a|b" not in markdown  # links escaped too
+    for fmt in Format:  # the terminal escape reaches no format as a control character
+        out = render_job(report, fmt, RenderOptions(width=200))
+        assert "\x1b]0;pwned" not in out and "\x07" not in out, fmt

@@ -18,9 +18,12 @@ from pydantic import ValidationError
 from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
 from fadoctor.distributed.entry import AGENT
 from fadoctor.distributed.models import JobFacts
-from fadoctor.errors import InputError, InternalError, UsageError
+from fadoctor.errors import InputError, InternalError, UsageError, invalid
 from fadoctor.facts import Facts, Failure, FailureKind, Probe
+from fadoctor.factsfile import identity, parse, unreadable
 from fadoctor.target import place
+from fadoctor.textfile import read_text, shown
+from fadoctor.validation import problems
 
 GATHERED = "gathered.json"
 
@@ -70,14 +73,17 @@ def _load(path: Path) -> Dict[str, Any]:
 
 
 def read_job_file(path: Path) -> JobFacts:
+    """A job's facts file (`snapshot --distributed`), read and checked as a facts file is."""
+    where = f"facts file {shown(path)}"
+    raw = parse(read_text(path, "facts file"), where)
     try:
-        return JobFacts.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read facts file {path}: {exc.strerror or exc}") from exc
+        job = JobFacts.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise InputError(f"facts file {path} is invalid at {where}: {first['msg']}") from exc
+        raise invalid(where, problems(exc)) from None
+    bad = [f"ranks.{r.place.rank}.facts.{p}" for r in job.ranks for p in unreadable(r.facts)]
+    if bad:
+        raise invalid(where, bad)
+    return job
 
 
 def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
@@ -136,7 +142,7 @@ def analyze_local(job: JobFacts) -> JobFacts:
     for rank in job.ranks:
         facts = rank.facts
         if facts.binaries is None and rank.place.host == here:
-            key = facts.model_dump_json(exclude={"timings"})
+            key = identity(facts)
             if key not in done:
                 host = facts.host.data
                 done[key] = analyze_binaries(facts, [], (host.environment or {}) if host else {})

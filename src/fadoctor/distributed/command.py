@@ -94,7 +94,9 @@ def snapshot_job(request: JobRequest, emit: Callable[[str], None]) -> int:
     """`snapshot --distributed` / `--facts-dir`: the job's facts, written by rank 0."""
     job = job_facts(request)
     if job is not None:
-        emit(job.model_dump_json(indent=2) + "\n")
+        from fadoctor.factsfile import dumps
+
+        emit(dumps(job))
     return ExitCode.OK
 
 
@@ -120,14 +122,12 @@ def check_conflicts(request: JobRequest, static: bool, extensions: Sequence[Path
 def left_out(ignore: Sequence[str], only: Sequence[str]) -> AbstractSet[str]:
     """The IDs of the checks to leave out: --ignore's, and with --only every other one (keys
     are IDs or names, of rank checks or job checks)."""
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
-    from fadoctor.distributed.checks import JOB_BY_KEY, JOB_CHECKS
+    from fadoctor.distributed.checks import EVERY_CHECK, EVERY_KEY
 
-    keys = {**BY_KEY, **JOB_BY_KEY}
     for key in (*ignore, *only):
-        if key not in keys:
+        if key not in EVERY_KEY:
             option = "--ignore" if key in ignore else "--only"
             raise UsageError(f"{option} {key}: no such check (see `fadoctor explain`)")
-    selected = {keys[k].id for k in only}
-    return {keys[k].id for k in ignore} | {c.id for c in (*ALL_CHECKS, *JOB_CHECKS)
-                                           if selected and c.id not in selected}
+    selected = {EVERY_KEY[k].id for k in only}
+    return {EVERY_KEY[k].id for k in ignore} | {c.id for c in EVERY_CHECK
+                                                if selected and c.id not in selected}

@@ -14,6 +14,7 @@ from fadoctor.distributed.merge import merge_check, merge_environment
 from fadoctor.distributed.models import JobFacts, RankFacts
 from fadoctor.distributed.report import JobReport, NodeSummary, RankReport
 from fadoctor.evaluate import checked, evaluate, summarize
+from fadoctor.factsfile import identity
 from fadoctor.matrix import Matrix
 from fadoctor.report import Report
 
@@ -45,7 +46,7 @@ def rank_reports(job: JobFacts, matrix: Matrix, ignore: AbstractSet[str]) -> Dic
     seen: Dict[str, Report] = {}
     out: Dict[int, Report] = {}
     for rank in job.ranks:
-        key = rank.facts.model_dump_json(exclude={"timings"})
+        key = identity(rank.facts)
         if key not in seen:
             seen[key] = evaluate(rank.facts, matrix, ignore)
         out[rank.place.rank] = seen[key]

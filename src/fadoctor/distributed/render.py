@@ -11,7 +11,8 @@ from rich.text import Text
 
 from fadoctor.distributed.messages import rank_text, size_text
 from fadoctor.distributed.report import Bandwidth, JobReport
-from fadoctor.render import Format, RenderOptions, render
+from fadoctor.inert import inert
+from fadoctor.render import RENDERERS, Format, RenderOptions
 from fadoctor.render.markdown import _cell, render_markdown
 from fadoctor.render.text import render_text
 
@@ -86,7 +87,7 @@ def _json(report: JobReport, options: RenderOptions) -> str:
 
 
 def _merged(fmt: Format) -> Callable[[JobReport, RenderOptions], str]:
-    return lambda report, options: render(report.merged, fmt, options)
+    return lambda report, options: RENDERERS[fmt](report.merged, options)
 
 
 JOB_RENDERERS: Dict[Format, Callable[[JobReport, RenderOptions], str]] = {
@@ -99,4 +100,6 @@ JOB_RENDERERS: Dict[Format, Callable[[JobReport, RenderOptions], str]] = {
 
 
 def render_job(report: JobReport, fmt: Format, options: RenderOptions = RenderOptions()) -> str:
-    return JOB_RENDERERS[fmt](report, options)
+    """`report` in `fmt`, made inert first as `fadoctor.render.render` makes a report: host names
+    and values from every rank are data, whatever the format."""
+    return JOB_RENDERERS[fmt](inert(report), options)

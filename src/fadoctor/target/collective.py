@@ -39,7 +39,7 @@ class Spec:
         # The node: the launcher's node rank where it gives one (torchrun's GROUP_RANK, srun's
         # SLURM_NODEID), else the host name.
         node = raw.get("node_rank")
-        self.node = "node%d" % node if node is not None else str(raw.get("host"))
+        self.node = "node %d" % node if node is not None else str(raw.get("host"))
 
 
 class Mark:

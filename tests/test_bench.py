@@ -118,9 +118,27 @@ def test_the_text_has_a_table_bars_the_jit_note_and_the_verdict(matrix: Matrix) 
     assert len(bars) == 2 and bars[0].count("█") == 40 and bars[1].count("█") == 20
     assert "FlashAttention-4 (flash-attn-4, CuTe DSL): first call 9.1 s" in text
     assert "of peak: fadoctor's matrix has no sourced dense peak for this GPU" in text
-    assert lines[-1].startswith("Fastest correct: FlashAttention-4") or \
-        'attn_implementation="flash_attention_4"' in text
+    assert lines[-1] == ("Fastest correct: FlashAttention-4 (flash-attn-4, CuTe DSL) — 420.0 "
+                         'TFLOP/s forward+backward; in transformers: attn_implementation='
+                         '"flash_attention_4"')
+    table = lines[1:lines.index("forward+backward TFLOP/s")]
+    assert table[0].split()[:3] == ["target", "fwd", "ms"]
+    assert table[1].split()[1:5] == ["0.200", "500.0", "0.238", "420.0"]  # fa4 first, fastest
+    failed = next(i for i, ln in enumerate(table) if ln.startswith("FlashAttention-2"))
+    note = " ".join(ln[90:].strip() for ln in table[failed:])
+    assert note == "its smoke test at this configuration did not pass (wrong)"
     assert render_bench_json(bench_report(bench, matrix)).startswith("{")
+
+
+def test_text_from_the_environment_is_data_in_the_bench_table(matrix: Matrix) -> None:
+    """A worker's failure quoting the environment: rich markup stays text (a stray closing tag
+    would otherwise stop the render), escape sequences are shown escaped, lines join."""
+    hostile = Probe[BenchTarget].failed(Failure(
+        kind=FailureKind.IMPORT_ERROR, reason="[/bold] no [red]module\n\x1b]0;pwned\x07 here"))
+    text = render_bench_text(bench_report(facts(HF, fa2=hostile), matrix), width=200)
+    row = next(ln for ln in text.splitlines() if ln.startswith("FlashAttention-2"))
+    assert "[/bold] no [red]module \\x1b]0;pwned\\x07 here" in row
+    assert "\x1b" not in text and "\x07" not in text
 
 
 def test_nothing_correct_means_no_recommendation(matrix: Matrix) -> None:

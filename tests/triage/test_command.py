@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -59,8 +60,9 @@ def test_thin_text_exits_0_and_names_the_commands() -> None:
 def test_markdown_keeps_the_pasted_text_inert() -> None:
     """Quoted lines sit in a fence they cannot close; everything else is escaped."""
     run = fadoctor("triage", "-", "-f", "markdown",
-                   stdin=b"GPU: Tesla T4 | <script>\n```\nRuntimeError: FlashAttention only "
-                         b"supports Ampere GPUs or newer. <b>\n")
+                   stdin=b"GPU: Tesla T4 | <script>\n```\nOS: Ubuntu [click](https://e.x/a) `c`"
+                         b" \x1b]0;pwned\x07\nRuntimeError: FlashAttention only supports "
+                         b"Ampere GPUs or newer. <b> [x](https://e.x/b) ```` `y`\n")
     assert run.out.startswith("## fadoctor triage:")
     fence, outside = None, []
     for line in run.out.splitlines():
@@ -70,7 +72,14 @@ def test_markdown_keeps_the_pasted_text_inert() -> None:
         elif fence is None:
             outside.append(line)
     assert fence is None
-    assert "<script>" not in "\n".join(outside) and "<b>" not in "\n".join(outside)
+    prose = "\n".join(outside)
+    assert "<script>" not in prose and "<b>" not in prose
+    pasted = [ln for ln in outside if "e.x/" in ln]  # lines outside a fence that quote it
+    assert pasted
+    for line in pasted:  # no link, no code span from the text: their characters are escaped
+        assert "](" not in line.replace("\\](", "") and re.search(r"(?<!\\)`", line) is None
+    assert "\x1b" not in run.out and "\x07" not in run.out  # escape sequences shown escaped
+    assert "Ubuntu" in prose and "[x](https://e.x/b)" in run.out  # ...and the text still shown
 
 
 @pytest.mark.parametrize("args, words", [

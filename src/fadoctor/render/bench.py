@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fadoctor.bench import BenchReport, Row
+from fadoctor.inert import inert
 
 BAR_WIDTH = 40
 
@@ -19,6 +20,9 @@ def render_bench_json(report: BenchReport) -> str:
 
 
 def render_bench_text(report: BenchReport, width: int = 100, color: bool = False) -> str:
+    """The report made inert first (an import error or a worker's failure from the examined
+    environment is data), every cell plain text (never rich markup), each note on one line."""
+    report = inert(report)
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, color_system="standard" if color else None,
                       force_terminal=color, highlight=False, soft_wrap=True, emoji=False)
@@ -51,10 +55,10 @@ def _table(report: BenchReport) -> Table:
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in report.rows:
         peak = f"{row.fraction_of_peak:.0%}" if row.fraction_of_peak is not None else ""
-        note = row.detail or ""
+        note = " ".join((row.detail or "").split())
         style = {"timed": "", "failed": "red", "untested": "dim"}[row.status]
-        table.add_row(row.name, _ms(row, "fwd"), _tf(row, "fwd"), _ms(row, "fwd_bwd"),
-                      _tf(row, "fwd_bwd"), peak, note, style=style)
+        table.add_row(Text(row.name), _ms(row, "fwd"), _tf(row, "fwd"), _ms(row, "fwd_bwd"),
+                      _tf(row, "fwd_bwd"), peak, Text(note), style=style)
     return table
 
 

@@ -42,6 +42,7 @@ def triage_command(
 ) -> int:
     """Diagnose a pasted report (collect_env, pip list, nvidia-smi, a traceback, a build log...)
     without the machine it came from."""
+    from fadoctor.inert import inert
     from fadoctor.matrix import load_matrix
     from fadoctor.report import Severity
     from fadoctor.triage.diagnose import triage
@@ -49,7 +50,7 @@ def triage_command(
 
     raw = _read(source)
     result = triage(raw, load_matrix(matrix_path))
-    text = RENDERERS[fmt.value](result, verbose)
+    text = RENDERERS[fmt.value](inert(result), verbose)  # the pasted text is data
     if redact:
         from fadoctor.cli_identity import this_machine
         from fadoctor.redact import redact as scrub

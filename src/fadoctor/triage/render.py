@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
+from fadoctor.render.markdown import _cell, _fence
 from fadoctor.report import Severity
 from fadoctor.triage.model import Diagnosed, Triage
 
@@ -69,35 +69,24 @@ def _finding_text(finding: Diagnosed, verbose: bool) -> List[str]:
     return out
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _fence(lines: List[str]) -> str:
-    """A code fence longer than any run of backticks in the quoted text, which cannot close it."""
-    longest = max((len(run) for ln in lines for run in re.findall(r"`+", ln)), default=0)
-    return "`" * max(3, longest + 1)
-
-
 def render_markdown(result: Triage, verbose: bool = False) -> str:
-    out = [f"## fadoctor triage: {_md(headline(result))}", ""]
-    out += [f"- **{key}**: {_md(value or 'not stated')}" for key, value in _environment(result)]
-    out += [f"- **assumed**: {_md(a)}" for a in result.assumed]
+    out = [f"## fadoctor triage: {_cell(headline(result))}", ""]
+    out += [f"- **{key}**: {_cell(value or 'not stated')}" for key, value in _environment(result)]
+    out += [f"- **assumed**: {_cell(a)}" for a in result.assumed]
     for finding in result.diagnosis:
         out += ["", f"### {finding.rank}. {finding.category.value} ({finding.severity.value})", "",
-                _md(finding.message), "", f"*Why here:* {_md(finding.why_ranked)}", ""]
+                _cell(finding.message), "", f"*Why here:* {_cell(finding.why_ranked)}", ""]
         quoted = finding.evidence.get("quoted") or []
         if quoted:
-            fence = _fence(quoted)
-            out += ["From the report:", "", fence, *quoted, fence, ""]
+            out += ["From the report:", *_fence("\n".join(quoted)), ""]
         for remedy in finding.remedies:
-            out.append(f"- {_md(remedy.summary)}")
+            out.append(f"- {_cell(remedy.summary)}")
             body = "\n".join(remedy.commands) or remedy.code or ""
             if body:
-                out += ["", "  ```", *("  " + ln for ln in body.splitlines()), "  ```"]
+                out += _fence(body)
     if result.missing:
         out += ["", "### To confirm or sharpen this", ""]
-        out += [f"- {_md(m.what)}: `{m.command}`" for m in result.missing]
+        out += [f"- {_cell(m.what)}: `{m.command}`" for m in result.missing]
     return "\n".join(out).rstrip() + "\n"
 
 

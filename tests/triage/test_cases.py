@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from fadoctor.matrix import Matrix
-from fadoctor.report import Severity
+from fadoctor.report import Category, Severity
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.model import Diagnosed
 
@@ -121,3 +121,17 @@ def test_no_cause_where_there_is_none(text: str, absent: Optional[str], matrix: 
         assert [d for d in result.diagnosis if d.severity == Severity.ERROR] == []
     else:
         assert absent not in [d.category.value for d in result.diagnosis]
+
+
+def test_a_package_the_report_does_not_name_gets_no_guessed_command(matrix: Matrix) -> None:
+    """'X requires PyTorch A (you have B)' with no line saying which package X is: the advice
+    says so in words and shows no command (never `pip install the package`); a named package's
+    command holds only its validated name."""
+    anonymous = triage("ImportError: foo requires PyTorch 2.1.0 (you have 2.3.0)\n", matrix)
+    [found] = [d for d in anonymous.diagnosis if d.category == Category.TORCH_VERSION_MISMATCH]
+    assert found.message.startswith("the package's extensions were built for torch 2.1.0")
+    assert found.remedies and all(not r.commands for r in found.remedies)
+    named = triage("xFormers was built for:\n    PyTorch 2.1.0 with CUDA 1201 (you have 2.3.0)\n",
+                   matrix)
+    [found] = [d for d in named.diagnosis if d.category == Category.TORCH_VERSION_MISMATCH]
+    assert found.remedies[0].commands == ["pip install --force-reinstall --no-cache-dir xformers"]

@@ -150,8 +150,8 @@ def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
     else:
         want = f"the CUDA toolkit of torch's CUDA major{f' (at least {at_least})' if at_least else ''}"
     return Remedy(summary=f"Install {want}, with its nvcc, and point CUDA_HOME at it before "
-                  "building.", commands=["export CUDA_HOME=/usr/local/cuda",
-                                         'export PATH="$CUDA_HOME/bin:$PATH"', "nvcc --version"])
+                  "building (and put $CUDA_HOME/bin first on PATH, so that nvcc is that one).",
+                  commands=["export CUDA_HOME=/usr/local/cuda", "/usr/local/cuda/bin/nvcc --version"])
 
 
 def nvcc_version(ctx: Context) -> List[Signal]:

@@ -209,11 +209,11 @@ def built_for(ctx: Context) -> List[Signal]:
     owner = next((m.group(1) or m.group(2) for _, m in
                   ((i, _BUILT_FOR.search(line)) for i, line in ctx.text.window(index, 2, 0))
                   if m), None)
-    name = {"xformers": "xformers"}.get((owner or "").lower(), (owner or "the package").lower())
+    name = owner.lower() if owner else None
     return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
-                   f"{name}'s extensions were built for torch {found.group(1)}, but torch "
-                   f"{found.group(2)} is installed: they cannot load", [ctx.quote(index)],
-                   NAMED, r.rebuild_other(ctx, name, found.group(2)))]
+                   f"{name or 'the package'}'s extensions were built for torch {found.group(1)}, "
+                   f"but torch {found.group(2)} is installed: they cannot load",
+                   [ctx.quote(index)], NAMED, r.rebuild_other(ctx, name, found.group(2)))]
 
 
 def torch_cpu(ctx: Context) -> List[Signal]:

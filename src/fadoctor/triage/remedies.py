@@ -8,10 +8,11 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.checks.remedies import sdpa_fallback
+from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
+from fadoctor.shell import command, name
 from fadoctor.triage.context import Context
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
@@ -130,15 +131,22 @@ def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:
     return out
 
 
-def rebuild_other(ctx: Context, owner: str, installed: Optional[str] = None) -> List[Remedy]:
-    """An extension of another package (vLLM, xformers, torchvision...) built for another torch."""
+def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] = None
+                  ) -> List[Remedy]:
+    """An extension of another package (vLLM, xformers, torchvision...) built for another torch.
+    The package's name comes from the report: its commands are built only from a valid name."""
     torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
-    return [Remedy(summary=f"{owner}'s compiled extension was built for another torch than the "
-                   f"installed{torch}: install the {owner} release built for this torch (its "
-                   "requirements name the torch it was built with), or the torch it names.",
-                   commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]),
-            Remedy(summary=f"Or build {owner} from source against this torch.",
-                   commands=[f"pip install --no-build-isolation --no-binary {owner} {owner}"])]
+    what = owner or "the package"
+    reinstall = (f"{what}'s compiled extension was built for another torch than the "
+                 f"installed{torch}: install the {what} release built for this torch (its "
+                 "requirements name the torch it was built with), or the torch it names.")
+    build = f"Or build {what} from source against this torch."
+    if owner is None:  # the report does not say which package: no command to guess
+        return [Remedy(summary=reinstall), Remedy(summary=build)]
+    return [remedy(reinstall, lambda: [command("pip", "install", "--force-reinstall",
+                                               "--no-cache-dir", name(owner))]),
+            remedy(build, lambda: [command("pip", "install", "--no-build-isolation",
+                                           "--no-binary", name(owner), name(owner))])]
 
 
 def sdpa(reason: str) -> Remedy:

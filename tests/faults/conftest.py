@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -113,16 +114,27 @@ def assert_error_line(run: Run, code: int, *words: str) -> None:
         assert word in err, (word, err)
 
 
-def assert_harmless(commands: Sequence[str], sandbox: Path) -> None:
-    """Each command is in the form fadoctor.shell writes, and a real /bin/sh given it (with no
-    program on PATH, in an empty folder) runs nothing that leaves a trace."""
+def leaves_a_trace(line: str, sandbox: Path) -> bool:
+    """Whether a real /bin/sh, given `line` as the words of `set --` (so the command itself never
+    runs), runs anything that leaves a file in the empty folder `sandbox`. Its PATH holds only
+    `touch`, the program the hostile values call: an injected `rm -rf ~` finds no rm."""
     sandbox.mkdir(parents=True, exist_ok=True)
+    tools = sandbox.parent / f"{sandbox.name}-bin"
+    if not tools.is_dir():
+        tools.mkdir()
+        (tools / "touch").symlink_to(shutil.which("touch") or "/usr/bin/touch")
+    subprocess.run(["/bin/sh", "-c", "set -- " + line], cwd=sandbox, env={"PATH": str(tools)},
+                   capture_output=True, timeout=30, check=False)
+    return list(sandbox.iterdir()) != []
+
+
+def assert_harmless(commands: Sequence[str], sandbox: Path) -> None:
+    """Each command is in the form fadoctor.shell writes, and a real shell given it runs nothing
+    that leaves a trace."""
     for line in commands:
         assert is_safe(line), line
         assert "pwned" not in line, f"a hostile value reached a command: {line!r}"
-        subprocess.run(["/bin/sh", "-c", "set -- " + line], cwd=sandbox, env={"PATH": "/var/empty"},
-                       capture_output=True, timeout=30, check=False)
-        assert list(sandbox.iterdir()) == [], f"{line!r} did something"
+        assert not leaves_a_trace(line, sandbox), f"{line!r} did something"
 
 
 def commands_of(report: Mapping[str, object]) -> List[str]:

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
+from tests.faults.conftest import assert_harmless, leaves_a_trace
 
 from fadoctor.errors import InputError
 from fadoctor.evaluate import evaluate
 from fadoctor.factsfile import loads
 from fadoctor.matrix import load_matrix
-from fadoctor.shell import is_safe
+from fadoctor.shell import command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FILES = sorted([*(FIXTURES / "facts").glob("*.json"), *(FIXTURES / "recorded").glob("h200-*.json")])
@@ -23,11 +24,11 @@ HOSTILE_VERSION = '1.0" touch "pwned'
 MATRIX = load_matrix()
 
 
-def poison(node: Any, inside_distribution: bool = False) -> Any:
+def poison(node: Any) -> Any:
     """The same document, each distribution's name and version (and each family's
     `distribution`/`version`) made hostile."""
     if isinstance(node, list):
-        return [poison(v, inside_distribution) for v in node]
+        return [poison(v) for v in node]
     if not isinstance(node, dict):
         return node
     is_distribution = "name" in node and "version" in node and "location" in node
@@ -40,7 +41,7 @@ def poison(node: Any, inside_distribution: bool = False) -> Any:
         elif "family" in node and key == "distribution" and isinstance(value, str):
             out[key] = HOSTILE_NAME
         else:
-            out[key] = poison(value, is_distribution)
+            out[key] = poison(value)
     return out
 
 
@@ -49,7 +50,7 @@ def test_there_are_facts_to_poison() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-def test_hostile_metadata_never_reaches_a_command(path: Path) -> None:
+def test_hostile_metadata_never_reaches_a_command(path: Path, tmp_path: Path) -> None:
     raw = json.loads(path.read_text(encoding="utf-8"))
     if not {"schema_version", "host", "packages"} <= set(raw):
         pytest.skip("not a facts file (a recorded benchmark)")
@@ -59,8 +60,17 @@ def test_hostile_metadata_never_reaches_a_command(path: Path) -> None:
         pytest.fail(f"poisoned facts refused: {exc}")
     report = evaluate(facts, MATRIX)
     commands: List[str] = [c for f in report.findings() for r in f.remedies for c in r.commands]
-    assert all(is_safe(c) for c in commands)
     assert not [c for c in commands if "pwned" in c], commands
+    assert_harmless(commands, tmp_path / "box")  # a real shell runs nothing they hold
     held_back = [r.summary for f in report.findings() for r in f.remedies
                  if "No command is shown" in r.summary]
     assert all("pwned" in s for s in held_back)
+
+
+@pytest.mark.parametrize("value", [HOSTILE_NAME, "$(touch pwned)", "`touch pwned`"])
+def test_the_shell_sandbox_sees_what_a_hostile_value_would_run(value: str, tmp_path: Path) -> None:
+    """The check above has teeth: pasted into a command as it stands, each hostile value runs
+    `touch` in the sandbox; through fadoctor.shell, it stays one inert word. (HOSTILE_VERSION
+    runs nothing: it adds pip arguments, which the "pwned" test above catches.)"""
+    assert leaves_a_trace(f"pip install flash-attn=={value}", tmp_path / "raw")
+    assert not leaves_a_trace(command("pip", "install", value), tmp_path / "quoted")

@@ -56,3 +56,11 @@ def test_json_stays_json() -> None:
     out = json.loads(redact(json.dumps(facts, indent=2)))
     assert out["python"] == "/home/<user>/.venv/bin/python"
     assert out["environment"]["HF_TOKEN"] == "<redacted>"
+
+
+def test_a_token_used_as_the_url_user_name_is_redacted() -> None:
+    """`https://TOKEN@host/` (a token with no password after it, as private indexes take it), not
+    only `user:password@`: the same rule as the environment's URLs (fadoctor.secretvars)."""
+    text = "Looking in indexes: https://s3cr3tv4lue@mirror.example/simple and https://u:p@h.example/"
+    assert redact(text) == ("Looking in indexes: https://<redacted>@mirror.example/simple and "
+                            "https://<redacted>@h.example/")

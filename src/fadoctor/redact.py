@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Tuple
 
-USER, HOST, SECRET = "<user>", "<host>", "<redacted>"
+from fadoctor.secretvars import REDACTED, without_credentials
+
+USER, HOST, SECRET = "<user>", "<host>", REDACTED
 # Account names too common to be identifying, and which occur as ordinary words.
 _GENERIC = {"root", "user", "admin", "ubuntu", "runner", "jovyan", "nobody", "docker"}
 
@@ -15,7 +17,6 @@ _HOMES = [re.compile(r"(/home/|/Users/)([^/\s\"'<>]+)"),
           re.compile(r"([A-Za-z]:(?:\\\\|\\)Users(?:\\\\|\\))([^\\\s\"'<>]+)")]
 _UNAME = re.compile(r"^((?:Linux|Darwin)\s+)(\S+)(\s+\d+\.\d+)", re.MULTILINE)
 _PROMPT = re.compile(r"\b[\w.-]+@[\w.-]+(?=:[~/])")
-_URL_AUTH = re.compile(r"(\b[a-z][\w+.-]*://)[^/\s:@\"']+:[^/\s@\"']+@")
 _ENV_SECRET = re.compile(
     r"(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|"
     r"AUTH)[A-Z0-9_]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]+)")
@@ -44,7 +45,7 @@ def redact(text: str, identity: Identity = Identity()) -> str:
         text = re.sub(re.escape(home) + r"(?=[/\s\"'<>]|$)", "~", text)
     for pattern in _HOMES:
         text = pattern.sub(lambda m: m.group(1) + USER, text)
-    text = _URL_AUTH.sub(lambda m: m.group(1) + SECRET + "@", text)
+    text = without_credentials(text) or ""  # user:password@ and token@ in URLs
     text = _ENV_SECRET.sub(lambda m: m.group(1) + SECRET, text)
     text = _WORD_SECRET.sub(lambda m: m.group(1) + SECRET, text)
     text = _TOKENS.sub(SECRET, text)

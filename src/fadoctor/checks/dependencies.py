@@ -4,9 +4,8 @@ installs it."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from packaging.markers import UndefinedComparison, UndefinedEnvironmentName, default_environment
 from packaging.requirements import InvalidRequirement, Requirement
@@ -22,7 +21,6 @@ from fadoctor.report import Category, Remedy
 from fadoctor.shell import command, requirement
 from fadoctor.target.tables import FAMILIES
 
-_SAFE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?$")
 _PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
 
 
@@ -163,14 +161,12 @@ def _install(fa: FlashAttention, dist: Distribution, unmet: List[Unmet],
     # one word of the command.
     direct = Remedy(summary=f"Install what {dist.name} requires and is missing here.",
                     commands=[command("pip", "install", *(_spec(u.requirement) for u in unmet))])
-    pinned = _pinned(dist)
-    if not extras or pinned is None:
+    if not extras:
         return [direct]
     taken = ",".join(sorted(extras))
-    name, at = pinned.split("==")
     return [remedy(f"Install {dist.name} again with its [{taken}] extra, which this torch's CUDA "
                    "needs: pip brings the missing requirements with it.",
-                   lambda: [command("pip", "install", requirement(name, at, sorted(extras)))]),
+                   lambda: [command("pip", "install", _pinned(dist, sorted(extras)))]),
             direct]
 
 
@@ -180,19 +176,15 @@ def _spec(req: Requirement) -> str:
     return f"{canonicalize_name(req.name)}{extras}{req.specifier}"
 
 
-def _pinned(dist: Distribution) -> Optional[str]:
-    """name==version, both validated (PEP 503 name, PEP 440 version), or None."""
-    name, fv = canonicalize_name(dist.name), version(dist.version)
-    return f"{name}=={fv}" if fv is not None and _SAFE_NAME.match(name) else None
+def _pinned(dist: Distribution, extras: Sequence[str] = ()) -> str:
+    """name[extras]==version of the installed distribution, every part validated."""
+    return requirement(canonicalize_name(dist.name), dist.version, extras)
 
 
 def _reinstall(dist: Distribution, deps: bool) -> Remedy:
-    pinned = _pinned(dist)
-    if pinned is None:
-        return Remedy(summary=f"Reinstall {dist.name} with its requirements.")
     if deps:
-        return Remedy(summary=f"Reinstall {dist.name} with its requirements.",
-                      commands=[command("pip", "install", "--force-reinstall", pinned)])
-    return Remedy(summary=f"{dist.name} is installed but its module does not import: "
-                  "reinstall it.",
-                  commands=[command("pip", "install", "--force-reinstall", "--no-deps", pinned)])
+        return remedy(f"Reinstall {dist.name} with its requirements.",
+                      lambda: [command("pip", "install", "--force-reinstall", _pinned(dist))])
+    return remedy(f"{dist.name} is installed but its module does not import: reinstall it.",
+                  lambda: [command("pip", "install", "--force-reinstall", "--no-deps",
+                                   _pinned(dist))])

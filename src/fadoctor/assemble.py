@@ -22,6 +22,7 @@ from fadoctor.facts import (
     Probe,
     Target,
     Torch,
+    probe_of,
 )
 from fadoctor.probes.runner import StageOutcome
 from fadoctor.target.registry import BY_NAME
@@ -86,28 +87,18 @@ def _failure(outcome: StageOutcome) -> Failure:
 
 def _stage(outcome: StageOutcome) -> Probe[Any]:
     """A stage's outcome as a probe of the facts model the registry says it fills."""
-    return _probe(getattr(models, BY_NAME[outcome.stage].facts), outcome)
-
-
-def _probe(model: Any, outcome: StageOutcome) -> Probe[Any]:
-    if not outcome.ok:
-        return Probe.failed(_failure(outcome))
-    try:
-        return Probe.success(model.model_validate(outcome.data))
-    except ValidationError as exc:
-        return Probe.failed(Failure(kind=FailureKind.ERROR,
-                                    reason=f"the worker's {outcome.stage} record is malformed: {exc}"))
+    return probe_of(getattr(models, BY_NAME[outcome.stage].facts), outcome)
 
 
 def _torch(torch: StageOutcome, sdpa: StageOutcome) -> Probe[Torch]:
     if not torch.ok:
-        return _probe(Torch, torch)
+        return probe_of(Torch, torch)
     data: Dict[str, Any] = dict(torch.data or {})
     if sdpa.ok and sdpa.data is not None:
         data["sdpa"] = sdpa.data.get("sdpa")
     elif sdpa.failure is not None:
         data["sdpa_error"] = f"{sdpa.failure.kind}: {sdpa.failure.reason}"
-    return _probe(Torch, StageOutcome("torch", True, data=data))
+    return probe_of(Torch, StageOutcome("torch", True, data=data))
 
 
 def _family(family: Family, outcome: StageOutcome, packages: Probe[Packages]) -> FlashAttention:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fadoctor import __version__
 from fadoctor.checks.kernel_remedies import SDPA_NAMES
-from fadoctor.facts import Failure, FailureKind, Family, Probe
+from fadoctor.facts import Failure, FailureKind, Family, Probe, probe_of
 from fadoctor.kernel_facts import BenchTarget, HfAttention, Timing
 from fadoctor.matrix import Matrix
 from fadoctor.probes.runner import Progress, StageOutcome
@@ -98,10 +98,7 @@ def collect_bench(python: str, environ: Mapping[str, str], options: BenchOptions
 def _probe(model: Any, outcome: Optional[StageOutcome]) -> Probe[Any]:
     if outcome is None:
         return Probe.failed(Failure(kind=FailureKind.SKIPPED, reason="the stage did not run"))
-    if not outcome.ok:
-        assert outcome.failure is not None
-        return Probe.failed(Failure.model_validate(vars(outcome.failure)))
-    return Probe.success(model.model_validate(outcome.data))
+    return probe_of(model, outcome)
 
 
 # -- the report (pure) ----------------------------------------------------------------------------

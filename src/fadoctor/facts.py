@@ -80,6 +80,20 @@ class Probe(Frozen, Generic[T]):
         return cls(ok=False, failure=failure)
 
 
+def probe_of(model: Any, outcome: Any) -> Probe[Any]:
+    """A worker stage's outcome (a probes.runner.StageOutcome) as a probe of `model`: the stage's
+    failure, or its data validated; a record that does not validate is a failure that says so."""
+    from pydantic import ValidationError
+
+    if not outcome.ok:
+        return Probe.failed(Failure.model_validate(vars(outcome.failure)))
+    try:
+        return Probe.success(model.model_validate(outcome.data))
+    except ValidationError as exc:
+        return Probe.failed(Failure(kind=FailureKind.ERROR, reason=f"the worker's "
+                                    f"{outcome.stage} record is malformed: {exc}"))
+
+
 class Target(Frozen):
     """Which interpreter was examined, and why that one."""
 

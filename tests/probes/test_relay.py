@@ -54,3 +54,16 @@ def test_the_relay_runs_the_smoke_tests_in_their_lanes() -> None:
                                   "fa2", "fa3", "fa4", "vllm_fa"}
     flash = smoke.targets["sdpa_flash"].data
     assert flash is not None and flash.skipped == "CUDA is not available to torch"
+
+
+def test_a_malformed_kernel_record_is_a_failure_that_says_so() -> None:
+    """One rule for every stage's record (fadoctor.facts.probe_of), the kernel stages' too: a
+    record that does not validate becomes a failed probe naming the stage, never a traceback."""
+    bad = StageOutcome("smoke_sdpa_math", True, data={"target": "sdpa_math", "cases": "many"})
+    died = StageOutcome("smoke_fa2", False, failure=StageFailure(kind="crash", reason="SIGSEGV"))
+    run = kernel_facts({"smoke_sdpa_math": bad, "smoke_fa2": died},
+                       KernelOptions(smoke="default"))["smoke"]
+    math, fa2 = run.targets["sdpa_math"], run.targets["fa2"]
+    assert not math.ok and math.failure.kind == "error"
+    assert math.failure.reason.startswith("the worker's smoke_sdpa_math record is malformed")
+    assert not fa2.ok and fa2.failure.kind == "crash" and fa2.failure.reason == "SIGSEGV"

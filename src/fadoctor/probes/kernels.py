@@ -126,25 +126,10 @@ def gate(driver: Any, options: KernelOptions) -> Optional[str]:
 
 def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, grid: Optional[str]
             ) -> Any:
-    from pydantic import ValidationError
+    from fadoctor.facts import KernelRun, probe_of
 
-    from fadoctor.facts import Failure, FailureKind, KernelRun, Probe
-
-    probes: Dict[str, Any] = {}
-    for stage in registry.names(groups=(kind,)):
-        outcome = outcomes.get(stage)
-        if outcome is None:
-            continue
-        target = dict(registry.BY_NAME[stage].params)["target"]
-        if not outcome.ok:
-            assert outcome.failure is not None
-            probes[target] = Probe.failed(Failure.model_validate(vars(outcome.failure)))
-            continue
-        try:
-            probes[target] = Probe.success(model.model_validate(outcome.data))
-        except ValidationError as exc:
-            probes[target] = Probe.failed(Failure(
-                kind=FailureKind.ERROR, reason=f"the worker's {stage} record is malformed: {exc}"))
+    probes = {dict(registry.BY_NAME[stage].params)["target"]: probe_of(model, outcomes[stage])
+              for stage in registry.names(groups=(kind,)) if stage in outcomes}
     return KernelRun[model](grid=grid, targets=probes)
 
 

@@ -102,10 +102,6 @@ class SmokeTarget(Frozen):
     first_call: Optional[FirstCall] = None
     context_lost: bool = False
 
-    @property
-    def ran(self) -> bool:
-        return bool(self.cases) and self.skipped is None
-
 
 class CompileError(Frozen):
     exception_type: str

@@ -29,8 +29,10 @@ def test_recorded_kernel_facts_pass_their_checks(path: Path, matrix: Matrix) -> 
         assert smoke.status in (Status.PASSED, Status.WARNING), smoke
         assert not [f for f in smoke.findings if f.severity == Severity.ERROR]
         assert smoke.findings[-1].message.startswith(f"{facts.smoke.grid} set — passed: ")
-    if facts.compile is not None:
-        assert by_id["FAD141"].status != Status.SKIPPED
+    if facts.compile is not None:  # SDPA compiles; flash-attn-4's graph break is a warning
+        compiled = by_id["FAD141"]
+        assert compiled.status in (Status.PASSED, Status.WARNING), compiled
+        assert not [f for f in compiled.findings if f.severity == Severity.ERROR]
 
 
 @pytest.mark.parametrize(("name", "how"), [

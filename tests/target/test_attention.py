@@ -26,7 +26,8 @@ def test_stage_names_round_trip_and_unknown_ones_are_refused() -> None:
     assert attention.parse("compile_sdpa") == ("compile", "sdpa")
     assert attention.parse("bench_hf") == ("bench", "hf")
     for bad in ("smoke_sdpa", "smoke_fa5", "torch", "fa2", "smoke_hf"):
-        assert not attention.is_stage(bad)
+        with pytest.raises(ValueError, match="unknown attention stage"):
+            attention.parse(bad)
 
 
 def test_default_set_is_one_bf16_causal_gqa_hd128_case_and_full_is_the_grid() -> None:

@@ -48,10 +48,6 @@ class Context:
 
     # -- finding lines --------------------------------------------------------------------------
 
-    @cached_property
-    def lower(self) -> Tuple[str, ...]:
-        return tuple(line.lower() for line in self.text.lines)
-
     def find(self, pattern: Pattern[str], needles: Sequence[str]
              ) -> Iterator[Tuple[int, re.Match[str]]]:
         """Each line holding one of `needles` (lower case) where `pattern` matches: the needles
@@ -66,7 +62,7 @@ class Context:
         return next(self.find(pattern, needles), None)
 
     def low(self, index: int) -> str:
-        return self.text.lines[index].lower()
+        return self.text.lower_lines[index]
 
     def quote(self, index: int) -> Quote:
         return self.text.quote(index)

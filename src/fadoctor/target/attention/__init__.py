@@ -43,14 +43,6 @@ def parse(stage: str) -> Tuple[str, str]:
     return kind, target
 
 
-def is_stage(stage: str) -> bool:
-    try:
-        parse(stage)
-    except ValueError:
-        return False
-    return True
-
-
 def options_of(context: Any) -> Dict[str, Any]:
     """The run's options from a worker context (the JSON object of the option `OPTION`)."""
     text = context.options.get(OPTION)

@@ -25,7 +25,7 @@ def _ppid(pid: int) -> Optional[int]:
 
 def _ours(pid: int) -> bool:
     """This worker, or a sibling worker of the same fadoctor run."""
-    return pid == os.getpid() or (_ppid(pid) is not None and _ppid(pid) == os.getppid())
+    return pid == os.getpid() or _ppid(pid) == os.getppid()
 
 
 def _nvml_handle(pynvml: Any, torch: Any, index: int) -> Any:

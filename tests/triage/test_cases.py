@@ -135,3 +135,20 @@ def test_a_package_the_report_does_not_name_gets_no_guessed_command(matrix: Matr
                    matrix)
     [found] = [d for d in named.diagnosis if d.category == Category.TORCH_VERSION_MISMATCH]
     assert found.remedies[0].commands == ["pip install --force-reinstall --no-cache-dir xformers"]
+
+
+def test_an_import_error_is_blamed_on_the_family_whose_module_it_names(matrix: Matrix) -> None:
+    """flash-attn 2.x and flash-attn-4 share the `flash_attn` package: an error in flash-attn
+    2.x's extension is not flash-attn-4's, and one in flash_attn/cute is not flash-attn 2.x's."""
+    listing = ("Package        Version\n-------------- -------\nflash-attn     2.6.3\n"
+               "flash-attn-4   4.0.0b1\ntorch          2.4.0\n")
+    fa2_error = ("ImportError: /venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-"
+                 "x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    fa4_error = ("Traceback (most recent call last):\n"
+                 '  File "/venv/lib/python3.11/site-packages/flash_attn/cute/interface.py", line 9\n'
+                 "    import cutlass\nModuleNotFoundError: No module named 'cutlass'\n")
+    for error, blamed in ((fa2_error, "flash-attn 2.6.3"), (fa4_error, "flash-attn-4 4.0.0b1")):
+        result = triage(listing + error, matrix)
+        [check] = [c for c in result.checks if c.id == "FAD111"]
+        failing = [f.message for f in check.findings if f.severity == Severity.ERROR]
+        assert failing and all(m.startswith(blamed) for m in failing), failing

@@ -9,6 +9,7 @@ knows both the triage observations and the facts model.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional
 
 from fadoctor import __version__
@@ -29,6 +30,7 @@ from fadoctor.facts import (
     Target,
     TorchFiles,
 )
+from fadoctor.target.tables import FAMILIES
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 
@@ -125,12 +127,32 @@ def _fa2_implied(ctx: Context) -> bool:
                                      "flashattention only support"), first=True))
 
 
+def _module_pattern(name: str) -> str:
+    """A module name as a whole dotted name, or as the path of its folder (flash_attn/cute)."""
+    return r"(?<![\w.])" + r"[./]".join(re.escape(part) for part in name.split(".")) + r"(?!\w)"
+
+
+# Each family's modules and extensions (target.tables), and every longer name another family's
+# module makes of them (flash_attn.cute is flash-attn-4's, not flash-attn 2.x's).
+_MODULES = {f: [*FAMILIES[f.value]["modules"], *FAMILIES[f.value]["markers"]] for f in Family}
+_LONGER = {name: [re.compile(_module_pattern(other)) for f in Family for other in _MODULES[f]
+                  if other != name and other.startswith(name + ".")]
+           for f in Family for name in _MODULES[f]}
+
+
+def _names_family(text: str, family: Family) -> bool:
+    """Whether `text` names one of the family's modules (not only as part of another's)."""
+    for name in _MODULES[family]:
+        for found in re.finditer(_module_pattern(name), text):
+            if not any(longer.match(text, found.start()) for longer in _LONGER[name]):
+                return True
+    return False
+
+
 def _imported(ctx: Context, family: Family) -> Probe[FamilyImport]:
-    module = {Family.FA2: "flash_attn", Family.FA3: "flash_attn_3", Family.FA4: "flash_attn.cute",
-              Family.VLLM_FA: "vllm_flash_attn"}[family]
     for raised in ctx.seen.raised:
         if raised.kind in ("ImportError", "OSError", "ModuleNotFoundError") and \
-                module.split(".")[0] in raised.message + "".join(raised.frames):
+                _names_family(raised.message + "\n" + "\n".join(raised.frames), family):
             return Probe.failed(Failure(kind=FailureKind.IMPORT_ERROR, reason=raised.message,
                                         exception_type=raised.kind))
     return _unknown("not imported here: a pasted report")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fadoctor import __version__
 from fadoctor.checks.kernel_remedies import SDPA_NAMES
+from fadoctor.checks.kernels import FAILED
 from fadoctor.facts import Failure, FailureKind, Family, Probe, probe_of
 from fadoctor.kernel_facts import BenchTarget, HfAttention, Timing
 from fadoctor.matrix import Matrix
@@ -150,7 +151,7 @@ def _row(target: str, probe: Probe[BenchTarget], matrix: Matrix, peak: Optional[
         return Row(target=target, name=name, status="failed",
                    detail=f"{probe.failure.kind.value}: {probe.failure.reason}")
     if data.timing is None:
-        failed = data.check is not None and data.check.status in ("wrong", "nonfinite", "error")
+        failed = data.check is not None and data.check.status in FAILED
         detail = data.skipped or data.import_error or ("not installed" if data.installed is False
                                                        else "not timed")
         return Row(target=target, name=name, status="failed" if failed else "untested",

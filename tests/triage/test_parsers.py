@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fadoctor.matrix import Matrix
 from fadoctor.report import Severity, Status
 from fadoctor.triage import observed as o
+from fadoctor.triage.bridge import to_facts
 from fadoctor.triage.context import Context
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.environment import read_environment
@@ -215,6 +218,22 @@ def test_partial_facts_run_the_checks_and_skip_the_unknown(matrix: Matrix) -> No
     top = result.diagnosis[0]
     assert top.category.value == "gpu_unsupported" and top.subject == "FAD112"
     assert any("Tesla T4" in q for q in top.evidence["quoted"])
+    text = "GPU 0: Tesla T4\nflash-attn 2.5.8\n"
+    facts = to_facts(Context(split(text), seen_in(text, matrix), matrix))
+    assert facts.origin == "pasted" and facts.torch.failure is not None  # unknown, not absent
+
+
+@pytest.mark.parametrize(("line", "distribution"), [
+    ("flash-attention 3 version 3.0.0b1", "flash-attn-3 3.0.0b1"),
+    ("flash attention 3: 3.0.0b1", "flash-attn-3 3.0.0b1"),
+    ("flash-attention: 3.0.0b1", "flash-attn-3 3.0.0b1"),  # flash-attn 2.x had no 3.x release
+    ("flash_attn_4 4.0.0b36", "flash-attn-4 4.0.0b36"),
+    ("flash-attention 2.5.8", "flash-attn 2.5.8"),
+    ("flash-attn-2: 2.6.3", "flash-attn 2.6.3"),
+])
+def test_flash_attention_named_in_prose_is_its_generation(line: str, distribution: str,
+                                                          matrix: Matrix) -> None:
+    assert triage(line + "\n", matrix).environment.flash_attention == [distribution]
 
 
 def test_thin_text_says_what_is_missing(matrix: Matrix) -> None:

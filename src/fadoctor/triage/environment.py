@@ -290,14 +290,23 @@ def _key_values(line: str, quote: _Lazy, seen: Observed) -> None:
     elif key in _PACKAGE_KEYS:
         version = _V.search(value) or re.search(r"\d+\.x", value)
         if version:
-            seen.package(_package_name(key), version.group(0), quote(), PROSE)
+            seen.package(_package_name(key, version.group(0)), version.group(0), quote(), PROSE)
 
 
-def _package_name(word: str) -> str:
+_FLASH = re.compile(r"flash-?att(?:ention|n)-?([234])?")
+# flash-attention's distributions by generation: flash-attn (2.x), flash-attn-3, flash-attn-4.
+_FLASH_BY_MAJOR = {"2": "flash-attn", "3": "flash-attn-3", "4": "flash-attn-4"}
+
+
+def _package_name(word: str, version: str = "") -> str:
+    """The distribution a name in the text means: flash-attention's by the generation it names
+    ("flash-attention 3", "flash_attn_4") or, named bare, by the version's major (flash-attn 2.x
+    never had a 3.x or 4.x release)."""
     word = word.lower().replace(" ", "-").replace("_", "-")
-    if word.startswith("flash-attention") or word == "flash-attn-2":
-        return "flash-attn"
-    return word
+    flash = _FLASH.fullmatch(word)
+    if flash is None:
+        return word
+    return _FLASH_BY_MAJOR.get(flash.group(1) or version.split(".", 1)[0], "flash-attn")
 
 
 def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
@@ -319,7 +328,7 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
                    "nvcc": o.NVCC, "driver": o.DRIVER}[word]
             seen.state(key, value, quote(), PROSE)
         else:
-            seen.package(_package_name(word), value, quote(), PROSE)
+            seen.package(_package_name(word, value), value, quote(), PROSE)
 
 
 def _memory_line(line: str, quote: _Lazy, seen: Observed) -> None:

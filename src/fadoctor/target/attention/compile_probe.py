@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 
 from . import cases as grid_
 from .calls import make_inputs
-from .judge import attention, compare
+from .judge import FORWARD_MULTIPLE, attention, compare
 from .smoke import setup
 
 _TAIL = 2000
@@ -113,6 +113,6 @@ def fullgraph(torch: Any, module: Any, case: Any, x: Any, options: Dict[str, Any
     with torch.no_grad():
         ref = attention(torch, x.q, x.k, x.v, case.causal)
         pt = attention(torch, x.q, x.k, x.v, case.causal, upcast=False, reorder=True)
-        check = compare(torch, "out", out.detach(), ref, pt, 2.0)
+        check = compare(torch, "out", out.detach(), ref, pt, FORWARD_MULTIPLE)
     return {"ok": True, "backend": backend, "seconds": round(time.perf_counter() - start, 3),
             "correct": check["ok"], "check": check}

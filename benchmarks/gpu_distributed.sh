@@ -27,7 +27,7 @@ out=${OUT:?set OUT to the output folder}; base=${1:?BASE_SITE}; shift
 unset PYTHONPATH
 fa4=$(IFS=:; echo "$*")
 here=$(cd "$(dirname "$0")" && pwd); src=$(cd "$here/../src" && pwd)
-agent="$src/fadoctor/target/rank_agent.py"
+agent="$src/fadoctor/in_target/rank_agent.py"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"; log="$out/log.txt"; reports="$out/reports.txt"; : >"$log"; : >"$reports"
 say() { echo "$*" | tee -a "$log"; }

@@ -202,7 +202,7 @@ def step_compile(m: Machine) -> Dict[str, Any]:
 def step_bench(m: Machine) -> Dict[str, Any]:
     run = m.fadoctor("bench.json", "bench", "--format", "json")
     report = json.loads((m.out / "bench.json").read_text(encoding="utf-8"))
-    render = ("import json,sys; from fadoctor.bench import BenchReport; "
+    render = ("import json,sys; from fadoctor.bench.run import BenchReport; "
               "from fadoctor.render.bench import render_bench_text; "
               "print(render_bench_text(BenchReport.model_validate(json.load(sys.stdin)), 110), "
               "end='')")

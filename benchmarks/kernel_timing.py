@@ -78,8 +78,8 @@ def independent_timing(report: Dict[str, Any]) -> Dict[str, Any]:
     (torch.profiler, CUPTI), and triton.testing.do_bench's median."""
     import torch
 
-    from fadoctor.target.attention import calls, cases
-    from fadoctor.target.tables import FAMILIES
+    from fadoctor.in_target.attention import calls, cases
+    from fadoctor.in_target.tables import FAMILIES
 
     shape = report["shape"]
     options = {"shape": {k: shape[k] for k in ("batch", "seqlen", "heads", "kv_heads")},

@@ -1,5 +1,6 @@
-"""fadoctor's packages depend one way: read every import of src/fadoctor with ast (nothing is
-imported), and fail on a cycle between packages or an import across a layer it must not cross."""
+"""fadoctor's packages and modules depend one way: read every import of src/fadoctor with ast (nothing
+is imported), and fail on a cycle between modules (any import: at module level, in a function, or
+for type checking only), a cycle between packages, or an import across a layer it must not cross."""
 
 from __future__ import annotations
 
@@ -66,6 +67,33 @@ def graph(runtime_only: bool) -> Dict[str, Set[str]]:
     return edges
 
 
+def module_of(name: str) -> Optional[str]:
+    """The fadoctor module (a file, or a package's `__init__`) that importing `name` runs last:
+    `fadoctor.facts.model.Facts` is `fadoctor.facts.model`, `fadoctor.render` its `__init__`."""
+    parts = name.split(".")
+    while len(parts) > 1:
+        where = PACKAGE.joinpath(*parts[1:])
+        if where.with_suffix(".py").is_file() or (where / "__init__.py").is_file():
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+@functools.cache
+def module_graph() -> Dict[str, Set[str]]:
+    """Module -> the modules it imports, every import counted. A package's `__init__` that
+    imports a module which imports the package back is a cycle here."""
+    edges: Dict[str, Set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        module = ".".join(("fadoctor", *(parts[:-1] if parts[-1] == "__init__" else parts)))
+        for name, _typing_only in imports(path):
+            target = module_of(name)
+            if target is not None and target != module:
+                edges.setdefault(module, set()).add(target)
+    return edges
+
+
 def cycles(edges: Dict[str, Set[str]]) -> List[List[str]]:
     """Each cycle once, as the path that closes it (depth-first search)."""
     found: List[List[str]] = []
@@ -92,6 +120,30 @@ def test_the_walk_sees_the_imports_it_must_judge() -> None:
     assert {"install", "matrix", "report"} <= edges["checks"]
     assert "install" in edges["fix"] and "checks" in edges["cli"]  # cli imports checks lazily
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_no_cycle_between_modules() -> None:
+    # Every import counts, deferred and typing-only ones too: a cycle is broken by moving the
+    # shared piece down, not by hiding one direction of it.
+    assert cycles(module_graph()) == []
+
+
+def test_the_module_walk_sees_the_imports_it_must_judge() -> None:
+    edges = module_graph()
+    assert "fadoctor.facts.model" in edges["fadoctor.collect.assemble"]
+    assert "fadoctor.render.options" in edges["fadoctor.render.text"]
+    assert "fadoctor.in_target.distributions" in edges["fadoctor.in_target.context"]  # in a function
+
+
+def test_at_most_12_modules_loose_at_the_top() -> None:
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= 12, loose
+
+
+def test_every_package_says_what_it_owns() -> None:
+    for init in PACKAGE.rglob("__init__.py"):
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), init.relative_to(PACKAGE)
 
 
 def test_no_cycle_between_packages() -> None:

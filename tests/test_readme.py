@@ -105,7 +105,7 @@ def test_the_first_command_installs_and_runs_check(tmp_path: Path, tool: str) ->
 
 
 def test_stage_table_is_the_registry() -> None:
-    from fadoctor.target.registry import STAGES
+    from fadoctor.in_target.registry import STAGES
 
     rows = re.findall(r"^  \| (\w+) \| (\w+) \| (\d+) s \| (\w+) \| (.+?) \|$", README, flags=re.M)
     assert rows == [(s.name, s.imports, f"{s.timeout:g}", s.facts, s.label) for s in STAGES]

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from tests.helpers.broken import environ_with_path, requires_torch
 
-from fadoctor.collect import CollectOptions, collect
+from fadoctor.collect.run import collect
+from fadoctor.collect.target import CollectOptions
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import BinaryAnalysis, Facts, Family
-from fadoctor.mangling import is_torch_symbol, string_abi
+from fadoctor.facts.model import BinaryAnalysis, Facts, Family
 from fadoctor.matrix import load_matrix
+from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Report
 
 CACHE = os.environ.get("FADOCTOR_TEST_CACHE")

@@ -19,9 +19,10 @@ from tests.helpers.broken import environ_with_path, requires_torch
 from tests.helpers.elf_fixtures import ldd_undefined
 from tests.test_static_real_wheels import cached, unpacked
 
-from fadoctor.collect import CollectOptions, collect
+from fadoctor.collect.run import collect
+from fadoctor.collect.target import CollectOptions
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import BinaryAnalysis, Facts
+from fadoctor.facts.model import BinaryAnalysis, Facts
 from fadoctor.matrix import load_matrix
 from fadoctor.probes.elf import read_elf
 from fadoctor.probes.loader import missing_symbols

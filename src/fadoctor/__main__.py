@@ -1,5 +1,5 @@
 """`python -m fadoctor` entry point."""
 
-from fadoctor.cli import main
+from fadoctor.cli.app import main
 
 main()

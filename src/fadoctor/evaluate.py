@@ -6,7 +6,7 @@ from typing import AbstractSet, Callable, List, Optional
 
 from fadoctor.checks import ALL_CHECKS, model_checks
 from fadoctor.checks.base import Check, Outcome, Skip, status_of, torch_view
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.model.spec import ModelFacts
 from fadoctor.report import (

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from fadoctor.facts import Target
+from fadoctor.facts.model import Target
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -72,9 +72,9 @@ class Remedy(Frozen):
     @field_validator("commands")
     @classmethod
     def _safe_to_paste(cls, commands: List[str]) -> List[str]:
-        from fadoctor.shell import Unsafe, is_safe, words_of
+        from fadoctor.safety.shell import Unsafe, is_safe, words_of
 
-        # A line not built word by word by fadoctor.shell is taken apart into literal words:
+        # A line not built word by word by fadoctor.safety.shell is taken apart into literal words:
         # nothing in it can act as shell syntax. One that cannot be is a bug, never shown.
         try:
             return [line if is_safe(line) else words_of(line) for line in commands]

@@ -10,7 +10,7 @@ import pytest
 
 from fadoctor.checks import BY_KEY
 from fadoctor.evaluate import run_check
-from fadoctor.facts import (
+from fadoctor.facts.model import (
     BinaryAnalysis,
     ExtensionFile,
     ExtensionImport,

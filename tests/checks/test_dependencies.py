@@ -10,7 +10,7 @@ import pytest
 
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.dependencies import unmet_requirements
-from fadoctor.facts import Distribution, Facts
+from fadoctor.facts.model import Distribution, Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding
 

@@ -6,7 +6,7 @@ import re
 
 from fadoctor.checks import ALL_CHECKS, BY_KEY
 from fadoctor.checks.docs import documentation
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix import load_matrix
 
 

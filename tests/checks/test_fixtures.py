@@ -11,7 +11,7 @@ import yaml
 
 from fadoctor.checks import BY_KEY
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Report, Severity
 

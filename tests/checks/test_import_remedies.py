@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.remedies import build_from_source
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import DriverVersion
 from fadoctor.report import Category, Finding, Remedy

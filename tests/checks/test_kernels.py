@@ -11,8 +11,8 @@ from fadoctor.checks.base import Skip
 from fadoctor.checks.compile import check_compile
 from fadoctor.checks.kernel_remedies import classify_error
 from fadoctor.checks.kernels import check_smoke
-from fadoctor.facts import Facts, FailureKind, Family, KernelRun, Probe
-from fadoctor.kernel_facts import CompileTarget, SmokeTarget
+from fadoctor.facts.kernels import CompileTarget, SmokeTarget
+from fadoctor.facts.model import Facts, FailureKind, Family, KernelRun, Probe
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Severity
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts, Family
+from fadoctor.facts.model import Facts, Family
 from fadoctor.matrix import Matrix
 from fadoctor.report import CheckResult, Report, Status
 

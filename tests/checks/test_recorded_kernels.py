@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Severity, Status
 

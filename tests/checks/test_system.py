@@ -11,7 +11,7 @@ from packaging.version import Version
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.base import Skip
 from fadoctor.checks.system import runs_on
-from fadoctor.facts import Facts, Gpu
+from fadoctor.facts.model import Facts, Gpu
 from fadoctor.install.torch import torch_install
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Severity

@@ -10,7 +10,7 @@ import pytest
 
 from fadoctor.checks import BY_KEY
 from fadoctor.checks.base import Skip
-from fadoctor.facts import Facts, FlashAttention, Probe
+from fadoctor.facts.model import Facts, FlashAttention, Probe
 from fadoctor.matrix import Matrix
 from fadoctor.report import Severity
 

@@ -26,9 +26,9 @@ from tests.helpers.broken import (
 
 from fadoctor.distributed.collect import AGENT, read_facts_dir
 from fadoctor.distributed.evaluate import evaluate_job
+from fadoctor.in_target.gather import Channel
 from fadoctor.matrix import load_matrix
 from fadoctor.report import CheckResult, Status
-from fadoctor.target.gather import Channel
 
 pytestmark = [pytest.mark.slow, requires_torch]
 LAUNCHER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",

@@ -16,8 +16,8 @@ from fadoctor.distributed.render import job_line
 from fadoctor.distributed.report import JobReport
 from fadoctor.errors import InputError
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
-from fadoctor.factsfile import dumps
+from fadoctor.facts.files import dumps
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix, load_matrix
 from fadoctor.report import Category, CheckResult, Severity, Status
 

@@ -10,10 +10,10 @@ from fadoctor.distributed.assemble import driver_probe
 from fadoctor.distributed.bandwidth import algbw, bus_factor, busbw, table
 from fadoctor.distributed.merge import merge_check
 from fadoctor.distributed.messages import phase_text, rank_text, size_text
+from fadoctor.in_target import place, rank
 from fadoctor.probes import driver
 from fadoctor.report import Category as C
 from fadoctor.report import CheckResult, Finding, Severity, Status
-from fadoctor.target import place, rank
 
 # nvidia-smi --query-gpu=... on an H200 (tests/probes/test_driver.py).
 SMI_H200 = "0, NVIDIA H200, 9.0, 143771, GPU-d1cc60ae-a6fd-9b59-c1eb-81db10794e3d, 580.159.04\n"

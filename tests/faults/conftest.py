@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence
 
-from fadoctor.shell import is_safe
+from fadoctor.safety.shell import is_safe
 
 FORMATS = ("text", "json", "junit", "markdown", "github")
 
@@ -129,7 +129,7 @@ def leaves_a_trace(line: str, sandbox: Path) -> bool:
 
 
 def assert_harmless(commands: Sequence[str], sandbox: Path) -> None:
-    """Each command is in the form fadoctor.shell writes, and a real shell given it runs nothing
+    """Each command is in the form fadoctor.safety.shell writes, and a real shell given it runs nothing
     that leaves a trace."""
     for line in commands:
         assert is_safe(line), line

@@ -17,11 +17,12 @@ from tests.faults.conftest import assert_inert
 
 from fadoctor.errors import InputError
 from fadoctor.evaluate import evaluate
-from fadoctor.factsfile import loads
+from fadoctor.facts.files import loads
+from fadoctor.formats import Format
 from fadoctor.matrix import load_matrix
-from fadoctor.render import Format, render
+from fadoctor.render.dispatch import render
 from fadoctor.report import Category, Severity
-from fadoctor.shell import is_safe
+from fadoctor.safety.shell import is_safe
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "facts").glob("*.json"))
 MATRIX = load_matrix()

@@ -13,9 +13,9 @@ from tests.faults.conftest import assert_harmless, leaves_a_trace
 
 from fadoctor.errors import InputError
 from fadoctor.evaluate import evaluate
-from fadoctor.factsfile import loads
+from fadoctor.facts.files import loads
 from fadoctor.matrix import load_matrix
-from fadoctor.shell import command
+from fadoctor.safety.shell import command
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FILES = sorted([*(FIXTURES / "facts").glob("*.json"), *(FIXTURES / "recorded").glob("h200-*.json")])
@@ -70,7 +70,7 @@ def test_hostile_metadata_never_reaches_a_command(path: Path, tmp_path: Path) ->
 @pytest.mark.parametrize("value", [HOSTILE_NAME, "$(touch pwned)", "`touch pwned`"])
 def test_the_shell_sandbox_sees_what_a_hostile_value_would_run(value: str, tmp_path: Path) -> None:
     """The check above has teeth: pasted into a command as it stands, each hostile value runs
-    `touch` in the sandbox; through fadoctor.shell, it stays one inert word. (HOSTILE_VERSION
+    `touch` in the sandbox; through fadoctor.safety.shell, it stays one inert word. (HOSTILE_VERSION
     runs nothing: it adds pip arguments, which the "pwned" test above catches.)"""
     assert leaves_a_trace(f"pip install flash-attn=={value}", tmp_path / "raw")
     assert not leaves_a_trace(command("pip", "install", value), tmp_path / "quoted")

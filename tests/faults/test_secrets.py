@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.faults.conftest import base_environ, fadoctor
 
-from fadoctor.factsfile import loads
+from fadoctor.facts.files import loads
 
 SECRETS = {
     "PYTORCH_HF_TOKEN": "hf_abcdefsecret1",

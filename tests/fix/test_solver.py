@@ -9,7 +9,7 @@ import pytest
 from packaging.version import Version
 
 from fadoctor.errors import FadoctorError
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.fix.render import PinFormat, render_plan
 from fadoctor.fix.solver import Constraints, Plan, solve
 from fadoctor.install.machine import Machine, WhatIf, apply

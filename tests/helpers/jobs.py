@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
-from fadoctor.collective_facts import RankDevice
 from fadoctor.distributed.assemble import job_from_gather
 from fadoctor.distributed.models import JobFacts
-from fadoctor.facts import Facts
+from fadoctor.facts.collective import RankDevice
+from fadoctor.facts.model import Facts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GATHERED = FIXTURES / "distributed" / "cpu-2nodes-gloo-gathered.json"

@@ -8,7 +8,7 @@ import pytest
 from packaging.version import Version
 
 from fadoctor.errors import NoPlanError
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.fix.solver import Constraints, solve
 from fadoctor.install.machine import Machine, WhatIf, apply
 from fadoctor.install.torch import (

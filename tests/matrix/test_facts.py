@@ -8,7 +8,7 @@ from typing import Optional
 import pytest
 from packaging.version import Version
 
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.defects import Defect
 from fadoctor.matrix.hardware import GpuSpec, resolve_gpu

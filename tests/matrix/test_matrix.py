@@ -13,7 +13,7 @@ from packaging.version import Version
 from pydantic import BaseModel
 
 from fadoctor.errors import InputError
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix import Matrix, default_matrix_path, load_matrix
 from fadoctor.matrix.models import Entry
 

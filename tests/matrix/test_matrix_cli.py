@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List
 import pytest
 from typer.testing import CliRunner
 
-from fadoctor.matrix.cli import matrix_app
+from fadoctor.cli.matrix import matrix_app
 from fadoctor.matrix.show import _COLUMNS, SECTIONS
 
 Raw = Dict[str, Any]
@@ -159,7 +159,7 @@ def test_show_refuses_bad_input(args: List[str], message: str) -> None:
 
 def test_importing_the_sub_app_loads_nothing_heavy() -> None:
     # The main CLI imports this module to register `fadoctor matrix`; --help must stay instant.
-    code = "import fadoctor.matrix.cli, sys; print(sorted(m for m in sys.modules if m in " \
-           "('yaml', 'rich', 'fadoctor.matrix.models', 'fadoctor.matrix.load', 'fadoctor.facts')))"
+    code = "import fadoctor.cli.matrix, sys; print(sorted(m for m in sys.modules if m in " \
+           "('yaml', 'rich', 'fadoctor.matrix.models', 'fadoctor.matrix.load', 'fadoctor.facts.model')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.helpers.model_configs import config_file
 from typer.testing import CliRunner
 
-from fadoctor.cli import app
+from fadoctor.cli.app import app
 
 QWEN7B = config_file("qwen2.5-7b")  # a file path: fadoctor does not ship it
 RUNNER = CliRunner()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.helpers.broken import library_loads
 
-from fadoctor.facts import FailureKind
+from fadoctor.facts.model import FailureKind
 from fadoctor.probes import driver
 from fadoctor.probes.driver import parse_smi_csv, probe_driver
 

@@ -15,8 +15,8 @@ import pytest
 from tests.helpers.broken import requires_torch
 from tests.helpers.fake_family import make_family
 
-from fadoctor.facts import Probe
-from fadoctor.kernel_facts import SmokeTarget
+from fadoctor.facts.kernels import SmokeTarget
+from fadoctor.facts.model import Probe
 from fadoctor.probes import kernels
 from fadoctor.probes.kernels import KernelOptions, environment, stage_options
 from fadoctor.probes.runner import StageOutcome, run_stages

@@ -13,11 +13,11 @@ from typing import Any, Dict
 import pytest
 from tests.helpers.broken import SEGFAULT, environ_with_path, fake_module_dist, requires_torch
 
+from fadoctor.in_target.registry import names
 from fadoctor.probes import relay
 from fadoctor.probes.kernels import KernelOptions
 from fadoctor.probes.kernels import assemble as kernel_facts
 from fadoctor.probes.runner import StageFailure, StageOutcome
-from fadoctor.target.registry import names
 
 RELAY = Path(relay.__file__).resolve()
 
@@ -57,7 +57,7 @@ def test_the_relay_runs_the_smoke_tests_in_their_lanes() -> None:
 
 
 def test_a_malformed_kernel_record_is_a_failure_that_says_so() -> None:
-    """One rule for every stage's record (fadoctor.facts.probe_of), the kernel stages' too: a
+    """One rule for every stage's record (fadoctor.facts.model.probe_of), the kernel stages' too: a
     record that does not validate becomes a failed probe naming the stage, never a traceback."""
     bad = StageOutcome("smoke_sdpa_math", True, data={"target": "sdpa_math", "cases": "many"})
     died = StageOutcome("smoke_fa2", False, failure=StageFailure(kind="crash", reason="SIGSEGV"))

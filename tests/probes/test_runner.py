@@ -26,9 +26,9 @@ from tests.helpers.broken import (
 from tests.helpers.spy import stages_of
 
 from fadoctor.errors import TargetError
-from fadoctor.facts import Host, Packages
+from fadoctor.facts.model import Host, Packages
+from fadoctor.in_target.registry import names
 from fadoctor.probes.runner import StageOutcome, run_stages
-from fadoctor.target.registry import names
 
 STAGES = tuple(names())
 

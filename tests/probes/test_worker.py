@@ -19,7 +19,7 @@ from tests.helpers.broken import (
     write_distribution,
 )
 
-from fadoctor.facts import Host, Packages
+from fadoctor.facts.model import Host, Packages
 from fadoctor.probes.protocol import WORKER
 from fadoctor.probes.runner import run_stages
 

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import load_matrix
 from fadoctor.report import Report
 

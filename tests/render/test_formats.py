@@ -10,9 +10,11 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
+from fadoctor.formats import Format
 from fadoctor.matrix import load_matrix
-from fadoctor.render import RENDERERS, Format, RenderOptions, render
+from fadoctor.render.dispatch import RENDERERS, render
+from fadoctor.render.options import RenderOptions
 from fadoctor.report import Report, Severity, Status
 
 FACTS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "facts"

@@ -7,7 +7,9 @@ from typing import Callable, Dict, Tuple
 
 import pytest
 
-from fadoctor.render import Format, RenderOptions, render
+from fadoctor.formats import Format
+from fadoctor.render.dispatch import render
+from fadoctor.render.options import RenderOptions
 from fadoctor.report import Report
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -14,9 +14,10 @@ from fadoctor.distributed.evaluate import evaluate_job
 from fadoctor.distributed.models import MissingRank
 from fadoctor.distributed.render import JOB_RENDERERS, render_job
 from fadoctor.distributed.report import JobReport
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
+from fadoctor.formats import Format
 from fadoctor.matrix import load_matrix
-from fadoctor.render import Format, RenderOptions
+from fadoctor.render.options import RenderOptions
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden-distributed" / "h200-16-ranks"
 VARIANTS: Dict[str, Tuple[Format, RenderOptions]] = {

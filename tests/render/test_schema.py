@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from fadoctor.distributed.models import JobFacts
 from fadoctor.distributed.report import JobReport
-from fadoctor.facts import Facts
-from fadoctor.render import Format, render
+from fadoctor.facts.model import Facts
+from fadoctor.formats import Format
+from fadoctor.render.dispatch import render
 from fadoctor.report import Report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +31,7 @@ def schema_text(model: Type[BaseModel]) -> str:
 
 
 @pytest.mark.skipif(sys.version_info < (3, 10), reason="on Python 3.9 typing spells generic "
-                    "titles with module paths (Probe[List[fadoctor.facts.BinaryAnalysis]])")
+                    "titles with module paths (Probe[List[fadoctor.facts.model.BinaryAnalysis]])")
 @pytest.mark.parametrize("filename", sorted(SCHEMAS))
 def test_checked_in_schema_is_current(filename: str,
                                       compare_or_update: Callable[[Path, str], None]) -> None:

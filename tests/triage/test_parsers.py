@@ -193,7 +193,7 @@ def test_fadoctor_json_facts_pasted_back(matrix: Matrix) -> None:
 
 def test_fadoctor_json_report_pasted_back(matrix: Matrix) -> None:
     from fadoctor.evaluate import evaluate
-    from fadoctor.facts import Facts
+    from fadoctor.facts.model import Facts
 
     facts = Facts.model_validate_json(
         (FACTS / "fa853-cxx11abi-true-wheel-on-pip-torch.json").read_text(encoding="utf-8"))

@@ -7,10 +7,10 @@ from typing import Any, Callable, List, Optional, Union
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.facts import Facts, Failure, Probe
+from fadoctor.facts.model import Facts, Failure, Probe
+from fadoctor.install.views import torch_view as torch_view  # where the checks import it from
 from fadoctor.matrix import Matrix
 from fadoctor.report import Finding, Severity, Status
-from fadoctor.views import torch_view as torch_view  # where the checks import it from
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from fadoctor.checks.import_remedies import CSRC, import_remedies
 from fadoctor.checks.load_cause import first_cause, library_cause, split_symbols, symbol_cause
 from fadoctor.checks.system import gpus, runs_on
 from fadoctor.checks.variants import Judged, Judgement, Load, cap, judge
-from fadoctor.facts import BinaryAnalysis, Facts, FailureKind
+from fadoctor.facts.model import BinaryAnalysis, Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.shell import AND, command, env
+from fadoctor.safety.shell import AND, command, env
 
 SHOWN_SYMBOLS = 6  # missing symbols listed in a message; evidence keeps what the probe kept
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional
 
-from fadoctor.facts import Failure, FailureKind
-from fadoctor.mangling import is_torch_symbol, string_abi
+from fadoctor.facts.model import Failure, FailureKind
+from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category
 
 __all__ = ["Diagnosis", "classify", "is_torch_symbol", "missing_library", "string_abi",

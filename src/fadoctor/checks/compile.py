@@ -7,11 +7,11 @@ from typing import List, Optional
 from fadoctor.checks.base import Outcome, Skip, info, version
 from fadoctor.checks.kernels import target_name
 from fadoctor.checks.remedies import sdpa_fallback
-from fadoctor.facts import Facts, Family
-from fadoctor.kernel_facts import CompileTarget
+from fadoctor.facts.kernels import CompileTarget
+from fadoctor.facts.model import Facts, Family
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.shell import command, requirement
+from fadoctor.safety.shell import command, requirement
 from fadoctor.snippets import dynamo_disable_code, snippet
 
 

@@ -15,11 +15,11 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.checks.base import version
 from fadoctor.checks.classify import Diagnosis
 from fadoctor.checks.remedies import remedy, sdpa_fallback
-from fadoctor.facts import Distribution, Facts, FlashAttention
+from fadoctor.facts.model import Distribution, Facts, FlashAttention
+from fadoctor.in_target.tables import FAMILIES
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
-from fadoctor.shell import command, requirement
-from fadoctor.target.tables import FAMILIES
+from fadoctor.safety.shell import command, requirement
 
 _PLATFORMS = {"Linux": "linux", "Darwin": "darwin", "Windows": "win32"}
 

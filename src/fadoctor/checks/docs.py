@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Dict
 
 from fadoctor.checks.base import Check
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix import Matrix
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from fadoctor import shell
 from fadoctor.checks.classify import Diagnosis
 from fadoctor.checks.remedies import remedy
-from fadoctor.facts import BinaryAnalysis, Facts, Torch
+from fadoctor.facts.model import BinaryAnalysis, Facts, Torch
 from fadoctor.install.torch import torch_index
 from fadoctor.report import Category, Remedy
-from fadoctor.shell import command, requirement
+from fadoctor.safety import shell
+from fadoctor.safety.shell import command, requirement
 
 _PIN = re.compile(r"^==\s*([0-9][\w.!+]*)$")
 _VARIANT = re.compile(r"\+((?:cpu|cu\d+|rocm[\d.]+|xpu))$")

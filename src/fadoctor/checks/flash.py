@@ -14,7 +14,7 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, im
 from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
-from fadoctor.facts import (
+from fadoctor.facts.model import (
     BinaryAnalysis,
     Facts,
     FailureKind,
@@ -29,7 +29,7 @@ from fadoctor.install.wheels import build_recipe, first_release_with_kernels, ne
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import FamilyRequirement
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.shell import command, requirement
+from fadoctor.safety.shell import command, requirement
 
 
 def installed(facts: Facts) -> List[FlashAttention]:

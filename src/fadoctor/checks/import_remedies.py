@@ -11,13 +11,13 @@ from packaging.version import Version
 from fadoctor.checks.base import release, version
 from fadoctor.checks.classify import Diagnosis
 from fadoctor.checks.remedies import build_from_source, reinstall_flash_attn, remedy, sdpa_fallback
-from fadoctor.facts import Facts, Family, FlashAttention, Torch
+from fadoctor.facts.model import Facts, Family, FlashAttention, Torch
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import newest_release_with_wheel, newest_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
-from fadoctor.shell import AND, command, requirement, url
+from fadoctor.safety.shell import AND, command, requirement, url
 
 # flash-attention's optional extensions: the csrc/ folder whose setup.py builds each
 # (csrc/layer_norm/setup.py, csrc/rotary/setup.py, ...), and the Triton module in flash_attn/ops/

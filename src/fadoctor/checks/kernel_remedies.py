@@ -15,10 +15,10 @@ from fadoctor.checks.remedies import (
     sdpa_fallback,
     torch_variant_remedies,
 )
-from fadoctor.facts import Facts, Family
+from fadoctor.facts.model import Facts, Family
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Remedy
-from fadoctor.shell import command, requirement
+from fadoctor.safety.shell import command, requirement
 from fadoctor.snippets import sdpa_backends_code, snippet
 
 SDPA_NAMES = {"sdpa_flash": "SDPA flash", "sdpa_efficient": "SDPA efficient",

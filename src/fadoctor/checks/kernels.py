@@ -18,8 +18,8 @@ from fadoctor.checks.kernel_remedies import (
     family_remedies,
     sdpa_remedies,
 )
-from fadoctor.facts import Facts, Family, Probe
-from fadoctor.kernel_facts import CaseResult, GpuState, SmokeTarget
+from fadoctor.facts.kernels import CaseResult, GpuState, SmokeTarget
+from fadoctor.facts.model import Facts, Family, Probe
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 

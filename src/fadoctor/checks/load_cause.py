@@ -12,8 +12,8 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
-from fadoctor.facts import BinaryAnalysis, LoadFailure, MissingSymbol, Torch
-from fadoctor.mangling import is_torch_symbol, string_abi
+from fadoctor.facts.model import BinaryAnalysis, LoadFailure, MissingSymbol, Torch
+from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category
 
 # Namespaces whose symbols live in torch's GPU libraries (libc10_cuda, libtorch_cuda).

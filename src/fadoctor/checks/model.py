@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from fadoctor.checks.base import Outcome, Skip, info
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.model.advice import ModelAdvice, advise
 from fadoctor.model.memory import GIB

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Callable, Iterable, List, Optional
 
 from fadoctor.checks.base import torch_view, version
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.install.torch import torch_install, variant_for_driver
+from fadoctor.install.views import driver_version
 from fadoctor.matrix import Matrix
 from fadoctor.report import Remedy
-from fadoctor.shell import attempt, command, env, requirement
+from fadoctor.safety.shell import attempt, command, env, requirement
 from fadoctor.snippets import snippet
-from fadoctor.views import driver_version
 
 TRANSFORMERS_SDPA = snippet("transformers_sdpa").code
 
 
 def remedy(summary: str, build: Callable[[], Iterable[str]], code: Optional[str] = None
            ) -> Remedy:
-    """A remedy whose commands `build` makes with fadoctor.shell. When a value from the examined
+    """A remedy whose commands `build` makes with fadoctor.safety.shell. When a value from the examined
     environment is not safe to put in a command, the remedy shows none and says why."""
     commands, why = attempt(build)
     if why is not None:

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from fadoctor.checks.base import Outcome, Skip, info, unreported, version, why_unknown
 from fadoctor.checks.system import gpus
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 

@@ -7,17 +7,17 @@ from typing import Dict, List, Tuple
 
 from packaging.version import Version
 
-from fadoctor import shell
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, version, why_unknown
 from fadoctor.checks.classify import classify, failure_text
 from fadoctor.checks.remedies import remedy, torch_variant_remedies
-from fadoctor.facts import Facts, FailureKind
+from fadoctor.facts.model import Facts, FailureKind
 from fadoctor.install.torch import cuda_of_variant, torch_install
+from fadoctor.install.views import driver_version
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.shell import command
-from fadoctor.views import driver_version
+from fadoctor.safety import shell
+from fadoctor.safety.shell import command
 
 GpuCc = Tuple[str, Version]  # (name, compute capability)
 

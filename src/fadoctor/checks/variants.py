@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from fadoctor import shell
 from fadoctor.checks.base import info, torch_view
 from fadoctor.checks.remedies import remedy
-from fadoctor.facts import BinaryAnalysis, Facts, Torch
+from fadoctor.facts.model import BinaryAnalysis, Facts, Torch
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.shell import command
+from fadoctor.safety import shell
+from fadoctor.safety.shell import command
 
 # A torch release in a file name: torch24, torch2.4, torch2_11, torch210, pt24, pt2.4.
 _RELEASE = re.compile(r"(?<![A-Za-z])(?:torch|pt)[-_]?v?([12])[._]?(\d{1,2})(?!\d)", re.I)

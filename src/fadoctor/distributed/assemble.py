@@ -1,4 +1,4 @@
-"""Turn the rank agent's raw records (fadoctor.target.rank) into `JobFacts` (pure)."""
+"""Turn the rank agent's raw records (fadoctor.in_target.rank) into `JobFacts` (pure)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from pydantic import ValidationError
 
 from fadoctor import __version__
-from fadoctor.assemble import assemble
-from fadoctor.collect import TargetChoice
+from fadoctor.collect.assemble import assemble
+from fadoctor.collect.target import TargetChoice
 from fadoctor.distributed.models import (
     Collectives,
     ExtensionHash,
@@ -18,11 +18,11 @@ from fadoctor.distributed.models import (
     RankPlace,
 )
 from fadoctor.errors import InputError
-from fadoctor.facts import Driver, Facts, Failure, FailureKind, Probe
+from fadoctor.facts.model import Driver, Facts, Failure, FailureKind, Probe
+from fadoctor.in_target.rank import GATHER_FORMAT, RECORD_FORMAT
+from fadoctor.in_target.registry import names
 from fadoctor.probes.driver import parse_smi_csv, procfs_version
 from fadoctor.probes.runner import StageFailure, StageOutcome
-from fadoctor.target.rank import GATHER_FORMAT, RECORD_FORMAT
-from fadoctor.target.registry import names
 
 
 def job_from_gather(raw: Mapping[str, Any], where: str) -> JobFacts:

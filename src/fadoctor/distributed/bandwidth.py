@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from fadoctor.collective_facts import CollectiveOp
 from fadoctor.distributed.models import JobFacts
 from fadoctor.distributed.report import Bandwidth
+from fadoctor.facts.collective import CollectiveOp
 
 GB = 1e9
 OPS = ("all_reduce", "all_gather")

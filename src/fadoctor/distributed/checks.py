@@ -15,20 +15,11 @@ from fadoctor.distributed.messages import (
     missing_text,
     rank_text,
 )
-from fadoctor.distributed.models import JobFacts, MissingRank
-from fadoctor.distributed.report import Bandwidth, Difference
-from fadoctor.facts import Facts
+from fadoctor.distributed.models import MissingRank
+from fadoctor.distributed.view import JobView
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
-
-
-@dataclass(frozen=True)
-class JobView:
-    """What the job checks read: the gathered facts and what was derived from them."""
-
-    job: JobFacts
-    differences: List[Difference]
-    bandwidth: List[Bandwidth]
 
 
 def _per_rank(facts: Facts, matrix: Matrix) -> Outcome:

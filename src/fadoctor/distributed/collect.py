@@ -15,15 +15,15 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from pydantic import ValidationError
 
+from fadoctor.distributed.args import AGENT
 from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
-from fadoctor.distributed.entry import AGENT
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import InputError, InternalError, UsageError, invalid
-from fadoctor.facts import Facts, Failure, FailureKind, Probe
-from fadoctor.factsfile import identity, parse, unreadable
-from fadoctor.target import place
-from fadoctor.textfile import read_text, shown
-from fadoctor.validation import problems
+from fadoctor.facts.files import identity, parse, unreadable
+from fadoctor.facts.model import Facts, Failure, FailureKind, Probe
+from fadoctor.facts.validation import problems
+from fadoctor.in_target import place
+from fadoctor.safety.textfile import read_text, shown
 
 GATHERED = "gathered.json"
 

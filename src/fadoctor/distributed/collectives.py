@@ -11,7 +11,7 @@ from fadoctor.distributed.report import Bandwidth
 from fadoctor.report import Category, Finding, Severity
 
 if TYPE_CHECKING:
-    from fadoctor.distributed.checks import JobView
+    from fadoctor.distributed.view import JobView
 
 _VERB = {"timeout": "hung", "crash": "crashed", "exit": "exited", "error": "failed"}
 

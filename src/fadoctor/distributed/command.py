@@ -16,7 +16,7 @@ from fadoctor.errors import ExitCode, UsageError
 from fadoctor.formats import Format
 
 if TYPE_CHECKING:
-    from fadoctor.distributed.entry import JobArgs, Reporting
+    from fadoctor.distributed.args import JobArgs, Reporting
     from fadoctor.report import Report
 
 
@@ -35,7 +35,7 @@ def job_facts(request: JobRequest, environ: Optional[Mapping[str, str]] = None,
     """The job's facts, with the binaries of this host's ranks analysed; None on a rank other
     than 0 of a --distributed run (rank 0 reports for the job). `meanwhile` runs while the
     ranks probe, or first when there is nothing to wait for."""
-    from fadoctor.collect import resolve_target
+    from fadoctor.collect.target import resolve_target
     from fadoctor.distributed.collect import (
         analyze_local,
         read_facts_dir,
@@ -79,7 +79,7 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
         return ExitCode.OK
     from fadoctor.distributed.evaluate import evaluate_job
     from fadoctor.distributed.render import render_job
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
     report = evaluate_job(job, loaded[0], left_out(how.ignore, how.only))
     to_terminal = how.output is None and sys.stdout.isatty()
@@ -94,7 +94,7 @@ def snapshot_job(request: JobRequest, emit: Callable[[str], None]) -> int:
     """`snapshot --distributed` / `--facts-dir`: the job's facts, written by rank 0."""
     job = job_facts(request)
     if job is not None:
-        from fadoctor.factsfile import dumps
+        from fadoctor.facts.files import dumps
 
         emit(dumps(job))
     return ExitCode.OK

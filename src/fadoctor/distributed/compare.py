@@ -8,7 +8,7 @@ from typing import Callable, Dict, List, Literal, Optional, Tuple
 from fadoctor.checks.base import torch_view
 from fadoctor.distributed.models import JobFacts, RankFacts
 from fadoctor.distributed.report import Difference, Variant
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.report import Severity
 
 UNKNOWN = "unknown"

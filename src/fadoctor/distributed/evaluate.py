@@ -8,13 +8,14 @@ from typing import AbstractSet, Dict, List
 from fadoctor import __version__
 from fadoctor.checks import ALL_CHECKS
 from fadoctor.distributed.bandwidth import table
-from fadoctor.distributed.checks import JOB_CHECKS, JobView
+from fadoctor.distributed.checks import JOB_CHECKS
 from fadoctor.distributed.compare import differences
 from fadoctor.distributed.merge import merge_check, merge_environment
 from fadoctor.distributed.models import JobFacts, RankFacts
 from fadoctor.distributed.report import JobReport, NodeSummary, RankReport
+from fadoctor.distributed.view import JobView
 from fadoctor.evaluate import checked, evaluate, summarize
-from fadoctor.factsfile import identity
+from fadoctor.facts.files import identity
 from fadoctor.matrix import Matrix
 from fadoctor.report import Report
 

@@ -1,13 +1,13 @@
 """The facts of a whole job: each rank's place, facts, GPU, collective results and extension hashes,
-and the ranks that never reported. Frozen and serializable, like `fadoctor.facts.Facts`."""
+and the ranks that never reported. Frozen and serializable, like `fadoctor.facts.model.Facts`."""
 
 from __future__ import annotations
 
 from typing import Dict, List, Literal, Optional
 
-from fadoctor.collective_facts import CollectiveTest
-from fadoctor.facts import Facts, Failure
-from fadoctor.frozen import Frozen
+from fadoctor.facts.collective import CollectiveTest
+from fadoctor.facts.frozen import Frozen
+from fadoctor.facts.model import Facts, Failure
 
 JOB_SCHEMA_VERSION = 1
 

@@ -11,10 +11,12 @@ from rich.text import Text
 
 from fadoctor.distributed.messages import rank_text, size_text
 from fadoctor.distributed.report import Bandwidth, JobReport
-from fadoctor.inert import inert
-from fadoctor.render import RENDERERS, Format, RenderOptions
+from fadoctor.formats import Format
+from fadoctor.render.dispatch import RENDERERS
 from fadoctor.render.markdown import _cell, render_markdown
+from fadoctor.render.options import RenderOptions
 from fadoctor.render.text import render_text
+from fadoctor.safety.inert import inert
 
 SHOWN_NODES = 8  # nodes listed by name in the header; the rest are counted
 

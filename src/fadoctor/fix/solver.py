@@ -10,13 +10,13 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.errors import NoPlanError, UsageError
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.install.machine import Machine
 from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
-from fadoctor.shell import AND, command, is_safe, requirement, url
+from fadoctor.safety.shell import AND, command, is_safe, requirement, url
 
 Kind = Literal["wheel", "index", "build", "sdpa"]
 
@@ -43,7 +43,7 @@ class Pick:
     def __post_init__(self) -> None:
         unsafe = [c for c in self.commands if not is_safe(c)]
         if unsafe:  # a bug: never shown
-            raise ValueError(f"commands not built by fadoctor.shell: {unsafe}")
+            raise ValueError(f"commands not built by fadoctor.safety.shell: {unsafe}")
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from typing import Dict, Optional
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.errors import UsageError
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
+from fadoctor.install.views import driver_version, torch_view
 from fadoctor.matrix.models import DriverVersion
-from fadoctor.views import driver_version, torch_view
 
 BUILD_THREADS = 2  # nvcc --threads per job (NVCC_THREADS, flash-attn >= 2.5.7); its CI uses 2
 

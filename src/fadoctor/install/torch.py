@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
-from fadoctor.shell import command, requirement, url
+from fadoctor.safety.shell import command, requirement, url
 
 # PyTorch's wheel index per CUDA variant (pytorch.org "Get started: previous versions").
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"

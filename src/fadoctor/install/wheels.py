@@ -15,7 +15,7 @@ from fadoctor.install.torch import TorchBuild
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.base import minor_of
 from fadoctor.matrix.models import FlashAttnRelease, parse_local
-from fadoctor.shell import command, env, requirement
+from fadoctor.safety.shell import command, env, requirement
 
 RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
 

@@ -8,7 +8,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
-from fadoctor.validation import Problems as Problems  # the matrix modules raise it from here
+from fadoctor.facts.validation import Problems as Problems  # the matrix modules raise it from here
 
 # How a fact was established (the reference notes' labels): read in the project's code, said by a
 # maintainer, reported by users only, inferred by us from code, read from a published wheel, or

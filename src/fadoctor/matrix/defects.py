@@ -9,7 +9,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from pydantic import field_validator, model_validator
 
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix.base import (
     DriverVersion,
     Entry,

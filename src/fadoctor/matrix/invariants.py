@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from packaging.version import Version
 
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix.base import unsorted
 from fadoctor.matrix.fa2 import parse_local
+from fadoctor.matrix.models import Matrix
 from fadoctor.report import Category
-
-if TYPE_CHECKING:
-    from fadoctor.matrix.models import Matrix
 
 SDPA_BACKENDS = ("flash", "efficient", "cudnn")
 

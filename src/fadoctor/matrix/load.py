@@ -11,9 +11,10 @@ import yaml
 from pydantic import ValidationError
 
 from fadoctor.errors import InputError, invalid
+from fadoctor.facts.validation import problems
+from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.models import Matrix
-from fadoctor.textfile import read_bytes, read_text, shown
-from fadoctor.validation import problems
+from fadoctor.safety.textfile import read_bytes, read_text, shown
 
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yaml"
@@ -52,9 +53,13 @@ def load_matrix(path: Optional[Path] = None) -> Matrix:
         return Matrix.model_validate(twin, context={"trusted": True})
     raw = _read(path)
     try:
-        return Matrix.model_validate(raw)
+        matrix = Matrix.model_validate(raw)
     except ValidationError as exc:
         raise invalid(f"matrix {shown(path)}", problems(exc, raw)) from exc
+    found = cross_entry_problems(matrix)
+    if found:
+        raise invalid(f"matrix {shown(path)}", found)
+    return matrix
 
 
 def lint_matrix(path: Optional[Path] = None) -> List[str]:
@@ -63,10 +68,16 @@ def lint_matrix(path: Optional[Path] = None) -> List[str]:
     InputError."""
     raw = _read(path or default_matrix_path())
     try:
-        Matrix.model_validate(raw)
+        matrix = Matrix.model_validate(raw)
     except ValidationError as exc:
         return problems(exc, raw)
-    return []
+    return cross_entry_problems(matrix)
+
+
+def cross_entry_problems(matrix: Matrix) -> List[str]:
+    """The cross-entry invariants' problems, worded as a validation error of the whole document
+    is (they run once every entry is valid on its own)."""
+    return [f"(top level): {p}".replace("\n", " ") for invariant in INVARIANTS for p in invariant(matrix)]
 
 
 def _digest(path: Path) -> str:

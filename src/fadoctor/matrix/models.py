@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import List, Optional
 
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.matrix.attention import BackwardRestriction, FeatureSupport, HeadDimLimit
 from fadoctor.matrix.base import (
     DriverVersion,
@@ -20,8 +20,6 @@ from fadoctor.matrix.base import (
     Evidence,
     Problems,
     minor_of,
-    raise_problems,
-    trusted,
 )
 from fadoctor.matrix.defects import Defect, Stage
 from fadoctor.matrix.fa2 import CudaTagRule, FlashAttnRelease, LocalVersion, parse_local
@@ -34,7 +32,6 @@ from fadoctor.matrix.families import (
     RocmBackend,
 )
 from fadoctor.matrix.hardware import CudaDriver, DriverFloor, GpuSpec, ToolkitDriver, resolve_gpu
-from fadoctor.matrix.invariants import INVARIANTS
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
 
 __all__ = [
@@ -99,12 +96,6 @@ class Matrix(BaseModel):
             raise ValueError(f"schema_version {value} is not {MATRIX_SCHEMA_VERSION}, the "
                              "version this fadoctor reads")
         return value
-
-    @model_validator(mode="after")
-    def _invariants(self, info: ValidationInfo) -> Matrix:
-        if not trusted(info):
-            raise_problems([p for invariant in INVARIANTS for p in invariant(self)])
-        return self
 
     # -- queries ------------------------------------------------------------------------------
 

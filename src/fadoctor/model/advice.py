@@ -12,7 +12,7 @@ from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import MemoryEstimate
 from fadoctor.model.spec import ModelSpec, TrainingPlan
 from fadoctor.model.support import ATTN_IMPLEMENTATION, HALF, Here, Support, assess, needs
-from fadoctor.shell import command, requirement
+from fadoctor.safety.shell import command, requirement
 
 
 class Frozen(BaseModel):

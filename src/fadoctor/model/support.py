@@ -14,7 +14,7 @@ from fadoctor.matrix.attention import Implementation
 from fadoctor.model.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from fadoctor.facts import Facts
+    from fadoctor.facts.model import Facts
 
 LABELS: Dict[str, str] = {
     "fa2": "FlashAttention-2 (flash-attn)", "fa3": "FlashAttention-3 (flash_attn_3)",
@@ -146,7 +146,7 @@ def assess(spec: ModelSpec, matrix: Matrix, here: Here) -> List[Support]:
 
 def here_of(facts: Optional[Facts]) -> tuple[Here, Optional[int]]:
     """The installed families, torch and GPUs the facts record, and the smallest GPU's memory."""
-    from fadoctor.views import torch_view
+    from fadoctor.install.views import torch_view
 
     if facts is None:
         return Here(), None

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 from fadoctor.archs import arch_key
-from fadoctor.facts import (
+from fadoctor.facts.model import (
     BinaryAnalysis,
     ExtensionFile,
     Facts,
@@ -25,7 +25,7 @@ from fadoctor.facts import (
     TorchLoad,
     UnmetVersion,
 )
-from fadoctor.mangling import binary_string_abi, is_torch_symbol
+from fadoctor.probes.mangling import binary_string_abi, is_torch_symbol
 
 if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before
     from fadoctor.probes.loader import Analysis, LoaderContext

@@ -9,13 +9,11 @@ import os
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from fadoctor.probes.elf import ElfError, ElfInfo, PathLike, Symbol, read_elf
+from fadoctor.probes.resolution import Resolution
 from fadoctor.probes.symbols import SymbolIndex
-
-if TYPE_CHECKING:
-    from fadoctor.probes.loader import Resolution
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, List, Optional
 
-from fadoctor.facts import Driver, Failure, FailureKind, Gpu, Probe
+from fadoctor.facts.model import Driver, Failure, FailureKind, Gpu, Probe
 
 PROC_VERSION = Path("/proc/driver/nvidia/version")
 NVML_LIBRARY = "libnvidia-ml.so.1"

@@ -1,6 +1,6 @@
 """ELF facts of shared objects, read from the files and never loaded: the one pyelftools user.
 
-API (plain frozen dataclasses; `fadoctor.facts` maps them into the facts model):
+API (plain frozen dataclasses; `fadoctor.facts.model` maps them into the facts model):
 
     read_elf(path, *, symbols=True) -> ElfInfo   soname, DT_NEEDED, DT_RPATH/DT_RUNPATH, the
                                                 undefined strong dynamic symbols, version needs

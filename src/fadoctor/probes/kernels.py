@@ -17,9 +17,9 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from fadoctor.in_target import attention, registry
+from fadoctor.in_target.tables import FAMILIES
 from fadoctor.probes.runner import Background, Progress, StageOutcome
-from fadoctor.target import attention, registry
-from fadoctor.target.tables import FAMILIES
 
 # Where each tool keeps its compile/JIT cache, by the variable that moves it:
 # TORCHINDUCTOR_CACHE_DIR: torch/_inductor/runtime/cache_dir_utils.py; TRITON_CACHE_DIR:
@@ -126,7 +126,7 @@ def gate(driver: Any, options: KernelOptions) -> Optional[str]:
 
 def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, grid: Optional[str]
             ) -> Any:
-    from fadoctor.facts import KernelRun, probe_of
+    from fadoctor.facts.model import KernelRun, probe_of
 
     probes = {dict(registry.BY_NAME[stage].params)["target"]: probe_of(model, outcomes[stage])
               for stage in registry.names(groups=(kind,)) if stage in outcomes}
@@ -136,8 +136,8 @@ def _run_of(model: Any, outcomes: Mapping[str, StageOutcome], kind: str, grid: O
 def assemble(outcomes: Mapping[str, StageOutcome], options: KernelOptions,
              skipped: Optional[str] = None) -> Dict[str, Any]:
     """The `smoke` and `compile` facts from the kernel stages' outcomes (or why none ran)."""
-    from fadoctor.facts import KernelRun
-    from fadoctor.kernel_facts import CompileTarget, SmokeTarget
+    from fadoctor.facts.kernels import CompileTarget, SmokeTarget
+    from fadoctor.facts.model import KernelRun
 
     out: Dict[str, Any] = {}
     if options.smoke != "none":

@@ -32,7 +32,6 @@ import os
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import (
     Deque,
     Dict,
@@ -62,6 +61,7 @@ from fadoctor.probes.elf import (
     read_elf,
 )
 from fadoctor.probes.ldcache import LD_CACHE, cache_index
+from fadoctor.probes.resolution import How, Resolution
 from fadoctor.probes.symbols import SymbolIndex, demangle
 
 _MULTIARCH = {"EM_X86_64": "x86_64-linux-gnu", "EM_AARCH64": "aarch64-linux-gnu",
@@ -70,18 +70,6 @@ _MULTIARCH = {"EM_X86_64": "x86_64-linux-gnu", "EM_AARCH64": "aarch64-linux-gnu"
 _PLATFORMS = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_PPC64": "ppc64le", "EM_386": "i686",
               "EM_S390": "s390x", "EM_RISCV": "riscv64"}
 _TOKEN = re.compile(r"\$(?:\{(ORIGIN|LIB|PLATFORM)\}|(ORIGIN|LIB|PLATFORM)(?![A-Za-z0-9_]))")
-
-
-class How(str, Enum):
-    """Where a DT_NEEDED entry was found, in ld.so's order."""
-
-    PATH = "path"  # the entry contains a '/'
-    LOADED = "loaded"  # already loaded under that name or soname
-    RPATH = "rpath"
-    LD_LIBRARY_PATH = "ld_library_path"
-    RUNPATH = "runpath"
-    LD_CACHE = "ld_cache"
-    DEFAULT = "default"
 
 
 @dataclass(frozen=True)
@@ -114,16 +102,6 @@ class LoaderContext:
                                                   for e in info.rpath)
         return cls(ld_library_path=environ.get("LD_LIBRARY_PATH", ""), preloaded=dict(preloaded or {}),
                    executable_rpath=rpath)
-
-
-@dataclass(frozen=True)
-class Resolution:
-    needed: str
-    path: Optional[str]  # None: the loader fails with "cannot open shared object file"
-    how: Optional[How]
-    # Candidates ld.so passes over: another ELF class or machine (or, last, a non-ELF file,
-    # where ld.so stops with "invalid ELF header" or "file too short").
-    rejected: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

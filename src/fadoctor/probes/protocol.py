@@ -1,6 +1,6 @@
 """The parent's side of the worker protocol, in one place: the command line that starts a worker,
 the token that authenticates its records, and their decoding (the writing side is
-`fadoctor.target.protocol`). A line without the token, or not a well-formed record, is not the
+`fadoctor.in_target.protocol`). A line without the token, or not a well-formed record, is not the
 worker's: `decode` returns None, and the runner keeps it as output of the target."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import fadoctor.target
+import fadoctor.in_target
 
 # The target package, run by path: it loads itself without going on the target's sys.path.
-WORKER = (Path(fadoctor.target.__file__).parent / "__main__.py").resolve()
+WORKER = (Path(fadoctor.in_target.__file__).parent / "__main__.py").resolve()
 MINIMUM_PYTHON = (3, 8)
 
 

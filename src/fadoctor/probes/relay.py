@@ -1,5 +1,5 @@
 """fadoctor's runner for a caller without fadoctor installed: the rank agent
-(fadoctor.target.rank) runs this file by path in the target interpreter, and gets the stages'
+(fadoctor.in_target.rank) runs this file by path in the target interpreter, and gets the stages'
 outcomes as they would be in `check` — each stage timed, a crash or hang of the worker recorded
 and the worker restarted past it.
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from fadoctor.errors import TargetError
+from fadoctor.in_target.registry import BY_NAME
 from fadoctor.probes import reaper
 from fadoctor.probes.protocol import MINIMUM_PYTHON, Event, command, decode, new_token
-from fadoctor.target.registry import BY_NAME
 
 TAIL_BYTES = 4000
 HANDSHAKE = 20.0  # seconds an interpreter has to start and answer (less if the stage has less)
@@ -35,10 +35,10 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class StageFailure:
-    """Why a stage has no data; the fields of `fadoctor.facts.Failure`, kept as plain data so
+    """Why a stage has no data; the fields of `fadoctor.facts.model.Failure`, kept as plain data so
     that starting the worker does not wait for the pydantic models to load."""
 
-    kind: str  # a fadoctor.facts.FailureKind value
+    kind: str  # a fadoctor.facts.model.FailureKind value
     reason: str
     exception_type: Optional[str] = None
     exit_code: Optional[int] = None

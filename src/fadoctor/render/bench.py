@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from fadoctor.bench import BenchReport, Row
-from fadoctor.inert import inert
+from fadoctor.bench.run import BenchReport, Row
+from fadoctor.safety.inert import inert
 
 BAR_WIDTH = 40
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from fadoctor.report import Report, Severity
 
 if TYPE_CHECKING:
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
 
 def _escape(text: str) -> str:

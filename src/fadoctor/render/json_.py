@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from fadoctor.report import Report
 
 if TYPE_CHECKING:
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
 
 def render_json(report: Report, options: RenderOptions) -> str:

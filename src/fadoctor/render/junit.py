@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 from fadoctor.report import Category, CheckResult, Report, Severity, Status
 
 if TYPE_CHECKING:
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
 
 def render_junit(report: Report, options: RenderOptions) -> str:

@@ -9,7 +9,7 @@ from fadoctor.render.text import STATUS_WORD, headline
 from fadoctor.report import Report, Severity
 
 if TYPE_CHECKING:
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
 
 def _text(text: str) -> str:

@@ -12,7 +12,7 @@ from rich.text import Text
 from fadoctor.report import CheckResult, Finding, Report, Severity, Status
 
 if TYPE_CHECKING:
-    from fadoctor.render import RenderOptions
+    from fadoctor.render.options import RenderOptions
 
 STATUS_WORD: Dict[Status, str] = {
     Status.PASSED: "passed", Status.WARNING: "warning", Status.FAILED: "failed",

@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from fadoctor import __version__
-from fadoctor.facts import (
+from fadoctor.facts.model import (
     Distribution,
     Driver,
     Facts,
@@ -30,7 +30,7 @@ from fadoctor.facts import (
     Target,
     TorchFiles,
 )
-from fadoctor.target.tables import FAMILIES
+from fadoctor.in_target.tables import FAMILIES
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from fadoctor import __version__
 from fadoctor.evaluate import evaluate
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
 from fadoctor.triage import mech_build, mech_gpu, mech_import, mech_wrappers

@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
-from fadoctor.facts import Family
+from fadoctor.facts.model import Family
 from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy

@@ -11,8 +11,8 @@ from packaging.version import Version
 
 from fadoctor.checks.classify import missing_library, symbol_version
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
-from fadoctor.mangling import is_torch_symbol, string_abi
 from fadoctor.matrix.fa2 import parse_local
+from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version

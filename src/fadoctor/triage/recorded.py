@@ -8,7 +8,7 @@ from typing import List, Optional, Union
 
 from pydantic import ValidationError
 
-from fadoctor.facts import Facts
+from fadoctor.facts.model import Facts
 from fadoctor.report import Finding, Report
 from fadoctor.triage.text import Pasted, Quote
 

@@ -12,7 +12,7 @@ from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
-from fadoctor.shell import command, name
+from fadoctor.safety.shell import command, name
 from fadoctor.triage.context import Context
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"

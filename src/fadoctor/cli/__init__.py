@@ -1,0 +1,3 @@
+"""The command line: the typer app (`app`), one module per command or command group (`bench`,
+`jobs`, `matrix`, `model`, `triage`), the options, inputs and help texts they share, the output
+streams, and the one error map (`guard`). Nothing below imports this package."""

@@ -1,0 +1,59 @@
+"""What the commands read from their arguments before any work: an --extension that must be an
+ELF file, a facts file to diagnose, and the named binaries `--only` gates on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, List
+
+from fadoctor.errors import UsageError, invalid
+
+if TYPE_CHECKING:
+    from fadoctor.facts.model import Facts
+
+
+def _named_binaries(facts: Facts, extensions: List[Path]) -> Facts:
+    """The facts with only the named extensions' analyses: `--only` with `--extension` gates on
+    those files alone, not on every other extension of the environment."""
+    if facts.binaries is None or facts.binaries.data is None:
+        return facts
+    named = {os.path.realpath(p) for p in extensions}
+    kept = [b for b in facts.binaries.data if os.path.realpath(b.file.path) in named]
+    return facts.model_copy(update={"binaries": facts.binaries.model_copy(update={"data": kept})})
+
+
+def _check_extension(path: Path) -> None:
+    """An --extension must be an ELF file: a folder or any other file is bad input (exit 2)."""
+    if path.is_dir():
+        raise UsageError(f"--extension {path}: a directory, not a compiled extension (.so)")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise UsageError(f"--extension {path}: {exc.strerror or 'cannot be read'}") from exc
+    if magic != b"\x7fELF":
+        raise UsageError(f"--extension {path}: not an ELF shared object")
+
+
+def _read_facts(path: Path) -> Facts:
+    from pydantic import ValidationError
+
+    from fadoctor.facts.files import loads
+    from fadoctor.safety.textfile import read_text, shown
+
+    text = read_text(path, "facts file")
+    try:
+        return loads(text, f"facts file {shown(path)}")
+    except ValidationError as exc:
+        from fadoctor.facts.validation import problems
+
+        raise invalid(f"facts file {shown(path)}", problems(exc)) from exc
+
+
+def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
+    from fadoctor.checks import BY_KEY
+
+    unknown = [key for key in keys if key not in BY_KEY]
+    if unknown:
+        raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")

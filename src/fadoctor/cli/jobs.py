@@ -1,0 +1,35 @@
+"""The commands' entry points into the distributed check: `check`/`snapshot` of a whole job
+(`--distributed`, `--facts-dir`, a job's facts file) and `rank-script`. The job's models load only
+when a job is checked."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import typer
+
+from fadoctor.distributed.args import AGENT, JobArgs, Reporting
+
+if TYPE_CHECKING:
+    from fadoctor.report import Report
+
+
+def job_check(args: JobArgs, how: Reporting, emit: Callable[[str], None],
+              verdict: Callable[[Report], int]) -> int:
+    from fadoctor.distributed import command
+
+    return command.check_job(command.request_of(args), how, emit, verdict)
+
+
+def job_snapshot(args: JobArgs, emit: Callable[[str], None]) -> int:
+    from fadoctor.distributed import command
+
+    return command.snapshot_job(command.request_of(args), emit)
+
+
+def rank_script_command() -> int:
+    """Print the path of the rank agent, for a job's launcher to run on every rank:
+    `torchrun --nproc-per-node 8 $(fadoctor rank-script) --out DIR`, then
+    `fadoctor check --facts-dir DIR`."""
+    typer.echo(str(AGENT))
+    return 0

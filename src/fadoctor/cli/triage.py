@@ -1,0 +1,77 @@
+"""`fadoctor triage [FILE|-]`: read a pasted report, print the diagnosis (the command's body;
+cli.py registers it)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from fadoctor.cli.options import FLAG
+from fadoctor.cli.output import write
+from fadoctor.errors import ExitCode, InputError, UsageError
+
+MAX_BYTES = 64 * 1024 * 1024
+
+
+class TriageFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+def triage_command(
+    source: Optional[str] = typer.Argument(None, metavar="[FILE|-]", help="The pasted report: "
+                                           "a file, or '-' (default) for standard input."),
+    fmt: TriageFormat = typer.Option(TriageFormat.text, "--format", "-f", help="Output format."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
+                                 help="Also show every check's result "
+                                 "and each finding's evidence."),
+    redact: bool = typer.Option(False, "--redact", metavar=FLAG,
+                                help="Remove user names, home folders, host "
+                                "names and secret-looking values from the output."),
+    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
+                                               help="Use another "
+                                               "compatibility matrix YAML."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PATH",
+                                          help="Write the diagnosis to a "
+                                          "file instead of stdout."),
+) -> int:
+    """Diagnose a pasted report (collect_env, pip list, nvidia-smi, a traceback, a build log...)
+    without the machine it came from."""
+    from fadoctor.matrix import load_matrix
+    from fadoctor.report import Severity
+    from fadoctor.safety.inert import inert
+    from fadoctor.triage.diagnose import triage
+    from fadoctor.triage.render import RENDERERS
+
+    raw = _read(source)
+    result = triage(raw, load_matrix(matrix_path))
+    text = RENDERERS[fmt.value](inert(result), verbose)  # the pasted text is data
+    if redact:
+        from fadoctor.cli.identity import this_machine
+        from fadoctor.safety.redact import redact as scrub
+
+        text = scrub(text, this_machine())
+    write(text, output or Path("-"))
+    return ExitCode.PROBLEMS if any(d.severity == Severity.ERROR for d in result.diagnosis) \
+        else ExitCode.OK
+
+
+def _read(source: Optional[str]) -> bytes:
+    if source is None or source == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("give the report as a file, or pipe it in (fadoctor triage - < report.txt)")
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+    else:
+        try:
+            with open(source, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_BYTES:
+        raise InputError(f"the report is larger than {MAX_BYTES // 2 ** 20} MB")
+    return data

@@ -1,0 +1,60 @@
+"""Redaction of user names, home folders, host names and secret-looking values from any text
+fadoctor prints, so that a report can be pasted publicly (pure: the caller says who it is)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Tuple
+
+from fadoctor.safety.secrets import REDACTED, without_credentials
+
+USER, HOST, SECRET = "<user>", "<host>", REDACTED
+# Account names too common to be identifying, and which occur as ordinary words.
+_GENERIC = {"root", "user", "admin", "ubuntu", "runner", "jovyan", "nobody", "docker"}
+
+_HOMES = [re.compile(r"(/home/|/Users/)([^/\s\"'<>]+)"),
+          re.compile(r"([A-Za-z]:(?:\\\\|\\)Users(?:\\\\|\\))([^\\\s\"'<>]+)")]
+_UNAME = re.compile(r"^((?:Linux|Darwin)\s+)(\S+)(\s+\d+\.\d+)", re.MULTILINE)
+_PROMPT = re.compile(r"\b[\w.-]+@[\w.-]+(?=:[~/])")
+_ENV_SECRET = re.compile(
+    r"(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|"
+    r"AUTH)[A-Z0-9_]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]+)")
+_WORD_SECRET = re.compile(
+    r"(\b(?:password|passwd|token|secret|api_key|apikey|access_token|auth_token|hf_token)"
+    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]+)", re.IGNORECASE)
+_TOKENS = re.compile(
+    r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[\w-]{20,}|"
+    r"AKIA[0-9A-Z]{16}|xox[abprs]-[\w-]{10,}|glpat-[\w-]{20,}|npm_[A-Za-z0-9]{30,}|"
+    r"eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who and where the report was made: the names to take out wherever they appear."""
+
+    users: Tuple[str, ...] = ()
+    hosts: Tuple[str, ...] = ()
+    homes: Tuple[str, ...] = ()
+
+
+def redact(text: str, identity: Identity = Identity()) -> str:
+    for home in sorted((h.rstrip("/") for h in identity.homes if len(h.rstrip("/")) > 1),
+                       key=len, reverse=True):
+        text = re.sub(re.escape(home) + r"(?=[/\s\"'<>]|$)", "~", text)
+    for pattern in _HOMES:
+        text = pattern.sub(lambda m: m.group(1) + USER, text)
+    text = without_credentials(text) or ""  # user:password@ and token@ in URLs
+    text = _ENV_SECRET.sub(lambda m: m.group(1) + SECRET, text)
+    text = _WORD_SECRET.sub(lambda m: m.group(1) + SECRET, text)
+    text = _TOKENS.sub(SECRET, text)
+    text = _PROMPT.sub(f"{USER}@{HOST}", text)
+    text = _EMAIL.sub("<email>", text)
+    text = _UNAME.sub(lambda m: m.group(1) + HOST + m.group(3), text)
+    for host in sorted({h for h in identity.hosts if len(h) > 2}, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", HOST, text, flags=re.IGNORECASE)
+    for user in sorted({u for u in identity.users if len(u) > 2 and u.lower() not in _GENERIC},
+                       key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.-]){re.escape(user)}(?![\w-])", USER, text)
+    return text

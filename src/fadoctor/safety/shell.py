@@ -1,0 +1,124 @@
+"""Remedy commands built word by word, so that they are safe to paste whatever the examined
+environment says: values are validated (a PEP 508 name, a PEP 440 version, an https URL) and every
+word is shell-quoted; `is_safe` is the test every command must pass before it is shown."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.errors import InputError
+from fadoctor.safety.inert import one_line
+
+# PEP 508 names (PEP 503 normalises them); extras follow the same rule.
+_NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE | re.ASCII)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+# NAME=value where the value needs no quoting: kept as an assignment, as the shell reads it.
+_ENV_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[\w@%+:,./-]*", re.ASCII)
+_URL = re.compile(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%+!,;=:@/-]*)?", re.ASCII)
+# A word as shlex.quote writes it: bare safe characters, or single-quoted ('"'"' joins quotes);
+# an environment assignment may precede it. A line is such words, or `&&`, one space apart.
+_QUOTED = r"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*)"
+_WORD = rf"(?:[A-Za-z_][A-Za-z0-9_]*=)?{_QUOTED}"
+_COMMAND = rf"{_WORD}(?: {_WORD})*"
+_LINE = re.compile(rf"{_COMMAND}(?: && {_COMMAND})*", re.ASCII)
+
+
+class Unsafe(InputError):
+    """A value that cannot go into a command; the message says why, in inert text. Remedies
+    built from the examined environment catch it (`attempt`); from a file the user gave (a
+    matrix) it is bad input."""
+
+
+@dataclass(frozen=True)
+class Word:
+    """Text that is already exactly one shell word, or an operator: made only here."""
+
+    text: str
+
+
+AND = Word("&&")
+
+
+def _printable(text: str) -> str:
+    if any(not ch.isprintable() or "\udc80" <= ch <= "\udcff" for ch in text):
+        raise Unsafe(f'"{one_line(text)}" holds control characters or undecodable bytes')
+    return text
+
+
+def name(text: str) -> str:
+    """A distribution (project) name or extra, checked against PEP 508."""
+    if not _NAME.fullmatch(text):
+        raise Unsafe(f'"{one_line(text)}" is not a valid distribution name (PEP 508)')
+    return text
+
+
+def version(text: Union[str, Version]) -> str:
+    """A PEP 440 version, in its normalised form."""
+    try:
+        return str(text if isinstance(text, Version) else Version(text))
+    except InvalidVersion:
+        raise Unsafe(f'"{one_line(str(text))}" is not a valid version (PEP 440)') from None
+
+
+def requirement(project: str, pinned: Optional[Union[str, Version]] = None,
+                extras: Sequence[str] = (), op: str = "==") -> str:
+    """`name[extra]==version`, every part validated."""
+    if op not in ("==", ">=", "<", "<=", ">", "~=", "!="):
+        raise Unsafe(f'"{one_line(op)}" is not a version comparison')
+    spec = name(project) + (f"[{','.join(name(e) for e in extras)}]" if extras else "")
+    return spec + (f"{op}{version(pinned)}" if pinned is not None else "")
+
+
+def url(text: str) -> str:
+    """An https URL made of URL characters only (no quotes, spaces or shell syntax)."""
+    if not _URL.fullmatch(text):
+        raise Unsafe(f'"{one_line(text)}" is not a plain https URL')
+    return text
+
+
+def env(var: str, value: Union[str, int]) -> Word:
+    """`NAME=value` before a command."""
+    if not _ENV_NAME.fullmatch(var):
+        raise Unsafe(f'"{one_line(var)}" is not an environment variable name')
+    return Word(f"{var}={shlex.quote(_printable(str(value)))}")
+
+
+def command(*words: Union[str, Word]) -> str:
+    """One command line: each str is one word, quoted; a `Word` is taken as it is."""
+    text = " ".join(w.text if isinstance(w, Word) else shlex.quote(_printable(w)) for w in words)
+    assert is_safe(text), text
+    return text
+
+
+def is_safe(line: str) -> bool:
+    """Whether `line` is words as `command` writes them: nothing a shell would read as more than
+    the words shown (no `;`, `$(…)`, backquotes, redirections, globs or control characters)."""
+    return all(ch.isprintable() for ch in line) and _LINE.fullmatch(line) is not None
+
+
+def words_of(line: str) -> str:
+    """A command that fadoctor's own code wrote as one string, as literal words: split as a POSIX
+    shell would split it, and each word quoted again. Whatever a value from the examined
+    environment put into it stays inside its words: `;`, `|`, `$(...)`, `&&` and globs come out
+    quoted, never as shell syntax. (Two commands are two entries of a remedy's list.)"""
+    try:
+        parts = shlex.split(line)
+    except ValueError as exc:
+        raise Unsafe(f'"{one_line(line)}" does not split into words: {exc}') from None
+    if not parts:
+        raise Unsafe("an empty command")
+    return " ".join(_printable(w) if _ENV_ASSIGN.fullmatch(w) else shlex.quote(_printable(w))
+                    for w in parts)
+
+
+def attempt(build: Callable[[], Iterable[str]]) -> Tuple[List[str], Optional[str]]:
+    """The commands `build` makes, or none and the reason when a value was unsafe."""
+    try:
+        return list(build()), None
+    except Unsafe as exc:
+        return [], str(exc)

@@ -1,5 +1,5 @@
 """`python -m fadoctor` entry point."""
 
-from fadoctor.cli.app import main
+from fadoctor.cli.main import main
 
 main()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, List, Optional
+from typing import TYPE_CHECKING, AbstractSet, Callable, List, Optional
 
 from fadoctor.checks import ALL_CHECKS, model_checks
 from fadoctor.checks.base import Check, Outcome, Skip, status_of, torch_view
 from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
-from fadoctor.model.spec import ModelFacts
 from fadoctor.report import (
     Category,
     CheckResult,
@@ -19,6 +18,9 @@ from fadoctor.report import (
     Status,
     Summary,
 )
+
+if TYPE_CHECKING:
+    from fadoctor.model.spec import ModelFacts
 
 
 def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(),

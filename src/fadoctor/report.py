@@ -1,6 +1,5 @@
 """The report model: checks, their findings and remedies; what every renderer turns into text."""
 
-from __future__ import annotations
 
 from enum import Enum
 from typing import Any, Dict, List, Optional
@@ -13,7 +12,7 @@ REPORT_SCHEMA_VERSION = 1
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Severity(str, Enum):

@@ -15,7 +15,7 @@ from fadoctor.facts.v1 import upgrade
 from fadoctor.matrix import load_matrix
 from fadoctor.report import Status
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _is_v1_facts(data: object) -> bool:

@@ -32,7 +32,7 @@ HF_NAMES = {"fa2": "flash_attention_2", "fa3": "flash_attention_3", "fa4": "flas
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Shape(_Frozen):

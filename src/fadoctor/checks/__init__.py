@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from typing import Dict, Tuple
+from typing import TYPE_CHECKING, Dict, Tuple
 
 from fadoctor.checks import binary, flash, kernels, model, sdpa, system
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
-from fadoctor.model.spec import ModelFacts
+
+if TYPE_CHECKING:
+    from fadoctor.model.spec import ModelFacts
 
 ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD101", "nvidia-driver", "An NVIDIA driver is loaded and reports GPUs",

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import TYPE_CHECKING, List
 
 from fadoctor.checks.base import Outcome, Skip, info
 from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
-from fadoctor.model.advice import ModelAdvice, advise
-from fadoctor.model.memory import GIB
-from fadoctor.model.spec import ModelFacts
 from fadoctor.report import Category, Finding, Remedy, Severity
+
+if TYPE_CHECKING:
+    from fadoctor.model.advice import ModelAdvice
+    from fadoctor.model.spec import ModelFacts
 
 
 def _advice(facts: Facts, matrix: Matrix, model: ModelFacts) -> ModelAdvice:
+    from fadoctor.model.advice import advise
     from fadoctor.model.support import here_of
 
     here, capacity = here_of(facts)
@@ -57,6 +59,8 @@ def check_model_attention(facts: Facts, matrix: Matrix, model: ModelFacts) -> Ou
 
 
 def check_model_memory(facts: Facts, matrix: Matrix, model: ModelFacts) -> Outcome:
+    from fadoctor.model.memory import GIB
+
     advice = _advice(facts, matrix, model)
     mem = advice.memory
     evidence = {"peak_allocated_gib": round(mem.peak_allocated / GIB, 2),

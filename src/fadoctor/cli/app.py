@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 
 import typer
 
-from fadoctor import __version__
 from fadoctor.cli import jobs
 from fadoctor.cli.bench import bench_command
 from fadoctor.cli.guard import DEBUG, guarded
@@ -32,6 +31,7 @@ from fadoctor.cli.matrix import matrix_app
 from fadoctor.cli.model import model as model_command
 from fadoctor.cli.options import FLAG, _a_version, _seconds
 from fadoctor.cli.triage import triage_command
+from fadoctor.cli.version import version_text
 from fadoctor.distributed.args import JobArgs, Reporting, is_job_file
 from fadoctor.errors import ExitCode, UsageError
 from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
@@ -54,7 +54,7 @@ app = typer.Typer(
 
 def _version_callback(value: bool) -> None:
     if value:
-        _write(Path("-"), f"fadoctor {__version__}\n")
+        _write(Path("-"), version_text())
         raise typer.Exit()
 
 
@@ -387,9 +387,3 @@ def _exit_code(report: "Report", fail_on: FailOn) -> int:
     if any(f.severity.rank >= threshold for f in findings if f.severity != Severity.INFO):
         return ExitCode.PROBLEMS
     return ExitCode.OK
-
-
-def main() -> None:
-    from fadoctor.cli.guard import run
-
-    run(app)

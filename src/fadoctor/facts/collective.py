@@ -1,7 +1,6 @@
 """Facts from the collective stage on one rank of a job: its own GPU and its all_reduce and
 all_gather runs (`in_target/collective.py` writes them; fadoctor.distributed reads them)."""
 
-from __future__ import annotations
 
 from typing import List, Literal, Optional
 

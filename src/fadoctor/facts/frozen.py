@@ -1,9 +1,8 @@
 """The base of every facts model: frozen, and no field it does not declare."""
 
-from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)

@@ -4,7 +4,6 @@ One model per stage's data (`in_target/attention/smoke.py`, `compile_probe.py`, 
 facts model holds one per target, each a probe that may have crashed or hung instead.
 """
 
-from __future__ import annotations
 
 from typing import List, Literal, Optional
 

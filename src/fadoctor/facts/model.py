@@ -8,7 +8,6 @@ Inside a probe's data, a field that a source might not know is Optional and `Non
 fields had claims for defaults, are read through `fadoctor.facts.v1`.
 """
 
-from __future__ import annotations
 
 from enum import Enum
 from typing import Any, Dict, Generic, List, Literal, Optional, TypeVar
@@ -66,17 +65,17 @@ class Probe(Frozen, Generic[T]):
     failure: Optional[Failure] = None
 
     @model_validator(mode="after")
-    def _one_of(self) -> Probe[T]:
+    def _one_of(self) -> "Probe[T]":
         if self.ok != (self.data is not None) or self.ok == (self.failure is not None):
             raise ValueError("a probe is either ok with data or failed with a failure")
         return self
 
     @classmethod
-    def success(cls, data: T) -> Probe[T]:
+    def success(cls, data: T) -> "Probe[T]":
         return cls(ok=True, data=data)
 
     @classmethod
-    def failed(cls, failure: Failure) -> Probe[T]:
+    def failed(cls, failure: Failure) -> "Probe[T]":
         return cls(ok=False, failure=failure)
 
 
@@ -376,7 +375,7 @@ class Facts(Frozen):
         return upgrade(data)
 
     @model_validator(mode="after")
-    def _known_schema(self) -> Facts:
+    def _known_schema(self) -> "Facts":
         if self.schema_version != SCHEMA_VERSION:
             raise ValueError(
                 f"facts schema_version {self.schema_version} is not one this fadoctor reads "

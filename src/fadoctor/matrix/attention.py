@@ -1,7 +1,6 @@
 """What each attention implementation supports of a model's needs: features by release, head-dim
 limits, and the backward head-dim restrictions some GPUs had."""
 
-from __future__ import annotations
 
 from typing import List, Literal
 

@@ -1,6 +1,5 @@
 """What every matrix entry shares: a cited source, and strings turned into versions at the boundary."""
 
-from __future__ import annotations
 
 from typing import Any, List, Literal, Optional
 
@@ -23,7 +22,7 @@ def _cited(value: str) -> str:
 
 
 class Entry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, defer_build=True)
 
     source: str
 

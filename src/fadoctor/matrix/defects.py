@@ -1,7 +1,6 @@
 """Known defects of released flash-attention builds: which versions, on which machines, and what
 to do instead. A condition left out means "any"; a fact the caller does not know is unknown."""
 
-from __future__ import annotations
 
 from typing import List, Literal, Optional
 
@@ -50,7 +49,7 @@ class Defect(Entry):
     _d = field_validator("min_driver", mode="before")(_optional_driver)
 
     @model_validator(mode="after")
-    def _said(self) -> Defect:
+    def _said(self) -> "Defect":
         if not self.id.strip() or not self.summary.strip() or not self.remedy.strip():
             raise ValueError(f"defect {self.id!r}: id, summary and remedy must not be empty")
         return self

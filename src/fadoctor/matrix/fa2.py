@@ -1,7 +1,6 @@
 """FlashAttention-2 releases: each v2.x tag's prebuilt-wheel matrix, the torch builds its wheels
 were compiled against, their GPU archs, and setup.py's rule for guessing which wheel to fetch."""
 
-from __future__ import annotations
 
 import functools
 import re
@@ -172,7 +171,7 @@ class FlashAttnRelease(Entry):
     # -- what one entry must satisfy on its own -------------------------------------------------
 
     @model_validator(mode="after")
-    def _consistent(self, info: ValidationInfo) -> FlashAttnRelease:
+    def _consistent(self, info: ValidationInfo) -> "FlashAttnRelease":
         if trusted(info):
             return self
         name = f"flash-attn {self.version}"

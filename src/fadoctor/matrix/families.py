@@ -1,7 +1,6 @@
 """The flash-attention families beyond FA2's wheel matrix: which GPUs each runs on, what each
 requires, FlashAttention-4's releases, and FA2's AMD ROCm backends."""
 
-from __future__ import annotations
 
 from typing import List, Literal, Optional
 

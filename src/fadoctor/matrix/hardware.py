@@ -1,6 +1,5 @@
 """NVIDIA hardware facts: the driver each CUDA runtime needs, and each GPU's compute capability."""
 
-from __future__ import annotations
 
 import re
 from typing import Dict, List, Optional
@@ -34,7 +33,7 @@ class ToolkitDriver(Entry):
 
 
 class CudaDriver(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     floors: List[DriverFloor]
     toolkits: List[ToolkitDriver]
@@ -56,7 +55,7 @@ class GpuSpec(Entry):
     _v = field_validator("cc", mode="before")(_version)
 
     @model_validator(mode="after")
-    def _sound(self) -> GpuSpec:
+    def _sound(self) -> "GpuSpec":
         try:
             self._compiled = re.compile(self.regex, flags=re.IGNORECASE)
         except re.error as exc:

@@ -5,7 +5,6 @@ The entry models live in sibling modules (base, hardware, pytorch, families, fa2
 are re-exported here, where the checks import them from.
 """
 
-from __future__ import annotations
 
 from typing import List, Optional
 
@@ -69,7 +68,7 @@ MATRIX_SCHEMA_VERSION = 1
 
 
 class Matrix(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: int
     cuda_driver: CudaDriver

@@ -1,7 +1,6 @@
 """PyTorch facts: its binary builds per minor release, its SDPA backends' hardware ranges, and the
 release in which each attention / compile API appeared."""
 
-from __future__ import annotations
 
 from typing import Dict, List, Optional
 
@@ -26,7 +25,7 @@ class TorchRelease(Entry):
     platform: str  # the platform whose wheels these facts are of (linux_x86_64)
 
     @model_validator(mode="after")
-    def _default_is_a_variant(self) -> TorchRelease:
+    def _default_is_a_variant(self) -> "TorchRelease":
         if self.default_variant not in self.cuda_variants:
             raise ValueError(f"torch {self.minor}: default {self.default_variant} is not a variant")
         problems = []

@@ -16,7 +16,7 @@ from fadoctor.safety.shell import command, requirement
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Recommendation(Frozen):

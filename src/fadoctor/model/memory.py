@@ -42,7 +42,7 @@ BACKWARD_MLP = 4
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Term(Frozen):

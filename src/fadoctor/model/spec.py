@@ -20,7 +20,7 @@ ALL_LINEAR: Tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_pro
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ConfigError(InputError):

@@ -36,7 +36,7 @@ class Here:
 
 
 class Support(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     implementation: str  # fa2, fa3, fa4, sdpa_flash, ...
     label: str

@@ -12,7 +12,7 @@ TRIAGE_SCHEMA_VERSION = 1
 
 
 class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Diagnosed(Finding):

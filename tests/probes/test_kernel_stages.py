@@ -154,3 +154,56 @@ def test_smoke_and_inductor_compile_leave_the_environment_untouched(tmp_path: Pa
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert changed == []
     assert default_cache.exists() == had_default
+
+
+_SEES_CACHE = '''
+import os as _os
+with open(_os.path.join(_os.path.dirname(__file__), "cache-seen.txt"), "a") as _fh:
+    _fh.write("%s|%s\\n" % (_os.environ.get("FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED"),
+                           _os.environ.get("FLASH_ATTENTION_CUTE_DSL_CACHE_DIR")))
+'''
+
+
+def test_flash_attn_4_keeps_its_compile_cache_in_fadoctors_folder_keyed_by_what_it_depends_on(
+        tmp_path: Path) -> None:
+    site = make_family(tmp_path / "site", "right", "fa4", "4.0.0b36")
+    module = site / "flash_attn" / "cute" / "__init__.py"
+    module.write_text(_SEES_CACHE + module.read_text(encoding="utf-8"), encoding="utf-8")
+    root = tmp_path / "fadoctor-cache" / "jit"
+    base = dict(os.environ, PYTHONPATH=str(site))
+    env = environment(base, str(tmp_path / "temporary"))
+    extra = {"jit_cache": str(root), "jit_key": "driver580.159.04-NVIDIA H200-sm9.0"}
+    for _ in range(2):  # a second check finds the same folder
+        outcomes = run_stages(sys.executable, ["smoke_fa4"], env=env,
+                              options=stage_options(CPU, extra), timeouts={"smoke_fa4": 300.0})
+        assert smoke(outcomes, "fa4").cases[0].status == "passed"
+    seen = (site / "flash_attn" / "cute" / "cache-seen.txt").read_text().splitlines()
+    assert len(seen) == 2 and seen[0] == seen[1]
+    enabled, folder = seen[0].split("|")
+    assert enabled == "1"
+    assert Path(folder).parent == root and Path(folder).is_dir()
+    import torch
+
+    name = Path(folder).name  # the family's release, torch and its CUDA, then the parent's key
+    assert name.startswith(f"fa4-flash-attn-4-4.0.0b36-torch{torch.__version__}-cuda")
+    assert name.endswith("driver580.159.04-NVIDIA_H200-sm9.0")
+
+
+def test_without_a_key_or_with_the_cache_off_the_family_gets_only_the_temporary_folder(
+        tmp_path: Path) -> None:
+    from fadoctor.facts.model import Driver, Gpu
+
+    h200 = Driver(present=True, source="nvml", version="580.159.04",
+                  gpus=[Gpu(index=0, name="NVIDIA H200", compute_capability="9.0")])
+    gpu = KernelOptions(smoke="default")
+    home = {"HOME": str(tmp_path)}
+    assert kernels.jit_options(home, h200, gpu) == {
+        "jit_cache": str(tmp_path / ".cache" / "fadoctor" / "jit"),
+        "jit_key": "driver580.159.04-NVIDIA H200-sm9.0"}
+    assert kernels.jit_options({**home, "XDG_CACHE_HOME": "/x"}, h200, gpu)["jit_cache"] == \
+        "/x/fadoctor/jit"
+    assert kernels.jit_options({**home, "FADOCTOR_CACHE_DIR": ""}, h200, gpu) == {}  # off
+    assert kernels.jit_options(home, h200, CPU) == {}  # a forced device: no GPU to key it by
+    assert kernels.jit_options(home, Driver(present=True, source="procfs", version="580.1"),
+                               gpu) == {}  # the GPUs are unknown
+    assert kernels.jit_options(home, None, gpu) == {}

@@ -82,13 +82,15 @@ def bench_stages(options: BenchOptions) -> List[str]:
 
 def collect_bench(python: str, environ: Mapping[str, str], options: BenchOptions,
                   progress: Optional[Progress] = None) -> BenchFacts:
+    from fadoctor.collect.assemble import safe_driver
     from fadoctor.probes.kernels import KernelOptions, KernelWorkers
 
     stages = bench_stages(options)
     limits = {s: options.timeout for s in stages} if options.timeout else None
+    driver = safe_driver().data if options.device is None else None  # keys the JIT cache
     workers = KernelWorkers(python, environ, KernelOptions(device=options.device),
                             progress=progress, stages=stages, stage_extra=stage_options(options),
-                            timeouts=limits)
+                            timeouts=limits, driver=driver)
     outcomes = workers.wait()
     targets = {t: _probe(BenchTarget, outcomes.get(attention.stage_name("bench", t)))
                for t in options.targets}

@@ -53,7 +53,8 @@ class Collection:
             if self._kernels_skipped is None:  # the kernel workers start as soon as a GPU is known
                 self._kernels = KernelWorkers(self.target.python, self._environ, kernels,
                                               progress=self._progress,
-                                              timeouts=self._options.timeouts)
+                                              timeouts=self._options.timeouts,
+                                              driver=self._driver[0].data)
 
     def facts(self) -> Facts:
         from fadoctor.collect.assemble import assemble

@@ -2,10 +2,11 @@
 environment variables worth reporting (the parent reads the same tables)."""
 
 import re
+from typing import Any, Dict  # noqa: F401 (the type comment below: Python 3.8 syntax)
 
 # Families: the distributions that provide each one (canonical names) and the modules to import.
 # The parent imports this table too, so both sides agree on what "installed" means.
-FAMILIES = {
+FAMILIES = {  # type: Dict[str, Dict[str, Any]]
     "fa2": {"distributions": ["flash-attn"], "modules": ["flash_attn"],
             "extensions": ["flash_attn_2_cuda", "flash_attn_cuda"],
             "markers": ["flash_attn_2_cuda", "flash_attn_cuda"],
@@ -16,8 +17,13 @@ FAMILIES = {
             "modules": ["flash_attn_interface", "flash_attn_3.flash_attn_interface"],
             "extensions": ["flash_attn_3._C", "flash_attn_3_cuda", "flash_attn_3_gpu"],
             "markers": ["flash_attn_interface", "flash_attn_3"]},
+    # FA4 JIT-compiles each kernel on first call (seconds); its own compile cache persists
+    # compiled kernels when enabled, read at import (flash_attn/cute/cache_utils.py,
+    # FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED / _DIR, at every tag from fa4-v4.0.0.beta0).
     "fa4": {"distributions": ["flash-attn-4", "flash-attn4"], "modules": ["flash_attn.cute"],
-            "extensions": [], "markers": []},
+            "extensions": [], "markers": [],
+            "jit_cache": {"enable": "FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED",
+                          "dir": "FLASH_ATTENTION_CUTE_DSL_CACHE_DIR"}},
     # The vllm-flash-attn 2.6.2 wheel: package vllm_flash_attn, extension vllm_flash_attn_2_cuda.
     "vllm_fa": {"distributions": ["vllm-flash-attn"], "modules": ["vllm_flash_attn"],
                 "extensions": ["vllm_flash_attn_2_cuda"],

@@ -6,6 +6,9 @@ imports overlap the main worker's imports instead of following them; `fadoctor b
 targets one after another in a third. Each stage is crash-isolated by the runner like any other.
 Compile and JIT caches (Inductor, Triton, CuTe DSL, CUDA, torch's jiterator) go to a temporary
 folder that is removed when the workers are done; the main worker's environment is untouched.
+The one exception is a family's own compile cache (flash-attn-4's), kept in fadoctor's cache folder
+outside the examined environment and keyed by the family's release, torch, the GPUs and the
+driver (`in_target/attention/jitcache.py`), so that a second `check` does not JIT-compile again.
 """
 
 from __future__ import annotations
@@ -74,6 +77,36 @@ def environment(base: Mapping[str, str], cache_root: str) -> Dict[str, str]:
     return env
 
 
+def jit_cache_root(environ: Mapping[str, str]) -> Optional[str]:
+    """fadoctor's folder for the families' compile caches: $FADOCTOR_CACHE_DIR, else
+    $XDG_CACHE_HOME/fadoctor, else ~/.cache/fadoctor, then `jit`. FADOCTOR_CACHE_DIR set empty
+    turns the cache off (every check then pays the first-call JIT)."""
+    chosen = environ.get("FADOCTOR_CACHE_DIR")
+    if chosen is not None:
+        return os.path.join(chosen, "jit") if chosen else None
+    home = environ.get("HOME") or os.path.expanduser("~")
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "fadoctor", "jit")
+
+
+def jit_key(driver: Any) -> Optional[str]:
+    """What a compiled kernel depends on that the parent knows: the driver's version and each
+    GPU's name and compute capability (None when the driver or its GPUs are unknown)."""
+    if driver is None or not driver.version or not driver.gpus:
+        return None
+    gpus = "+".join(sorted({f"{g.name}-sm{g.compute_capability}" for g in driver.gpus}))
+    return f"driver{driver.version}-{gpus}"
+
+
+def jit_options(environ: Mapping[str, str], driver: Any, options: KernelOptions) -> Dict[str, str]:
+    """The stage options that let a family keep its compile cache: only on a real GPU (no
+    `device` forced) that the driver describes, and while fadoctor's cache is on."""
+    root, key = jit_cache_root(environ), jit_key(driver)
+    if root is None or key is None or options.device is not None:
+        return {}
+    return {"jit_cache": root, "jit_key": key}
+
+
 def stage_timeouts(stages: Sequence[str], options: KernelOptions,
              given: Optional[Mapping[str, float]] = None) -> Dict[str, float]:
     """The registry's timeouts, longer for the full grid, and what the user gave (--timeout)."""
@@ -90,11 +123,13 @@ class KernelWorkers:
                  progress: Optional[Progress] = None,
                  stages: Optional[Sequence[str]] = None,
                  stage_extra: Optional[Mapping[str, Any]] = None,
-                 timeouts: Optional[Mapping[str, float]] = None) -> None:
+                 timeouts: Optional[Mapping[str, float]] = None,
+                 driver: Any = None) -> None:
         chosen = list(stages) if stages is not None else registry.names(groups=options.groups())
         self.cache_root = tempfile.mkdtemp(prefix="fadoctor-jit-")
         env = environment(environ, self.cache_root)
-        worker_options = stage_options(options, stage_extra)
+        extra = {**(stage_extra or {}), **jit_options(environ, driver, options)}
+        worker_options = stage_options(options, extra)
         limits = stage_timeouts(chosen, options, timeouts)
         self._runs = [Background(python, lane, timeouts=limits, env=env, progress=progress,
                                  options=worker_options)

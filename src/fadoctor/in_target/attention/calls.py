@@ -13,6 +13,7 @@ import re
 import warnings
 from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Tuple
 
+from . import jitcache
 from .cases import FUNCTIONS, Case, apis
 
 # SDPA backend -> (SDPBackend member, torch.backends.cuda eligibility check, old switch keyword).
@@ -212,16 +213,19 @@ def _installed(spec: Dict[str, Any]) -> bool:
     return False
 
 
-def load(torch: Any, target: str, families: Dict[str, Any]) -> Dict[str, Any]:
+def load(torch: Any, target: str, families: Dict[str, Any],
+         options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """{"impl": Sdpa | Family} or {"installed": False} or {"import_error": "..."}.
 
     `families` is the worker's table of families (distributions, modules, markers), passed by
-    the parent so that both sides agree on what "installed" means."""
+    the parent so that both sides agree on what "installed" means. With `options` naming a
+    compile cache, a family that has one uses it (`jitcache`)."""
     if is_sdpa(target):
         return {"impl": Sdpa(torch, target[len("sdpa_"):] or None)}
     spec = families.get(target) or {}
     if not _installed(spec):
         return {"installed": False}
+    jitcache.enable(torch, target, spec, options or {})
     error: Optional[BaseException] = None
     for name in spec.get("modules", []):
         try:

@@ -40,7 +40,7 @@ def setup(target: str, options: Dict[str, Any]) -> Tuple[Any, Any, Dict[str, Any
     torch.backends.cuda.matmul.allow_tf32 = False
     warming = warm(torch, device) if device == "cuda" and not is_sdpa(target) else None
     try:
-        loaded = load(torch, target, options.get("families") or {})
+        loaded = load(torch, target, options.get("families") or {}, options)
     finally:
         if warming is not None:
             warming.join(WARM_WAIT_S)

@@ -13,7 +13,7 @@ RUN = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / \
 
 def test_a_second_check_with_the_cache_costs_at_most_1_3_times_the_imports() -> None:
     run = json.loads(RUN.read_text(encoding="utf-8"))
-    assert run["runs"] == 3 and run["family_modules"] == ["flash_attn.cute"]
+    assert run["runs"] == 3 and "flash_attn.cute" in run["family_modules"]
     assert run["kernel_stages"]["cases"]["fa4"]["cases"] == {"passed": 1}
     cached, uncached = run["samples_s"]["check_default"], run["samples_s"]["check_default_no_cache"]
     assert run["ratio_check_default_to_imports"] <= 1.3

@@ -12,9 +12,11 @@ from fadoctor.report import (
     Category,
     CheckResult,
     Environment,
+    FamilyRef,
     Finding,
     Report,
     Severity,
+    Stack,
     Status,
     Summary,
 )
@@ -32,6 +34,7 @@ def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(
         fadoctor_version=facts.fadoctor_version,
         target=facts.target,
         environment=environment(facts),
+        stack=stack(facts),
         summary=summarize(results),
         checks=results,
     )
@@ -61,6 +64,22 @@ def summarize(results: List[CheckResult]) -> Summary:
     worst = max(findings, key=lambda f: f.severity.rank).severity if findings else None
     return Summary(passed=count[Status.PASSED], warning=count[Status.WARNING],
                    failed=count[Status.FAILED], skipped=count[Status.SKIPPED], worst=worst)
+
+
+def stack(facts: Facts) -> Stack:
+    host, driver, files = facts.host.data, facts.driver.data, torch_view(facts)
+    gpus = (driver.gpus or []) if driver else []
+    return Stack(
+        python=host.python_version if host else None, machine=host.machine if host else None,
+        libc=(f"{host.libc} {host.libc_version}" if host and host.libc and host.libc_version
+              else None),
+        torch=files.version if files else None, torch_cuda=files.cuda if files else None,
+        torch_hip=files.hip if files else None, cxx11_abi=files.cxx11_abi if files else None,
+        driver=driver.version if driver and driver.present else None,
+        gpu_archs=sorted({f"sm_{g.compute_capability.replace('.', '')}" for g in gpus
+                          if g.compute_capability}),
+        families=[FamilyRef(family=fa.family.value, distribution=fa.distribution,
+                            version=fa.version) for fa in facts.flash_attention if fa.installed])
 
 
 def environment(facts: Facts) -> Environment:

@@ -117,6 +117,28 @@ class Environment(Frozen):
     flash_attention: List[str] = []
 
 
+class FamilyRef(Frozen):
+    family: str  # fa2, fa3, fa4, vllm_fa
+    distribution: Optional[str] = None
+    version: Optional[str] = None
+
+
+class Stack(Frozen):
+    """The stack the report is about, as data for tools (`fadoctor compat`, dashboards): the
+    `environment` lines above say the same for people. None: not known."""
+
+    python: Optional[str] = None  # 3.12.11
+    machine: Optional[str] = None  # x86_64
+    libc: Optional[str] = None  # glibc 2.35
+    torch: Optional[str] = None  # 2.8.0+cu128
+    torch_cuda: Optional[str] = None
+    torch_hip: Optional[str] = None
+    cxx11_abi: Optional[bool] = None
+    driver: Optional[str] = None
+    gpu_archs: List[str] = []  # sm_90, one per GPU model
+    families: List[FamilyRef] = []  # the installed flash-attention families
+
+
 class Summary(Frozen):
     passed: int
     warning: int
@@ -130,6 +152,7 @@ class Report(Frozen):
     fadoctor_version: str
     target: Target
     environment: Environment
+    stack: Optional[Stack] = None
     summary: Summary
     checks: List[CheckResult]
 

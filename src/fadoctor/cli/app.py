@@ -13,6 +13,7 @@ import typer
 
 from fadoctor.cli import jobs
 from fadoctor.cli.bench import bench_command
+from fadoctor.cli.compat import compat_app
 from fadoctor.cli.guard import DEBUG, guarded
 from fadoctor.cli.help import (
     COMPILE_HELP,
@@ -238,6 +239,10 @@ def fix(
                                  help="Every rejected candidate."),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
                                                help="Use another compatibility matrix YAML."),
+    observed: List[Path] = typer.Option([], "--observed", metavar="FILE", help="Runs of real "
+                                        "combinations (`fadoctor compat merge`, or reports): "
+                                        "plans seen working rank first, one seen failing is "
+                                        "never the best. fadoctor's own CI's are always read."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts.model import Family
@@ -256,7 +261,12 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
+    from fadoctor.compat.observed import shipped_path, with_observations
+    from fadoctor.compat.records import read
     from fadoctor.safety.inert import visible
+
+    shipped = [shipped_path()] if shipped_path().is_file() else []
+    plan = with_observations(plan, [r for path in (*shipped, *observed) for r in read(path)])
 
     _write(Path("-"), visible(render_plan(plan, fmt, verbose)))  # a GPU's name is the target's
     return ExitCode.OK
@@ -306,6 +316,7 @@ app.command("bench")(bench_command)
 app.command("rank-script")(guarded(jobs.rank_script_command))
 app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
+app.add_typer(compat_app, name="compat")
 app.command(name="model")(guarded(model_command))
 
 

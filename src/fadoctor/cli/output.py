@@ -17,7 +17,7 @@ from fadoctor.safety.inert import one_line
 from fadoctor.safety.textfile import shown
 
 # The symbols of the text report, for a terminal whose encoding lacks them (a Latin-1 locale).
-ASCII = str.maketrans({"✓": "+", "✗": "x", "→": "->", "—": "-", "…": "..."})
+ASCII = str.maketrans({"✓": "+", "✗": "x", "→": "->", "—": "-", "–": "-", "…": "..."})  # noqa: RUF001
 CLOSED: Set[int] = set()  # standard descriptors that were closed when fadoctor started
 
 

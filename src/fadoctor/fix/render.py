@@ -91,6 +91,7 @@ def _pick_dict(pick: Pick) -> Dict[str, Any]:
         "wheel": pick.wheel.filename if pick.wheel else None,
         "url": pick.wheel.url if pick.wheel else None,
         "commands": list(pick.commands), "notes": list(pick.notes),
+        "evidence": pick.evidence,
     }
 
 

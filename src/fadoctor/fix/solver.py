@@ -39,6 +39,9 @@ class Pick:
     wheel: Optional[Wheel] = None
     commands: Tuple[str, ...] = ()
     notes: Tuple[str, ...] = ()
+    # Where the pick comes from: the matrix alone, or runs of the combination (`fix --observed`,
+    # fadoctor.compat.observed): "inferred from the matrix", "observed working", "observed failing".
+    evidence: str = "inferred from the matrix"
 
     def __post_init__(self) -> None:
         unsafe = [c for c in self.commands if not is_safe(c)]

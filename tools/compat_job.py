@@ -31,8 +31,8 @@ def fadoctor(*args: str) -> subprocess.CompletedProcess:  # type: ignore[type-ar
                           text=True, check=False)
 
 
-def planned(python: str, torch: str, variant: Optional[str], family: Optional[str]
-            ) -> Optional[List[str]]:
+def planned(python: str, torch: str, variant: Optional[str], family: Optional[str],
+            version: Optional[str]) -> Optional[List[str]]:
     """The commands of fadoctor's best plan for this torch and family on this machine, when it
     plans exactly this combination (None: it plans another one, or none)."""
     if family is None:
@@ -45,7 +45,7 @@ def planned(python: str, torch: str, variant: Optional[str], family: Optional[st
     best = json.loads(run.stdout).get("best") or {}
     chosen = str(best.get("torch") or "")
     same = chosen == torch if "+" in torch else chosen.split("+")[0] == torch
-    if best.get("family") != family or not same:
+    if best.get("family") != family or best.get("version") != version or not same:
         return None
     return [c for c in best.get("commands", [])]
 
@@ -96,7 +96,7 @@ def main() -> int:
         venv.EnvBuilder(with_pip=True).create(tmp)
         python = str(Path(tmp) / "bin" / "python")
         steps = install(python, args)
-        commands = planned(python, args.torch, args.variant, args.family)
+        commands = planned(python, args.torch, args.variant, args.family, args.version)
         log = {"combination": name, "plan": commands, "steps": [" ".join(s) for s in steps]}
         env = {**os.environ, "VIRTUAL_ENV": tmp,
                "PATH": f"{Path(tmp) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -112,6 +112,7 @@ def main() -> int:
         report = args.out / f"{name}.report.json"
         fadoctor("check", "--python", python, *how, "--format", "json", "-o", str(report))
         rec = fadoctor("compat", "record", str(report), "--runner", args.runner,
+                       *(f"--extra={e}" for e in args.extra),
                        "-o", str(args.out / f"{name}.record.json"))
         log["record"] = rec.returncode
         (args.out / f"{name}.log.json").write_text(json.dumps(log, indent=2) + "\n")

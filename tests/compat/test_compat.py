@@ -13,6 +13,7 @@ from typing import List
 
 import pytest
 from packaging.version import Version
+from tests.helpers.broken import requires_torch
 from tests.render.test_schema import schema_text, violations
 
 from fadoctor.compat import table
@@ -182,3 +183,20 @@ def test_fix_reads_observed_files(tmp_path: Path, observed: bool) -> None:
         assert plan["best"]["evidence"] != FAILS and plan["best"]["summary"] != best["summary"]
     else:
         assert plan == plain
+
+
+@pytest.mark.slow
+@requires_torch
+def test_the_job_installs_a_real_combination_checks_it_and_records_it(tmp_path: Path) -> None:
+    # torch 2.13.0 resolves to the CPU build this machine holds (the README's test command).
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "compat_job.py"), "--torch",
+                          "2.13.0", "--static", "--runner", "test-cpu", "--out", str(tmp_path)],
+                         capture_output=True, text=True, check=False, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    [path] = tmp_path.glob("*.record.json")
+    [record] = read(path)
+    assert record.runner == "test-cpu" and record.combination.family is None
+    assert (record.combination.torch or "").startswith("2.13.0")
+    assert record.verdict == "fails" and (record.reason or "").startswith("FAD103: ")  # CPU-only
+    log = json.loads(next(tmp_path.glob("*.log.json")).read_text())
+    assert log["plan"] is None and log["steps"][0].endswith("torch==2.13.0")

@@ -36,14 +36,18 @@ OUTPUT = typer.Option(None, "--output", "-o", metavar="FILE", help="Write here (
 def record(report: Path = typer.Argument(..., metavar="REPORT", help="A `check --format json` report."),
            runner: Optional[str] = typer.Option(None, "--runner", metavar="LABEL",
                                                 help="Where it ran (a CI runner's label)."),
+           extra: List[str] = typer.Option([], "--extra", metavar="REQ", help="What else was "
+                                           "installed with the combination (repeatable)."),
            output: Optional[Path] = OUTPUT) -> int:
     """The report's combinations as a compatibility file: its stack and checks, when and where
     it ran (one record per installed flash-attention family)."""
     from fadoctor.compat.records import read
 
     when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-    records = [r.model_copy(update={"ran_at": when, "runner": runner or r.runner})
-               for r in read(report)]
+    records = [r.model_copy(update={
+        "ran_at": when, "runner": runner or r.runner,
+        "combination": r.combination.model_copy(update={"extras": sorted(extra)})})
+        for r in read(report)]
     _write(output, _file(records))
     return 0
 

@@ -21,6 +21,7 @@ class Combination(Frozen):
     family: Optional[str] = None  # fa2, fa3, fa4, vllm_fa; None: no flash-attention installed
     family_distribution: Optional[str] = None
     family_version: Optional[str] = None
+    extras: List[str] = []  # what else the job installed with it (torchvision==0.29.1)
 
 
 class Kernel(Frozen):

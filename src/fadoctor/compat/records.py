@@ -3,7 +3,7 @@ record written by `compat record`, or a compatibility file. Pure, but for `read`
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from pydantic import ValidationError
 
@@ -21,8 +21,8 @@ NEEDS_A_GPU = ("FAD101", "FAD104", "FAD105", "FAD106", "FAD112", "FAD120", "FAD1
 _BROKEN = {"wrong", "nonfinite", "error"}  # facts.kernels.CaseStatus
 
 
-def records_of(report: Report, runner: Optional[str] = None, ran_at: Optional[str] = None
-               ) -> List[Record]:
+def records_of(report: Report, runner: Optional[str] = None, ran_at: Optional[str] = None,
+               extras: Sequence[str] = ()) -> List[Record]:
     """One record per installed flash-attention family (one with no family where none is): the
     report's verdict, its checks' statuses and its kernel smoke results."""
     stack = report.stack
@@ -31,9 +31,11 @@ def records_of(report: Report, runner: Optional[str] = None, ran_at: Optional[st
                          "older than `compat`; run `check --format json` again")
     judged = report.checks if stack.gpu_archs else [c for c in report.checks
                                                      if c.id not in NEEDS_A_GPU]
-    worst = _first_error(judged)
+    worst = _first_error(judged) or (None if stack.torch else
+                                     "torch is not installed in the examined environment")
     base = dict(python=stack.python, torch=stack.torch, torch_cuda=stack.torch_cuda,
-                cxx11_abi=stack.cxx11_abi, machine=stack.machine, gpu_archs=stack.gpu_archs)
+                cxx11_abi=stack.cxx11_abi, machine=stack.machine, gpu_archs=stack.gpu_archs,
+                extras=sorted(extras))
     families: List[Optional[FamilyRef]] = [*stack.families] or [None]
     return [Record(
         combination=Combination(**base, family=f.family if f else None,

@@ -61,9 +61,8 @@ def _row(record: Record) -> str:
 
 def _column(record: Record) -> str:
     c = record.combination
-    if c.family is None:
-        return NONE
-    return one_line(f"{c.family_distribution or c.family} {c.family_version or '?'}")
+    name = NONE if c.family is None else f"{c.family_distribution or c.family} {c.family_version or '?'}"
+    return one_line(" + ".join([name, *c.extras]))
 
 
 def _cell(records: List[Record]) -> str:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "recorded" / \
-    "h200-bench-kernels-jit-cache.json"
+    "h200-bench-cost-jit-cache.json"
 
 
 def test_a_second_check_with_the_cache_costs_at_most_1_3_times_the_imports() -> None:

@@ -48,6 +48,21 @@ def _library_info(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
     return read_elf(path, symbols=False)
 
 
+def library_symbols(path: PathLike) -> ElfInfo:
+    """`read_elf(path)` with its undefined symbols, memoized as `library_info` is: a library an
+    extension brings is bound once for every extension that loads it."""
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        raise ElfError(f"{os.fspath(path)}: {exc.strerror or exc}") from exc
+    return _library_symbols(os.fspath(path), (status.st_ino, status.st_mtime_ns, status.st_size))
+
+
+@lru_cache(maxsize=64)
+def _library_symbols(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
+    return read_elf(path)
+
+
 def _from_interpreter(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
 

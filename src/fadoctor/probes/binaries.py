@@ -179,8 +179,7 @@ def _python_module(path: str) -> Optional[bool]:
 def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
     """What ld.so stops at first: a library not found (breadth-first, as _dl_map_object_deps
     maps them), else a version need not met (_dl_check_map_versions, in load order), else an
-    undefined symbol (of the first object relocated, the first in its symbol table: relocation
-    order is close)."""
+    undefined symbol (of the first object relocated, the first its relocations refer to)."""
     path = analysis.extension.path
     if analysis.missing_libraries:
         lib = analysis.missing_libraries[0]

@@ -62,6 +62,7 @@ from fadoctor.probes.elf import (
     read_elf,
 )
 from fadoctor.probes.ldcache import LD_CACHE, cache_index
+from fadoctor.probes.relocations import relocation_order
 from fadoctor.probes.resolution import How, Resolution
 from fadoctor.probes.symbols import SymbolIndex, demangle
 
@@ -329,7 +330,7 @@ def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
     The undefined symbols of every object the load maps are bound, not only the extension's:
     ld.so relocates each one (RTLD_NOW, as Python imports), each in the same scope (the global
     one, then the extension's load closure: _dl_new_object gives a dependency its loader's
-    l_searchlist), and the first unbound reference in relocation order is the import's error.
+    l_searchlist), and the first unbound reference in relocation order is the import's error (`relocations`).
     """
     context = context or LoaderContext()
     info = read_elf(extension)
@@ -340,8 +341,11 @@ def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
     for obj in walk.relocated:
         symbols = obj if obj is info else library_symbols(obj.path)
         by = None if obj is info else obj.path
-        missing.extend((s, by) for s in missing_symbols(symbols, scope, tables)
-                       if not _from_interpreter(s.name))
+        unbound = [s for s in missing_symbols(symbols, scope, tables) if not _from_interpreter(s.name)]
+        if unbound:  # in the order its relocations refer to them: the first is the load's error
+            rank = {name: i for i, name in enumerate(relocation_order(obj.path, {s.name for s in unbound}))}
+            unbound.sort(key=lambda s: rank[s.name])
+        missing.extend((s, by) for s in unbound)
     spelled = demangle({symbol.name for symbol, _ in missing})
     return Analysis(
         extension=info, resolutions=walk.own, libraries=tuple(e.path for e in scope),

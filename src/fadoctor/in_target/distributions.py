@@ -25,7 +25,7 @@ def listing() -> List[Dict[str, Any]]:
 
     everything = {}  # type: Dict[str, List[Any]]
     out = []  # type: List[Dict[str, Any]]
-    on_torch = set()  # type: Set[str]
+    on_torch: Set[str] = set()
     for dist in metadata.distributions():
         try:
             headers = dist.metadata

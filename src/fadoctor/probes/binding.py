@@ -86,7 +86,13 @@ def missing_symbols(info: ElfInfo, scope: Sequence[Scoped | PathLike],
     symbols into libc, and binaries that need write@GLIBC_2.2.5 from libpthread.so.0 still load.
     `tables`: symbol indices kept open across calls (by path; the caller closes them).
     """
-    entries = _unique_scope([_scoped(entry) for entry in scope])
+    return bound_nowhere(info, _unique_scope([_scoped(entry) for entry in scope]), tables)
+
+
+def bound_nowhere(info: ElfInfo, entries: Sequence[Scoped],
+                  tables: Optional[Dict[str, SymbolIndex]] = None) -> Tuple[Symbol, ...]:
+    """`missing_symbols` over a scope already without duplicates (`_unique_scope`'s): the loader
+    model binds every object of a load in one scope, made once."""
     with ExitStack() as stack:
         def index(path: str) -> SymbolIndex:
             if tables is None:

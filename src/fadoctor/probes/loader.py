@@ -48,7 +48,7 @@ from typing import (
 
 from fadoctor.probes.binding import Scoped as Scoped
 from fadoctor.probes.binding import UnmetVersion as UnmetVersion
-from fadoctor.probes.binding import _from_interpreter, _unique_scope, _unmet, library_symbols
+from fadoctor.probes.binding import _from_interpreter, _unique_scope, _unmet, bound_nowhere, library_symbols
 from fadoctor.probes.binding import library_info as library_info
 from fadoctor.probes.binding import missing_symbols as missing_symbols
 from fadoctor.probes.binding import unmet_versions as unmet_versions
@@ -129,7 +129,8 @@ class Analysis:
     resolutions: Tuple[Resolution, ...]  # the extension's own DT_NEEDED, in order
     libraries: Tuple[str, ...]  # searched for symbols: the global scope, then the load closure
     missing_libraries: Tuple[MissingLibrary, ...]  # anywhere in the closure not already loaded
-    # Of every object of the closure not already loaded, in relocation order: what fails first first.
+    # Of every object of the closure not already loaded, in relocation order (the first failing
+    # object's in the order its relocations refer to them): the first is the load's error.
     missing_symbols: Tuple[MissingSymbol, ...]
     unmet_versions: Tuple[UnmetVersion, ...]
     has_fatbin: bool
@@ -264,16 +265,16 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
     names: Dict[str, Set[str]] = {root_key: {root.path, *filter(None, [root.soname])}}
     edges: Dict[str, List[str]] = {}  # each object's resolved DT_NEEDED, in order
     fresh: Set[str] = {root_key}  # not loaded before: ld.so relocates these
-    queue: Deque[Tuple[ElfInfo, Tuple[str, ...], bool]] = deque([(root, (), False)])
+    queue: Deque[Tuple[ElfInfo, str, Tuple[str, ...], bool]] = deque([(root, root_key, (), False)])
     own: Optional[Tuple[Resolution, ...]] = None
     missing: List[MissingLibrary] = []
     unmet: List[UnmetVersion] = []
     while queue:
-        info, chain, loaded = queue.popleft()
+        info, at, chain, loaded = queue.popleft()
         resolutions = resolver.resolve(info, chain)
         own = resolutions if own is None else own
         below = resolver.rpath(info) + chain
-        deps = edges.setdefault(os.path.realpath(info.path), [])
+        deps = edges.setdefault(at, [])
         for resolution in resolutions:
             if resolution.path is None:
                 if not loaded:
@@ -283,7 +284,7 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
             deps.append(key)
             if key not in infos and key not in names:
                 infos[key] = library_info(resolution.path)
-                queue.append((infos[key], below, loaded or key in preloaded))
+                queue.append((infos[key], key, below, loaded or key in preloaded))
                 if not (loaded or key in preloaded):
                     fresh.add(key)
             names.setdefault(key, set()).update(filter(None, [resolution.needed, infos[key].soname
@@ -341,8 +342,10 @@ def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
     for obj in walk.relocated:
         symbols = obj if obj is info else library_symbols(obj.path)
         by = None if obj is info else obj.path
-        unbound = [s for s in missing_symbols(symbols, scope, tables) if not _from_interpreter(s.name)]
-        if unbound:  # in the order its relocations refer to them: the first is the load's error
+        unbound = [s for s in bound_nowhere(symbols, scope, tables) if not _from_interpreter(s.name)]
+        if unbound and not (missing or walk.missing or walk.unmet):
+            # The load fails on this object's symbols, on the one its relocations refer to first
+            # (ld.so stops at a missing library or version before relocating anything).
             rank = {name: i for i, name in enumerate(relocation_order(obj.path, {s.name for s in unbound}))}
             unbound.sort(key=lambda s: rank[s.name])
         missing.extend((s, by) for s in unbound)

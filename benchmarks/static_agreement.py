@@ -14,7 +14,8 @@ Two oracles:
   (Py*/_Py* left out: the interpreter defines them, ldd runs none).
 
 A row agrees on the outcome when prediction and real load both load or both fail, on the message
-when the first error is the same text, and with ldd when the (object, symbol, version) sets match.
+when the first error is the same text, with ldd when the (object, symbol) sets match, and on
+versions when the (object, symbol, version) sets do too.
 """
 
 from __future__ import annotations
@@ -68,8 +69,9 @@ def ldd_missing(path: str, lib: str) -> Set[Triple]:
 
 
 def model_missing(path: str, lib: str) -> Set[Triple]:
+    # getattr: the same measure runs against a fadoctor from before `needed_by`, for a before/after.
     analysis = analyze(path, LoaderContext(ld_library_path=lib))
-    return {(os.path.realpath(s.needed_by or path), s.name, s.version)
+    return {(os.path.realpath(getattr(s, "needed_by", None) or path), s.name, s.version)
             for s in analysis.missing_symbols}
 
 
@@ -95,7 +97,8 @@ def measure(wheel: Path, torch_lib: str) -> List[Dict[str, object]]:
                 "outcome_agrees": (predicted == "LOADS") == (real == "LOADS"),
                 "message_agrees": predicted == real,
                 "symbols_counted": binary.missing_symbol_count,
-                "ldd_missing": len(ldd), "model_missing": len(ours), "ldd_agrees": ldd == ours,
+                "ldd_missing": len(ldd), "model_missing": len(ours),
+                "ldd_agrees": {t[:2] for t in ldd} == {t[:2] for t in ours}, "versions_agree": ldd == ours,
                 "ldd_only": sorted(f"{os.path.basename(o)}:{n}" for o, n, _ in ldd - ours)[:5],
                 "model_only": sorted(f"{os.path.basename(o)}:{n}" for o, n, _ in ours - ldd)[:5]})
     return rows
@@ -114,7 +117,7 @@ def main() -> int:
         marks = "".join("." if row[k] else "x" for k in ("outcome_agrees", "message_agrees", "ldd_agrees"))
         print(f"{marks} {row['wheel']} {row['file']}: predicted {row['predicted']!r}; real {row['real']!r}"
               f"; ldd {row['ldd_missing']} / model {row['model_missing']}")
-    for key in ("outcome_agrees", "message_agrees", "ldd_agrees"):
+    for key in ("outcome_agrees", "message_agrees", "ldd_agrees", "versions_agree"):
         print(f"{key}: {sum(1 for r in rows if r[key])} of {len(rows)}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

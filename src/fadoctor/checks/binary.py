@@ -163,8 +163,10 @@ def _where(binary: BinaryAnalysis) -> str:
     if not brought:
         return ""
     own = counts.get(binary.file.path, 0)
-    parts = [f"{n} in {path}" for path, n in brought] + ([f"{own} in the binary itself"] if own else [])
-    return f" (undefined in a library it loads, which the loader relocates first: {'; '.join(parts)})"
+    parts = "; ".join(f"{n} in {path}" for path, n in brought)
+    if own:
+        return f" ({parts}; {own} in itself: the loader relocates the libraries it brings before it)"
+    return f" (all in libraries it brings, which the loader relocates before it: {parts})"
 
 
 def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outcome:

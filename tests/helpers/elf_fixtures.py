@@ -229,6 +229,16 @@ _LDD_UNDEFINED = re.compile(r"^undefined symbol: (\S+?)(?:, version (\S+))?\t\((
 def ldd_undefined(path: Path, ld_library_path: str = "") -> List[Tuple[str, Optional[str]]]:
     """(name, version) of each symbol `ldd -r` reports undefined in `path` itself: glibc's own
     loader, in trace mode, as the oracle for `loader.missing_symbols`."""
+    return [(name, version) for obj, name, version in _ldd_r(path, ld_library_path)
+            if os.path.realpath(obj) == os.path.realpath(path)]
+
+
+def ldd_undefined_everywhere(path: Path, ld_library_path: str = "") -> List[Tuple[str, str]]:
+    """(object, name) of each symbol `ldd -r` reports undefined in `path` or a library it loads."""
+    return [(obj, name) for obj, name, _ in _ldd_r(path, ld_library_path)]
+
+
+def _ldd_r(path: Path, ld_library_path: str) -> List[Tuple[str, str, Optional[str]]]:
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["LD_LIBRARY_PATH"] = ld_library_path
     done = subprocess.run(["ldd", "-r", str(path)], capture_output=True, text=True, env=env,
@@ -236,6 +246,6 @@ def ldd_undefined(path: Path, ld_library_path: str = "") -> List[Tuple[str, Opti
     found = []
     for line in (done.stdout + done.stderr).splitlines():
         match = _LDD_UNDEFINED.match(line)
-        if match and os.path.realpath(match.group(3)) == os.path.realpath(path):
-            found.append((match.group(1), match.group(2)))
+        if match:
+            found.append((match.group(3), match.group(1), match.group(2)))
     return found

@@ -7,10 +7,17 @@ from typing import List, Optional, Tuple
 
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
 from fadoctor.checks.classify import Diagnosis, symbol_version
+from fadoctor.checks.dependencies import declared_library
 from fadoctor.checks.ext_remedies import distribution_remedies
 from fadoctor.checks.flash import installed_family
 from fadoctor.checks.import_remedies import CSRC, import_remedies
-from fadoctor.checks.load_cause import first_cause, library_cause, split_symbols, symbol_cause
+from fadoctor.checks.load_cause import (
+    first_cause,
+    library_cause,
+    split_symbols,
+    symbol_cause,
+    symbol_counts,
+)
 from fadoctor.checks.system import gpus, runs_on
 from fadoctor.checks.variants import Judged, Judgement, Load, cap, judge
 from fadoctor.facts.model import BinaryAnalysis, Facts, FailureKind
@@ -47,15 +54,17 @@ def name(binary: BinaryAnalysis) -> str:
 
 
 def _diagnosed(judged: Judged, diagnosis: Diagnosis, message: str, facts: Facts,
-               matrix: Matrix, severity: Severity = Severity.ERROR, **evidence: object) -> Finding:
+               matrix: Matrix, severity: Severity = Severity.ERROR,
+               remedies: Optional[List[Remedy]] = None, **evidence: object) -> Finding:
     """A prediction about one binary: at most a warning when nothing says it is loaded."""
     binary = judged.binary
     if judged.load is Load.MAYBE:
         message += f" — if it is loaded at all: {judged.why}"
     fa = installed_family(facts, binary.file.family)
     torch = torch_view(facts)
-    remedies = (import_remedies(fa, diagnosis, facts, matrix, torch) if fa
-                else distribution_remedies(binary, diagnosis, facts, torch))
+    if remedies is None:
+        remedies = (import_remedies(fa, diagnosis, facts, matrix, torch) if fa
+                    else distribution_remedies(binary, diagnosis, facts, torch))
     first = binary.first_failure
     return Finding(severity=cap(severity, judged), category=diagnosis.category,
                    subject=name(binary),
@@ -87,13 +96,17 @@ def check_libraries(facts: Facts, matrix: Matrix) -> Outcome:
             continue
         first = missing[0]
         diagnosis = library_cause(binary, first.name, torch)
+        declared = (declared_library(first.name, binary.file.distribution, diagnosis, facts)
+                    if diagnosis.category == Category.WRONG_WHEEL and "beside" not in diagnosis.details
+                    else None)
+        diagnosis, remedies = declared if declared else (diagnosis, None)
         others = f" (also not found: {', '.join(lib.name for lib in missing[1:])})" if missing[1:] else ""
         by = f" (needed by {first.needed_by})" if first.needed_by else ""
         findings.append(_diagnosed(
             judged, diagnosis, facts=facts, matrix=matrix,
             message=f"{name(binary)} needs {first.name}{by}, which the dynamic loader will not "
                     f"find: importing it will fail ('{first.name}: cannot open shared object "
-                    f"file') — {diagnosis.explanation}{others}",
+                    f"file') — {diagnosis.explanation}{others}", remedies=remedies,
             missing=[lib.name for lib in missing], searched=[n.name for n in binary.needed]))
     return findings
 
@@ -108,10 +121,12 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
     for judged in (j for j in judgement.judged if j.binary.error is None):
         binary = judged.binary
         if not binary.missing_symbol_count:
-            findings.append(info(f"{name(binary)}: every symbol it imports is defined"))
+            findings.append(info(f"{name(binary)}: every symbol it and the libraries it loads import is "
+                                 "defined"))
             continue
-        consequences, rest = split_symbols(binary)
-        if binary.first_failure is not None and binary.first_failure.kind != "symbol" and not rest:
+        rest = split_symbols(binary)[1]
+        follow_count, rest_count = symbol_counts(binary)
+        if binary.first_failure is not None and binary.first_failure.kind != "symbol" and not rest_count:
             cause = first_cause(binary, torch)
             assert cause is not None
             findings.append(_diagnosed(
@@ -119,24 +134,39 @@ def check_symbols(facts: Facts, matrix: Matrix) -> Outcome:
                 message=f"{name(binary)}: {binary.missing_symbol_count} symbol(s) stay undefined "
                         f"only because loading stops first ({binary.first_failure.message}): "
                         f"consequences of that failure, not a cause of their own",
-                missing=[s.name for s in binary.missing_symbols]))
+                missing=[s.name for s in binary.missing_symbols], missing_in=binary.missing_in))
             continue
         shown_from = rest or binary.missing_symbols
         lead = shown_from[0]
         diagnosis = symbol_cause(binary, lead.name, lead.version, torch)
         shown = [s.demangled or s.name for s in shown_from]
-        follows = (f" ({len(consequences)} more follow from the missing "
-                   f"{', '.join(lib.name for lib in binary.needed if lib.path is None)})"
-                   if consequences and rest else "")
+        count = rest_count or binary.missing_symbol_count
+        follows = (f"; {follow_count} more follow from the missing "
+                   f"{', '.join(lib.name for lib in binary.needed if lib.path is None)}"
+                   if follow_count and rest_count else "")
         findings.append(_diagnosed(
             judged, diagnosis, facts=facts, matrix=matrix,
-            message=f"{name(binary)} needs {len(rest) or binary.missing_symbol_count} symbol(s) "
-                    f"that no library it loads defines{follows} — {diagnosis.explanation}"
+            message=f"{name(binary)} needs {count} symbol(s) that no library it loads defines"
+                    f"{_where(binary)}{follows} — {diagnosis.explanation}"
                     f"{_built_for(facts, binary)}. Missing: {'; '.join(shown[:SHOWN_SYMBOLS])}"
-                    + (" …" if len(shown) > SHOWN_SYMBOLS else ""),
-            missing=[s.name for s in binary.missing_symbols], torch_cxx11_abi=abi,
-            extension_cxx11_abi=binary.string_abi))
+                    + (f" … ({SHOWN_SYMBOLS} of {count} shown)" if count > SHOWN_SYMBOLS else ""),
+            missing=[s.name for s in binary.missing_symbols], missing_in=binary.missing_in,
+            torch_cxx11_abi=abi, extension_cxx11_abi=binary.string_abi))
     return _unless_unread([j.binary for j in judgement.judged], findings)
+
+
+def _where(binary: BinaryAnalysis) -> str:
+    """Which objects of the load miss them, when they are not all the binary's own: the loader
+    relocates the libraries a binary brings before the binary, and fails on theirs first."""
+    counts = binary.missing_in or {}
+    brought = [(path, n) for path, n in counts.items() if path != binary.file.path]
+    if not brought:
+        return ""
+    own = counts.get(binary.file.path, 0)
+    parts = "; ".join(f"{n} in {path}" for path, n in brought)
+    if own:
+        return f" ({parts}; {own} in itself: the loader relocates the libraries it brings before it)"
+    return f" (all in libraries it brings, which the loader relocates before it: {parts})"
 
 
 def _unless_unread(found: List[BinaryAnalysis], findings: List[Finding]) -> Outcome:
@@ -288,5 +318,6 @@ def _import_outcome(facts: Facts, binary: BinaryAnalysis) -> Optional[Tuple[bool
               or "not found (required by" in failure.reason)
     # The loader names the object for symbols and versions, only the library for a missing one.
     mine = (binary.file.path in failure.reason or (binary.file.module or "\0") in failure.reason
+            or any(obj in failure.reason for obj in binary.missing_in or {})
             or any(f"{lib.name}: cannot open" in failure.reason for lib in binary.needed))
     return (True, f"fails: {failure.reason}") if loader and mine else None

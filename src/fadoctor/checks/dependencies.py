@@ -62,6 +62,32 @@ def missing_dependency(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts,
         [*_install(fa, dist, unmet, extras), sdpa_fallback("Meanwhile:")]
 
 
+def declared_library(library: str, distribution: Optional[str], cause: Diagnosis,
+                     facts: Facts) -> Optional[Tuple[Diagnosis, List[Remedy]]]:
+    """A library no installed file provides, of a binary whose distribution declares requirements
+    (Requires-Dist) that are not installed: not a wrong wheel, a dependency left out (--no-deps,
+    or a resolver that skipped it), and the command that installs what it declares. None when the
+    distribution, its requirements or the installed set are unknown, or every one is installed."""
+    packages = facts.packages.data
+    dist = packages.get(str(canonicalize_name(distribution))) if packages and distribution else None
+    if dist is None or dist.requires is None:
+        return None
+    assert packages is not None
+    absent = [u for u in unmet_requirements(dist.requires, packages.distributions, _environment(facts),
+                                            set()) if u.installed is None]
+    if not absent:
+        return None
+    said = ", ".join(str(u.requirement) for u in absent)
+    diagnosis = Diagnosis(Category.NOT_INSTALLED,
+                          f"{dist.name} {dist.version} declares requirements that are not installed "
+                          f"({said}), and {library} is most likely one of their libraries: the wheel "
+                          "is not at fault, its dependencies were left out",
+                          {**cause.details, "declared": said})
+    return diagnosis, [Remedy(summary=f"Install what {dist.name} {dist.version} requires and is "
+                              "missing here (pip leaves the installed torch alone when it fits).",
+                              commands=[command("pip", "install", *(_spec(u.requirement) for u in absent))])]
+
+
 def unmet_requirements(requires: List[str], installed: List[Distribution],
                        environment: Dict[str, str], extras: Set[str]) -> List[Unmet]:
     """The requirements that apply here (markers, with `extras` taken) and that no installed

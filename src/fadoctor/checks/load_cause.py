@@ -13,12 +13,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
 from fadoctor.facts.model import BinaryAnalysis, LoadFailure, MissingSymbol, Torch
-from fadoctor.probes.mangling import is_torch_symbol, string_abi
+from fadoctor.probes.mangling import GPU_NAMESPACE, follows_from, is_torch_symbol, string_abi
 from fadoctor.report import Category
-
-# Namespaces whose symbols live in torch's GPU libraries (libc10_cuda, libtorch_cuda).
-_GPU_NAMESPACE = re.compile(r"^_ZN?K?(?:3c104cuda|3c103hip|2at4cuda|2at3hip|5torch4cuda|3c1011cuda)")
-_GPU_LIBRARY = re.compile(r"^lib(c10_cuda|c10_hip|torch_cuda\w*|torch_hip)\.so$")
 
 
 def cpu_only(torch: Optional[Torch]) -> bool:
@@ -54,7 +50,7 @@ def symbol_cause(binary: BinaryAnalysis, name: str, version: Optional[str],
         if cause.category != Category.WRONG_WHEEL:
             return Diagnosis(cause.category, f"it needs {name} at version {version}: "
                              + cause.explanation, {**cause.details, "symbol": name})
-    if cpu_only(torch) and _GPU_NAMESPACE.match(name):
+    if cpu_only(torch) and GPU_NAMESPACE.match(name):
         return Diagnosis(Category.TORCH_CPU_ONLY, "the binary is a CUDA build and needs torch's "
                          "CUDA symbols, but the installed torch is CPU-only", {"symbol": name})
     if is_torch_symbol(name) and binary.string_abi is not None and abi is not None \
@@ -86,13 +82,19 @@ def split_symbols(binary: BinaryAnalysis) -> Tuple[List[MissingSymbol], List[Mis
     """(consequences, the rest): a symbol is a consequence of a missing library when its version
     names that library, or it lives in torch's GPU libraries and one of them is missing."""
     missing = {lib.name for lib in binary.needed if lib.path is None}
-    gpu_missing = any(_GPU_LIBRARY.match(name) for name in missing)
     consequences: List[MissingSymbol] = []
     rest: List[MissingSymbol] = []
     for symbol in binary.missing_symbols:
-        follows = (symbol.version in missing) or (gpu_missing and bool(_GPU_NAMESPACE.match(symbol.name)))
-        (consequences if follows else rest).append(symbol)
+        (consequences if follows_from(symbol.name, symbol.version, missing) else rest).append(symbol)
     return consequences, rest
+
+
+def symbol_counts(binary: BinaryAnalysis) -> Tuple[int, int]:
+    """(consequences, the rest) of every missing symbol, not only of the ones the facts keep."""
+    follows = binary.consequence_count
+    if follows is None:  # older facts: only what they kept can be judged
+        follows = len(split_symbols(binary)[0])
+    return follows, binary.missing_symbol_count - follows
 
 
 def import_cause(message: str, binaries: Sequence[BinaryAnalysis], torch: Optional[Torch]) -> Diagnosis:
@@ -103,6 +105,7 @@ def import_cause(message: str, binaries: Sequence[BinaryAnalysis], torch: Option
     plain = classify(message, torch.cxx11_abi if torch else None, cpu_only(torch))
     readable = [b for b in binaries if b.error is None]
     binary = next((b for b in readable if b.file.path in message), None) or next(
+        (b for b in readable if any(o in message for o in b.missing_in or {})), None) or next(
         (b for b in readable if any(f"{lib.name}: cannot open" in message
                                     for lib in b.needed if lib.path is None)), None)
     if binary is None and len(readable) == 1:

@@ -304,6 +304,7 @@ class MissingSymbol(Frozen):
     name: str
     demangled: Optional[str] = None
     version: Optional[str] = None  # the version the reference is bound to: libcudart.so.12
+    needed_by: Optional[str] = None  # the library of the load whose reference it is; None: the binary's
 
 
 class UnmetVersion(Frozen):
@@ -325,8 +326,14 @@ class BinaryAnalysis(Frozen):
 
     file: ExtensionFile
     needed: List[NeededLibrary] = []
-    missing_symbols: List[MissingSymbol] = []  # the first ones, in the binary's symbol order
-    missing_symbol_count: int = 0
+    # The first ones in the loader's order (the objects it brings, deepest first, then the binary
+    # itself), those no missing library explains kept first.
+    missing_symbols: List[MissingSymbol] = []
+    missing_symbol_count: int = 0  # all of them, of every object the load relocates
+    # How many are consequences of a missing library (checks.load_cause); None: unknown (older facts).
+    consequence_count: Optional[int] = None
+    # Each object that misses symbols -> how many (the binary's own path too); None: older facts.
+    missing_in: Optional[Dict[str, int]] = None
     unmet_versions: List[UnmetVersion] = []
     string_abi: Optional[int] = None  # C++11 ABI of the std::string its undefined symbols use
     kernels: Optional[Kernels] = None  # None: no .nv_fatbin section

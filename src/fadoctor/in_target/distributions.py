@@ -4,7 +4,7 @@ which the other stages' context also asks for."""
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from .tables import FAMILIES, canonical, interesting
 
@@ -17,25 +17,33 @@ _FAMILY_DISTRIBUTIONS = {d for spec in FAMILIES.values() for d in spec["distribu
 
 
 def listing() -> List[Dict[str, Any]]:
-    """The interesting distributions, and every distribution a flash-attention family requires
-    (so that a requirement absent from the listing is one that is not installed). One whose
+    """The interesting distributions and those that require torch, and every distribution a
+    flash-attention family or one of those requires (so that a requirement absent from the
+    listing is one that is not installed). One whose
     METADATA cannot be read is recorded alone, with why."""
     from importlib import metadata
 
     everything = {}  # type: Dict[str, List[Any]]
     out = []  # type: List[Dict[str, Any]]
+    on_torch: Set[str] = set()
     for dist in metadata.distributions():
         try:
-            raw = dist.metadata["Name"] if dist.metadata else None
+            headers = dist.metadata
+            raw = headers["Name"] if headers else None
             if not raw:  # importlib.metadata gives an empty METADATA for one it could not open
                 raise ValueError("its METADATA is missing, unreadable or has no Name")
             everything.setdefault(canonical(raw), []).append(dist)
+            if any(_required_name(r) == "torch" for r in headers.get_all("Requires-Dist") or []):
+                on_torch.add(canonical(raw))
         except Exception as exc:  # this distribution's metadata alone is broken
             entry = _unreadable(dist, exc)
             if entry is not None:
                 out.append(entry)
-    wanted = {name for name in everything if interesting(name)}
-    for name in wanted & _FAMILY_DISTRIBUTIONS:
+    wanted = {name for name in everything if interesting(name)} | on_torch
+    # A family's requirements, and those of every distribution built on torch (whose libraries
+    # may come from one: torch-tensorrt's from tensorrt), are listed when installed: one absent
+    # from the listing is then one that is not installed.
+    for name in wanted & (_FAMILY_DISTRIBUTIONS | on_torch):
         for dist in everything[name]:
             wanted.update(n for n in map(_required_name, _requires(dist) or []) if n in everything)
     out.extend(_entry(name, dist) for name in wanted for dist in everything[name])

@@ -7,6 +7,7 @@ the needed strings are read, a few small reads per file. The owning distribution
 RECORD files of the *.dist-info folders beside it, with its version and its torch requirement.
 """
 
+import csv
 import os
 import re
 import struct
@@ -144,9 +145,11 @@ def _owners(root: str, wanted: Dict[str, str]) -> Dict[str, Dict[str, Any]]:
         if re.match(r"torch-\d", info):
             continue  # torch's own files are not walked
         try:
-            with open(os.path.join(root, info, "RECORD"), encoding="utf-8", errors="replace") as fh:
-                owned = [wanted[rel] for rel in (line.split(",", 1)[0] for line in fh) if rel in wanted]
-        except OSError:
+            # RECORD is CSV: a path may be quoted (torch-tensorrt's are), and may hold a comma.
+            with open(os.path.join(root, info, "RECORD"), encoding="utf-8", errors="replace",
+                      newline="") as fh:
+                owned = [wanted[row[0]] for row in csv.reader(fh) if row and row[0] in wanted]
+        except (OSError, csv.Error):
             continue
         if owned:
             meta = _metadata(os.path.join(root, info))

@@ -25,10 +25,11 @@ from fadoctor.facts.model import (
     TorchLoad,
     UnmetVersion,
 )
-from fadoctor.probes.mangling import binary_string_abi, is_torch_symbol
+from fadoctor.probes.mangling import binary_string_abi, follows_from, is_torch_symbol
 
 if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before
     from fadoctor.probes.loader import Analysis, LoaderContext
+    from fadoctor.probes.loader import MissingSymbol as Symbol
     from fadoctor.probes.symbols import SymbolIndex
     from fadoctor.probes.torch_init import PreloadRules
 
@@ -129,13 +130,19 @@ def analyze_one(target: ExtensionFile, context: LoaderContext,
     except (ElfError, OSError) as exc:
         return BinaryAnalysis(file=target, error=str(exc))
     missing = analysis.missing_symbols
+    needed = _needed(analysis)
+    absent = {lib.name for lib in needed if lib.path is None}
+    follows = [follows_from(s.name, s.version, absent) for s in missing]
+    counts: Dict[str, int] = {}
+    for symbol in missing:
+        counts[symbol.needed_by or target.path] = counts.get(symbol.needed_by or target.path, 0) + 1
     torch_names = [s.name for s in analysis.extension.undefined if is_torch_symbol(s.name)]
     return BinaryAnalysis(
         file=target,
-        needed=_needed(analysis),
-        missing_symbols=[MissingSymbol(name=s.name, demangled=s.demangled, version=s.version)
-                         for s in missing[:KEPT_SYMBOLS]],
-        missing_symbol_count=len(missing),
+        needed=needed,
+        missing_symbols=[MissingSymbol(name=s.name, demangled=s.demangled, version=s.version,
+                                       needed_by=s.needed_by) for s in _kept(missing, follows)],
+        missing_symbol_count=len(missing), consequence_count=sum(follows), missing_in=counts,
         unmet_versions=[UnmetVersion(library=u.library, version=u.version,
                                      available=_newest(u.path, u.version))
                         for u in analysis.unmet_versions],
@@ -144,6 +151,13 @@ def analyze_one(target: ExtensionFile, context: LoaderContext,
         first_failure=first_failure(analysis),
         python_module=_python_module(target.path),
     )
+
+
+def _kept(missing: Sequence[Symbol], follows: Sequence[bool]) -> List[Symbol]:
+    """The first KEPT_SYMBOLS, those no missing library explains taken first, in the loader's order."""
+    causes = [i for i, follows_ in enumerate(follows) if not follows_][:KEPT_SYMBOLS]
+    rest = [i for i, follows_ in enumerate(follows) if follows_][:KEPT_SYMBOLS - len(causes)]
+    return [missing[i] for i in sorted(causes + rest)]
 
 
 def _python_module(path: str) -> Optional[bool]:
@@ -165,7 +179,7 @@ def _python_module(path: str) -> Optional[bool]:
 def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
     """What ld.so stops at first: a library not found (breadth-first, as _dl_map_object_deps
     maps them), else a version need not met (_dl_check_map_versions, in load order), else an
-    undefined symbol (the first in the extension's symbol table: relocation order is close)."""
+    undefined symbol (of the first object relocated, the first its relocations refer to)."""
     path = analysis.extension.path
     if analysis.missing_libraries:
         lib = analysis.missing_libraries[0]
@@ -180,10 +194,11 @@ def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
                            message=f"version `{unmet.version}' not found (required by "
                                    f"{unmet.needed_by})")
     if analysis.missing_symbols:
-        symbol = analysis.missing_symbols[0]
+        symbol = analysis.missing_symbols[0]  # of the object relocated first
         version = f", version {symbol.version}" if symbol.version else ""
         return LoadFailure(kind="symbol", name=symbol.name, version=symbol.version,
-                           message=f"{path}: undefined symbol: {symbol.name}{version}")
+                           needed_by=symbol.needed_by,
+                           message=f"{symbol.needed_by or path}: undefined symbol: {symbol.name}{version}")
     return None
 
 

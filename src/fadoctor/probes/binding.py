@@ -48,6 +48,21 @@ def _library_info(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
     return read_elf(path, symbols=False)
 
 
+def library_symbols(path: PathLike) -> ElfInfo:
+    """`read_elf(path)` with its undefined symbols, memoized as `library_info` is: a library an
+    extension brings is bound once for every extension that loads it."""
+    try:
+        status = os.stat(path)
+    except OSError as exc:
+        raise ElfError(f"{os.fspath(path)}: {exc.strerror or exc}") from exc
+    return _library_symbols(os.fspath(path), (status.st_ino, status.st_mtime_ns, status.st_size))
+
+
+@lru_cache(maxsize=64)
+def _library_symbols(path: str, stamp: Tuple[int, int, int]) -> ElfInfo:
+    return read_elf(path)
+
+
 def _from_interpreter(name: str) -> bool:
     return name.startswith(("Py", "_Py"))
 
@@ -71,7 +86,13 @@ def missing_symbols(info: ElfInfo, scope: Sequence[Scoped | PathLike],
     symbols into libc, and binaries that need write@GLIBC_2.2.5 from libpthread.so.0 still load.
     `tables`: symbol indices kept open across calls (by path; the caller closes them).
     """
-    entries = _unique_scope([_scoped(entry) for entry in scope])
+    return bound_nowhere(info, _unique_scope([_scoped(entry) for entry in scope]), tables)
+
+
+def bound_nowhere(info: ElfInfo, entries: Sequence[Scoped],
+                  tables: Optional[Dict[str, SymbolIndex]] = None) -> Tuple[Symbol, ...]:
+    """`missing_symbols` over a scope already without duplicates (`_unique_scope`'s): the loader
+    model binds every object of a load in one scope, made once."""
     with ExitStack() as stack:
         def index(path: str) -> SymbolIndex:
             if tables is None:

@@ -32,7 +32,7 @@ from elftools.elf.enums import ENUM_E_MACHINE
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, SHT_DYNSYM = 5, 6, 8, 11
+SHT_RELA, SHT_HASH, SHT_DYNAMIC, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 4, 5, 6, 8, 9, 11
 SHT_GNU_HASH, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = (
     0x6FFFFFF6, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF)
 SHN_UNDEF, SHN_XINDEX = 0, 0xFFFF
@@ -319,7 +319,7 @@ def _version_definitions(image: MappedElf) -> Optional[Tuple[str, ...]]:
     return tuple(names)
 
 
-def _undefined_indices(raw: bytes, size: int, shndx_at: int) -> Iterator[int]:
+def undefined_indices(raw: bytes, size: int, shndx_at: int) -> Iterator[int]:
     """Entries whose st_shndx is SHN_UNDEF: a C-speed search of that two-byte column (a few
     thousand hits among libtorch_cpu's 75k entries), not a Python loop over every entry."""
     low, high = raw[shndx_at::size], raw[shndx_at + 1::size]  # either byte order: both zero
@@ -342,7 +342,7 @@ def _undefined_symbols(image: MappedElf, version_names: Dict[int, Tuple[str, str
     versym = image.first(SHT_GNU_VERSYM)
     versions = image.contents(versym) if versym else b""
     found = []
-    for index in _undefined_indices(raw, entry.size, layout.shndx_at):
+    for index in undefined_indices(raw, entry.size, layout.shndx_at):
         fields = entry.unpack_from(raw, index * entry.size)
         if index == 0 or fields[layout.info] >> 4 in (STB_LOCAL, STB_WEAK):
             continue

@@ -7,7 +7,7 @@ API (plain frozen dataclasses; nothing here is loaded, only read through `fadoct
     preload_map(paths) -> Dict[str, str]        file name and soname -> path, for already-loaded
                                                 libraries (torch's lib/, the nvidia-* wheels)
     resolve(info, context) -> Tuple[Resolution, ...]    one per DT_NEEDED entry, in order
-    missing_symbols(info, scope) -> Tuple[Symbol, ...]   what `ldd -r` reports undefined: every
+    missing_symbols(info, scope) -> Tuple[Symbol, ...]   what `ldd -r` reports undefined in one object: every
                                                 strong reference no object of the lookup scope
                                                 binds, symbol versions matched as ld.so does
     unmet_versions(info, resolutions) -> Tuple[UnmetVersion, ...]
@@ -48,7 +48,7 @@ from typing import (
 
 from fadoctor.probes.binding import Scoped as Scoped
 from fadoctor.probes.binding import UnmetVersion as UnmetVersion
-from fadoctor.probes.binding import _from_interpreter, _unique_scope, _unmet
+from fadoctor.probes.binding import _from_interpreter, _unique_scope, _unmet, bound_nowhere, library_symbols
 from fadoctor.probes.binding import library_info as library_info
 from fadoctor.probes.binding import missing_symbols as missing_symbols
 from fadoctor.probes.binding import unmet_versions as unmet_versions
@@ -57,10 +57,12 @@ from fadoctor.probes.elf import (
     ElfInfo,
     Identity,
     PathLike,
+    Symbol,
     identify,
     read_elf,
 )
 from fadoctor.probes.ldcache import LD_CACHE, cache_index
+from fadoctor.probes.relocations import relocation_order
 from fadoctor.probes.resolution import How, Resolution
 from fadoctor.probes.symbols import SymbolIndex, demangle
 
@@ -116,6 +118,7 @@ class MissingSymbol:
     name: str
     version: Optional[str]
     demangled: str
+    needed_by: Optional[str] = None  # the object whose reference it is; None: the extension
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class Analysis:
     resolutions: Tuple[Resolution, ...]  # the extension's own DT_NEEDED, in order
     libraries: Tuple[str, ...]  # searched for symbols: the global scope, then the load closure
     missing_libraries: Tuple[MissingLibrary, ...]  # anywhere in the closure not already loaded
+    # Of every object of the closure not already loaded, in relocation order (the first failing
+    # object's in the order its relocations refer to them): the first is the load's error.
     missing_symbols: Tuple[MissingSymbol, ...]
     unmet_versions: Tuple[UnmetVersion, ...]
     has_fatbin: bool
@@ -247,6 +252,7 @@ class _Walk(NamedTuple):
     closure: Tuple[Scoped, ...]  # the root, then every object it loads, breadth-first
     missing: Tuple[MissingLibrary, ...]
     unmet: Tuple[UnmetVersion, ...]
+    relocated: Tuple[ElfInfo, ...]  # the objects not already loaded, in relocation order (root last)
 
 
 def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Walk:
@@ -254,49 +260,98 @@ def _walk(root: ElfInfo, resolver: _Resolver, preloaded: FrozenSet[str]) -> _Wal
 
     Nothing is reported below an already-loaded library: it and its dependencies did load.
     """
+    root_key = os.path.realpath(root.path)
     infos: Dict[str, ElfInfo] = {}  # by real path: ld.so knows a loaded file by its identity
-    names: Dict[str, Set[str]] = {os.path.realpath(root.path): {root.path, *filter(None, [root.soname])}}
-    queue: Deque[Tuple[ElfInfo, Tuple[str, ...], bool]] = deque([(root, (), False)])
+    names: Dict[str, Set[str]] = {root_key: {root.path, *filter(None, [root.soname])}}
+    edges: Dict[str, List[str]] = {}  # each object's resolved DT_NEEDED, in order
+    fresh: Set[str] = {root_key}  # not loaded before: ld.so relocates these
+    queue: Deque[Tuple[ElfInfo, str, Tuple[str, ...], bool]] = deque([(root, root_key, (), False)])
     own: Optional[Tuple[Resolution, ...]] = None
     missing: List[MissingLibrary] = []
     unmet: List[UnmetVersion] = []
     while queue:
-        info, chain, loaded = queue.popleft()
+        info, at, chain, loaded = queue.popleft()
         resolutions = resolver.resolve(info, chain)
         own = resolutions if own is None else own
         below = resolver.rpath(info) + chain
+        deps = edges.setdefault(at, [])
         for resolution in resolutions:
             if resolution.path is None:
                 if not loaded:
                     missing.append(MissingLibrary(resolution.needed, info.path, resolution.rejected))
                 continue
             key = os.path.realpath(resolution.path)
+            deps.append(key)
             if key not in infos and key not in names:
                 infos[key] = library_info(resolution.path)
-                queue.append((infos[key], below, loaded or key in preloaded))
+                queue.append((infos[key], key, below, loaded or key in preloaded))
+                if not (loaded or key in preloaded):
+                    fresh.add(key)
             names.setdefault(key, set()).update(filter(None, [resolution.needed, infos[key].soname
                                                               if key in infos else None]))
             if key in infos:
                 resolver.mark_loaded(resolution.needed, infos[key])
         if not loaded:
             unmet.extend(_unmet(info, resolutions, lambda p: infos[os.path.realpath(p)].version_definitions))
-    closure = (Scoped(root.path, frozenset(names.pop(os.path.realpath(root.path)))),
+    closure = (Scoped(root.path, frozenset(names.pop(root_key))),
                *(Scoped(i.path, frozenset(names[key])) for key, i in infos.items()))
-    return _Walk(own or (), closure, tuple(missing), tuple(unmet))
+    order = [key for key in _relocation_order(root_key, list(infos), edges) if key in fresh]
+    relocated = (*(infos[key] for key in order), root)
+    return _Walk(own or (), closure, tuple(missing), tuple(unmet), relocated)
+
+
+def _relocation_order(root: str, loaded: List[str], edges: Mapping[str, List[str]]) -> List[str]:
+    """The order dl_open_worker relocates the root's dependencies in: _dl_sort_maps_dfs runs a
+    depth-first search over each object's DT_NEEDED from the last object loaded back to the
+    first, and relocation walks the sorted list from its end: the search's post-order, every
+    library before those that need it. The root is relocated after all of them."""
+    seen: Set[str] = {root}
+    order: List[str] = []
+    for start in reversed(loaded):
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            key, deps = stack[-1]
+            dep = next((d for d in deps if d not in seen), None)
+            if dep is None:
+                order.append(key)
+                stack.pop()
+            else:
+                seen.add(dep)
+                stack.append((dep, iter(edges.get(dep, ()))))
+    return order
 
 
 def analyze(extension: PathLike, context: Optional[LoaderContext] = None,
             tables: Optional[Dict[str, SymbolIndex]] = None) -> Analysis:
-    """Whether `extension` would load into `context`, and if not, what is missing."""
+    """Whether `extension` would load into `context`, and if not, what is missing.
+
+    The undefined symbols of every object the load maps are bound, not only the extension's:
+    ld.so relocates each one (RTLD_NOW, as Python imports), each in the same scope (the global
+    one, then the extension's load closure: _dl_new_object gives a dependency its loader's
+    l_searchlist), and the first unbound reference in relocation order is the import's error (`relocations`).
+    """
     context = context or LoaderContext()
     info = read_elf(extension)
     preloaded = frozenset(os.path.realpath(p) for p in context.preloaded.values())
     walk = _walk(info, _Resolver(context), preloaded)
-    scope = _unique_scope([*context.global_scope, *walk.closure[1:]])
-    missing = [s for s in missing_symbols(info, scope, tables) if not _from_interpreter(s.name)]
-    spelled = demangle(symbol.name for symbol in missing)
+    scope = _unique_scope([*context.global_scope, *walk.closure])
+    missing: List[Tuple[Symbol, Optional[str]]] = []
+    for obj in walk.relocated:
+        symbols = obj if obj is info else library_symbols(obj.path)
+        by = None if obj is info else obj.path
+        unbound = [s for s in bound_nowhere(symbols, scope, tables) if not _from_interpreter(s.name)]
+        if unbound and not (missing or walk.missing or walk.unmet):
+            # The load fails on this object's symbols, on the one its relocations refer to first
+            # (ld.so stops at a missing library or version before relocating anything).
+            rank = {name: i for i, name in enumerate(relocation_order(obj.path, {s.name for s in unbound}))}
+            unbound.sort(key=lambda s: rank[s.name])
+        missing.extend((s, by) for s in unbound)
+    spelled = demangle({symbol.name for symbol, _ in missing})
     return Analysis(
         extension=info, resolutions=walk.own, libraries=tuple(e.path for e in scope),
         missing_libraries=walk.missing,
-        missing_symbols=tuple(MissingSymbol(s.name, s.version, spelled[s.name]) for s in missing),
+        missing_symbols=tuple(MissingSymbol(s.name, s.version, spelled[s.name], by) for s, by in missing),
         unmet_versions=walk.unmet, has_fatbin=".nv_fatbin" in info.sections)

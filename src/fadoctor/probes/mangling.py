@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from typing import Collection, Iterable, Optional
 
 _TORCH_NAMESPACES = ("3c10", "2at", "5torch", "6caffe2")
 
@@ -52,3 +52,16 @@ def binary_string_abi(symbols: Iterable[str]) -> Optional[int]:
         if abi is not None:
             return abi
     return None
+
+
+# Namespaces whose symbols live in torch's GPU libraries (libc10_cuda, libtorch_cuda).
+GPU_NAMESPACE = re.compile(r"^_ZN?K?(?:3c104cuda|3c103hip|2at4cuda|2at3hip|5torch4cuda|3c1011cuda)")
+_GPU_LIBRARY = re.compile(r"^lib(c10_cuda|c10_hip|torch_cuda\w*|torch_hip)\.so$")
+
+
+def follows_from(name: str, version: Optional[str], missing_libraries: Collection[str]) -> bool:
+    """Whether a missing symbol is a consequence of a missing library: its version names that
+    library, or it lives in torch's GPU libraries and one of them is missing."""
+    if version is not None and version in missing_libraries:
+        return True
+    return bool(GPU_NAMESPACE.match(name)) and any(_GPU_LIBRARY.match(lib) for lib in missing_libraries)

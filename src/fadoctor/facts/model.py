@@ -21,6 +21,8 @@ from fadoctor.facts.frozen import Frozen
 
 # The attention-kernel stages' models: the registry names each stage's model in this module.
 from fadoctor.facts.kernels import BenchTarget, CompileTarget, HfAttention, SmokeTarget  # noqa: F401
+# The transformers stage's model (what each attn_implementation runs).
+from fadoctor.facts.transformers import TransformersAttention  # noqa: F401
 from fadoctor.safety.secrets import redact_environment, without_credentials
 
 SCHEMA_VERSION = 2
@@ -366,6 +368,8 @@ class Facts(Frozen):
     torch_load: Optional[TorchLoad] = None
     smoke: Optional[KernelRun[SmokeTarget]] = None  # None: not run (check --kernels none)
     compile: Optional[KernelRun[CompileTarget]] = None  # None: not run (no check --compile)
+    # None: not asked (check --static, or facts from before fadoctor asked transformers)
+    transformers: Optional[Probe[TransformersAttention]] = None
     timings: Dict[str, float] = {}
 
     @model_validator(mode="before")

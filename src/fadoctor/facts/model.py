@@ -21,8 +21,9 @@ from fadoctor.facts.frozen import Frozen
 
 # The attention-kernel stages' models: the registry names each stage's model in this module.
 from fadoctor.facts.kernels import BenchTarget, CompileTarget, HfAttention, SmokeTarget  # noqa: F401
+
 # The transformers stage's model (what each attn_implementation runs).
-from fadoctor.facts.transformers import TransformersAttention  # noqa: F401
+from fadoctor.facts.transformers import TransformersAttention
 from fadoctor.safety.secrets import redact_environment, without_credentials
 
 SCHEMA_VERSION = 2

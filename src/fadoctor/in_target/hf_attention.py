@@ -13,6 +13,7 @@ asked for. A fallback that would download code therefore shows as "asked for ker
 network" instead of being downloaded. Standard library only at import, Python 3.8 syntax.
 """
 
+import contextlib
 import logging
 import sys
 from typing import Any, Dict, List, Optional
@@ -76,15 +77,13 @@ class Captured(logging.Handler):
         self.lines = []  # type: List[str]
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.lines.append(record.getMessage()[:TAIL])
-        except Exception:
-            pass
 
 
 def _chain(exc: BaseException) -> List[str]:
     """The exception and the ones it was raised from or during, outermost first."""
-    out, seen = [], set()  # type: List[str], set
+    out, seen = [], set()  # type: List[str], Set[int]
     current = exc  # type: Optional[BaseException]
     while current is not None and id(current) not in seen and len(out) < 5:
         seen.add(id(current))

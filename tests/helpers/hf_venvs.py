@@ -31,7 +31,7 @@ RELEASES = {
 def _root() -> Path:
     base = os.environ.get("FADOCTOR_TEST_CACHE") or os.path.join(tempfile.gettempdir(),
                                                                  "fadoctor-tests")
-    tag = "py%d%d" % sys.version_info[:2]
+    tag = "py{}{}".format(*sys.version_info[:2])
     return Path(base) / "hf-venvs" / tag
 
 

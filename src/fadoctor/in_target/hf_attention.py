@@ -16,7 +16,7 @@ network" instead of being downloaded. Standard library only at import, Python 3.
 import contextlib
 import logging
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from .context import Context
 
@@ -83,7 +83,8 @@ class Captured(logging.Handler):
 
 def _chain(exc: BaseException) -> List[str]:
     """The exception and the ones it was raised from or during, outermost first."""
-    out, seen = [], set()  # type: List[str], Set[int]
+    out: List[str] = []
+    seen: Set[int] = set()
     current = exc  # type: Optional[BaseException]
     while current is not None and id(current) not in seen and len(out) < 5:
         seen.add(id(current))

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Literal, Optional, Union
 
-from fadoctor.errors import FadoctorError, UsageError
+from fadoctor.errors import ExitCode, FadoctorError, UsageError
 
 if TYPE_CHECKING:
     from fadoctor.report import Finding, Report
@@ -25,6 +25,8 @@ FailOn = Literal["error", "warning"]
 class PreflightError(FadoctorError):
     """The environment has problems at or above `fail_on`: `.report` holds the whole report,
     `.problems` the findings that failed it."""
+
+    exit_code = ExitCode.PROBLEMS  # what `fadoctor check` exits with for the same report
 
     def __init__(self, report: Report, problems: list[Finding]) -> None:
         self.report = report

@@ -18,7 +18,7 @@ from tests.helpers.hf_venvs import venv_with
 pytestmark = pytest.mark.slow
 
 SCRIPT = """
-import json, sys
+import json, logging, sys
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, Trainer, TrainingArguments
 import fadoctor
@@ -27,6 +27,7 @@ from fadoctor.integrations import FadoctorCallback
 config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
 model = LlamaForCausalLM(config)
+logging.basicConfig(level=logging.INFO)  # as a training script does: fadoctor logs at info
 torch.manual_seed(0)
 ids = torch.randint(0, 64, (4, 16))
 data = [{"input_ids": row, "labels": row} for row in ids]

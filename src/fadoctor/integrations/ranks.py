@@ -53,7 +53,11 @@ def preflight_on_rank0(fail_on: FailOn = "error", *, log: Optional[logging.Logge
     logger = log or LOG
     report = check(**options)
     failed = problems(report, fail_on)
-    (logger.error if failed else logger.info)("%s", summary(report))
+    # Problems at error level, so that they show without any logging set up; a warning below
+    # fail_on at warning level; a clean report at info.
+    worst = report.summary.worst.value if report.summary.worst is not None else "info"
+    level = logging.ERROR if failed else (logging.WARNING if worst != "info" else logging.INFO)
+    logger.log(level, "%s", summary(report))
     if failed:
         raise PreflightError(report, failed)
     return report

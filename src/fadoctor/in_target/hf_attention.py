@@ -1,10 +1,10 @@
 """Stage `transformers`: what the installed transformers really runs for each `attn_implementation`.
 
 Rather than restate transformers' availability rules and fallbacks (they change with nearly every
-release: the Hub-kernel fallback of flash_attention_2/3 came in 4.5x, flash_attention_4 in 5.x),
-this asks the installed release itself: it builds a tiny Llama model on the meta device through
-`AutoModelForCausalLM.from_config(config, attn_implementation=NAME)` — the same decision code
-from_pretrained runs — and records what the model ended up with, or the exception transformers
+release: flash_attention_2's Hub-kernel fallback came in 4.56, flash_attention_3's in 4.57,
+flash_attention_4 in 5.x), this asks the installed release itself: it builds a tiny Llama
+model on the meta device through `AutoModelForCausalLM.from_config(config,
+attn_implementation=NAME)` — the same decision code from_pretrained runs — and records what the model ended up with, or the exception transformers
 raised, with its message, plus what transformers logged.
 
 Nothing leaves the machine: while a model is built, an audit hook refuses every socket connection
@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Set
 from .context import Context
 
 # Names a user may pass, in the order reported. flash_attention_4 is asked only of a release that
-# knows it; Hub kernel names are asked as given (transformers >= 4.5x loads them with `kernels`).
+# knows it; Hub kernel names are asked as given (the releases that take them use `kernels`).
 REQUESTS = ("sdpa", "flash_attention_2", "flash_attention_3", "flash_attention_4",
             "kernels-community/flash-attn2", "kernels-community/vllm-flash-attn3")
 KNOWN_ONLY = ("flash_attention_4",)

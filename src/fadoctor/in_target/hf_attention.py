@@ -4,8 +4,9 @@ Rather than restate transformers' availability rules and fallbacks (they change 
 release: flash_attention_2's Hub-kernel fallback came in 4.56, flash_attention_3's in 4.57,
 flash_attention_4 in 5.x), this asks the installed release itself: it builds a tiny Llama
 model on the meta device through `AutoModelForCausalLM.from_config(config,
-attn_implementation=NAME)` — the same decision code from_pretrained runs — and records what the model ended up with, or the exception transformers
-raised, with its message, plus what transformers logged.
+attn_implementation=NAME)` — the same decision code from_pretrained runs — and records what
+the model ended up with, or the exception transformers raised, with its message, plus what
+transformers logged.
 
 Nothing leaves the machine: while a model is built, an audit hook refuses every socket connection
 (and name lookup), and `kernels.get_kernel` is wrapped to record which Hub repository transformers

@@ -28,7 +28,8 @@ from tests.test_static_torch_extensions import binaries, real_loads
 from fadoctor.collect.run import collect
 from fadoctor.collect.target import CollectOptions
 from fadoctor.evaluate import evaluate
-from fadoctor.facts.model import BinaryAnalysis, Facts
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import load_matrix
 from fadoctor.probes.binaries import KEPT_SYMBOLS
 from fadoctor.probes.loader import LoaderContext, analyze

@@ -17,7 +17,8 @@ from tests.helpers.broken import environ_with_path, requires_torch
 from fadoctor.collect.run import collect
 from fadoctor.collect.target import CollectOptions
 from fadoctor.evaluate import evaluate
-from fadoctor.facts.model import BinaryAnalysis, Facts, Family
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts, Family
 from fadoctor.matrix import load_matrix
 from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Report

@@ -22,7 +22,8 @@ from tests.test_static_real_wheels import cached, unpacked
 from fadoctor.collect.run import collect
 from fadoctor.collect.target import CollectOptions
 from fadoctor.evaluate import evaluate
-from fadoctor.facts.model import BinaryAnalysis, Facts
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts
 from fadoctor.matrix import load_matrix
 from fadoctor.probes.elf import read_elf
 from fadoctor.probes.loader import missing_symbols

@@ -10,9 +10,15 @@ import pytest
 
 from fadoctor.checks import BY_KEY
 from fadoctor.evaluate import run_check
-from fadoctor.facts.model import (
+from fadoctor.facts.binaries import (
     BinaryAnalysis,
     ExtensionFile,
+    Kernels,
+    MissingSymbol,
+    NeededLibrary,
+    UnmetVersion,
+)
+from fadoctor.facts.model import (
     ExtensionImport,
     Facts,
     Failure,
@@ -20,12 +26,8 @@ from fadoctor.facts.model import (
     Family,
     FamilyImport,
     Files,
-    Kernels,
-    MissingSymbol,
-    NeededLibrary,
     Probe,
     TorchFiles,
-    UnmetVersion,
 )
 from fadoctor.matrix import Matrix
 from fadoctor.report import CheckResult, Finding, Status

@@ -9,7 +9,8 @@ from typing import Any
 
 from tests.checks.test_binary import SITE, base, problems, with_binaries
 
-from fadoctor.facts.model import BinaryAnalysis, Distribution, ExtensionFile, MissingSymbol, NeededLibrary
+from fadoctor.facts.binaries import BinaryAnalysis, ExtensionFile, MissingSymbol, NeededLibrary
+from fadoctor.facts.model import Distribution
 from fadoctor.matrix import Matrix
 
 EXT = f"{SITE}/pkg/_C.so"

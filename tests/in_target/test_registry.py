@@ -48,7 +48,10 @@ def test_the_family_stages_are_the_families() -> None:
 def test_static_is_what_imports_nothing() -> None:
     assert registry.names(static=True) == ["host", "packages", "files"]
     assert registry.names() == [s.name for s in STAGES if s.group == "check"]
-    assert registry.lanes(registry.names()) == {registry.MAIN_LANE: registry.names()}
+    # transformers' decisions run in a lane of their own, beside the main lane's imports.
+    assert registry.lanes(registry.names()) == {
+        registry.MAIN_LANE: [n for n in registry.names() if n != "transformers"],
+        "transformers": ["transformers"]}
 
 
 def test_a_stage_in_another_lane_is_its_own_group(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,8 +88,9 @@ def _imports(tree: ast.Module) -> set[str]:
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
 def test_target_modules_are_python_38_and_standard_library_only(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 8))
-    # torch is what the torch and sdpa stages examine, imported inside their run().
-    outside = _imports(tree) - set(sys.stdlib_module_names) - {"torch"}
+    # torch is what the torch and sdpa stages examine, transformers (and the kernels library it
+    # loads Hub kernels with) what the transformers stage asks: imported inside their run().
+    outside = _imports(tree) - set(sys.stdlib_module_names) - {"torch", "transformers", "kernels"}
     assert outside == set(), f"{path.name} imports {outside}"
 
 
@@ -114,7 +118,8 @@ def test_the_kernel_stages_are_their_own_groups_and_lanes() -> None:
     smoke = registry.names(groups=("smoke",))
     assert smoke == [attention.stage_name("smoke", t) for t in attention.TARGETS]
     assert registry.lanes(registry.names(groups=("check", "smoke"))) == {
-        "main": registry.names(), "sdpa": smoke[:4], "kernels": smoke[4:]}
+        "main": registry.names()[:-1], "transformers": ["transformers"], "sdpa": smoke[:4],
+        "kernels": smoke[4:]}
     assert registry.names(groups=("compile",)) == [
         "compile_sdpa", "compile_fa2", "compile_fa3", "compile_fa4", "compile_vllm_fa"]
     bench = registry.names(groups=("bench",))
@@ -129,4 +134,5 @@ def test_the_collective_stage_runs_only_for_the_rank_agent_in_a_lane_of_its_own(
     assert "collective" not in registry.names()
     assert registry.names(groups=("distributed",)) == ["collective"]
     assert registry.lanes(registry.names(groups=("check", "distributed"))) == {
-        "main": registry.names(), "collective": ["collective"]}
+        "main": registry.names()[:-1], "transformers": ["transformers"],
+        "collective": ["collective"]}

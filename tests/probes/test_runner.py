@@ -105,7 +105,7 @@ def test_a_stage_that_kills_the_worker_is_a_failure_and_the_rest_still_run(
     assert_ok(results, *BEFORE_FA, "fa2")
     assert_not_installed(results, "fa2", "fa4", "vllm_fa")
     assert len(worker_starts) == 2
-    assert stages_of(worker_starts[1]) == ["fa4", "vllm_fa"]
+    assert stages_of(worker_starts[1]) == ["fa4", "vllm_fa", "transformers"]
 
 
 @requires_torch

@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, Tuple
 
-from fadoctor.checks import binary, flash, kernels, model, sdpa, system
+from fadoctor.checks import binary, flash, hf, kernels, model, sdpa, system
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 
@@ -74,6 +74,24 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "accept a bf16 training shape on this GPU (torch.backends.cuda.can_use_*), with torch's "
           "reasons when not; for torch < 2.2, predicts from the matrix's arch ranges.",
           sdpa.check_sdpa),
+    Check("FAD121", "transformers-attention", "transformers runs the attn_implementation asked "
+          "for",
+          "Asks the installed transformers itself, in the target interpreter: for sdpa, "
+          "flash_attention_2, flash_attention_3, flash_attention_4 (where that release knows it) "
+          "and the Hub kernels kernels-community/flash-attn2 and kernels-community/vllm-flash-attn3, "
+          "it builds a tiny Llama model on the meta device with "
+          "AutoModelForCausalLM.from_config(config, attn_implementation=NAME) - the decision code "
+          "from_pretrained runs, by that release - and reports what the model got: the "
+          "implementation asked for, a fallback (sdpa to eager; with the kernels library "
+          "installed and the flash-attention package missing, flash_attention_2 loads a Hub "
+          "kernel since transformers 4.56.0, flash_attention_3 since 4.57, flash_attention_4 in "
+          "5.x: that downloads and runs code when the model loads), or the exception "
+          "transformers raises, with its message. No network is used: fadoctor refuses every "
+          "connection while transformers decides and records which Hub kernel it asked for. A "
+          "flash_attention_N that fails while its flash-attention family is installed, or an "
+          "sdpa that fails, is an error; a Hub download is a warning; a family not installed is "
+          "information.",
+          hf.check_transformers),
     Check("FAD130", "ext-libraries", "Every library each compiled extension needs will be found",
           "Reads DT_NEEDED, RPATH and RUNPATH of each flash-attention extension, every other one "
           "on sys.path that links torch, and any --extension, and resolves them as the dynamic "

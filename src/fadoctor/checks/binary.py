@@ -20,7 +20,8 @@ from fadoctor.checks.load_cause import (
 )
 from fadoctor.checks.system import gpus, runs_on
 from fadoctor.checks.variants import Judged, Judgement, Load, cap, judge
-from fadoctor.facts.model import BinaryAnalysis, Facts, FailureKind
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity

@@ -8,7 +8,8 @@ from typing import List, Optional
 
 from fadoctor.checks.classify import Diagnosis
 from fadoctor.checks.remedies import remedy
-from fadoctor.facts.model import BinaryAnalysis, Facts, Torch
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts, Torch
 from fadoctor.install.torch import torch_index
 from fadoctor.report import Category, Remedy
 from fadoctor.safety import shell

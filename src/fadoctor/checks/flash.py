@@ -14,15 +14,8 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, im
 from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
-from fadoctor.facts.model import (
-    BinaryAnalysis,
-    Facts,
-    FailureKind,
-    Family,
-    FamilyImport,
-    FlashAttention,
-    Torch,
-)
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import build_recipe, first_release_with_kernels, newest_release_with_wheel

@@ -12,7 +12,8 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from fadoctor.checks.classify import Diagnosis, missing_library, symbol_version, undefined_symbol
-from fadoctor.facts.model import BinaryAnalysis, LoadFailure, MissingSymbol, Torch
+from fadoctor.facts.binaries import BinaryAnalysis, LoadFailure, MissingSymbol
+from fadoctor.facts.model import Torch
 from fadoctor.probes.mangling import GPU_NAMESPACE, follows_from, is_torch_symbol, string_abi
 from fadoctor.report import Category
 

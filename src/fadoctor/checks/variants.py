@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from fadoctor.checks.base import info, torch_view
 from fadoctor.checks.remedies import remedy
-from fadoctor.facts.model import BinaryAnalysis, Facts, Torch
+from fadoctor.facts.binaries import BinaryAnalysis
+from fadoctor.facts.model import Facts, Torch
 from fadoctor.report import Category, Finding, Remedy, Severity
 from fadoctor.safety import shell
 from fadoctor.safety.shell import command

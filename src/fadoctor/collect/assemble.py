@@ -54,6 +54,7 @@ def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver:
     else:
         torch = _torch(outcomes["torch"], outcomes["sdpa"])
         families = [_family(f, outcomes[f.value], packages) for f in Family]
+    hf = None if static else outcomes.get("transformers")
     return Facts(
         fadoctor_version=__version__,
         origin="static" if static else "probe",
@@ -65,6 +66,7 @@ def assemble(target: TargetChoice, outcomes: Mapping[str, StageOutcome], driver:
         torch=torch,
         flash_attention=families,
         files=files,
+        transformers=_stage(hf) if hf is not None else None,
         timings=timings,
     )
 

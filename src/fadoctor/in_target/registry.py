@@ -60,6 +60,11 @@ _CHECK = (
     _family("fa3", 120.0),
     _family("fa4", 180.0),
     _family("vllm_fa", 120.0),
+    # In a lane of its own: its audit hook (no network while transformers decides) stays there,
+    # and transformers' import overlaps the main lane's.
+    Stage("transformers", "hf_attention", "torch", 180.0,
+          "asking transformers which attention it will run", "TransformersAttention",
+          lane="transformers"),
 )
 
 

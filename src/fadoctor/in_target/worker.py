@@ -4,7 +4,7 @@ each one's result (or the exception it raised) on the protocol's channel."""
 import sys
 from typing import Any, Callable, Dict, List
 
-from . import collective, family, files, host, packages, sdpa, torch_facts
+from . import collective, family, files, hf_attention, host, packages, sdpa, torch_facts
 from .attention import CONTEXT_LOST
 from .attention import stage as attention_stage
 from .context import Context
@@ -19,6 +19,7 @@ DISPATCH = {
     "torch_facts": torch_facts.run,
     "sdpa": sdpa.run,
     "family": family.run,
+    "hf_attention": hf_attention.run,
     "smoke": attention_stage("smoke"),
     "compile": attention_stage("compile"),
     "bench": attention_stage("bench"),

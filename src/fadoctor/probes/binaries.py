@@ -9,22 +9,17 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Sequence
 
 from fadoctor.archs import arch_key
-from fadoctor.facts.model import (
+from fadoctor.facts.binaries import (
     BinaryAnalysis,
     ExtensionFile,
-    Facts,
-    Failure,
-    FailureKind,
-    Files,
     Kernels,
     LoadFailure,
     MissingSymbol,
     NeededLibrary,
-    Probe,
-    TorchFiles,
     TorchLoad,
     UnmetVersion,
 )
+from fadoctor.facts.model import Facts, Failure, FailureKind, Files, Probe, TorchFiles
 from fadoctor.probes.mangling import binary_string_abi, follows_from, is_torch_symbol
 
 if TYPE_CHECKING:  # the ELF readers (pyelftools) load when a binary is read, not before

@@ -12,7 +12,7 @@ from fadoctor.evaluate import evaluate
 from fadoctor.facts.model import Facts
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
-from fadoctor.triage import mech_build, mech_gpu, mech_import, mech_wrappers
+from fadoctor.triage import mech_build, mech_catalog, mech_gpu, mech_import, mech_wrappers
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.bridge import to_facts, unknown_checks
@@ -29,6 +29,7 @@ from fadoctor.triage.text import Quote, split
 
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
+    mech_catalog.catalog, mech_catalog.api_names,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
     mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,

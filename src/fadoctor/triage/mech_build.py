@@ -19,9 +19,12 @@ from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedup
 
 _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
                       r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
-                      r"out of memory allocating|virtual memory exhausted", re.I)
+                      r"out of memory allocating|virtual memory exhausted|"
+                      # top(1) during the build: under 1000 MiB of RAM left
+                      r"MiB Mem\s{0,4}:\s{0,4}\d{1,9}(?:\.\d)? total,\s{0,4}\d{1,3}(?:\.\d)? free", re.I)
 _OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
-                        r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)", re.I)
+                        r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
+                        r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)", re.I)
 _NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:command )?not found|"
                        r"no module named '?ninja|falling back to using the slow distutils", re.I)
 _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
@@ -73,7 +76,7 @@ def _prebuilt(ctx: Context) -> Remedy:
 
 
 def memory(ctx: Context) -> List[Signal]:
-    log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc"))
+    log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc", "mib mem"))
                 if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
     prose = None if log else next(
         ((i, m) for i, m in ctx.find(_OOM_PROSE, ("memory", "ram", "oom"))

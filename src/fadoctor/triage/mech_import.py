@@ -253,10 +253,12 @@ def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quo
         message = (f"the binary links {lib}, a CUDA runtime the dynamic loader does not find "
                    "here: it was built for another CUDA version")
     remedies: List[Optional[Remedy]] = [r.exact_wheel(ctx)]
-    if have is not None:
-        remedies.append(Remedy(summary=f"Reinstall flash-attn built for CUDA {have} (the cu{have} "
-                               "wheels); do not mix in binaries built for another CUDA (a conda "
-                               "package, a wheel from another machine).",
+    # With torch's CUDA unknown the advice still holds: the build must match torch's CUDA.
+    cuda = f"CUDA {have} (the cu{have} wheels)" if have is not None else \
+        "the CUDA your torch uses (torch.version.cuda)"
+    remedies.append(Remedy(summary=f"Reinstall flash-attn built for {cuda}; do not mix in "
+                               "binaries built for another CUDA (a conda package, a wheel from "
+                               "another machine).",
                                commands=["pip uninstall -y flash-attn",
                                          "pip install flash-attn --no-build-isolation "
                                          "--no-cache-dir"]))

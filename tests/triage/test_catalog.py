@@ -1,0 +1,89 @@
+"""The message catalog (data/messages.yaml): re-derived offline from the checks recorded from
+flash-attn's C++ API at every release tag, covering each of them, and each entry's printed form
+gets its category from triage; the real-report fixtures keep their URL split."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Dict, List, Tuple
+
+import pytest
+import yaml
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+from fadoctor.triage.mech_catalog import entries
+
+ROOT = Path(__file__).resolve().parents[2]
+EXCERPTS = ROOT / "tests" / "fixtures" / "messages_excerpts.yaml"
+REPORTS = ROOT / "tests" / "fixtures" / "reports"
+
+
+def _tool(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Dict[str, List[Tuple[str, int, str]]]:
+    found: Dict[str, List[Tuple[str, int, str]]] = _tool("gen_messages").read_excerpts(EXCERPTS)
+    return found
+
+
+def test_the_catalog_is_what_the_generator_derives(recorded: Dict[str, List[Tuple[str, int, str]]]
+                                                   ) -> None:
+    rendered = _tool("gen_messages").render(recorded)
+    assert rendered == (ROOT / "data" / "messages.yaml").read_text(encoding="utf-8")
+
+
+def test_every_environment_check_at_every_tag_is_catalogued(
+        recorded: Dict[str, List[Tuple[str, int, str]]]) -> None:
+    order = _tool("gen_messages")._order
+    by_text = {e.printed: e for e in entries()}
+    assert len(recorded) >= 90  # the 97 release tags v0.2.1 .. v2.8.3.post1 that have the file
+    missing = []
+    for tag, rows in recorded.items():
+        for path, line, printed in rows:
+            entry = by_text.get(printed)
+            if entry is None or not order(entry.first) <= order(tag) <= order(entry.last):
+                missing.append(f"{tag}:{path}:{line}: {printed}")
+    assert missing == []
+
+
+def test_patterns_are_bounded() -> None:
+    """Literal words joined by a bounded gap: no group, so no nested quantifier."""
+    for entry in entries():
+        assert "(" not in entry.pattern.pattern.replace(r"\(", ""), entry.id
+        assert entry.pattern.search(entry.printed), entry.id
+
+
+@pytest.mark.parametrize("entry", entries(), ids=[e.id for e in entries()])
+def test_each_printed_form_gets_its_category(entry: object, matrix: Matrix) -> None:
+    from fadoctor.triage.mech_catalog import Entry
+    assert isinstance(entry, Entry)
+    text = ("GPU 0: NVIDIA GeForce RTX 3090\n  File \"flash_attn/flash_attn_interface.py\", line 42,"
+            f" in _flash_attn_forward\nRuntimeError: {entry.printed}\n")
+    top = triage(text, matrix).diagnosis[0]
+    expected = {entry.category}
+    if "is_sm80" in entry.printed:  # 1.x's backward gate for head dim > 64 off the A100
+        expected.add(Category.HEAD_DIM_UNSUPPORTED)
+    assert top.category in expected
+    assert top.evidence["quoted"] and top.remedies
+
+
+def test_the_report_split_is_the_url_hash() -> None:
+    split = _tool("split_reports").split()
+    assert split == yaml.safe_load((REPORTS / "SPLIT.yaml").read_text(encoding="utf-8"))
+    assert len(split["development"]) + len(split["held_out"]) >= 60
+    for case in (p for p in REPORTS.iterdir() if p.is_dir()):
+        expect = yaml.safe_load((case / "expect.yaml").read_text(encoding="utf-8"))
+        assert expect["source"].startswith("https://github.com/"), case
+        assert Category(expect["category"]) and expect["remedy_any_of"], case

@@ -54,7 +54,11 @@ app = typer.Typer(
 
 def _version_callback(value: bool) -> None:
     if value:
-        _write(Path("-"), f"fadoctor {__version__}\n")
+        from fadoctor.matrix.dated import data_date
+
+        when = data_date()
+        _write(Path("-"), f"fadoctor {__version__}"
+               + (f" (matrix data of {when})" if when else "") + "\n")
         raise typer.Exit()
 
 

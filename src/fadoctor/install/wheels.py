@@ -91,7 +91,9 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
                   and torch.version >= r.readme_min_torch
                   and (fa_version is None or r.version == fa_version)
                   and (machine.python is None or str(machine.python) + ".0" in r.requires_python
-                       or machine.python in r.requires_python)]
+                       or machine.python in r.requires_python)
+                  and not any(d.breaks_build(torch.version, machine.gpu_cc)
+                              for d in matrix.defects_for(r.version))]
     release = max(candidates, key=lambda r: r.version, default=None)
     if release is None:
         return None, []

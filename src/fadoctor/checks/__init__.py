@@ -59,7 +59,8 @@ ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD112", "flash-attn-gpu", "Each installed family supports the GPUs here",
           "FlashAttention-2 needs compute capability {fa2_min_cc}+ ({fa2_gates}); "
           "FlashAttention-3 is built for Hopper (sm_90a, plus sm_80 kernels); FlashAttention-4 "
-          "accepts sm8x-sm12x and is written for Hopper and Blackwell.",
+          "is written for Hopper and Blackwell, and its gates differ by beta and direction (no "
+          "backward, so no training, on sm8x at any beta).",
           flash.check_gpu_support),
     Check("FAD113", "flash-attn-requirements", "Each family's torch and Python requirements hold",
           "Holds the installed versions against the matrix: the README's minimum torch, FA3's "

@@ -40,6 +40,9 @@ class Defect(Entry):
     min_glibc: Optional[Version] = None  # bites below this glibc
     min_driver: Optional[DriverVersion] = None  # bites below this NVIDIA driver
     gpu_cc: Optional[SpecifierSet] = None  # compute capability, as a version (9.0)
+    # A condition of the workload no machine fact tells (tensor sizes): the defect may bite,
+    # so it is reported, but it never rules a release out.
+    only_when: Optional[str] = None
     category: Category
     summary: str
     remedy: str
@@ -83,6 +86,8 @@ class Defect(Entry):
         for floor, have in ((self.min_glibc, glibc), (self.min_driver, driver)):
             if floor is not None:
                 results.append(None if have is None else have < floor)
+        if self.only_when is not None:
+            results.append(None)
         if False in results:
             return False
         return None if None in results else True

@@ -71,3 +71,26 @@ def test_no_source_build_for_sm120(matrix: Matrix) -> None:
     rel, commands = build_recipe(TorchBuild(Version("2.13.0"), "cu130", True), machine, matrix,
                                  None)
     assert rel is None and commands == []  # sm_120 builds crash nvcc (#2361)
+
+
+def test_releases_newer_than_the_data_are_named_not_refused(build: ModuleType,
+                                                              matrix: Matrix) -> None:
+    devices = [build.gpu("NVIDIA H100 80GB HBM3", "9.0")]
+    facts = build.facts(
+        build.host("3.12.3"),
+        packages=build.packages(build.dist("torch", "2.16.0+cu140", SITE),
+                                build.dist("flash-attn-4", "4.0.0b40", SITE)),
+        driver=build.driver("610.10.01", "14.0", devices),
+        torch=build.torch("2.16.0+cu140", "14.0", "9.0;10.0", devices, site=SITE),
+        flash=[build.family(build.Family.FA4, "4.0.0b40", build.imported("flash_attn.cute", SITE))])
+    outcome = BY_KEY["FAD108"].run(facts, matrix)
+    assert isinstance(outcome, list)
+    newer = {f.subject: f for f in outcome}
+    assert set(newer) == {"torch", "flash-attn-4", "CUDA", "NVIDIA driver"}
+    for finding in newer.values():
+        assert finding.severity == Severity.INFO
+        assert f"newer than fadoctor's data of {matrix.data_date}" in finding.message
+        assert finding.remedies[0].commands == ["pip install --upgrade fadoctor"]
+    # FAD112 judges the unknown beta by the GPU, not by a missing row.
+    found = gpu_finding(facts, matrix)
+    assert found.severity == Severity.INFO and "supports" in found.message

@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, kernels, model, sdpa, system
+from fadoctor.checks import binary, current, flash, kernels, model, sdpa, system
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 from fadoctor.model.spec import ModelFacts
@@ -45,6 +45,12 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "Two copies of torch or flash-attn on sys.path (user site, --target folders, "
           "PYTHONPATH) make the imported one differ from the one pip reports.",
           system.check_duplicates),
+    Check("FAD108", "data-current", "fadoctor's data knows the releases installed here",
+          "Holds torch, flash-attn, flash-attn-4, torch's CUDA and the driver against the newest "
+          "release the matrix has (its data_date). A newer one is reported as newer than the "
+          "data of that date, and the other checks judge it by the binaries, imports and kernels "
+          "- never as unsupported for a missing row.",
+          current.check_data_current),
     Check("FAD110", "flash-attn-installed", "A flash-attention family is installed",
           "Looks for FlashAttention-2 (flash-attn), FlashAttention-3 (flash_attn_3), "
           "FlashAttention-4 (flash-attn-4) and vllm-flash-attn by their distributions and "

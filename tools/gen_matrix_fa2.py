@@ -251,11 +251,13 @@ def sdist_entry(rel: Dict[str, Any], known: List[Dict[str, Any]]) -> Dict[str, A
     }
 
 
-def generated(reference: Path) -> Dict[str, List[str]]:
+def generated(reference: Path, only: Optional[str] = None) -> Dict[str, List[str]]:
+    fa4 = fa4_betas.entries(json.loads(fa4_betas.RECORD.read_text(encoding="utf-8")))
+    if only == "fa4_releases":  # needs no reference notes: its record is read at the tags
+        return {"fa4_releases": block("fa4_releases", fa4, ())}
     data = yaml.safe_load((reference / "fa_wheel_matrix.yaml").read_text(encoding="utf-8"))
     fa2 = [release_entry(r) for r in data["releases"]]
     fa2 += [sdist_entry(r, fa2) for r in json.loads(SDISTS.read_text(encoding="utf-8"))["releases"]]
-    fa4 = fa4_betas.entries(json.loads(fa4_betas.RECORD.read_text(encoding="utf-8")))
     return {"flash_attn_releases": block("flash_attn_releases", fa2, ("assets", "not_built")),
             "fa4_releases": block("fa4_releases", fa4, ())}
 
@@ -274,10 +276,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--matrix", type=Path, default=MATRIX)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file would change")
+    parser.add_argument("--only", choices=["fa4_releases"], help="write this block only")
     args = parser.parse_args(argv)
     old = args.matrix.read_text(encoding="utf-8")
     new = old
-    for name, lines in generated(args.reference).items():
+    for name, lines in generated(args.reference, args.only).items():
         new = splice(new, name, lines)
     if args.check:
         if new != old:

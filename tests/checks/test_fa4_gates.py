@@ -94,3 +94,17 @@ def test_releases_newer_than_the_data_are_named_not_refused(build: ModuleType,
     # FAD112 judges the unknown beta by the GPU, not by a missing row.
     found = gpu_finding(facts, matrix)
     assert found.severity == Severity.INFO and "supports" in found.message
+
+
+def test_fa3_requirements_follow_the_release(matrix: Matrix) -> None:
+    python = {str(r.min_python) for r in matrix.requirements(build_family("fa3"))
+              if r.min_python and r.holds_for(Version("3.0.0"))}
+    older = {str(r.min_python) for r in matrix.requirements(build_family("fa3"))
+             if r.min_python and r.holds_for(Version("3.0.0b1"))}
+    assert python == {"3.10"} and older == {"3.8"}
+
+
+def build_family(name: str):  # type: ignore[no-untyped-def]
+    from fadoctor.facts.model import Family
+
+    return Family(name)

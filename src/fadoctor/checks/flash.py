@@ -325,6 +325,8 @@ def _requirement_findings(fa: FlashAttention, tv: Version, facts: Facts, matrix:
     verified: List[str] = []
     py = version(facts.host.data.python_version if facts.host.data else None)
     for req in matrix.requirements(fa.family):
+        if not req.holds_for(version(fa.version)):
+            continue
         if req.min_torch is not None:
             if tv < req.min_torch:
                 out.append(_unmet(fa, f"{what} needs torch >= {req.min_torch}; this is {tv}",

@@ -10,7 +10,7 @@ from packaging.version import Version
 from pydantic import field_validator
 
 from fadoctor.facts.model import Family
-from fadoctor.matrix.base import Entry, _optional_version, _specifier, _version
+from fadoctor.matrix.base import Entry, _optional_specifier, _optional_version, _specifier, _version
 
 
 class FamilySupport(Entry):
@@ -32,6 +32,7 @@ class ArchGate(Entry):
 
 class FamilyRequirement(Entry):
     family: Family
+    versions: Optional[SpecifierSet] = None  # the family's releases it holds for (None: all)
     min_torch: Optional[Version] = None
     min_python: Optional[Version] = None
     min_nvcc: Optional[Version] = None  # a source build refuses an older nvcc
@@ -44,6 +45,13 @@ class FamilyRequirement(Entry):
 
     _v = field_validator("min_torch", "min_python", "min_nvcc", "recommended_nvcc",
                          mode="before")(_optional_version)
+    _r = field_validator("versions", mode="before")(_optional_specifier)
+
+    def holds_for(self, version: Optional[Version]) -> bool:
+        """Whether it applies to this release (an unknown release: only unranged ones)."""
+        if self.versions is None:
+            return True
+        return version is not None and self.versions.contains(version, prereleases=True)
 
 
 class CustomOps(Entry):

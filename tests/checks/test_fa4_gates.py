@@ -108,3 +108,12 @@ def build_family(name: str):  # type: ignore[no-untyped-def]
     from fadoctor.facts.model import Family
 
     return Family(name)
+
+
+def test_model_advice_says_fa4_cannot_train_on_an_a100(matrix: Matrix) -> None:
+    from fadoctor.model.support import fa4_training_problems
+
+    [problem] = fa4_training_problems(matrix, Version("4.0.0b36"), ["8.0"])
+    assert "backward (training) refuses sm_80 at 4.0.0b36" in problem
+    assert fa4_training_problems(matrix, Version("4.0.0b36"), ["9.0"]) == []
+    assert fa4_training_problems(matrix, Version("4.0.0b99"), ["8.0"]) == []  # unknown beta

@@ -33,9 +33,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import yaml
 from packaging.version import Version
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_fa4_betas as fa4_betas
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference"
 MATRIX = ROOT / "data" / "compat_matrix.yaml"
+SDISTS = ROOT / "tools" / "fixtures" / "fa2_sdists.json"
 FACTS = "flash_attn_facts.md"
 
 # -- "from this version on" tables (flash_attn_facts.md) ----------------------------------------
@@ -60,7 +64,6 @@ BUILDS_ON_OVERRIDE = {Version("2.8.0"): ("unknown", (
     "publish.yml at v2.8.0 names ubuntu-20.04, but GitHub stopped running that image on "
     "2025-04-15 (actions/runner-images#11101), two months before the tag (2025-06-14): whatever "
     "built its wheels, it was not that runner; dstack#2807 reports GLIBC_2.32 with 2.8.0"))}
-FA4_DIST_RENAMED = Version("4.0.0b4")  # flash-attn4 before, flash-attn-4 from here (§3)
 
 
 def since(table: Table, version: Version) -> Any:
@@ -194,19 +197,6 @@ def sources(rel: Dict[str, Any], newest: str, by_cuda: Dict[str, List[str]]) -> 
     }
 
 
-def fa4_entry(tag: Dict[str, Any]) -> Dict[str, Any]:
-    version = Version(tag["pypi_version"])
-    return {
-        "version": str(version), "tag": tag["tag"],
-        "distribution": "flash-attn-4" if version >= FA4_DIST_RENAMED else "flash-attn4",
-        "requires_python": tag["requires_python"],
-        "dependencies": list(tag["dependencies"]), "extra_cu13": list(tag["extra_cu13"] or []),
-        "source": (f"flash-attention flash_attn/cute/pyproject.toml at tag {tag['tag']} "
-                   f"({tag['tag_commit'][:8]}), via fa_wheel_matrix.yaml flash_attn_4_releases; "
-                   f"distribution name per {FACTS} §3"),
-    }
-
-
 # -- YAML text ------------------------------------------------------------------------------------
 
 def scalar(value: Any) -> str:
@@ -240,11 +230,34 @@ def block(name: str, entries: List[Dict[str, Any]], multiline: Sequence[str]) ->
     return lines
 
 
-def generated(reference: Path) -> Dict[str, List[str]]:
+def sdist_entry(rel: Dict[str, Any], known: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """A release read from its sdist only: setup.py's fields from the tag whose setup.py has the
+    same digest; its wheel set unknown (never copied from another release)."""
+    base = next(e for e in known if e["tag"] == rel["same_setup_as"])
+    setup_fields = ("readme_min_torch", "requires_python", "cuda_tag_rule", "min_nvcc",
+                    "readme_min_cuda", "platform", "build_archs", "arch_env")
+    digest = rel["setup_py_sha256"][:12]
+    return {
+        "version": rel["version"], "tag": None,
+        "wheel_torch": [], "wheel_cuda": [], "wheel_python": [], "builds_on": "unknown",
+        **{k: base[k] for k in setup_fields}, "wheels_unknown": True,
+        "archs": base["archs"], "assets": {}, "built_against": {},
+        "source": (f"the registry's sdist {rel['sdist']} (no tag in the clone; no primary source "
+                   "for its wheel assets was read: wheels unknown; tools/fixtures/fa2_sdists.json)"),
+        "setup_source": (f"setup.py of {rel['sdist']} (sha256 {digest}...), byte-identical to "
+                         f"setup.py at tag {rel['same_setup_as']}: its fields carry over"),
+        "archs_source": (f"derived: setup.py's -gencode lines (identical to {rel['same_setup_as']}"
+                         "'s) for a source build with nvcc >= 12.8; no wheel was inspected"),
+    }
+
+
+def generated(reference: Path, only: Optional[str] = None) -> Dict[str, List[str]]:
+    fa4 = fa4_betas.entries(json.loads(fa4_betas.RECORD.read_text(encoding="utf-8")))
+    if only == "fa4_releases":  # needs no reference notes: its record is read at the tags
+        return {"fa4_releases": block("fa4_releases", fa4, ())}
     data = yaml.safe_load((reference / "fa_wheel_matrix.yaml").read_text(encoding="utf-8"))
     fa2 = [release_entry(r) for r in data["releases"]]
-    fa4 = [fa4_entry(t) for t in data["flash_attn_4_releases"]["tags"]]
-    fa4.sort(key=lambda e: Version(e["version"]))
+    fa2 += [sdist_entry(r, fa2) for r in json.loads(SDISTS.read_text(encoding="utf-8"))["releases"]]
     return {"flash_attn_releases": block("flash_attn_releases", fa2, ("assets", "not_built")),
             "fa4_releases": block("fa4_releases", fa4, ())}
 
@@ -263,10 +276,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--reference", type=Path, default=REFERENCE)
     parser.add_argument("--matrix", type=Path, default=MATRIX)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file would change")
+    parser.add_argument("--only", choices=["fa4_releases"], help="write this block only")
     args = parser.parse_args(argv)
     old = args.matrix.read_text(encoding="utf-8")
     new = old
-    for name, lines in generated(args.reference).items():
+    for name, lines in generated(args.reference, args.only).items():
         new = splice(new, name, lines)
     if args.check:
         if new != old:

@@ -32,6 +32,7 @@ def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(
                if check.id not in ignore and check.name not in ignore]
     return Report(
         fadoctor_version=facts.fadoctor_version,
+        matrix_date=matrix.data_date,
         target=facts.target,
         environment=environment(facts),
         stack=stack(facts),

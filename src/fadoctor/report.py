@@ -150,6 +150,7 @@ class Summary(Frozen):
 class Report(Frozen):
     schema_version: int = REPORT_SCHEMA_VERSION
     fadoctor_version: str
+    matrix_date: Optional[str] = None  # the data_date of the matrix the facts were held against
     target: Target
     environment: Environment
     stack: Optional[Stack] = None

@@ -152,7 +152,7 @@ def test_fa3_and_fa4_requirements(matrix: Matrix) -> None:
     assert {str(r.min_nvcc) for r in fa3 if r.min_nvcc} == {"12.3"}
     assert {str(r.min_torch) for r in fa3 if r.min_torch} == {"2.4"}
     newest = matrix.fa4_releases[-1]
-    assert (str(newest.version), newest.distribution) == ("4.0.0b27", "flash-attn-4")
+    assert (str(newest.version), newest.distribution) == ("4.0.0b36", "flash-attn-4")
     assert Version("3.9") not in newest.requires_python
     assert newest.extra_cu13 == ["nvidia-cutlass-dsl[cu13]>=4.6.2"]
     assert matrix.fa4_releases[0].distribution == "flash-attn4"  # beta0-2

@@ -146,7 +146,7 @@ def _rocm_backend_unknown(raw: Raw, rel: Find) -> None:
     (_not_an_arch, ["flash-attn 2.8.3", "'sm90' is not an arch name"]),
     (_archs_by_cuda_without_assets, ["flash-attn 2.8.3", "archs_by_cuda names cu11"]),
     (_empty_archs_source, ["archs_source", "non-empty source"]),
-    (_releases_out_of_order, ["flash_attn_releases: '2.8.3' comes after '2.8.3.post1'"]),
+    (_releases_out_of_order, ["flash_attn_releases: '2.8.3.post1' comes after '2.8.3.post2'"]),
     (_abi1_false_wheel_without_a_defect, ["flash-attn 2.8.3: cu12torch2.6cxx11abiFALSE was "
                                           "compiled against an ABI-1 torch"]),
     (_defect_for_no_release, ["known_defects 'glibc-2.32-wheels'", "match no fa2 release"]),
@@ -159,7 +159,7 @@ def _rocm_backend_unknown(raw: Raw, rel: Find) -> None:
     (_sdpa_ranges_overlap, ["sdpa_backends: flash has 2 ranges for torch 2.7"]),
     (_arch_list_of_no_variant, ["torch 2.6: arch_lists_unverified names ['cu999']"]),
     (_toolkits_out_of_order, ["cuda_driver.toolkits: '11.0' comes after '11.1'"]),
-    (_fa4_duplicate, ["fa4_releases: duplicate entry '4.0.0b27'"]),
+    (_fa4_duplicate, ["fa4_releases: duplicate entry '4.0.0b36'"]),
     (_rocm_backend_unknown, ["rocm_backends.0.backend (backend=cuda)"]),
 ])
 def test_a_broken_copy_names_the_entry(fresh: Raw, release_in: Find,

@@ -100,7 +100,7 @@ def test_torch_release_maps_name_only_their_variants(shipped: Matrix) -> None:
 def test_flash_attn_wheels_name_torch_minors(shipped: Matrix) -> None:
     # newest_release_with_wheel compares these with str(release(torch)): "2.7", never "2.7.1".
     for rel in shipped.flash_attn_releases:
-        assert rel.wheel_torch, rel.version
+        assert rel.wheel_torch or rel.wheels_unknown, rel.version
         assert all(len(Version(minor).release) == 2 for minor in rel.wheel_torch), rel.version
 
 

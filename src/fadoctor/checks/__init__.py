@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, Tuple
 
-from fadoctor.checks import binary, flash, hf, kernels, model, sdpa, system
+from fadoctor.checks import binary, current, flash, hf, kernels, model, sdpa, system
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 
@@ -47,6 +47,12 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "Two copies of torch or flash-attn on sys.path (user site, --target folders, "
           "PYTHONPATH) make the imported one differ from the one pip reports.",
           system.check_duplicates),
+    Check("FAD108", "data-current", "fadoctor's data knows the releases installed here",
+          "Holds torch, flash-attn, flash-attn-4, torch's CUDA and the driver against the newest "
+          "release the matrix has (its data_date). A newer one is reported as newer than the "
+          "data of that date, and the other checks judge it by the binaries, imports and kernels "
+          "- never as unsupported for a missing row.",
+          current.check_data_current),
     Check("FAD110", "flash-attn-installed", "A flash-attention family is installed",
           "Looks for FlashAttention-2 (flash-attn), FlashAttention-3 (flash_attn_3), "
           "FlashAttention-4 (flash-attn-4) and vllm-flash-attn by their distributions and "
@@ -61,7 +67,8 @@ ALL_CHECKS: Tuple[Check, ...] = (
     Check("FAD112", "flash-attn-gpu", "Each installed family supports the GPUs here",
           "FlashAttention-2 needs compute capability {fa2_min_cc}+ ({fa2_gates}); "
           "FlashAttention-3 is built for Hopper (sm_90a, plus sm_80 kernels); FlashAttention-4 "
-          "accepts sm8x-sm12x and is written for Hopper and Blackwell.",
+          "is written for Hopper and Blackwell, and its gates differ by beta and direction (no "
+          "backward, so no training, on sm8x at any beta).",
           flash.check_gpu_support),
     Check("FAD113", "flash-attn-requirements", "Each family's torch and Python requirements hold",
           "Holds the installed versions against the matrix: the README's minimum torch, FA3's "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from packaging.version import Version
 
@@ -218,6 +218,10 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
                             "GPUs or newer')",
                     evidence={**evidence, "gate_source": gate.source},
                     remedies=_first_with_kernels(matrix, cc, "--no-cache-dir"))
+    if fa.family == Family.FA4 and fv is not None:
+        gated = _fa4_gate(fa, fv, gpu, cc, matrix, evidence)
+        if gated is not None:
+            return gated
     if str(cc) not in support.tuned:
         return Finding(
             severity=Severity.INFO, category=Category.INFO, subject=fa.family.value,
@@ -225,6 +229,40 @@ def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> F
                     f"{', '.join('sm_' + t.replace('.', '') for t in support.tuned)}",
             evidence=evidence)
     return info(f"{what} supports {gpu} ({arch})", **evidence)
+
+
+def _fa4_gate(fa: FlashAttention, fv: Version, gpu: str, cc: Version, matrix: Matrix,
+              evidence: Dict[str, Any]) -> Optional[Finding]:
+    """FlashAttention-4's own gates, per beta and per direction: interface.py asserts the GPU's
+    compute capability major in _flash_attn_fwd and, with a shorter list, in _flash_attn_bwd
+    (no backward on 8.x at any beta): such a GPU runs inference, and training fails."""
+    beta = matrix.fa4_release(fv)
+    if beta is None:
+        return None
+    what, arch = label(fa, matrix), f"sm_{cc.major}{cc.minor}"
+    evidence = {**evidence, "forward_cc_majors": beta.forward_cc_majors,
+                "backward_cc_majors": beta.backward_cc_majors, "gate_source": beta.source}
+    if beta.accepts(cc.major, "forward") is False:
+        return Finding(
+            severity=Severity.ERROR, category=Category.GPU_UNSUPPORTED, subject=fa.family.value,
+            message=f"{what} refuses {gpu} ({arch}): its forward accepts compute capability "
+                    f"{_majors(beta.forward_cc_majors)} only ('Unsupported compute capability')",
+            evidence=evidence, remedies=[sdpa_fallback("")])
+    if beta.accepts(cc.major, "backward") is False:
+        return Finding(
+            severity=Severity.WARNING, category=Category.GPU_UNSUPPORTED, subject=fa.family.value,
+            message=f"{what} runs only the forward (inference) on {gpu} ({arch}): its backward "
+                    f"accepts compute capability {_majors(beta.backward_cc_majors)} only, so "
+                    "training fails ('Unsupported compute capability')",
+            evidence=evidence,
+            remedies=[Remedy(summary="To train on this GPU use FlashAttention-2 (flash-attn 2.x)"
+                             " or PyTorch SDPA; FlashAttention-4 serves inference here."),
+                      sdpa_fallback("")])
+    return None
+
+
+def _majors(majors: List[int]) -> str:
+    return ", ".join(f"{m}.x" for m in majors)
 
 
 def _unsupported_remedies(family: Family, cc: Version, matrix: Matrix) -> List[Remedy]:
@@ -280,6 +318,8 @@ def _requirement_findings(fa: FlashAttention, tv: Version, facts: Facts, matrix:
     verified: List[str] = []
     py = version(facts.host.data.python_version if facts.host.data else None)
     for req in matrix.requirements(fa.family):
+        if not req.holds_for(version(fa.version)):
+            continue
         if req.min_torch is not None:
             if tv < req.min_torch:
                 out.append(_unmet(fa, f"{what} needs torch >= {req.min_torch}; this is {tv}",

@@ -11,7 +11,7 @@ from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, version, why_unknown
 from fadoctor.checks.classify import classify, failure_text
 from fadoctor.checks.remedies import remedy, torch_variant_remedies
-from fadoctor.facts.model import Facts, FailureKind
+from fadoctor.facts.model import Distribution, Facts, FailureKind
 from fadoctor.install.torch import cuda_of_variant, torch_install
 from fadoctor.install.views import driver_version
 from fadoctor.matrix import Matrix
@@ -252,11 +252,34 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
     for dist in packages.distributions:
         seen[dist.name].append(f"{dist.version} in {dist.location}")
     dupes = {dist: where for dist, where in seen.items() if len(where) > 1}
+    overlaps = _overlaps(packages.distributions)
+    if overlaps:
+        return [_duplicate(dist, where) for dist, where in sorted(dupes.items())] + overlaps
     if not dupes:
         count = len(packages.distributions)
         return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
                      "each installed once")]
     return [_duplicate(dist, where) for dist, where in sorted(dupes.items())]
+
+
+def _overlaps(dists: List[Distribution]) -> List[Finding]:
+    """Family distributions whose RECORDs own the same files (the second install overwrote the
+    first's): one finding per group of owners."""
+    groups: Dict[Tuple[str, ...], List[str]] = defaultdict(list)
+    for path in sorted({p for d in dists for p in d.shared_files or []}):
+        owners = tuple(sorted({f"{d.name} {d.version}" for d in dists
+                               if path in (d.shared_files or [])}))
+        groups[owners].append(path)
+    return [Finding(
+        severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=owners[0],
+        message=f"{' and '.join(owners)} own the same files ({', '.join(paths[:3])}"
+                f"{', ...' if len(paths) > 3 else ''}): whichever was installed last overwrote "
+                "the other's, and uninstalling either removes files the other needs",
+        evidence={"owners": list(owners), "shared_files": paths},
+        remedies=[Remedy(summary="Keep one of them in this environment (flash-attn 2.x ships "
+                         "flash_attn/cute/ at flash-attn-4's paths), then reinstall the one you "
+                         "keep with --force-reinstall --no-deps.")])
+        for owners, paths in sorted(groups.items()) if len(owners) > 1]
 
 
 def _duplicate(dist: str, where: List[str]) -> Finding:

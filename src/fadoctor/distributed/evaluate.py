@@ -33,7 +33,7 @@ def evaluate_job(job: JobFacts, matrix: Matrix, ignore: AbstractSet[str] = froze
         if per_rank:
             results.append(merge_check(per_rank))
     first = job.ranks[0].facts
-    merged = Report(fadoctor_version=__version__, target=first.target,
+    merged = Report(fadoctor_version=__version__, matrix_date=matrix.data_date, target=first.target,
                     environment=merge_environment([(k, r.environment) for k, r in ranked]),
                     summary=summarize(results), checks=results)
     return JobReport(fadoctor_version=__version__, world_size=job.world_size,

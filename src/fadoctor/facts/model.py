@@ -139,6 +139,9 @@ class Distribution(Frozen):
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
     # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
     requires: Optional[List[str]] = None
+    # A flash-attention family's files (from RECORD) that another family distribution in the same
+    # folder also lists ([]: none; None: not read, or not a family distribution), at most 20.
+    shared_files: Optional[List[str]] = None
     # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
     # are then what could be read of it.
     error: Optional[str] = None

@@ -236,6 +236,13 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
         search.rejected.append(f"flash-attn-4: written for {', '.join(support.tuned)}, not "
                                f"sm_{cc.major}{cc.minor}")
         return []
+    newest = max((r for r in search.matrix.fa4_releases if r.published), default=None,
+                 key=lambda r: r.version)
+    if cc is not None and newest is not None and newest.accepts(cc.major, "backward") is False:
+        # interface.py's backward refuses this GPU at every beta: no training (inference only)
+        search.rejected.append(f"flash-attn-4 {newest.version}: no backward (training) on "
+                               f"sm_{cc.major}{cc.minor}")
+        return []
     for req in search.matrix.requirements(Family.FA4):
         if req.min_python is not None and m.python is not None and m.python < req.min_python:
             search.rejected.append(f"flash-attn-4: needs Python >= {req.min_python}")

@@ -11,6 +11,7 @@ from .tables import FAMILIES, canonical, interesting
 # Requires-Dist lines kept per distribution, and characters per line: metadata is data, bounded.
 MAX_REQUIRES = 64
 MAX_REQUIREMENT = 300
+MAX_SHARED = 20  # shared files named per distribution
 # The distribution name at the start of a requirement (PEP 508).
 _NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 _FAMILY_DISTRIBUTIONS = {d for spec in FAMILIES.values() for d in spec["distributions"]}
@@ -46,8 +47,38 @@ def listing() -> List[Dict[str, Any]]:
     for name in wanted & (_FAMILY_DISTRIBUTIONS | on_torch):
         for dist in everything[name]:
             wanted.update(n for n in map(_required_name, _requires(dist) or []) if n in everything)
-    out.extend(_entry(name, dist) for name in wanted for dist in everything[name])
+    chosen = [(name, dist) for name in wanted for dist in everything[name]]
+    shared = _shared([(n, d) for n, d in chosen if n in _FAMILY_DISTRIBUTIONS])
+    for name, dist in chosen:
+        entry = _entry(name, dist)
+        if name in _FAMILY_DISTRIBUTIONS and "error" not in entry:
+            entry["shared_files"] = shared.get(id(dist))
+        out.append(entry)
     out.sort(key=lambda d: (d["name"], d["location"] or ""))
+    return out
+
+
+def _shared(dists: List[Any]) -> Dict[int, Optional[List[str]]]:
+    """Per distribution (by id), the files its RECORD lists that another family distribution's
+    RECORD in the same folder lists too: installing one overwrote the other's (flash-attn 2.x
+    ships flash_attn/cute/ at flash-attn-4's paths). None: its RECORD could not be read."""
+    owners = {}  # type: Dict[Any, List[str]]
+    files = {}  # type: Dict[int, Optional[List[Any]]]
+    for name, dist in dists:
+        try:
+            where = str(dist.locate_file(""))
+            keys = [(where, str(f)) for f in (dist.files or []) if not str(f).endswith(".pyc")
+                    and ".dist-info/" not in str(f) and not str(f).startswith("..")]
+        except Exception:
+            files[id(dist)] = None
+            continue
+        files[id(dist)] = keys
+        for key in keys:
+            owners.setdefault(key, []).append(name)
+    out = {}  # type: Dict[int, Optional[List[str]]]
+    for ident, listed in files.items():
+        out[ident] = None if listed is None else sorted(
+            k[1] for k in listed if len(set(owners[k])) > 1)[:MAX_SHARED]
     return out
 
 

@@ -93,7 +93,10 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
                   and (machine.python is None or str(machine.python) + ".0" in r.requires_python
                        or machine.python in r.requires_python)]
     release = max(candidates, key=lambda r: r.version, default=None)
-    if release is None:
+    # A build the matrix knows fails here (torch's C++20 headers, nvcc's sm_120 crash) is not
+    # offered; an older release is no way out (it has the defect too, or lacks this GPU).
+    if release is None or any(d.breaks_build(torch.version, machine.gpu_cc)
+                              for d in matrix.defects_for(release.version)):
         return None, []
     cc = machine.gpu_cc
     archs = [env(release.arch_env, f"{cc.major}{cc.minor}")] if cc is not None \

@@ -32,12 +32,16 @@ class Defect(Entry):
     family: Family = Family.FA2
     stage: Stage = "run"
     wheels_only: bool = False  # True: the prebuilt wheels have it, a source build does not
+    build_only: bool = False  # True: a source build has it (fails), the prebuilt wheels do not
     torch: Optional[SpecifierSet] = None  # torch releases (local tag ignored)
     torch_cuda: Optional[SpecifierSet] = None  # torch.version.cuda
     cxx11_abi: Optional[bool] = None  # torch._C._GLIBCXX_USE_CXX11_ABI
     min_glibc: Optional[Version] = None  # bites below this glibc
     min_driver: Optional[DriverVersion] = None  # bites below this NVIDIA driver
     gpu_cc: Optional[SpecifierSet] = None  # compute capability, as a version (9.0)
+    # A condition of the workload no machine fact tells (tensor sizes): the defect may bite,
+    # so it is reported, but it never rules a release out.
+    only_when: Optional[str] = None
     category: Category
     summary: str
     remedy: str
@@ -52,7 +56,14 @@ class Defect(Entry):
     def _said(self) -> "Defect":
         if not self.id.strip() or not self.summary.strip() or not self.remedy.strip():
             raise ValueError(f"defect {self.id!r}: id, summary and remedy must not be empty")
+        if self.wheels_only and self.build_only:
+            raise ValueError(f"defect {self.id!r}: wheels_only and build_only exclude each other")
         return self
+
+    def breaks_build(self, torch: Optional[Version], cc: Optional[Version]) -> bool:
+        """Whether a source build of an affected release certainly fails for this torch and GPU
+        (every condition known and met)."""
+        return self.build_only and self.matches(torch, cc) is True
 
     def affects(self, version: Version) -> bool:
         """Whether this version of the family has the defect (post releases compare as such)."""
@@ -74,6 +85,8 @@ class Defect(Entry):
         for floor, have in ((self.min_glibc, glibc), (self.min_driver, driver)):
             if floor is not None:
                 results.append(None if have is None else have < floor)
+        if self.only_when is not None:
+            results.append(None)
         if False in results:
             return False
         return None if None in results else True

@@ -109,21 +109,24 @@ class FlashAttnRelease(Entry):
     those jobs upload to the GitHub release (presence on the page is not verified upstream)."""
 
     version: Version
-    tag: str
-    wheel_torch: List[str]  # torch minors of the workflow's torch axis
+    tag: Optional[str] = None  # None: read from the registry's sdist, the clone has no tag
+    # True: no primary source for the release's wheel assets was read (a release newer than the
+    # clone): `assets` is empty and no wheel of it is ever offered.
+    wheels_unknown: bool = False
+    wheel_torch: List[str] = []  # torch minors of the workflow's torch axis
     wheel_torch_nightlies: List[str] = []
-    wheel_cuda: List[str]  # the CUDA toolkits the jobs installed, as written
-    wheel_python: List[str]
+    wheel_cuda: List[str] = []  # the CUDA toolkits the jobs installed, as written
+    wheel_python: List[str] = []
     builds_on: str  # the runner image, which sets the glibc the wheels need; "unknown" if unsure
     builds_on_note: Optional[str] = None
     readme_min_torch: Version
     requires_python: SpecifierSet
     cuda_tag_rule: CudaTagRule
     # local version (cu12torch2.8cxx11abiTRUE) -> Python tags (cp39 ...)
-    assets: Dict[str, List[str]]
+    assets: Dict[str, List[str]] = {}
     # cu{tag}torch{minor} (the local version without its ABI part; legacy: the whole local
     # version) -> the torch CUDA variant the job installed (cu126); nightlies in built_against_torch.
-    built_against: Dict[str, str]
+    built_against: Dict[str, str] = {}
     built_against_torch: Dict[str, str] = {}  # same keys -> the exact torch (2.6.0, 2.1.0.dev...)
     # Assets the workflow names but whose jobs could not produce a wheel, and why.
     not_built: Dict[str, List[str]] = {}
@@ -185,8 +188,10 @@ class FlashAttnRelease(Entry):
 
     def _asset_problems(self) -> List[str]:
         out: List[str] = []
-        if not self.assets:
+        if not self.assets and not self.wheels_unknown:
             out.append("no assets")
+        if self.assets and self.wheels_unknown:
+            out.append("wheels_unknown with assets")
         every = {**self.assets, **self.not_built}
         parsed = self._parsed(list(every))
         legacy = self.cuda_tag_rule == "none"

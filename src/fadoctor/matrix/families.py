@@ -9,7 +9,7 @@ from packaging.version import Version
 from pydantic import field_validator
 
 from fadoctor.facts.model import Family
-from fadoctor.matrix.base import Entry, _optional_version, _specifier, _version
+from fadoctor.matrix.base import Entry, _optional_specifier, _optional_version, _specifier, _version
 
 
 class FamilySupport(Entry):
@@ -31,6 +31,7 @@ class ArchGate(Entry):
 
 class FamilyRequirement(Entry):
     family: Family
+    versions: Optional[SpecifierSet] = None  # the family's releases it holds for (None: all)
     min_torch: Optional[Version] = None
     min_python: Optional[Version] = None
     min_nvcc: Optional[Version] = None  # a source build refuses an older nvcc
@@ -43,6 +44,13 @@ class FamilyRequirement(Entry):
 
     _v = field_validator("min_torch", "min_python", "min_nvcc", "recommended_nvcc",
                          mode="before")(_optional_version)
+    _r = field_validator("versions", mode="before")(_optional_specifier)
+
+    def holds_for(self, version: Optional[Version]) -> bool:
+        """Whether it applies to this release (an unknown release: only unranged ones)."""
+        if self.versions is None:
+            return True
+        return version is not None and self.versions.contains(version, prereleases=True)
 
 
 class CustomOps(Entry):
@@ -63,14 +71,27 @@ class Fa4Release(Entry):
     """One FlashAttention-4 beta: pure Python (CuTe DSL kernels are compiled at run time)."""
 
     version: Version  # as the package index has it: 4.0.0b27
-    tag: str  # fa4-v4.0.0.beta27
-    distribution: str  # flash-attn4 for beta0-2, flash-attn-4 from beta4
+    tag: Optional[str] = None  # fa4-v4.0.0.beta27; None: read from the registry's wheel
+    distribution: str  # flash-attn4 for beta0-2, flash-attn-4 from beta3
+    # On the registry's version list of `distribution`: False (a tag never published: never
+    # pin it), None (the list was not read).
+    published: Optional[bool] = None
     requires_python: SpecifierSet
     dependencies: List[str]
     extra_cu13: List[str] = []  # what the [cu13] extra adds
+    # The compute capability majors interface.py's forward and backward accept ([] unknown):
+    # a GPU outside backward_cc_majors can run inference but not train.
+    forward_cc_majors: List[int] = []
+    backward_cc_majors: List[int] = []
 
     _v = field_validator("version", mode="before")(_version)
     _s = field_validator("requires_python", mode="before")(_specifier)
+
+
+    def accepts(self, cc_major: int, direction: str) -> Optional[bool]:
+        """Whether this beta's forward or backward accepts the GPU (None: not recorded)."""
+        majors = self.forward_cc_majors if direction == "forward" else self.backward_cc_majors
+        return (cc_major in majors) if majors else None
 
 
 class RocmBackend(Entry):

@@ -11,16 +11,9 @@ from pydantic import ValidationError
 
 from fadoctor.errors import InputError, invalid
 from fadoctor.facts.validation import problems
+from fadoctor.matrix.dated import default_matrix_path as default_matrix_path
 from fadoctor.matrix.models import Matrix
 from fadoctor.safety.textfile import read_bytes, read_text, shown
-
-_PACKAGED = Path(__file__).resolve().parent.parent / "data" / "compat_matrix.yaml"
-_SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "compat_matrix.yaml"
-
-
-def default_matrix_path() -> Path:
-    """The matrix shipped in the wheel, or data/ of a source checkout (editable installs)."""
-    return _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
 
 
 def twin_path(path: Path) -> Path:

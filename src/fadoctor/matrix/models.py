@@ -6,6 +6,7 @@ are re-exported here, where the checks import them from.
 """
 
 
+import re
 from typing import List, Optional
 
 from packaging.version import Version
@@ -71,6 +72,7 @@ class Matrix(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     schema_version: int
+    data_date: Optional[str] = None  # YYYY-MM-DD: the day its facts were last read from sources
     cuda_driver: CudaDriver
     gpus: List[GpuSpec]
     torch_releases: List[TorchRelease]
@@ -87,6 +89,13 @@ class Matrix(BaseModel):
     attention_features: List[FeatureSupport] = []
     head_dim_limits: List[HeadDimLimit] = []
     backward_restrictions: List[BackwardRestriction] = []
+
+    @field_validator("data_date")
+    @classmethod
+    def _iso_date(cls, value: Optional[str]) -> Optional[str]:
+        if value is not None and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError(f"data_date {value!r} is not YYYY-MM-DD")
+        return value
 
     @field_validator("schema_version")
     @classmethod

@@ -114,6 +114,18 @@ def head_dims(spec: ModelSpec, matrix: Matrix, impl: str, version: Optional[Vers
     return problems
 
 
+def fa4_training_problems(matrix: Matrix, version: Optional[Version],
+                          ccs: Sequence[str]) -> List[str]:
+    """FlashAttention-4's backward refuses some GPUs its forward accepts (8.x at every beta):
+    training fails there (interface.py's _flash_attn_bwd arch assert)."""
+    beta = matrix.fa4_release(version) if version is not None else None
+    if beta is None:
+        return []
+    bad = [cc for cc in ccs if beta.accepts(Version(cc).major, "backward") is False]
+    return [f"its backward (training) refuses sm_{bad[0].replace('.', '')} at {beta.version}"
+            ] if bad else []
+
+
 def bf16_problem(here: Here) -> Optional[str]:
     """Every recipe here computes in bf16, which needs Ampere (sm80) or newer."""
     old = [cc for cc in here.ccs if Version(cc) < Version("8.0")]
@@ -133,6 +145,8 @@ def assess(spec: ModelSpec, matrix: Matrix, here: Here) -> List[Support]:
             version = Version(f"{version.major}.{version.minor}")
         problems = features(spec, matrix, impl, version)
         dims = head_dims(spec, matrix, impl, version, here.ccs)
+        if impl == "fa4":
+            problems += fa4_training_problems(matrix, version, here.ccs)
         dtype = bf16_problem(here)
         bad_dtype = dtype is not None
         if dtype:

@@ -18,6 +18,10 @@ def render_junit(report: Report, options: RenderOptions) -> str:
         "failures": str(report.summary.failed - crashed), "skipped": str(report.summary.skipped),
         "errors": str(crashed),
     })
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("fadoctor_version", report.fadoctor_version),
+                        ("matrix_date", report.matrix_date or "unknown")):
+        ET.SubElement(props, "property", {"name": name, "value": value})
     for check in report.checks:
         case = ET.SubElement(suite, "testcase", {"classname": "fadoctor", "name": check.id})
         case.set("title", f"{check.name}: {check.title}")

@@ -35,7 +35,9 @@ def render_markdown(report: Report, options: RenderOptions) -> str:
     out: List[str] = [f"## fadoctor: {headline(report)}", ""]
     for key, value in (("Python", env.python), ("Platform", env.platform), ("torch", env.torch),
                        ("Driver", env.driver), ("GPUs", ", ".join(env.gpus) or "none"),
-                       ("flash-attention", ", ".join(env.flash_attention) or "none")):
+                       ("flash-attention", ", ".join(env.flash_attention) or "none"),
+                       ("fadoctor data", f"fadoctor {report.fadoctor_version}, matrix of "
+                                         f"{report.matrix_date or 'unknown date'}")):
         out.append(f"- **{key}**: {_cell(value or 'unknown')}")
     out += ["", "| Check | Status | Result |", "| --- | --- | --- |"]
     for check in report.checks:

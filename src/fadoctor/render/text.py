@@ -62,7 +62,9 @@ def _environment(console: Console, report: Report) -> None:
     env = report.environment
     rows = [("python", env.python), ("platform", env.platform), ("torch", env.torch),
             ("driver", env.driver), ("GPUs", ", ".join(env.gpus) or "none"),
-            ("flash-attn", ", ".join(env.flash_attention) or "none")]
+            ("flash-attn", ", ".join(env.flash_attention) or "none"),
+            ("data", f"fadoctor {report.fadoctor_version}, matrix of "
+                     f"{report.matrix_date or 'unknown date'}")]
     for key, value in rows:
         line = Text(f"  {key:<11}", style="dim")
         line.append(_line(value or "unknown"))

@@ -243,6 +243,7 @@ def fix(
     from fadoctor.facts.model import Family
     from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
+    from fadoctor.install.into import UNKNOWN, installer_of
     from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
 
@@ -258,7 +259,8 @@ def fix(
     plan = solve(machine, constraints, load_matrix(matrix_path))
     from fadoctor.safety.inert import visible
 
-    _write(Path("-"), visible(render_plan(plan, fmt, verbose)))  # a GPU's name is the target's
+    installer = installer_of(facts) if facts is not None else UNKNOWN
+    _write(Path("-"), visible(render_plan(plan, fmt, verbose, installer)))  # GPU name: target's
     return ExitCode.OK
 
 

@@ -207,7 +207,10 @@ def test_duplicate_installs(build: ModuleType, matrix: Matrix) -> None:
     assert (finding.severity, finding.category, finding.subject) == (
         Severity.WARNING, Category.VERSION_CONFLICT, "torch")
     assert finding.evidence["installs"] == [f"2.6.0+cu124 in {SITE}", f"2.1.2+cu121 in {user}"]
-    assert commands([finding]) == ["pip uninstall torch"]
+    # pip uninstall removes the copy first on sys.path (the one in use): both go, and the one in
+    # use comes back alone; nothing prompts.
+    assert commands([finding]) == ["pip uninstall -y torch", "pip uninstall -y torch",
+                                   "pip install --no-deps torch==2.6.0+cu124"]
 
 
 def test_single_installs_pass(build: ModuleType, matrix: Matrix) -> None:

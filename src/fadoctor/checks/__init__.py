@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import Dict, Tuple
 
-from fadoctor.checks import binary, flash, kernels, model, sdpa, system
+from fadoctor.checks import binary, flash, kernels, model, sdpa, system, torch_requires
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 from fadoctor.model.spec import ModelFacts
@@ -45,6 +45,11 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "Two copies of torch or flash-attn on sys.path (user site, --target folders, "
           "PYTHONPATH) make the imported one differ from the one pip reports.",
           system.check_duplicates),
+    Check("FAD108", "torch-requirements", "torch's own requirements are of versions it accepts",
+          "Holds torch's Requires-Dist against the installed distributions, as `pip check` "
+          "does: a triton (or nvidia-* runtime wheel) outside the range torch pins breaks "
+          "torch.compile, Triton kernels and FlashAttention-4.",
+          torch_requires.check_torch_requirements),
     Check("FAD110", "flash-attn-installed", "A flash-attention family is installed",
           "Looks for FlashAttention-2 (flash-attn), FlashAttention-3 (flash_attn_3), "
           "FlashAttention-4 (flash-attn-4) and vllm-flash-attn by their distributions and "

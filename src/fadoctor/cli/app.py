@@ -238,6 +238,9 @@ def fix(
                                  help="Every rejected candidate."),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
                                                help="Use another compatibility matrix YAML."),
+    verify: bool = typer.Option(False, "--verify", metavar=FLAG, help="Prove the best plan in "
+                                "a throwaway copy of the environment: run its commands there, "
+                                "check again (the environment itself is not changed)."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts.model import Family
@@ -261,7 +264,13 @@ def fix(
 
     installer = installer_of(facts) if facts is not None else UNKNOWN
     _write(Path("-"), visible(render_plan(plan, fmt, verbose, installer)))  # GPU name: target's
-    return ExitCode.OK
+    if not verify:
+        return ExitCode.OK
+    if facts is None:
+        raise UsageError("--verify needs the environment itself: drop --no-detect")
+    from fadoctor.cli.verify import verify_plan
+
+    return verify_plan(facts, plan, installer)
 
 
 @app.command()

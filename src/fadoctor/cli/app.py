@@ -239,14 +239,11 @@ def fix(
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
                                                help="Use another compatibility matrix YAML."),
     verify: bool = typer.Option(False, "--verify", metavar=FLAG, help="Prove the best plan in "
-                                "a throwaway copy of the environment: run its commands there, "
-                                "check again (the environment itself is not changed)."),
+                                "a throwaway copy of the environment (which stays unchanged)."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts.model import Family
-    from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
-    from fadoctor.install.into import UNKNOWN, installer_of
     from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
 
@@ -260,17 +257,9 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    from fadoctor.safety.inert import visible
+    from fadoctor.cli.verify import show_plan
 
-    installer = installer_of(facts) if facts is not None else UNKNOWN
-    _write(Path("-"), visible(render_plan(plan, fmt, verbose, installer)))  # GPU name: target's
-    if not verify:
-        return ExitCode.OK
-    if facts is None:
-        raise UsageError("--verify needs the environment itself: drop --no-detect")
-    from fadoctor.cli.verify import verify_plan
-
-    return verify_plan(facts, plan, installer)
+    return show_plan(facts, plan, lambda text: _write(Path("-"), text), fmt, verbose, verify)
 
 
 @app.command()

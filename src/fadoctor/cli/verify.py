@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Callable, Optional
 
-from fadoctor.errors import ExitCode
-from fadoctor.facts.model import Facts
-from fadoctor.fix.solver import Plan
-from fadoctor.report import Report
-from fadoctor.safety.shell import Installer
+from fadoctor.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:  # cli modules import what is heavy inside the command only
+    from fadoctor.facts.model import Facts
+    from fadoctor.fix.solver import Plan
+    from fadoctor.formats import PinFormat
+    from fadoctor.report import Report
+    from fadoctor.safety.shell import Installer
 
 
 def check_copy(python: str) -> Report:
@@ -19,6 +23,22 @@ def check_copy(python: str) -> Report:
     from fadoctor.matrix import load_matrix
 
     return evaluate(Collection(CollectOptions(python=python)).facts(), load_matrix())
+
+
+def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], fmt: PinFormat,
+              verbose: bool, verify: bool) -> int:
+    """Print the plan, its commands run by the examined interpreter; with --verify, prove it."""
+    from fadoctor.fix.render import render_plan
+    from fadoctor.install.into import UNKNOWN, installer_of
+    from fadoctor.safety.inert import visible
+
+    installer = installer_of(facts) if facts is not None else UNKNOWN
+    write(visible(render_plan(plan, fmt, verbose, installer)))  # a GPU's name is the target's
+    if not verify:
+        return ExitCode.OK
+    if facts is None:
+        raise UsageError("--verify needs the environment itself: drop --no-detect")
+    return verify_plan(facts, plan, installer)
 
 
 def verify_plan(facts: Facts, plan: Plan, installer: Installer) -> int:

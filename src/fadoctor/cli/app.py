@@ -240,6 +240,9 @@ def fix(
                                                help="Use another compatibility matrix YAML."),
     verify: bool = typer.Option(False, "--verify", metavar=FLAG, help="Prove the best plan in "
                                 "a throwaway copy of the environment (which stays unchanged)."),
+    run_it: bool = typer.Option(False, "--apply", metavar=FLAG, help="Run the plan here, confirmed."),
+    yes: bool = typer.Option(False, "--yes", metavar=FLAG, help="Confirm --apply/--rollback."),
+    rollback: Optional[Path] = typer.Option(None, "--rollback", metavar="FILE", help="Undo --apply."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts.model import Family
@@ -257,9 +260,10 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
-    from fadoctor.cli.verify import show_plan
+    from fadoctor.cli.verify import Actions, show_plan
 
-    return show_plan(facts, plan, lambda text: _write(Path("-"), text), fmt, verbose, verify)
+    return show_plan(facts, plan, lambda text: _write(Path("-"), text), fmt, verbose,
+                     Actions(verify, run_it, yes, rollback))
 
 
 @app.command()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional
 
 from fadoctor.errors import ExitCode, UsageError
@@ -25,20 +28,59 @@ def check_copy(python: str) -> Report:
     return evaluate(Collection(CollectOptions(python=python)).facts(), load_matrix())
 
 
+@dataclass(frozen=True)
+class Actions:
+    """What `fix` does beyond printing: prove the plan, apply it, or roll an apply back."""
+
+    verify: bool = False
+    apply: bool = False
+    yes: bool = False
+    rollback: Optional[Path] = None
+
+
+def _say(message: str) -> None:
+    print(f"fadoctor fix: {message}", file=sys.stderr)
+
+
+def _confirmed(what: str, yes: bool) -> bool:
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UsageError(f"{what} changes the environment: confirm with --yes")
+    return input(f"{what}: change the environment? [y/N] ").strip().lower() in ("y", "yes")
+
+
 def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], fmt: PinFormat,
-              verbose: bool, verify: bool) -> int:
-    """Print the plan, its commands run by the examined interpreter; with --verify, prove it."""
-    from fadoctor.fix.render import render_plan
+              verbose: bool, actions: Actions) -> int:
+    """Print the plan, its commands run by the examined interpreter; then prove it (--verify),
+    run it here (--apply, rollback file first), or undo an apply (--rollback FILE)."""
+    from fadoctor.fix.apply import apply_plan, rollback_to
+    from fadoctor.fix.render import plan_into, render_plan
     from fadoctor.install.into import UNKNOWN, installer_of
     from fadoctor.safety.inert import visible
 
+    if actions.rollback is not None:
+        if not _confirmed(f"roll back to {actions.rollback}", actions.yes):
+            return ExitCode.OK
+        ran = rollback_to(actions.rollback, _say)
+        return ExitCode.OK if all(r.returncode == 0 for r in ran) else ExitCode.PROBLEMS
     installer = installer_of(facts) if facts is not None else UNKNOWN
     write(visible(render_plan(plan, fmt, verbose, installer)))  # a GPU's name is the target's
-    if not verify:
+    if (actions.verify or actions.apply) and (facts is None or not installer.known):
+        raise UsageError("--verify and --apply need the environment itself: drop --no-detect")
+    assert facts is not None
+    if actions.verify:
+        code = verify_plan(facts, plan, installer)
+        if code != ExitCode.OK or not actions.apply:
+            return code
+    if not actions.apply:
         return ExitCode.OK
-    if facts is None:
-        raise UsageError("--verify needs the environment itself: drop --no-detect")
-    return verify_plan(facts, plan, installer)
+    if not _confirmed(f"apply: {plan.best.summary}", actions.yes):
+        return ExitCode.OK
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    ran = apply_plan(plan_into(plan, installer).best.commands, installer,
+                     Path(f"fadoctor-rollback-{stamp}.json"), _say)
+    return ExitCode.OK if all(r.returncode == 0 for r in ran) else ExitCode.PROBLEMS
 
 
 def verify_plan(facts: Facts, plan: Plan, installer: Installer) -> int:

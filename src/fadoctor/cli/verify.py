@@ -66,9 +66,10 @@ def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], 
         return ExitCode.OK if all(r.returncode == 0 for r in ran) else ExitCode.PROBLEMS
     installer = installer_of(facts) if facts is not None else UNKNOWN
     write(visible(render_plan(plan, fmt, verbose, installer)))  # a GPU's name is the target's
-    if (actions.verify or actions.apply) and (facts is None or not installer.known):
+    if not (actions.verify or actions.apply):
+        return ExitCode.OK
+    if facts is None or not installer.known:
         raise UsageError("--verify and --apply need the environment itself: drop --no-detect")
-    assert facts is not None
     if actions.verify:
         code = verify_plan(facts, plan, installer)
         if code != ExitCode.OK or not actions.apply:

@@ -239,3 +239,20 @@ def test_a_cpu_torch_is_told_which_cuda_build_fits_the_driver(build: ModuleType,
     [finding] = problems("FAD103", facts, matrix)
     assert finding.category == Category.TORCH_CPU_ONLY
     assert commands([finding]) == [torch_install("2.13.0", "cu130")]
+
+
+# -- FAD108: torch's own requirements ------------------------------------------------------------
+
+def test_a_triton_outside_torchs_range_is_found_as_pip_check_would(build: ModuleType,
+                                                                   matrix: Matrix) -> None:
+    torch = build.dist("torch", "2.6.0+cu124", SITE).model_copy(update={"requires": [
+        'triton==3.2.0; platform_system == "Linux" and platform_machine == "x86_64"',
+        "filelock", "sympy==1.13.1"]})
+    dists = [torch, build.dist("triton", "3.3.1", SITE)]
+    [finding] = problems("FAD108", machine(build, dists=dists), matrix)
+    assert (finding.category, finding.subject) == (Category.VERSION_CONFLICT, "triton")
+    assert "requires triton==3.2.0" in finding.message and "3.3.1" in finding.message
+    # torch never moves: --no-deps; filelock and sympy are not in the list, so not judged.
+    assert commands([finding]) == ["pip install --no-deps triton==3.2.0"]
+    fine = [torch, build.dist("triton", "3.2.0", SITE)]
+    assert problems("FAD108", machine(build, dists=fine), matrix) == []

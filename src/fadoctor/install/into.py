@@ -17,13 +17,19 @@ NOT_NAMED = ("remedies say `python -m pip`: the report names no interpreter, so 
              "the python of the environment that printed it")
 
 
+def _carried(python: str) -> bool:
+    """A path a command can carry: absolute, printable, decodable (else `python -m pip`)."""
+    return ((python.startswith("/") or "\\" in python) and python.isprintable()
+            and not any("\udc80" <= ch <= "\udcff" for ch in python))
+
+
 def installer_of(facts: Facts) -> Installer:
     """The examined interpreter, and whether it has pip: one whose packages uv installed and that
     holds no pip is uv-made (uv's venvs have none); any other is taken to have it (a package
     list abridged to what matters, as the fixtures are, may leave pip out)."""
     host = facts.host.data
     python = (host.python_executable if host is not None else None) or facts.target.python
-    if facts.origin == "pasted" or (not python.startswith("/") and "\\" not in python):
+    if facts.origin == "pasted" or not _carried(python):
         return UNKNOWN
     packages = facts.packages.data
     pip = packages is None or packages.get("pip") is not None or not any(
@@ -34,7 +40,7 @@ def installer_of(facts: Facts) -> Installer:
 def installer_of_report(report: Report) -> Installer:
     """The interpreter a recorded report examined (its package list is not in it: pip assumed)."""
     python = report.target.python
-    return Installer(python=python, pip=True, known=True) if python.startswith("/") else UNKNOWN
+    return Installer(python=python, pip=True, known=True) if _carried(python) else UNKNOWN
 
 
 def named_in(text: str) -> Optional[Installer]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, AbstractSet, Callable, List, Optional
 from fadoctor.checks import ALL_CHECKS, model_checks
 from fadoctor.checks.base import Check, Outcome, Skip, status_of, torch_view
 from fadoctor.facts.model import Facts
+from fadoctor.install.into import installer_of, results_into
 from fadoctor.matrix import Matrix
 from fadoctor.report import (
     Category,
@@ -30,6 +31,8 @@ def evaluate(facts: Facts, matrix: Matrix, ignore: AbstractSet[str] = frozenset(
     checks = ALL_CHECKS + (model_checks(model) if model is not None else ())
     results = [run_check(check, facts, matrix) for check in checks
                if check.id not in ignore and check.name not in ignore]
+    # Checks write `pip …`; the report says the examined interpreter's (safety.shell.into).
+    results = results_into(results, installer_of(facts))
     return Report(
         fadoctor_version=facts.fadoctor_version,
         matrix_date=matrix.data_date,

@@ -110,3 +110,22 @@ def test_markers_are_judged_for_the_target() -> None:
     env = {"sys_platform": "linux", "python_version": "3.12"}
     assert [u.requirement.name for u in unmet_requirements(lines, [], env, set())] == ["d"]
     assert [u.requirement.name for u in unmet_requirements(lines, [], env, {"cu13"})] == ["c", "d"]
+
+
+def test_no_module_triton_on_a_cpu_torch_is_blamed_on_torch(build: ModuleType,
+                                                            matrix: Matrix) -> None:
+    """flash-attn-4 on a CPU-only torch fails on triton, which only torch's CUDA builds bring:
+    the cause is torch, not the missing cutlass or einops that the family also declares."""
+    fa4 = build.dist("flash-attn-4", FA4, SITE).model_copy(update={"requires": REQUIRES})
+    facts = build.facts(
+        build.host("3.12.3"),
+        packages=build.packages(build.dist("torch", "2.11.0+cpu", SITE), fa4),
+        driver=build.driver("580.82.07", "13.0", [build.gpu("NVIDIA H200", "9.0")]),
+        torch=build.torch("2.11.0+cpu", None, None, [], cxx11_abi=True, site=SITE),
+        flash=[build.family(build.Family.FA4, FA4, build.import_failed(
+            build.failed("No module named 'triton'", exception_type="ModuleNotFoundError")))])
+    found = finding(facts, matrix)
+    assert found.category == Category.TORCH_CPU_ONLY
+    assert "triton comes with torch's CUDA builds" in found.message
+    assert "einops" not in found.message and "cutlass" not in found.message
+    assert any("torch==2.11.0+cu" in c for r in found.remedies for c in r.commands)

@@ -8,6 +8,7 @@ import pytest
 
 from fadoctor.evaluate import evaluate
 from fadoctor.facts.model import Facts, Family
+from fadoctor.install.fa4 import newest_fa4
 from fadoctor.matrix import Matrix
 from fadoctor.report import CheckResult, Report, Status
 
@@ -44,7 +45,9 @@ def test_flash_attn_4_on_h200_has_no_problem_and_one_hint(with_fa4: Report) -> N
         assert check(with_fa4, check_id).status == Status.PASSED, check_id
     [hint] = [f for f in check(with_fa4, "FAD113").findings if f.remedies]
     assert hint.severity == "info"
-    assert hint.remedies[0].commands == ["pip install 'flash-attn-4[cu13]==4.0.0b36'"]
+    # A uv-made environment (no pip): uv installs into it, by its interpreter's path.
+    assert hint.remedies[0].commands == [
+        "uv pip install --python /opt/torch/.venv/bin/python3 'flash-attn-4[cu13]==4.0.0b36'"]
     sdpa = check(with_fa4, "FAD120").findings[0].message
     assert "flash, efficient, cudnn" in sdpa
 
@@ -54,7 +57,10 @@ def test_without_flash_attention_fa4_is_offered_and_fa2_is_a_build(matrix: Matri
     [finding] = check(report, "FAD110").findings
     assert (finding.severity, finding.category) == ("warning", "not_installed")
     commands = [c for r in finding.remedies for c in r.commands]
-    assert commands[0] == "pip install 'flash-attn-4[cu13]'"
+    # Pinned (every 4.x is a pre-release) and into the examined (uv-made) environment.
+    newest = newest_fa4(matrix)
+    assert commands[0] == ("uv pip install --python /opt/torch/.venv/bin/python3 "
+                           f"'flash-attn-4[cu13]=={newest}'")
     assert any("FLASH_ATTN_CUDA_ARCHS=90" in c for c in commands)  # no FA2 wheel for torch 2.11
 
 

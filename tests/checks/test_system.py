@@ -207,7 +207,10 @@ def test_duplicate_installs(build: ModuleType, matrix: Matrix) -> None:
     assert (finding.severity, finding.category, finding.subject) == (
         Severity.WARNING, Category.VERSION_CONFLICT, "torch")
     assert finding.evidence["installs"] == [f"2.6.0+cu124 in {SITE}", f"2.1.2+cu121 in {user}"]
-    assert commands([finding]) == ["pip uninstall torch"]
+    # pip uninstall removes the copy first on sys.path (the one in use): both go, and the one in
+    # use comes back alone; nothing prompts.
+    assert commands([finding]) == ["pip uninstall -y torch", "pip uninstall -y torch",
+                                   "pip install --no-deps torch==2.6.0+cu124"]
 
 
 def test_single_installs_pass(build: ModuleType, matrix: Matrix) -> None:
@@ -236,3 +239,20 @@ def test_a_cpu_torch_is_told_which_cuda_build_fits_the_driver(build: ModuleType,
     [finding] = problems("FAD103", facts, matrix)
     assert finding.category == Category.TORCH_CPU_ONLY
     assert commands([finding]) == [torch_install("2.13.0", "cu130")]
+
+
+# -- FAD109: torch's own requirements ------------------------------------------------------------
+
+def test_a_triton_outside_torchs_range_is_found_as_pip_check_would(build: ModuleType,
+                                                                   matrix: Matrix) -> None:
+    torch = build.dist("torch", "2.6.0+cu124", SITE).model_copy(update={"requires": [
+        'triton==3.2.0; platform_system == "Linux" and platform_machine == "x86_64"',
+        "filelock", "sympy==1.13.1"]})
+    dists = [torch, build.dist("triton", "3.3.1", SITE)]
+    [finding] = problems("FAD109", machine(build, dists=dists), matrix)
+    assert (finding.category, finding.subject) == (Category.VERSION_CONFLICT, "triton")
+    assert "requires triton==3.2.0" in finding.message and "3.3.1" in finding.message
+    # torch never moves: --no-deps; filelock and sympy are not in the list, so not judged.
+    assert commands([finding]) == ["pip install --no-deps triton==3.2.0"]
+    fine = [torch, build.dist("triton", "3.2.0", SITE)]
+    assert problems("FAD109", machine(build, dists=fine), matrix) == []

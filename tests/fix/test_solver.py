@@ -12,6 +12,7 @@ from fadoctor.errors import FadoctorError
 from fadoctor.facts.model import Family
 from fadoctor.fix.render import PinFormat, render_plan
 from fadoctor.fix.solver import Constraints, Plan, solve
+from fadoctor.install.fa4 import newest_fa4
 from fadoctor.install.machine import Machine, WhatIf, apply
 from fadoctor.matrix import Matrix, load_matrix
 
@@ -70,7 +71,8 @@ def test_h100_torch211_cu130_gets_the_honest_answer(matrix: Matrix) -> None:
     # for Hopper, [cu13] extra on CUDA 13), a build for sm_90 only, FA3, or SDPA.
     plan = plan_for(matrix, machine("9.0", driver="580.82.07"), torch="2.11.0+cu130")
     assert plan.best.family == Family.FA4
-    assert plan.best.commands[-1] == "pip install 'flash-attn-4[cu13]'"
+    # Pinned: every 4.x is a pre-release, which pip skips unless pinned.
+    assert plan.best.commands[-1] == f"pip install 'flash-attn-4[cu13]=={newest_fa4(matrix)}'"
     kinds = [(p.family, p.kind) for p in plan.alternatives]
     assert (Family.FA2, "build") in kinds and (Family.FA3, "build") in kinds
     assert kinds[-1] == (None, "sdpa")
@@ -125,7 +127,8 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
                                                               driver="580.159.04", glibc="2.39"))
     plan = plan_for(matrix, m)
     assert plan.best.family == Family.FA4 and plan.best.torch is not None
-    assert plan.best.torch.installed and plan.best.commands == ("pip install 'flash-attn-4[cu13]'",)
+    assert plan.best.torch.installed and plan.best.commands == (
+        f"pip install 'flash-attn-4[cu13]=={newest_fa4(matrix)}'",)
     wheel = next(p for p in plan.alternatives if p.kind == "wheel")
     assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
     assert wheel.commands[0].startswith("pip install torch==")

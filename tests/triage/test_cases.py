@@ -134,7 +134,9 @@ def test_a_package_the_report_does_not_name_gets_no_guessed_command(matrix: Matr
     named = triage("xFormers was built for:\n    PyTorch 2.1.0 with CUDA 1201 (you have 2.3.0)\n",
                    matrix)
     [found] = [d for d in named.diagnosis if d.category == Category.TORCH_VERSION_MISMATCH]
-    assert found.remedies[0].commands == ["pip install --force-reinstall --no-cache-dir xformers"]
+    # The release built for the installed torch, torch pinned: a bare --force-reinstall moved it.
+    assert found.remedies[0].commands == [
+        "python -m pip install --upgrade --no-cache-dir xformers torch==2.3.0"]
 
 
 def test_an_import_error_is_blamed_on_the_family_whose_module_it_names(matrix: Matrix) -> None:

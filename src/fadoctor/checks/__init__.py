@@ -6,7 +6,7 @@ import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, Tuple
 
-from fadoctor.checks import binary, current, flash, hf, kernels, model, sdpa, system
+from fadoctor.checks import binary, current, flash, hf, kernels, model, sdpa, system, torch_requires
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 
@@ -53,6 +53,11 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "data of that date, and the other checks judge it by the binaries, imports and kernels "
           "- never as unsupported for a missing row.",
           current.check_data_current),
+    Check("FAD109", "torch-requirements", "torch's own requirements are of versions it accepts",
+          "Holds torch's Requires-Dist against the installed distributions, as `pip check` "
+          "does: a triton (or nvidia-* runtime wheel) outside the range torch pins breaks "
+          "torch.compile, Triton kernels and FlashAttention-4.",
+          torch_requires.check_torch_requirements),
     Check("FAD110", "flash-attn-installed", "A flash-attention family is installed",
           "Looks for FlashAttention-2 (flash-attn), FlashAttention-3 (flash_attn_3), "
           "FlashAttention-4 (flash-attn-4) and vllm-flash-attn by their distributions and "

@@ -12,9 +12,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.checks.base import version
+from fadoctor.checks.base import torch_view, version
 from fadoctor.checks.classify import Diagnosis
-from fadoctor.checks.remedies import remedy, sdpa_fallback
+from fadoctor.checks.remedies import remedy, sdpa_fallback, torch_variant_remedies
 from fadoctor.facts.model import Distribution, Facts, FlashAttention
 from fadoctor.in_target.tables import FAMILIES
 from fadoctor.matrix import Matrix
@@ -41,15 +41,19 @@ def missing_dependency(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts,
         return None
     assert packages is not None
     extras = _extras(fa, facts, matrix)
-    unmet = unmet_requirements(dist.requires, packages.distributions, _environment(facts), extras)
+    unmet = unmet_requirements(dist.requires, packages.distributions, marker_environment(facts), extras)
     who = f"{dist.name} {dist.version}"
+    if module.split(".")[0] == "triton" and not any(
+            canonicalize_name(u.requirement.name) == "triton" for u in unmet):
+        return _no_triton(who, diagnosis, facts, matrix, packages.get("torch"))
     if not unmet:
         provider = _provider(module, packages.distributions)
         return Diagnosis(Category.VERSION_CONFLICT, f"a module it imports, {module}, is missing, "
                          f"though every requirement {who} declares is installed"
                          + (f"; {provider.name} {provider.version} should provide it" if provider
                             else ""), diagnosis.details), \
-            [_reinstall(provider or dist, deps=provider is None), sdpa_fallback("Meanwhile:")]
+            [_reinstall(provider or dist, provider is None, packages.get("torch")),
+             sdpa_fallback("Meanwhile:")]
     unmet.sort(key=lambda u: canonicalize_name(u.requirement.name) != canonicalize_name(module))
     said = "; ".join(_describe(u) for u in unmet)
     # not_installed when a required distribution is absent (the usual case: installed with
@@ -73,7 +77,7 @@ def declared_library(library: str, distribution: Optional[str], cause: Diagnosis
     if dist is None or dist.requires is None:
         return None
     assert packages is not None
-    absent = [u for u in unmet_requirements(dist.requires, packages.distributions, _environment(facts),
+    absent = [u for u in unmet_requirements(dist.requires, packages.distributions, marker_environment(facts),
                                             set()) if u.installed is None]
     if not absent:
         return None
@@ -85,7 +89,30 @@ def declared_library(library: str, distribution: Optional[str], cause: Diagnosis
                           {**cause.details, "declared": said})
     return diagnosis, [Remedy(summary=f"Install what {dist.name} {dist.version} requires and is "
                               "missing here (pip leaves the installed torch alone when it fits).",
-                              commands=[command("pip", "install", *(_spec(u.requirement) for u in absent))])]
+                              commands=[command("pip", "install",
+                                                *(spec_of(u.requirement) for u in absent))])]
+
+
+def _no_triton(who: str, diagnosis: Diagnosis, facts: Facts, matrix: Matrix,
+               torch: Optional[Distribution]) -> Tuple[Diagnosis, List[Remedy]]:
+    """triton is torch's requirement, not the family's: torch's CUDA builds require it (their
+    Requires-Dist), a CPU-only build ships none. Whatever else is unmet, this is why it failed."""
+    view = torch_view(facts)
+    if view is not None and not view.cuda and not view.hip:
+        return Diagnosis(Category.TORCH_CPU_ONLY, f"a module it imports, triton, is missing: "
+                         f"triton comes with torch's CUDA builds, and torch {view.version} is a "
+                         "CPU-only build, which ships none", diagnosis.details), [
+            *torch_variant_remedies(matrix, facts, f"{who} needs a CUDA build of torch."),
+            sdpa_fallback("Meanwhile:")]
+    wanted = [u for u in unmet_requirements(torch.requires or [], [], marker_environment(facts),
+                                            set()) if u.requirement.name == "triton"] \
+        if torch is not None else []
+    spec = spec_of(wanted[0].requirement) if wanted else "triton"
+    return Diagnosis(Category.NOT_INSTALLED, f"a module it imports, triton, is missing: torch "
+                     f"requires {spec} and it is not installed", diagnosis.details), [
+        remedy("Install the triton torch requires (--no-deps: torch stays).",
+               lambda: [command("pip", "install", "--no-deps", spec)]),
+        sdpa_fallback("Meanwhile:")]
 
 
 def unmet_requirements(requires: List[str], installed: List[Distribution],
@@ -133,7 +160,7 @@ def _satisfies(req: Requirement, have: str) -> bool:
         return True  # pip check cannot judge it either; not reported
 
 
-def _environment(facts: Facts) -> Dict[str, str]:
+def marker_environment(facts: Facts) -> Dict[str, str]:
     """PEP 508 marker values for the target, from its facts (this interpreter's where unknown)."""
     env = {k: str(v) for k, v in default_environment().items()}
     host = facts.host.data
@@ -186,7 +213,7 @@ def _install(fa: FlashAttention, dist: Distribution, unmet: List[Unmet],
     # Requirement parsing validated every name, extra and specifier (PEP 508 / PEP 440); each is
     # one word of the command.
     direct = Remedy(summary=f"Install what {dist.name} requires and is missing here.",
-                    commands=[command("pip", "install", *(_spec(u.requirement) for u in unmet))])
+                    commands=[command("pip", "install", *(spec_of(u.requirement) for u in unmet))])
     if not extras:
         return [direct]
     taken = ",".join(sorted(extras))
@@ -196,7 +223,7 @@ def _install(fa: FlashAttention, dist: Distribution, unmet: List[Unmet],
             direct]
 
 
-def _spec(req: Requirement) -> str:
+def spec_of(req: Requirement) -> str:
     """name[extras]specifier, without a URL or marker (both are the target's text)."""
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     return f"{canonicalize_name(req.name)}{extras}{req.specifier}"
@@ -207,10 +234,16 @@ def _pinned(dist: Distribution, extras: Sequence[str] = ()) -> str:
     return requirement(canonicalize_name(dist.name), dist.version, extras)
 
 
-def _reinstall(dist: Distribution, deps: bool) -> Remedy:
+def _reinstall(dist: Distribution, deps: bool, torch: Optional[Distribution]) -> Remedy:
     if deps:
-        return remedy(f"Reinstall {dist.name} with its requirements.",
-                      lambda: [command("pip", "install", "--force-reinstall", _pinned(dist))])
+        # --force-reinstall with its requirements would reinstall torch too (to the newest
+        # release, when the requirement is bare): its own files again, then what it lacks, with
+        # the installed torch pinned so that nothing installed moves.
+        keep = [_pinned(torch)] if torch is not None and torch.name != dist.name else []
+        return remedy(f"Reinstall {dist.name}, then what it requires and lacks (torch stays).",
+                      lambda: [command("pip", "install", "--force-reinstall", "--no-deps",
+                                       "--no-cache-dir", _pinned(dist)),
+                               command("pip", "install", _pinned(dist), *keep)])
     return remedy(f"{dist.name} is installed but its module does not import: reinstall it.",
                   lambda: [command("pip", "install", "--force-reinstall", "--no-deps",
                                    _pinned(dist))])

@@ -16,6 +16,7 @@ from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
 from fadoctor.facts.binaries import BinaryAnalysis
 from fadoctor.facts.model import Facts, FailureKind, Family, FamilyImport, FlashAttention, Torch
+from fadoctor.install.fa4 import fa4_requirement
 from fadoctor.install.machine import from_facts
 from fadoctor.install.torch import installed_build
 from fadoctor.install.wheels import build_recipe, first_release_with_kernels, newest_release_with_wheel
@@ -61,12 +62,10 @@ def _install_remedies(facts: Facts, matrix: Matrix, cc: Version) -> List[Remedy]
     remedies: List[Remedy] = []
     if str(cc) in matrix.family_support(Family.FA4).tuned:
         cuda = version(torch.cuda if torch else None)
-        extra = next((r.extra for r in matrix.requirements(Family.FA4)
-                      if r.extra and cuda is not None and r.cuda_major == cuda.major), None)
         remedies.append(remedy("FlashAttention-4 is written for Hopper and Blackwell and needs "
-                               "no compilation.", lambda: [command(
-                                   "pip", "install",
-                                   requirement("flash-attn-4", extras=[extra] if extra else []))]))
+                               "no compilation (a beta: pinned, as pip installs a pre-release "
+                               "only when pinned).", lambda: [command(
+                                   "pip", "install", fa4_requirement(matrix, cuda))]))
     exact = exact_wheel(facts, matrix, torch, replace_installed=False) if torch else None
     newest = newest_release_with_wheel(matrix, tv) if tv is not None else None
     if exact is not None:

@@ -12,12 +12,12 @@ from fadoctor.checks.base import Outcome, Skip, info, torch_view, unreported, ve
 from fadoctor.checks.classify import classify, failure_text
 from fadoctor.checks.remedies import remedy, torch_variant_remedies
 from fadoctor.facts.model import Distribution, Facts, FailureKind
-from fadoctor.install.torch import cuda_of_variant, torch_install
+from fadoctor.install.torch import cuda_of_variant, index_args, torch_install
 from fadoctor.install.views import driver_version
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Finding, Remedy, Severity
 from fadoctor.safety import shell
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import command, requirement
 
 GpuCc = Tuple[str, Version]  # (name, compute capability)
 
@@ -77,6 +77,9 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
     if failure.kind == FailureKind.SKIPPED:
         return Skip(f"torch was {failure.reason}")
     diagnosis = classify(failure_text(failure))
+    packages = facts.packages.data
+    dist = packages.get("torch") if packages is not None else None
+    installed = dist.version if dist is not None else None
     if diagnosis.category == Category.NOT_INSTALLED or (
             failure.exception_type == "ModuleNotFoundError" and "torch" in failure.reason):
         return [Finding(
@@ -91,9 +94,12 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
         message=f"import torch failed ({failure.kind.value}): {failure.reason}",
         evidence={"kind": failure.kind.value, "signal": failure.signal,
                   "stderr_tail": failure.stderr_tail, **diagnosis.details},
-        remedies=[Remedy(summary=f"{diagnosis.explanation}. Reinstall torch in a clean "
-                         "environment.", commands=[command("pip", "install", "--force-reinstall",
-                                                          "torch")])])]
+        remedies=[remedy(f"{diagnosis.explanation}. Reinstall torch in a clean environment"
+                         + (f" (the installed {installed}, with its libraries)." if installed
+                            else "."), lambda: [command(
+                                "pip", "install", "--force-reinstall",
+                                *([requirement("torch", installed), *index_args(installed)]
+                                  if installed else ["torch"]))])])]
 
 
 def check_torch_cuda_build(facts: Facts, matrix: Matrix) -> Outcome:
@@ -254,12 +260,15 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
     dupes = {dist: where for dist, where in seen.items() if len(where) > 1}
     overlaps = _overlaps(packages.distributions)
     if overlaps:
-        return [_duplicate(dist, where) for dist, where in sorted(dupes.items())] + overlaps
+        in_use = {d.name: d.version for d in reversed(packages.distributions)}
+        return [_duplicate(dist, where, in_use[dist]) for dist, where in sorted(dupes.items())] + overlaps
     if not dupes:
         count = len(packages.distributions)
         return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
                      "each installed once")]
-    return [_duplicate(dist, where) for dist, where in sorted(dupes.items())]
+    # Distributions are listed in sys.path order: the first of a name is the one imported.
+    in_use = {d.name: d.version for d in reversed(packages.distributions)}
+    return [_duplicate(dist, where, in_use[dist]) for dist, where in sorted(dupes.items())]
 
 
 def _overlaps(dists: List[Distribution]) -> List[Finding]:
@@ -282,12 +291,19 @@ def _overlaps(dists: List[Distribution]) -> List[Finding]:
         for owners, paths in sorted(groups.items()) if len(owners) > 1]
 
 
-def _duplicate(dist: str, where: List[str]) -> Finding:
+def _duplicate(dist: str, where: List[str], in_use: str) -> Finding:
+    # `pip uninstall` removes the copy first on sys.path — the one in use — and keeps the stray:
+    # so every copy goes, then the version in use comes back alone (--no-deps: nothing else moves).
+    def commands() -> List[str]:
+        uninstall = command("pip", "uninstall", "-y", shell.name(dist))
+        return [uninstall] * len(where) + [command("pip", "install", "--no-deps",
+                                                   requirement(dist, in_use))]
     return Finding(
         severity=Severity.WARNING, category=Category.VERSION_CONFLICT, subject=dist,
         message=f"{dist} is installed {len(where)} times: {'; '.join(where)} — the first on "
                 "sys.path wins, and pip may report the other",
         evidence={"installs": where},
-        remedies=[remedy(f"Uninstall the copies of {dist} you do not use (user site-packages, "
-                         "an old --target folder, PYTHONPATH).",
-                         lambda: [command("pip", "uninstall", shell.name(dist))])])
+        remedies=[remedy(f"Keep the copy in use ({dist} {in_use}) alone: uninstall every copy "
+                         f"(pip removes the one first on sys.path each time), then install "
+                         f"{in_use} again. A copy outside this environment (PYTHONPATH, a "
+                         "--target folder) pip will not remove: delete it there.", commands)])

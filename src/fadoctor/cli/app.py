@@ -243,10 +243,14 @@ def fix(
                                         "combinations (`fadoctor compat merge`, or reports): "
                                         "plans seen working rank first, one seen failing is "
                                         "never the best. fadoctor's own CI's are always read."),
+    verify: bool = typer.Option(False, "--verify", metavar=FLAG, help="Prove the best plan in "
+                                "a throwaway copy of the environment (which stays unchanged)."),
+    run_it: bool = typer.Option(False, "--apply", metavar=FLAG, help="Run the plan here, confirmed."),
+    yes: bool = typer.Option(False, "--yes", metavar=FLAG, help="Confirm --apply/--rollback."),
+    rollback: Optional[Path] = typer.Option(None, "--rollback", metavar="FILE", help="Undo --apply."),
 ) -> int:
     """Plan the exact install for this machine (or a described one), and print it."""
     from fadoctor.facts.model import Family
-    from fadoctor.fix.render import render_plan
     from fadoctor.fix.solver import Constraints, solve
     from fadoctor.install.machine import WhatIf, apply, from_facts
     from fadoctor.matrix import load_matrix
@@ -261,15 +265,14 @@ def fix(
     constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
                               family=Family(family.value) if family else None)
     plan = solve(machine, constraints, load_matrix(matrix_path))
+    from fadoctor.cli.verify import Actions, show_plan
     from fadoctor.compat.observed import shipped_path, with_observations
     from fadoctor.compat.records import read
-    from fadoctor.safety.inert import visible
 
     shipped = [shipped_path()] if shipped_path().is_file() else []
     plan = with_observations(plan, [r for path in (*shipped, *observed) for r in read(path)])
-
-    _write(Path("-"), visible(render_plan(plan, fmt, verbose)))  # a GPU's name is the target's
-    return ExitCode.OK
+    return show_plan(facts, plan, lambda text: _write(Path("-"), text), fmt, verbose,
+                     Actions(verify, run_it, yes, rollback))
 
 
 @app.command()

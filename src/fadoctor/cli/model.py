@@ -122,8 +122,9 @@ def _advise(spec: ModelSpec, plan: TrainingPlan, gpu_memory: Optional[float],
             no_detect: bool, python: Optional[str], fmt: Format) -> int:
     from fadoctor.collect.run import Collection
     from fadoctor.collect.target import CollectOptions
+    from fadoctor.install.into import UNKNOWN, installer_of
     from fadoctor.matrix import load_matrix
-    from fadoctor.model.advice import advise
+    from fadoctor.model.advice import advice_into, advise
     from fadoctor.model.render import render_json, render_text
     from fadoctor.model.support import here_of
 
@@ -132,6 +133,7 @@ def _advise(spec: ModelSpec, plan: TrainingPlan, gpu_memory: Optional[float],
     if gpu_memory is not None:
         capacity = int(gpu_memory * 2**30)
     advice = advise(spec, plan, load_matrix(), here, capacity)
+    advice = advice_into(advice, installer_of(facts) if facts is not None else UNKNOWN)
     color = fmt == Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if sys.stdout.isatty() else 110
     sys.stdout.write(render_json(advice) if fmt == Format.json else render_text(advice, width,

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
+from dataclasses import replace
 from typing import Any, Dict, List
 
 from fadoctor.fix.solver import Pick, Plan
 from fadoctor.formats import PinFormat
+from fadoctor.install.into import UNKNOWN, commands_into
 from fadoctor.install.torch import torch_index
+from fadoctor.safety.shell import Installer
 
 __all__ = ["PinFormat", "render_plan"]
 
 
-def render_plan(plan: Plan, fmt: PinFormat, verbose: bool = False) -> str:
+def render_plan(plan: Plan, fmt: PinFormat, verbose: bool = False,
+                installer: Installer = UNKNOWN) -> str:
+    """The plan in `fmt`; its commands run `installer` (the examined interpreter's pip, or uv's
+    with `--python` where it has no pip, or `--format uv` asks for uv)."""
+    if fmt == PinFormat.uv:
+        installer = replace(installer, pip=False)
+    if fmt != PinFormat.requirements:
+        plan = plan_into(plan, installer)
     return {
-        PinFormat.text: _text, PinFormat.pip: _pip, PinFormat.uv: _uv,
+        PinFormat.text: _text, PinFormat.pip: _pip, PinFormat.uv: _pip,
         PinFormat.requirements: _requirements, PinFormat.json: _json,
     }[fmt](plan, verbose)
+
+
+def plan_into(plan: Plan, installer: Installer) -> Plan:
+    """The plan with every pick's commands run by `installer` (safety.shell.into)."""
+    def pick(p: Pick) -> Pick:
+        return replace(p, commands=tuple(commands_into(p.commands, installer)))
+    return replace(plan, best=pick(plan.best), alternatives=tuple(pick(p)
+                                                                  for p in plan.alternatives))
 
 
 def _machine(plan: Plan) -> str:
@@ -57,12 +74,6 @@ def _text(plan: Plan, verbose: bool) -> str:
 
 def _pip(plan: Plan, verbose: bool) -> str:
     return "\n".join([f"# {plan.best.summary}", *plan.best.commands]) + "\n"
-
-
-def _uv(plan: Plan, verbose: bool) -> str:
-    commands = [re.sub(r"^pip (install|uninstall)", r"uv pip \1", c).replace(" -y ", " ")
-                for c in plan.best.commands]
-    return "\n".join([f"# {plan.best.summary}", *commands]) + "\n"
 
 
 def _requirements(plan: Plan, verbose: bool) -> str:

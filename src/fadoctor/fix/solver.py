@@ -11,12 +11,13 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.errors import NoPlanError, UsageError
 from fadoctor.facts.model import Family
+from fadoctor.install.fa4 import fa4_requirement
 from fadoctor.install.machine import Machine
 from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
-from fadoctor.safety.shell import AND, command, is_safe, requirement, url
+from fadoctor.safety.shell import AND, command, is_safe, url
 
 Kind = Literal["wheel", "index", "build", "sdpa"]
 
@@ -248,12 +249,11 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
             search.rejected.append(f"flash-attn-4: needs Python >= {req.min_python}")
             return []
     torch = torches[0]
-    extra = next((r.extra for r in search.matrix.requirements(Family.FA4)
-                  if r.extra and r.cuda_major == torch.cuda.major), None)
-    spec = requirement("flash-attn-4", extras=[extra] if extra else [])
+    spec = fa4_requirement(search.matrix, torch.cuda)
     return [Pick(Family.FA4, "index", f"flash-attn-4 (CuTe DSL, no compilation) with {torch}",
                  torch=torch, commands=(*_torch_steps(torch), command("pip", "install", spec)),
-                 notes=("a beta; import it as `from flash_attn.cute import flash_attn_func`",))]
+                 notes=("a beta (every 4.x is a pre-release: pinned, or pip skips it); import it "
+                        "as `from flash_attn.cute import flash_attn_func`",))]
 
 
 def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:

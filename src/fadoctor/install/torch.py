@@ -3,6 +3,7 @@ and the variant a driver runs (pure, over the matrix)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
@@ -63,6 +64,16 @@ def installed_build(version: Optional[Version], cuda: Optional[str],
     except InvalidVersion:  # a torch that says its CUDA is "banana": unknown
         return None
     return TorchBuild(Version(version.base_version), variant, cxx11_abi, installed=True)
+
+
+_VARIANT = re.compile(r"\+((?:cpu|cu\d+|rocm[\d.]+|xpu))$")
+
+
+def index_args(torch_version: str) -> List[str]:
+    """`--index-url` of PyTorch's index for a local-version torch (2.13.0+cpu), which only that
+    index carries; none for a plain version (the default index has it)."""
+    variant = _VARIANT.search(torch_version)
+    return ["--index-url", url(torch_index(variant.group(1)))] if variant else []
 
 
 def torch_install(torch_version: str, variant: str) -> str:

@@ -12,7 +12,7 @@ from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import MemoryEstimate
 from fadoctor.model.spec import ModelSpec, TrainingPlan
 from fadoctor.model.support import ATTN_IMPLEMENTATION, HALF, Here, Support, assess, needs
-from fadoctor.safety.shell import command, requirement
+from fadoctor.safety.shell import Installer, command, into, requirement
 
 
 class Frozen(BaseModel):
@@ -34,6 +34,14 @@ class ModelAdvice(Frozen):
     largest_batch: Optional[int] = None
     largest_seq: Optional[int] = None
     recommendation: Recommendation
+
+
+def advice_into(advice: ModelAdvice, installer: Installer) -> ModelAdvice:
+    """The advice with its commands run by the examined interpreter (safety.shell.into)."""
+    rec = advice.recommendation
+    commands = [into(c, installer) for c in rec.commands]
+    return advice.model_copy(update={"recommendation": rec.model_copy(
+        update={"commands": commands})})
 
 
 def recommend(spec: ModelSpec, rows: List[Support], here: Here) -> Recommendation:

@@ -122,3 +122,72 @@ def attempt(build: Callable[[], Iterable[str]]) -> Tuple[List[str], Optional[str
         return list(build()), None
     except Unsafe as exc:
         return [], str(exc)
+
+
+# -- into the examined environment -----------------------------------------------------------
+
+# Commands fadoctor writes name the installer as bare `pip` and the interpreter as bare `python`;
+# `into` gives them the examined interpreter, so that a remedy pasted in any shell installs into
+# the environment that was examined (a bare `pip` installs wherever the shell's PATH points).
+_PIPS = ("pip", "pip3")
+_PYTHONS = ("python", "python3")
+# pip's spellings that uv pip spells otherwise; `-y` has no meaning there (it never prompts).
+_UV_SPELLING = {"--no-cache-dir": "--no-cache", "--force-reinstall": "--reinstall"}
+_UV_DROPPED = ("-y", "--yes")
+
+
+@dataclass(frozen=True)
+class Installer:
+    """How to install into the examined environment: its interpreter's path, and whether it has
+    pip (a uv-made environment has none: `uv pip … --python PATH` installs into it). `known` is
+    False when the interpreter is not known (a pasted report that names none): commands then say
+    `python -m pip`, to run with the python of the environment the report comes from."""
+
+    python: str = "python"
+    pip: bool = True
+    known: bool = False
+
+
+def _installer_words(inst: Installer, words: List[str]) -> List[str]:
+    """`pip SUB ARGS…` (words[0] is pip) for this installer."""
+    if inst.pip or len(words) < 2:
+        return [inst.python, "-m", "pip", *words[1:]]
+    rest = [_UV_SPELLING.get(w, w) for w in words[2:] if w not in _UV_DROPPED]
+    return ["uv", "pip", words[1], "--python", inst.python, *rest]
+
+
+def _one_into(words: List[str], inst: Installer) -> List[str]:
+    lead = 0
+    while lead < len(words) and _ENV_ASSIGN.fullmatch(words[lead]):
+        lead += 1
+    head, body = words[:lead], words[lead:]
+    if body and body[0] in _PIPS:
+        return head + _installer_words(inst, body)
+    if body and body[0] in _PYTHONS:
+        if body[1:3] == ["-m", "pip"]:
+            return head + _installer_words(inst, body[2:])
+        return head + [inst.python, *body[1:]]
+    return words
+
+
+def into(line: str, inst: Installer) -> str:
+    """`line` with every command that runs `pip` or `python` (after its NAME=value words, in each
+    part joined by `&&`) running the examined interpreter's instead, its path quoted."""
+    try:
+        parts = shlex.split(line)
+    except ValueError as exc:
+        raise Unsafe(f'"{one_line(line)}" does not split into words: {exc}') from None
+    _printable(inst.python)
+    out: List[str] = []
+    current: List[str] = []
+    for word in [*parts, "&&"]:
+        if word != "&&":
+            current.append(word)
+            continue
+        if out:
+            out.append("&&")
+        out.extend(_one_into(current, inst))
+        current = []
+    text = " ".join(w if w == "&&" or _ENV_ASSIGN.fullmatch(w) else shlex.quote(w) for w in out)
+    assert is_safe(text), text
+    return text

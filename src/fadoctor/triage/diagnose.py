@@ -10,8 +10,18 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 from fadoctor import __version__
 from fadoctor.evaluate import evaluate
 from fadoctor.facts.model import Facts
+from fadoctor.install.into import (
+    NOT_NAMED,
+    UNKNOWN,
+    finding_into,
+    installer_of,
+    installer_of_report,
+    named_in,
+    results_into,
+)
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
+from fadoctor.safety.shell import Installer
 from fadoctor.triage import mech_build, mech_catalog, mech_gpu, mech_import, mech_wrappers
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
@@ -57,7 +67,8 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     report = evaluate(to_facts(ctx), matrix)
     checks = _unknown_as_skipped(report.checks, unknown_checks(ctx))
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
-    return _result(ctx, candidates, checks, _environment(ctx))
+    return _result(ctx, candidates, checks, _environment(ctx),
+                   named_in(ctx.text.joined) or UNKNOWN)
 
 
 def _run(mechanism: Mechanism, ctx: Context) -> List[Signal]:
@@ -73,7 +84,9 @@ def _from_recorded(ctx: Context, recorded: Union[Facts, Report]) -> Triage:
     report = evaluate(recorded, ctx.matrix) if isinstance(recorded, Facts) else recorded
     ctx.seen.kinds.add("fadoctor facts" if isinstance(recorded, Facts) else "fadoctor report")
     candidates = _from_checks(ctx, report.checks, NAMED)
-    return _result(ctx, candidates, report.checks, report.environment)
+    installer = (installer_of(recorded) if isinstance(recorded, Facts)
+                 else installer_of_report(report))
+    return _result(ctx, candidates, report.checks, report.environment, installer)
 
 
 def _unknown_as_skipped(checks: Sequence[CheckResult], unknown: Dict[str, str]
@@ -147,12 +160,15 @@ def _adds(remedy: Remedy, have: List[Remedy]) -> bool:
 
 
 def _result(ctx: Context, candidates: List[Signal], checks: Sequence[CheckResult],
-            environment: Environment) -> Triage:
-    diagnosis = rank(candidates)
+            environment: Environment, installer: Installer) -> Triage:
+    """The ranked diagnosis; every remedy runs the interpreter the report names, or says
+    `python -m pip` and which environment to run it in."""
+    diagnosis = [finding_into(d, installer) for d in rank(candidates)]
+    assumed = [*ctx.assumptions, *([] if installer.known else [NOT_NAMED])]
     return Triage(fadoctor_version=__version__, read=sorted(ctx.seen.kinds),
-                  environment=environment, assumed=list(dict.fromkeys(ctx.assumptions)),
+                  environment=environment, assumed=list(dict.fromkeys(assumed)),
                   diagnosis=diagnosis, missing=_missing(ctx, candidates, diagnosis),
-                  checks=list(checks))
+                  checks=results_into(checks, installer))
 
 
 def _missing(ctx: Context, signals: List[Signal], diagnosis: List[Diagnosed]) -> List[Missing]:

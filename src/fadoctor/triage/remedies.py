@@ -12,7 +12,7 @@ from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, name
+from fadoctor.safety.shell import command, name, requirement
 from fadoctor.triage.context import Context
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
@@ -143,8 +143,14 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
     build = f"Or build {what} from source against this torch."
     if owner is None:  # the report does not say which package: no command to guess
         return [Remedy(summary=reinstall), Remedy(summary=build)]
-    return [remedy(reinstall, lambda: [command("pip", "install", "--force-reinstall",
-                                               "--no-cache-dir", name(owner))]),
+    pinned = installed or (str(ctx.torch) if ctx.torch else None)
+    if pinned is None:  # a bare reinstall would move torch to the newest release: no command
+        return [Remedy(summary=reinstall), remedy(build, lambda: [command(
+            "pip", "install", "--no-build-isolation", "--no-binary", name(owner), name(owner))])]
+    # The release built for this torch: the resolver picks the one whose torch pin the installed
+    # torch meets; --no-cache-dir keeps pip from reusing the wheel it has; torch never moves.
+    return [remedy(reinstall, lambda: [command("pip", "install", "--upgrade", "--no-cache-dir",
+                                               name(owner), requirement("torch", pinned))]),
             remedy(build, lambda: [command("pip", "install", "--no-build-isolation",
                                            "--no-binary", name(owner), name(owner))])]
 

@@ -117,10 +117,10 @@ def check(
                                         help="Also check this model "
                                         "(config.json, folder or shipped name) and its training "
                                         "memory."),
-    model_plan: Optional[str] = typer.Option(None, "--model-plan", metavar="FILE",
-                                             help="The training plan for "
-                                             "--model: method=full|lora|qlora,batch=N,seq=N,"
-                                             "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", metavar="KEY=VALUE,...",
+                                             help="The training plan for --model, comma-"
+                                             "separated: method=full|lora|qlora, batch=N, seq=N, "
+                                             "checkpointing=true, recipe=bf16|mixed, lora_r=N."),
     redact: bool = REDACT_OPTION,
     distributed: bool = DISTRIBUTED_OPTION,
     facts_dir: Optional[Path] = FACTS_DIR_OPTION,
@@ -152,14 +152,14 @@ def check(
     else:
         facts = _collect(python, timeout, static, extension, meanwhile=load,
                          kernels=_kernels(kernels, compile_))
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
+    from fadoctor.checks import ALL_CHECKS, BY_KEY, MODEL_CHECKS
     from fadoctor.evaluate import evaluate
 
     if only and extension:
         facts = _named_binaries(facts, extension)
     selected = {BY_KEY[k].id for k in only}
-    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
-                                                  and c.id not in selected}
+    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS + MODEL_CHECKS
+                                                  if selected and c.id not in selected}
     wanted = None
     if model is not None:
         from fadoctor.cli.model import model_facts
@@ -360,14 +360,14 @@ def _redacted(text: str, redact: bool) -> str:
 
 def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
           redact: bool = False) -> None:
-    from fadoctor.cli.output import colour, terminal, width
+    from fadoctor.cli.output import colour, columns, terminal
     from fadoctor.render.dispatch import render
     from fadoctor.render.options import RenderOptions
 
     to_terminal = output is None and terminal(1)
     color = to_terminal and fmt == Format.TEXT and colour(1)
-    columns = width(100) if output is None else 100
-    text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
+    text = render(report, fmt, RenderOptions(verbose=verbose, color=color, wrap=to_terminal,
+                                             width=columns(100) if output is None else 100))
     _write(output or Path("-"), _redacted(text, redact))
 
 

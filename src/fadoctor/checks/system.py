@@ -79,13 +79,23 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
     diagnosis = classify(failure_text(failure))
     if diagnosis.category == Category.NOT_INSTALLED or (
             failure.exception_type == "ModuleNotFoundError" and "torch" in failure.reason):
+        install = Remedy(summary="Install a CUDA build of PyTorch in this environment "
+                         "(fadoctor never installs anything itself).",
+                         commands=[command("pip", "install", "torch")])
+        if facts.target.chosen_by == "current":  # no venv or conda env was active
+            return [Finding(
+                severity=Severity.ERROR, category=Category.NOT_INSTALLED,
+                message="torch is not installed in the environment fadoctor runs from, examined "
+                        "because no virtualenv or conda env is active",
+                evidence={"python": facts.target.python, "error": failure.reason},
+                remedies=[Remedy(summary="Examine the environment you train in: activate it and "
+                                 "run fadoctor check again, or run fadoctor check --python PATH "
+                                 "with its interpreter or folder.")])]
         return [Finding(
             severity=Severity.ERROR, category=Category.NOT_INSTALLED,
             message="torch is not installed in the target environment",
             evidence={"python": facts.target.python, "error": failure.reason},
-            remedies=[Remedy(summary="Install a CUDA build of PyTorch in this environment "
-                             "(fadoctor never installs anything itself).",
-                             commands=[command("pip", "install", "torch")])])]
+            remedies=[install])]
     return [Finding(
         severity=Severity.ERROR, category=diagnosis.category,
         message=f"import torch failed ({failure.kind.value}): {failure.reason}",
@@ -255,7 +265,8 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
     if not dupes:
         count = len(packages.distributions)
         return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
-                     "each installed once")]
+                     "each installed once",
+                     distributions=[f"{d.name} {d.version}" for d in packages.distributions])]
     return [_duplicate(dist, where) for dist, where in sorted(dupes.items())]
 
 

@@ -27,7 +27,13 @@ from fadoctor.cli.help import (
     STATIC_HELP,
     TIMEOUT_HELP,
 )
-from fadoctor.cli.inputs import _check_extension, _check_ignore, _named_binaries, _read_facts
+from fadoctor.cli.inputs import (
+    _check_extension,
+    _check_ignore,
+    _named_binaries,
+    _read_facts,
+    told,
+)
 from fadoctor.cli.matrix import matrix_app
 from fadoctor.cli.model import model as model_command
 from fadoctor.cli.options import FLAG, _a_version, _seconds
@@ -198,8 +204,6 @@ def snapshot(
     return ExitCode.OK
 
 
-
-
 class FamilyChoice(str, Enum):
     fa2 = "fa2"
     fa3 = "fa3"
@@ -338,7 +342,7 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
         collection = Collection(options)
         meanwhile()
-        return collection.facts()
+        return told(collection.facts())
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -346,7 +350,8 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         collection = Collection(options, progress=lambda stage: status.update(
             f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
         meanwhile()
-        return collection.facts()
+        facts = collection.facts()
+    return told(facts)
 
 
 def _redacted(text: str, redact: bool) -> str:

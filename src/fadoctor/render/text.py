@@ -105,8 +105,10 @@ def _check(console: Console, check: CheckResult, options: RenderOptions) -> None
         return
     summary = check.findings[0].message if len(check.findings) == 1 else check.title
     _print(console, line, summary, options)
-    if options.verbose:
-        for finding in check.findings[1:] if len(check.findings) == 1 else check.findings:
+    if options.verbose and len(check.findings) == 1:  # its message is the summary line
+        _evidence_lines(console, check.findings[0], options)
+    elif options.verbose:
+        for finding in check.findings:
             _finding(console, finding, options)
 
 
@@ -121,9 +123,13 @@ def _finding(console: Console, finding: Finding, options: RenderOptions) -> None
                 console.print(Text(f"        {code_line}", style="cyan"), soft_wrap=True)
         if remedy.link:
             console.print(Text(f"      {remedy.link}", style="blue"), soft_wrap=True)
-    if options.verbose and finding.evidence:
-        for key, value in _evidence(finding):
-            _print(console, Text(f"      {key}: ", style="dim"), value, options, "dim", indent=8)
+    if options.verbose:
+        _evidence_lines(console, finding, options)
+
+
+def _evidence_lines(console: Console, finding: Finding, options: RenderOptions) -> None:
+    for key, value in _evidence(finding):
+        _print(console, Text(f"      {key}: ", style="dim"), value, options, "dim", indent=8)
 
 
 def _evidence(finding: Finding) -> List[tuple[str, str]]:

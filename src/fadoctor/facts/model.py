@@ -134,6 +134,9 @@ class Distribution(Frozen):
     top_level: Optional[List[str]] = None  # from top_level.txt ([]: it has none)
     # Requires-Dist as written, markers included ([]: it declares none; None: unknown).
     requires: Optional[List[str]] = None
+    # A flash-attention family's compiled extension files, as its RECORD lists them ([]: none,
+    # an install without its extension; None: not read, or no RECORD).
+    extensions: Optional[List[str]] = None
     # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
     # are then what could be read of it.
     error: Optional[str] = None

@@ -77,7 +77,7 @@ def _reinstall(fa: FlashAttention, facts: Facts, matrix: Matrix, cpu_only: bool)
                             torch.cuda if torch else None, torch.cxx11_abi if torch else None)
     release, commands = (build_recipe(build, from_facts(facts), matrix, version(fa.version))
                          if build is not None else (None, []))
-    if release is None:
+    if release is None or build is None:
         return [Remedy(summary="After a CUDA torch is installed, `fadoctor fix --keep-torch "
                        "--print-pins` prints the prebuilt wheel for it or the build recipe; a "
                        "plain --force-reinstall rebuilds under build isolation, without torch, "

@@ -40,9 +40,29 @@ def run(*args: str, env: Optional[Dict[str, str]] = None, stdin: str = ""
 # 1 -------------------------------------------------------------------------------------------
 @pytest.mark.skipif(sys.prefix == sys.base_prefix, reason="needs fadoctor in a virtualenv")
 def test_check_says_it_examined_its_own_environment() -> None:
-    done = run("snapshot", "--static", "-o", "-")
-    assert "examining the environment fadoctor runs from" in done.stderr
-    assert "--python PATH" in done.stderr and "activate" in done.stderr
+    """On a terminal (stderr a pty here): one line that says which environment was examined."""
+    base = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    master, slave = os.openpty()
+    try:
+        subprocess.run([sys.executable, "-m", "fadoctor", "snapshot", "--static", "-o",
+                        os.devnull], stderr=slave, env={**base, "TERM": "xterm"}, timeout=300,
+                       check=True)
+        os.close(slave)
+        told = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the pty's other end is closed: all is read
+                break
+            if not chunk:
+                break
+            told += chunk
+    finally:
+        os.close(master)
+    text = " ".join(told.decode().split())
+    assert "examining the environment fadoctor runs from" in text
+    assert "--python PATH" in text and "activate" in text
+    assert "examining" not in run("snapshot", "--static", "-o", os.devnull).stderr  # a pipe
 
 
 def test_torch_missing_in_its_own_environment_points_at_the_training_one(tmp_path: Path) -> None:

@@ -64,9 +64,11 @@ def told(facts: Facts) -> Facts:
     """One line on stderr when the examined environment is the virtualenv fadoctor runs from,
     chosen because none is active (after `pipx install`, the README's first command, that is
     fadoctor's own, which holds no torch): how to examine the one you train in."""
-    if facts.target.chosen_by != "current" or sys.prefix == sys.base_prefix:
+    from fadoctor.cli.output import say, terminal
+
+    # On a terminal only: a log or a pipe keeps stderr to the one error line it may carry.
+    if facts.target.chosen_by != "current" or sys.prefix == sys.base_prefix or not terminal(2):
         return facts
-    from fadoctor.cli.output import say
     from fadoctor.safety.textfile import shown
 
     say(f"fadoctor: examining the environment fadoctor runs from ({shown(Path(sys.prefix))}): no "

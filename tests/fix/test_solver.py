@@ -142,7 +142,8 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
 ])
 def test_build_jobs_follow_the_memory(memory_gib: Optional[float], cpus: Optional[int],
                                       jobs: int, matrix: Matrix) -> None:
-    m = apply(Machine(memory_gib=memory_gib, cpus=cpus), WhatIf(gpu_cc="9.0", python="3.12"))
+    m = apply(Machine(gpu_cc=Version("9.0"), memory_gib=memory_gib, cpus=cpus, detected=True),
+              WhatIf(python="3.12"))
     assert m.build_jobs == jobs
     plan = plan_for(matrix, m, torch="2.11.0+cu130")
     build = next(p for p in plan.alternatives if p.kind == "build" and p.family == Family.FA2)

@@ -23,6 +23,9 @@ FIXTURES = ("fa853-cxx11abi-true-wheel-on-pip-torch", "rtx5090-torch-cu126",
 VARIANTS: Dict[str, Tuple[Format, RenderOptions]] = {
     "text.txt": (Format.TEXT, RenderOptions(width=100, color=False)),
     "text-verbose.txt": (Format.TEXT, RenderOptions(width=100, color=False, verbose=True)),
+    # as a terminal of 80 columns draws it: prose wrapped with a hanging indent, commands whole
+    "text-wrapped-80.txt": (Format.TEXT, RenderOptions(width=80, color=False, verbose=True,
+                                                       wrap=True)),
     "report.json": (Format.JSON, RenderOptions()),
     "junit.xml": (Format.JUNIT, RenderOptions()),
     "report.md": (Format.MARKDOWN, RenderOptions()),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from packaging.version import Version
+
 from fadoctor.checks.base import Outcome, Skip, info, torch_view, why_unknown
 from fadoctor.checks.classify import Diagnosis, symbol_version
 from fadoctor.checks.dependencies import declared_library
@@ -25,7 +27,7 @@ from fadoctor.facts.model import Facts, FailureKind
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.fa2 import MODERN as WHEEL_LOCAL
 from fadoctor.report import Category, Finding, Remedy, Severity
-from fadoctor.safety.shell import AND, command, env
+from fadoctor.safety.shell import AND, command, env, requirement
 
 SHOWN_SYMBOLS = 6  # missing symbols listed in a message; evidence keeps what the probe kept
 
@@ -245,7 +247,7 @@ def check_kernels(facts: Facts, matrix: Matrix) -> Outcome:
                         "launching them fails with 'no kernel image is available for execution "
                         f"on the device'{maybe}",
                 evidence={"path": binary.file.path, "sass": kernels.sass, "ptx": kernels.ptx},
-                remedies=_kernel_remedies(binary, cc.major, cc.minor)))
+                remedies=_kernel_remedies(binary, cc.major, cc.minor, matrix)))
     return findings or Skip("needs a binary with CUDA kernels, and none has a .nv_fatbin section")
 
 
@@ -256,22 +258,35 @@ def _archs(binary: BinaryAnalysis) -> str:
         f", PTX {' '.join(kernels.ptx)}" if kernels.ptx else ", no PTX")
 
 
-def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int) -> List[Remedy]:
+def _kernel_remedies(binary: BinaryAnalysis, major: int, minor: int,
+                     matrix: Matrix) -> List[Remedy]:
     if binary.file.module in CSRC:
         folder, triton = CSRC[binary.file.module]
         use = f" Or use {triton}, the Triton version, which compiles for the GPU at run time." \
             if triton else ""
+        # These csrc/ extensions pass no -gencode of their own: torch's cpp_extension builds
+        # what TORCH_CUDA_ARCH_LIST names.
         return [Remedy(summary=f"Rebuild {binary.file.module} from flash-attention's {folder} "
                        f"with kernels for this GPU.{use}",
                        commands=[command("cd", f"flash-attention/{folder}", AND,
                                          env("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}"), "pip",
                                          "install", ".", "--no-build-isolation")])]
-    return [Remedy(summary="Build it for this GPU: flash-attn >= 2.7.3 takes the archs from "
-                   "FLASH_ATTN_CUDA_ARCHS; flash-attn 2.8.0 is the first release whose wheels "
-                   "carry sm_100 and sm_120.",
+    from fadoctor.install.wheels import build_arch
+
+    release = max((r for r in matrix.flash_attn_releases if r.arch_env
+                   and not r.version.is_prerelease), key=lambda r: r.version, default=None)
+    arch = build_arch(release, Version(f"{major}.{minor}")) if release else None
+    if release is None or arch is None or release.arch_env is None:
+        return [Remedy(summary=f"No flash-attn 2.x build has kernels for sm_{major}{minor}: "
+                       "use PyTorch SDPA (attn_implementation=\"sdpa\").")]
+    return [Remedy(summary=f"Build it for this GPU: flash-attn {release.version}'s setup.py "
+                   f"builds only the archs {release.arch_env} names among "
+                   f"{', '.join(sorted((a.removeprefix('sm_') for a in release.build_archs), key=int))} "
+                   f"(sm_{arch} kernels run on sm_{major}{minor}); its wheels carry "
+                   f"{' '.join(release.archs)}.",
                    commands=[command(env("FLASH_ATTENTION_FORCE_BUILD", "TRUE"),
-                                     env("FLASH_ATTN_CUDA_ARCHS", f"{major}{minor}"), "pip",
-                                     "install", "flash-attn", "--no-build-isolation",
+                                     env(release.arch_env, arch), "pip", "install",
+                                     requirement("flash-attn", release.version), "--no-build-isolation",
                                      "--no-cache-dir")])]
 
 

@@ -11,6 +11,7 @@ from fadoctor.checks.base import Outcome, Skip, info, release, unreported, versi
 from fadoctor.checks.classify import failure_text
 from fadoctor.checks.dependencies import missing_dependency
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies, exact_wheel, import_remedies
+from fadoctor.checks.incomplete import incomplete_install
 from fadoctor.checks.load_cause import import_cause
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.checks.system import gpus
@@ -118,6 +119,10 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
             continue
         if failure.kind == FailureKind.SKIPPED:
             unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
+            continue
+        incomplete = incomplete_install(fa, facts, matrix, label(fa, matrix))
+        if incomplete is not None:  # before any reading of the error: the RECORD says why
+            findings.append(incomplete)
             continue
         diagnosis = import_cause(failure_text(failure), _family_binaries(facts, fa), torch)
         dependency = missing_dependency(fa, diagnosis, facts, matrix)

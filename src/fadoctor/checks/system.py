@@ -82,13 +82,23 @@ def check_torch_import(facts: Facts, matrix: Matrix) -> Outcome:
     installed = dist.version if dist is not None else None
     if diagnosis.category == Category.NOT_INSTALLED or (
             failure.exception_type == "ModuleNotFoundError" and "torch" in failure.reason):
+        install = Remedy(summary="Install a CUDA build of PyTorch in this environment "
+                         "(fadoctor never installs anything itself).",
+                         commands=[command("pip", "install", "torch")])
+        if facts.target.chosen_by == "current":  # no venv or conda env was active
+            return [Finding(
+                severity=Severity.ERROR, category=Category.NOT_INSTALLED,
+                message="torch is not installed in the environment fadoctor runs from, examined "
+                        "because no virtualenv or conda env is active",
+                evidence={"python": facts.target.python, "error": failure.reason},
+                remedies=[Remedy(summary="Examine the environment you train in: activate it and "
+                                 "run fadoctor check again, or run fadoctor check --python PATH "
+                                 "with its interpreter or folder.")])]
         return [Finding(
             severity=Severity.ERROR, category=Category.NOT_INSTALLED,
             message="torch is not installed in the target environment",
             evidence={"python": facts.target.python, "error": failure.reason},
-            remedies=[Remedy(summary="Install a CUDA build of PyTorch in this environment "
-                             "(fadoctor never installs anything itself).",
-                             commands=[command("pip", "install", "torch")])])]
+            remedies=[install])]
     return [Finding(
         severity=Severity.ERROR, category=diagnosis.category,
         message=f"import torch failed ({failure.kind.value}): {failure.reason}",
@@ -265,7 +275,8 @@ def check_duplicates(facts: Facts, matrix: Matrix) -> Outcome:
     if not dupes:
         count = len(packages.distributions)
         return [info(f"{count} relevant distribution{'' if count == 1 else 's'}, "
-                     "each installed once")]
+                     "each installed once",
+                     distributions=[f"{d.name} {d.version}" for d in packages.distributions])]
     # Distributions are listed in sys.path order: the first of a name is the one imported.
     in_use = {d.name: d.version for d in reversed(packages.distributions)}
     return [_duplicate(dist, where, in_use[dist]) for dist, where in sorted(dupes.items())]

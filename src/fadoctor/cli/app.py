@@ -4,16 +4,17 @@ Heavy modules (pydantic models, the matrix, rich) are imported inside the comman
 `fadoctor --help` probes nothing and starts fast.
 """
 
-import os
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from fadoctor.cli import jobs
 from fadoctor.cli.bench import bench_command
+from fadoctor.cli.common import _collect, _emit, _exit_code, _kernels, _redacted, _write
 from fadoctor.cli.compat import compat_app
+from fadoctor.cli.docs import explain, snippet
+from fadoctor.cli.fix import fix
 from fadoctor.cli.guard import DEBUG, guarded
 from fadoctor.cli.help import (
     COMPILE_HELP,
@@ -27,21 +28,22 @@ from fadoctor.cli.help import (
     STATIC_HELP,
     TIMEOUT_HELP,
 )
-from fadoctor.cli.inputs import _check_extension, _check_ignore, _named_binaries, _read_facts
+from fadoctor.cli.inputs import (
+    _check_ignore,
+    _named_binaries,
+    _read_facts,
+)
 from fadoctor.cli.matrix import matrix_app
 from fadoctor.cli.model import model as model_command
-from fadoctor.cli.options import FLAG, _a_version, _seconds
+from fadoctor.cli.options import FLAG, _seconds
 from fadoctor.cli.triage import triage_command
 from fadoctor.cli.version import version_text
 from fadoctor.distributed.args import JobArgs, Reporting, is_job_file
 from fadoctor.errors import ExitCode, UsageError
-from fadoctor.formats import FailOn, Format, KernelSet, PinFormat
+from fadoctor.formats import FailOn, Format, KernelSet
 
 if TYPE_CHECKING:
-    from fadoctor.facts.model import Facts
     from fadoctor.matrix import Matrix
-    from fadoctor.probes.kernels import KernelOptions
-    from fadoctor.report import Report
 
 app = typer.Typer(
     name="fadoctor",
@@ -118,10 +120,10 @@ def check(
                                         help="Also check this model "
                                         "(config.json, folder or shipped name) and its training "
                                         "memory."),
-    model_plan: Optional[str] = typer.Option(None, "--model-plan", metavar="FILE",
-                                             help="The training plan for "
-                                             "--model: method=full|lora|qlora,batch=N,seq=N,"
-                                             "checkpointing=true,recipe=bf16|mixed,lora_r=N."),
+    model_plan: Optional[str] = typer.Option(None, "--model-plan", metavar="KEY=VALUE,...",
+                                             help="The training plan for --model, comma-"
+                                             "separated: method=full|lora|qlora, batch=N, seq=N, "
+                                             "checkpointing=true, recipe=bf16|mixed, lora_r=N."),
     redact: bool = REDACT_OPTION,
     distributed: bool = DISTRIBUTED_OPTION,
     facts_dir: Optional[Path] = FACTS_DIR_OPTION,
@@ -153,14 +155,14 @@ def check(
     else:
         facts = _collect(python, timeout, static, extension, meanwhile=load,
                          kernels=_kernels(kernels, compile_))
-    from fadoctor.checks import ALL_CHECKS, BY_KEY
+    from fadoctor.checks import ALL_CHECKS, BY_KEY, MODEL_CHECKS
     from fadoctor.evaluate import evaluate
 
     if only and extension:
         facts = _named_binaries(facts, extension)
     selected = {BY_KEY[k].id for k in only}
-    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS if selected
-                                                  and c.id not in selected}
+    left_out = {BY_KEY[k].id for k in ignore} | {c.id for c in ALL_CHECKS + MODEL_CHECKS
+                                                  if selected and c.id not in selected}
     wanted = None
     if model is not None:
         from fadoctor.cli.model import model_facts
@@ -199,205 +201,12 @@ def snapshot(
     return ExitCode.OK
 
 
-
-
-class FamilyChoice(str, Enum):
-    fa2 = "fa2"
-    fa3 = "fa3"
-    fa4 = "fa4"
-
-
-@app.command()
-@guarded
-def fix(
-    print_pins: bool = typer.Option(False, "--print-pins", metavar=FLAG, help="Print the "
-                                    "install commands: what fix always does (it never runs "
-                                    "them)."),
-    keep_torch: bool = typer.Option(False, "--keep-torch", metavar=FLAG,
-                                    help="Keep the installed torch."),
-    torch: Optional[str] = typer.Option(None, "--torch", metavar="VERSION", help="Plan for this "
-                                        "torch (2.4, 2.4.0, 2.4.0+cu121)."),
-    flash_attn: Optional[str] = typer.Option(None, "--flash-attn", metavar="VERSION",
-                                             help="Plan for this flash-attn 2.x version.",
-                                             callback=_a_version),
-    family: Optional[FamilyChoice] = typer.Option(None, "--family", help="Only this family."),
-    python: Optional[str] = typer.Option(None, "--python", metavar="VERSION|PATH",
-                                         help="A Python version to plan for (3.11), or the "
-                                         "interpreter/environment to examine."),
-    gpu_cc: Optional[str] = typer.Option(None, "--gpu-cc", metavar="CC", help="Plan for a GPU "
-                                         "of this compute capability (8.0)."),
-    driver: Optional[str] = typer.Option(None, "--driver", metavar="VERSION",
-                                         help="Plan for this NVIDIA driver (550.54.14)."),
-    glibc: Optional[str] = typer.Option(None, "--glibc", metavar="VERSION",
-                                        help="Plan for this glibc (2.35)."),
-    platform: Optional[str] = typer.Option(None, "--platform", metavar="TAG", help="Plan for "
-                                           "this wheel platform tag (linux_x86_64)."),
-    no_detect: bool = typer.Option(False, "--no-detect", metavar=FLAG, help="Take nothing from "
-                                   "this machine: only the what-if options."),
-    fmt: PinFormat = typer.Option(PinFormat.text, "--format", "-f", help="Output format."),
-    verbose: bool = typer.Option(False, "--verbose", "-v", metavar=FLAG,
-                                 help="Every rejected candidate."),
-    matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
-                                               help="Use another compatibility matrix YAML."),
-    observed: List[Path] = typer.Option([], "--observed", metavar="FILE", help="Runs of real "
-                                        "combinations (`fadoctor compat merge`, or reports): "
-                                        "plans seen working rank first, one seen failing is "
-                                        "never the best. fadoctor's own CI's are always read."),
-    verify: bool = typer.Option(False, "--verify", metavar=FLAG, help="Prove the best plan in "
-                                "a throwaway copy of the environment (which stays unchanged)."),
-    run_it: bool = typer.Option(False, "--apply", metavar=FLAG, help="Run the plan here, confirmed."),
-    yes: bool = typer.Option(False, "--yes", metavar=FLAG, help="Confirm --apply/--rollback."),
-    rollback: Optional[Path] = typer.Option(None, "--rollback", metavar="FILE", help="Undo --apply."),
-) -> int:
-    """Plan the exact install for this machine (or a described one), and print it."""
-    from fadoctor.facts.model import Family
-    from fadoctor.fix.solver import Constraints, solve
-    from fadoctor.install.machine import WhatIf, apply, from_facts
-    from fadoctor.matrix import load_matrix
-
-    target = python if python and (os.sep in python or Path(python).exists()) else None
-    version = None if target else python
-    if keep_torch and torch:
-        raise UsageError("--keep-torch and --torch exclude each other")
-    facts = None if no_detect else _collect(target, None, True, [])
-    machine = apply(from_facts(facts), WhatIf(gpu_cc=gpu_cc, driver=driver, python=version,
-                                              torch=torch, glibc=glibc, platform=platform))
-    constraints = Constraints(keep_torch=keep_torch, torch=torch, flash_attn=flash_attn,
-                              family=Family(family.value) if family else None)
-    plan = solve(machine, constraints, load_matrix(matrix_path))
-    from fadoctor.cli.verify import Actions, show_plan
-    from fadoctor.compat.observed import shipped_path, with_observations
-    from fadoctor.compat.records import read
-
-    shipped = [shipped_path()] if shipped_path().is_file() else []
-    plan = with_observations(plan, [r for path in (*shipped, *observed) for r in read(path)])
-    return show_plan(facts, plan, lambda text: _write(Path("-"), text), fmt, verbose,
-                     Actions(verify, run_it, yes, rollback))
-
-
-@app.command()
-@guarded
-def snippet(snippet_id: Optional[str] = typer.Argument(None, metavar="[ID]",
-                                                      help="Snippet ID.")) -> int:
-    """Print a tested code remedy (the SDPA drop-in, torch.compile controls), or list them."""
-    from fadoctor.snippets import SNIPPETS
-
-    if snippet_id is None:
-        for s in SNIPPETS:
-            _write(Path("-"), f"{s.id:<28} {s.title}\n")
-        return ExitCode.OK
-    found = next((s for s in SNIPPETS if s.id == snippet_id), None)
-    if found is None:
-        raise UsageError(f"no snippet {snippet_id!r}; `fadoctor snippet` lists them")
-    _write(Path("-"), found.code.rstrip() + "\n")
-    return ExitCode.OK
-
-
-@app.command()
-@guarded
-def explain(check_id: Optional[str] = typer.Argument(None, metavar="[FADxxx]",
-                                                     help="Check ID or name.")) -> int:
-    """Document a check, or list them all."""
-    from fadoctor.distributed.checks import EVERY_CHECK, EVERY_KEY
-
-    if check_id is None:
-        for c in EVERY_CHECK:
-            _write(Path("-"), f"{c.id}  {c.name:<24} {c.title}\n")
-        return ExitCode.OK
-    found = EVERY_KEY.get(check_id) or EVERY_KEY.get(check_id.upper())
-    if found is None:
-        raise UsageError(f"no check {check_id!r}; `fadoctor explain` lists them")
-    from fadoctor.checks.docs import documentation
-    from fadoctor.matrix import load_matrix
-
-    _write(Path("-"), f"{found.id} {found.name}: {found.title}\n\n"
-                      f"{documentation(found, load_matrix())}\n")
-    return ExitCode.OK
-
-
+app.command()(fix)
+app.command()(snippet)
+app.command()(explain)
 app.command("bench")(bench_command)
 app.command("rank-script")(guarded(jobs.rank_script_command))
 app.command("triage")(guarded(triage_command))
 app.add_typer(matrix_app, name="matrix")
 app.add_typer(compat_app, name="compat")
 app.command(name="model")(guarded(model_command))
-
-
-# -- helpers ------------------------------------------------------------------------------------
-
-
-def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":
-    from fadoctor.probes.kernels import KernelOptions
-
-    return KernelOptions(smoke=(kernels or KernelSet.default).value, compile=compile_)
-
-
-def _collect(python: Optional[str], timeout: Optional[float], static: bool,
-             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None,
-             kernels: Optional["KernelOptions"] = None) -> "Facts":
-    """Start the probes, run `meanwhile` while they work, and return the facts."""
-    from fadoctor.collect.run import Collection
-    from fadoctor.collect.target import CollectOptions
-    from fadoctor.in_target.registry import BY_NAME
-    from fadoctor.probes.kernels import KernelOptions
-
-    for ext in extensions:
-        _check_extension(ext)
-    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
-    options = CollectOptions(python=python, timeouts=timeouts, static=static,
-                             extensions=tuple(str(e.resolve()) for e in extensions),
-                             kernels=kernels or KernelOptions())
-    from fadoctor.cli.output import terminal
-
-    if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
-        collection = Collection(options)
-        meanwhile()
-        return collection.facts()
-    from rich.console import Console
-
-    console = Console(stderr=True)
-    with console.status("fadoctor: starting the target interpreter") as status:
-        collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
-        meanwhile()
-        return collection.facts()
-
-
-def _redacted(text: str, redact: bool) -> str:
-    if not redact:
-        return text
-    from fadoctor.cli.identity import this_machine
-    from fadoctor.safety.redact import redact as scrub
-
-    return scrub(text, this_machine())
-
-
-def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
-          redact: bool = False) -> None:
-    from fadoctor.cli.output import colour, terminal, width
-    from fadoctor.render.dispatch import render
-    from fadoctor.render.options import RenderOptions
-
-    to_terminal = output is None and terminal(1)
-    color = to_terminal and fmt == Format.TEXT and colour(1)
-    columns = width(100) if output is None else 100
-    text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
-    _write(output or Path("-"), _redacted(text, redact))
-
-
-def _write(path: Path, text: str) -> None:
-    from fadoctor.cli.output import write
-
-    write(text, path)
-
-
-def _exit_code(report: "Report", fail_on: FailOn) -> int:
-    from fadoctor.report import Category, Severity
-
-    findings = report.findings()
-    if any(f.category == Category.INTERNAL and f.severity == Severity.ERROR for f in findings):
-        return ExitCode.INTERNAL
-    threshold = Severity(fail_on.value).rank
-    if any(f.severity.rank >= threshold for f in findings if f.severity != Severity.INFO):
-        return ExitCode.PROBLEMS
-    return ExitCode.OK

@@ -90,6 +90,12 @@ def run_bench(python: Optional[str], options: BenchOptions, fmt: BenchFormat,
     from fadoctor.render.bench import render_bench_json, render_bench_text
 
     chosen = resolve_target(python, os.environ)
+    missing = _no_gpu(chosen.python) if options.device is None else ""
+    if missing:  # at once, not after a stage per target that each find no GPU
+        from fadoctor.cli.output import say
+
+        say(f"fadoctor bench: {missing}")
+        return ExitCode.PROBLEMS
     facts = _with_progress(lambda progress: _collect(chosen.python, options, progress),
                            len(options.targets) + 1)
     report = bench_report(facts, load_matrix(matrix_path))
@@ -101,6 +107,23 @@ def run_bench(python: Optional[str], options: BenchOptions, fmt: BenchFormat,
         sys.stdout.write(render_bench_text(report, width, to_terminal and "NO_COLOR"
                                            not in os.environ))
     return ExitCode.OK if report.recommendation is not None else ExitCode.PROBLEMS
+
+
+def _no_gpu(python: str) -> str:
+    """Why there is no CUDA GPU to time attention on, from the files only (no torch import, a
+    fraction of a second); empty when there may be one."""
+    from fadoctor.collect.run import Collection
+    from fadoctor.collect.target import CollectOptions
+    from fadoctor.install.views import torch_view
+
+    facts = Collection(CollectOptions(python=python, static=True)).facts()
+    torch, driver = torch_view(facts), facts.driver.data
+    if torch is not None and not torch.cuda and not torch.hip:
+        return (f"no CUDA GPU to time attention on: torch {torch.version} in {python} is a "
+                "CPU-only build (`fadoctor check` says what to install)")
+    if driver is not None and not driver.present and not (torch is not None and torch.hip):
+        return "no CUDA GPU to time attention on: no NVIDIA driver was found"
+    return ""
 
 
 def _collect(python: str, options: BenchOptions, progress: Optional[Callable[[str], None]]

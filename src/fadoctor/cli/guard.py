@@ -12,6 +12,7 @@ from typing import Any, Callable, NoReturn
 
 import typer
 
+from fadoctor.cli.helpdraw import flag_help, fold_long_words
 from fadoctor.cli.output import adopt_standard_streams, say, silence_stdout, write
 from fadoctor.errors import ExitCode, FadoctorError, InputError, OutputError
 
@@ -85,8 +86,11 @@ def _invoke(app: typer.Typer) -> int:
     # click < 8.2 prints the help of a bare command itself; later ones raise this for it.
     no_args: Any = getattr(click, "NoArgsIsHelpError", ())
     try:
-        return int(app(prog_name="fadoctor", standalone_mode=False) or 0)
+        command = typer.main.get_command(app)
+        flag_help(command)
+        return int(command(prog_name="fadoctor", standalone_mode=False) or 0)
     except no_args as exc:
+        fold_long_words()
         write(exc.format_message() + "\n")
         return int(ExitCode.USAGE)
     except click.ClickException as exc:

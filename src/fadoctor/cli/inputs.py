@@ -4,6 +4,7 @@ ELF file, a facts file to diagnose, and the named binaries `--only` gates on."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List
 
@@ -57,3 +58,20 @@ def _check_ignore(keys: List[str], option: str = "--ignore") -> None:
     unknown = [key for key in keys if key not in BY_KEY]
     if unknown:
         raise UsageError(f"{option} {unknown[0]}: no such check (see `fadoctor explain`)")
+
+
+def told(facts: Facts) -> Facts:
+    """One line on stderr when the examined environment is the virtualenv fadoctor runs from,
+    chosen because none is active (after `pipx install`, the README's first command, that is
+    fadoctor's own, which holds no torch): how to examine the one you train in."""
+    from fadoctor.cli.output import say, terminal
+
+    # On a terminal only: a log or a pipe keeps stderr to the one error line it may carry.
+    if facts.target.chosen_by != "current" or sys.prefix == sys.base_prefix or not terminal(2):
+        return facts
+    from fadoctor.safety.textfile import shown
+
+    say(f"fadoctor: examining the environment fadoctor runs from ({shown(Path(sys.prefix))}): no "
+        "virtualenv or conda env is active. To examine the one you train in, activate it first, "
+        "or pass --python PATH (its interpreter or folder).")
+    return facts

@@ -135,7 +135,9 @@ def _advise(spec: ModelSpec, plan: TrainingPlan, gpu_memory: Optional[float],
     advice = advise(spec, plan, load_matrix(), here, capacity)
     advice = advice_into(advice, installer_of(facts) if facts is not None else UNKNOWN)
     color = fmt == Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    width = typer.get_terminal_size()[0] if sys.stdout.isatty() else 110
+    from fadoctor.cli.output import columns
+
+    width = columns(110)
     sys.stdout.write(render_json(advice) if fmt == Format.json else render_text(advice, width,
                                                                                color))
     fits = advice.memory.fits

@@ -122,6 +122,15 @@ def colour(fd: int = 1) -> bool:
     return terminal(fd) and not os.environ.get("NO_COLOR")
 
 
+def columns(default: int) -> int:
+    """The width to render for: COLUMNS where it is set (as a shell, typer and rich read it, also
+    off a terminal: `COLUMNS=80 fadoctor ... | less`), else the terminal's (`width`)."""
+    text = os.environ.get("COLUMNS", "")
+    if text.isdigit() and int(text) >= 20:
+        return int(text)
+    return width(default)
+
+
 def width(default: int) -> int:
     """The terminal's width on stdout, or `default` off a terminal or where the terminal says 0
     (a fresh pty, a serial console): a report never renders to nothing."""

@@ -74,4 +74,7 @@ def _read(source: Optional[str]) -> bytes:
             raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
     if len(data) > MAX_BYTES:
         raise InputError(f"the report is larger than {MAX_BYTES // 2 ** 20} MB")
+    if not data.strip():  # nothing to diagnose: not a report without problems
+        raise InputError("the input is empty: give the report as a file, or pipe it in "
+                         "(fadoctor triage - < report.txt)")
     return data

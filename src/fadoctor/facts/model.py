@@ -142,6 +142,9 @@ class Distribution(Frozen):
     # A flash-attention family's files (from RECORD) that another family distribution in the same
     # folder also lists ([]: none; None: not read, or not a family distribution), at most 20.
     shared_files: Optional[List[str]] = None
+    # A flash-attention family's compiled extension files, as its RECORD lists them ([]: none,
+    # an install without its extension; None: not read, or no RECORD).
+    extensions: Optional[List[str]] = None
     # Why its METADATA could not be read as it should (not UTF-8, unreadable): name and version
     # are then what could be read of it.
     error: Optional[str] = None

@@ -7,6 +7,8 @@ import shlex
 from dataclasses import replace
 from typing import Any, Dict, List
 
+from packaging.version import Version
+
 from fadoctor.fix.solver import Pick, Plan
 from fadoctor.formats import PinFormat
 from fadoctor.install.into import UNKNOWN, commands_into
@@ -41,13 +43,29 @@ def plan_into(plan: Plan, installer: Installer) -> Plan:
 def _machine(plan: Plan) -> str:
     m = plan.machine
     gpu = f"{m.gpu_name} " if m.gpu_name else "a GPU "
-    parts = [f"{gpu}(sm_{m.gpu_cc.major}{m.gpu_cc.minor})" if m.gpu_cc else "no GPU",
-             f"driver {m.driver}" if m.driver else "no driver",
-             f"Python {m.python}" if m.python else "Python ?",
-             f"glibc {m.glibc}" if m.glibc else "glibc ?", m.platform]
+    absent = "no" if m.detected else "unknown"  # detected absent, or not known at all
+    parts = [f"{gpu}(sm_{m.gpu_cc.major}{m.gpu_cc.minor})" if m.gpu_cc else f"{absent} GPU",
+             f"driver {m.driver}" if m.driver else f"{absent} driver",
+             f"Python {m.python}" if m.python else "Python unknown",
+             f"glibc {m.glibc}" if m.glibc else "glibc unknown", m.platform]
     if m.torch:
         parts.append(f"torch {m.torch} installed")
     return ", ".join(parts)
+
+
+def _warnings(plan: Plan) -> List[str]:
+    """Said before the plan: a plan for a GPU this machine does not have, a torch downgrade."""
+    m, out = plan.machine, []
+    if m.gpu_cc is None:
+        where = "this machine has no NVIDIA GPU" if m.detected else "the GPU is unknown"
+        out.append(f"note: {where}: the plan is for any GPU flash-attention supports, unproven "
+                   "here. For another machine: --gpu-cc CC (and --driver, --python, --glibc).")
+    torch = plan.best.torch
+    if m.torch is not None and torch is not None and not torch.installed and \
+            torch.version < Version(m.torch.base_version):
+        out.append(f"note: the best plan DOWNGRADES torch {m.torch} to {torch}; --torch VERSION "
+                   "plans for the torch you want instead.")
+    return out
 
 
 def _pick_lines(pick: Pick, indent: str) -> List[str]:
@@ -57,7 +75,8 @@ def _pick_lines(pick: Pick, indent: str) -> List[str]:
 
 
 def _text(plan: Plan, verbose: bool) -> str:
-    out = [f"fadoctor fix: for {_machine(plan)}", "", f"Best: {plan.best.summary}",
+    out = [f"fadoctor fix: for {_machine(plan)}", *_warnings(plan), "",
+           f"Best: {plan.best.summary}",
            *_pick_lines(plan.best, "    ")]
     if plan.alternatives:
         out += ["", "Alternatives:"]

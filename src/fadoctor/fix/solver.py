@@ -17,9 +17,12 @@ from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
 from fadoctor.matrix.models import TorchRelease
-from fadoctor.safety.shell import AND, command, is_safe, url
+from fadoctor.safety.shell import AND, command, env, is_safe, url
 
 Kind = Literal["wheel", "index", "build", "sdpa"]
+# FlashAttention-3 is built from hopper/ of a flash-attention release tag, never from main: the
+# tag whose hopper/setup.py and README the matrix's FA3 requirements were read at.
+FA3_TAG = "v2.8.3"
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,8 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
     picks: List[Pick] = []
     cc = machine.gpu_cc
     floor = min(matrix.family_support(f).min_cc for f in (Family.FA2, Family.FA3, Family.FA4))
-    if cc is not None and cc < floor:
-        search.rejected.append(f"no flash-attention 2.x/3/4 build runs on compute capability "
+    if cc is not None and cc < floor:  # the decisive reason: first, before the torch builds'
+        search.rejected.insert(0, f"no flash-attention 2.x/3/4 build runs on compute capability "
                                f"{cc} (FlashAttention-2 needs {floor}+)")
     else:
         wanted = constraints.family
@@ -86,6 +89,12 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
         if wanted in (None, Family.FA3):
             picks.extend(_fa3(search, torches))
     picks.sort(key=_rank)
+    if constraints.family is not None and not picks:  # asked for a family: never SDPA instead
+        name = {Family.FA2: "FlashAttention-2", Family.FA3: "FlashAttention-3",
+                Family.FA4: "FlashAttention-4"}.get(constraints.family, constraints.family.value)
+        # The GPU floor is the first reason; else the family's own, given after the torch builds'.
+        why = search.rejected[0] if cc is not None and cc < floor else search.rejected[-1]
+        raise NoPlanError(f"no {name} plan for this machine: {why}")
     picks.append(_sdpa(torches))
     return Plan(machine=machine, best=picks[0], alternatives=tuple(picks[1:]),
                 rejected=tuple(search.rejected))
@@ -205,11 +214,33 @@ def _fa2_wheel(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                                                     command("pip", "install", "einops")),
                              notes=("--no-deps: the wheel does not pin torch and could pull "
                                     "another one (flash-attention#1724)",
-                                    *filter(None, [wheel.caveat(torch.version)])))]
+                                    *filter(None, [wheel.caveat(torch.version)]),
+                                    *_assumed(search, wheel, torch)))]
             reasons.append(why or "")
         search.rejected.append(f"{torch}: no flash-attn 2.x wheel fits"
                                + (f" (newest: {reasons[0]})" if reasons else ""))
     return []
+
+
+def _assumed(search: _Search, wheel: Wheel, torch: TorchBuild) -> List[str]:
+    """What the exact wheel takes for granted where the machine is not known: its Python (the
+    file is for one CPython) and the glibc it needs."""
+    m, release, out = search.machine, wheel.release, []
+    if m.python is None:
+        tag = wheel.filename.split("-")[2]
+        out.append(f"ASSUMED: Python {tag[2]}.{tag[3:]} ({tag}), the planned machine's Python is "
+                   "unknown: give --python VERSION for its wheel (the release has "
+                   f"{', '.join(release.assets.get(wheel.filename.split('+')[1].split('-')[0], []))})")
+    if m.glibc is None:
+        floors = [d for d in search.matrix.defects_for(release.version) if d.min_glibc is not None
+                  and d.matches(torch.version, m.gpu_cc, m.driver, cxx11_abi=torch.cxx11_abi,
+                                glibc=Version("0"), torch_cuda=torch.cuda) is not False]
+        out += [f"ASSUMED: glibc >= {d.min_glibc} ({d.id}; the planned machine's glibc is unknown: "
+                "give --glibc VERSION)" for d in floors]
+        if not floors:
+            out.append(f"ASSUMED: a glibc as new as the release's build runner's "
+                       f"({release.builds_on}); the planned machine's is unknown (--glibc VERSION)")
+    return out
 
 
 def _fa2_build(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
@@ -224,10 +255,16 @@ def _fa2_build(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                  commands=(*_torch_steps(torch), *commands),
                  notes=(f"needs nvcc {torch.cuda.major}.x (torch's cpp_extension refuses another "
                         "major) and ninja: minutes with ninja on many cores, hours without "
-                        "(flash-attention README, #113)",
-                        f"MAX_JOBS={search.machine.build_jobs}: about 5 GB of RAM per nvcc thread"
-                        + (f" on {search.machine.memory_gib:.0f} GB" if search.machine.memory_gib
-                           else " (memory unknown: the README's 4, for < 96 GB)")))]
+                        "(flash-attention README, #113)", _jobs_note(search.machine)))]
+
+
+def _jobs_note(machine: Machine) -> str:
+    """Where MAX_JOBS comes from: the planned machine's memory, or an assumption said so."""
+    jobs = machine.build_jobs
+    if machine.memory_gib:
+        return f"MAX_JOBS={jobs}: about 5 GB of RAM per nvcc thread on {machine.memory_gib:.0f} GB"
+    return (f"MAX_JOBS={jobs} is assumed (the planned machine's memory is unknown): the README's "
+            "4 needs about 40 GB free; on a smaller machine use its free GB / 10")
 
 
 def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
@@ -267,12 +304,17 @@ def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
     needs = (f"needs CUDA >= {nvcc.min_nvcc}" + (f" ({nvcc.recommended_nvcc} recommended, README)"
                                                  if nvcc.recommended_nvcc else "") + "; "
              if nvcc is not None else "")
-    return [Pick(Family.FA3, "build", f"FlashAttention-3 compiled here for {torch}", torch=torch,
-                 commands=(*_torch_steps(torch),
-                           command("git", "clone", "https://github.com/Dao-AILab/flash-attention"),
-                           command("cd", "flash-attention/hopper", AND, "python", "setup.py",
-                                   "install")),
-                 notes=(f"{needs}import flash_attn_interface",))]
+    jobs = search.machine.build_jobs
+    return [Pick(Family.FA3, "build", f"FlashAttention-3 ({FA3_TAG}'s hopper/) compiled here for "
+                 f"{torch}", torch=torch,
+                 commands=(*_torch_steps(torch), command("pip", "install", "ninja", "packaging"),
+                           command("git", "clone", "--depth", "1", "--branch", FA3_TAG,
+                                   "https://github.com/Dao-AILab/flash-attention"),
+                           command("cd", "flash-attention/hopper", AND, env("MAX_JOBS", jobs),
+                                   "pip", "install", "--no-build-isolation", ".")),
+                 notes=(f"{needs}import flash_attn_interface",
+                        "its setup.py fetches csrc/cutlass as a git submodule: a git clone, not "
+                        "an archive", _jobs_note(search.machine)))]
 
 
 def _sdpa(torches: List[TorchBuild]) -> Pick:

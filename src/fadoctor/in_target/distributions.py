@@ -84,7 +84,10 @@ def _shared(dists: List[Any]) -> Dict[int, Optional[List[str]]]:
 
 def _entry(name: str, dist: Any) -> Dict[str, Any]:
     try:
-        return dict(_files(dist), name=name, version=dist.version or "", requires=_requires(dist))
+        entry = dict(_files(dist), name=name, version=dist.version or "", requires=_requires(dist))
+        if name in _FAMILY_DISTRIBUTIONS:  # a family without its compiled extension is broken
+            entry["extensions"] = _record_extensions(dist)
+        return entry
     except Exception as exc:  # this distribution's metadata alone is broken
         return _unreadable(dist, exc) or {"name": name, "version": "", "location": None,
                                           "error": "%s: %s" % (type(exc).__name__, exc)}
@@ -125,6 +128,23 @@ def _files(dist: Any) -> Dict[str, Any]:
         "direct_url": direct,
         "top_level": [t.strip() for t in top.splitlines() if t.strip()] if top else [],
     }
+
+
+def _record_extensions(dist: Any) -> Optional[List[str]]:
+    """The compiled extension files the distribution's RECORD lists ([]: none, as after a build
+    with FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE or without CUDA; None: it has no RECORD)."""
+    text = _read(dist, "RECORD")
+    if text is None:
+        return None
+    out = []  # type: List[str]
+    for line in text.splitlines():
+        path = line.split(",", 1)[0].strip().strip('"')
+        base = path.rsplit("/", 1)[-1]
+        if base.endswith((".so", ".pyd")) or ".so." in base:
+            out.append(path[:MAX_REQUIREMENT])
+        if len(out) >= MAX_REQUIRES:
+            break
+    return out
 
 
 def _unreadable(dist: Any, exc: Exception) -> Optional[Dict[str, Any]]:

@@ -28,6 +28,7 @@ class Machine:
     torch_cxx11_abi: Optional[bool] = None
     cpus: Optional[int] = None
     memory_gib: Optional[float] = None
+    detected: bool = False  # from this machine's facts: an absent GPU or driver is absent, not unknown
 
     @property
     def build_jobs(self) -> int:
@@ -80,15 +81,16 @@ def from_facts(facts: Optional[Facts]) -> Machine:
         torch_cxx11_abi=torch.cxx11_abi if torch else None,
         cpus=host.cpus if host else None,
         memory_gib=host.memory_mib / 1024 if host and host.memory_mib else None,
+        detected=True,
     )
 
 
 def apply(machine: Machine, what_if: WhatIf) -> Machine:
     """The machine with every given what-if value in place of the detected one."""
     changes: Dict[str, object] = {}
-    if what_if.gpu_cc is not None:
-        changes["gpu_cc"] = _option(Version, what_if.gpu_cc, "--gpu-cc")
-        changes["gpu_name"] = None
+    if what_if.gpu_cc is not None:  # another machine's GPU: this one's cores and memory are not
+        changes["gpu_cc"] = _option(Version, what_if.gpu_cc, "--gpu-cc")  # its (MAX_JOBS)
+        changes.update(gpu_name=None, cpus=None, memory_gib=None)
     if what_if.driver is not None:
         changes["driver"] = _option(DriverVersion, what_if.driver, "--driver")
     if what_if.python is not None:

@@ -98,9 +98,8 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
     if release is None or any(d.breaks_build(torch.version, machine.gpu_cc)
                               for d in matrix.defects_for(release.version)):
         return None, []
-    cc = machine.gpu_cc
-    archs = [env(release.arch_env, f"{cc.major}{cc.minor}")] if cc is not None \
-        and release.arch_env else []
+    arch = build_arch(release, machine.gpu_cc, torch.cuda) if release.arch_env else None
+    archs = [env(release.arch_env, arch)] if release.arch_env and arch else []
     return release, [
         command("pip", "install", "ninja", "packaging"),
         command(env("MAX_JOBS", machine.build_jobs), env("NVCC_THREADS", BUILD_THREADS), *archs,
@@ -108,6 +107,22 @@ def build_recipe(torch: TorchBuild, machine: Machine, matrix: Matrix,
                 requirement("flash-attn", release.version), "--no-build-isolation",
                 "--no-cache-dir"),
     ]
+
+
+def build_arch(release: FlashAttnRelease, cc: Optional[Version],
+               nvcc: Optional[Version] = None) -> Optional[str]:
+    """The FLASH_ATTN_CUDA_ARCHS value that builds kernels for this GPU and no others: one its
+    setup.py acts on (the -gencode lines, `build_archs`: 80, 90, 100, 120 at v2.8.3; any other
+    value builds nothing), the newest whose SASS runs on the GPU (sm_80 on an sm_86 or sm_89).
+    setup.py skips an arch that needs a newer nvcc than `nvcc` (torch's CUDA: cpp_extension wants
+    the same major). None: no such value, or the GPU unknown (the release's default list is kept)."""
+    if cc is None:
+        return None
+    runs = [arch for arch, needs in release.build_archs.items()
+            if arch_runs_on(arch, (cc.major, cc.minor)) and (nvcc is None or
+                                                             Version(needs) <= nvcc)]
+    newest = max(runs, key=lambda a: int(a.removeprefix("sm_")), default=None)
+    return newest.removeprefix("sm_") if newest else None
 
 
 def newest_wheel(torch: TorchBuild, machine: Machine, matrix: Matrix) -> Optional[Wheel]:

@@ -12,7 +12,7 @@ from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import MemoryEstimate
 from fadoctor.model.spec import ModelSpec, TrainingPlan
 from fadoctor.model.support import ATTN_IMPLEMENTATION, HALF, Here, Support, assess, needs
-from fadoctor.safety.shell import Installer, command, into, requirement
+from fadoctor.safety.shell import Installer, command, into
 
 
 class Frozen(BaseModel):
@@ -55,22 +55,24 @@ def recommend(spec: ModelSpec, rows: List[Support], here: Here) -> Recommendatio
     fa2_possible = not fa2.head_dim_problem and not fa2.dtype_problem and fa2.minimum is not None
     commands = []
     if fa2_possible and (not here.ccs or any(Version(cc) >= Version("8.0") for cc in here.ccs)):
-        commands = [command("pip", "install", requirement("flash-attn", fa2.minimum, op=">="),
-                            "--no-build-isolation"),
-                    command("fadoctor", "fix", "--print-pins", "--family", "fa2")]
+        # The exact wheel (or build) depends on the torch build, Python and glibc: `fix` plans
+        # it; an open range here would be the guess fadoctor exists to replace.
+        commands = [command("fadoctor", "fix", "--print-pins", "--family", "fa2")]
     sdpa_ok = [r for r in rows if r.implementation.startswith("sdpa") and r.ok]
     if spec.structure.sdpa_supported and (sdpa_ok or not here.ccs):
         backends = ", ".join(r.label.split()[-1] for r in sdpa_ok) or "to be seen on the GPU"
         why = f"PyTorch SDPA covers the model's needs here ({backends})"
         if commands:
-            why += f"; flash-attn >= {fa2.minimum} would serve it too"
+            why += (f"; flash-attn {fa2.minimum} or newer would serve it too (`fadoctor fix` "
+                    "prints the exact install)")
         return Recommendation(attn_implementation="sdpa", why=why, commands=commands)
     reason = ("transformers has no SDPA path for this family (attention logit softcapping)"
               if not spec.structure.sdpa_supported else "no SDPA backend covers its needs here")
     if commands:
         return Recommendation(attn_implementation="flash_attention_2", commands=commands,
-                              why=f"{reason}: install flash-attn >= {fa2.minimum}, or use "
-                                  "attn_implementation='eager' (quadratic memory)")
+                              why=f"{reason}: install flash-attn {fa2.minimum} or newer (the "
+                                  "exact wheel or build: `fadoctor fix --print-pins --family "
+                                  "fa2`), or use attn_implementation='eager' (quadratic memory)")
     return Recommendation(attn_implementation="eager", commands=commands,
                           why=f"{reason}, and no flash-attention family serves it here: eager "
                               "attention keeps the s x s matrix (quadratic memory)")

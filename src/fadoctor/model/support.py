@@ -80,13 +80,20 @@ def minimum(matrix: Matrix, impl: str, wanted: Sequence[str]) -> Optional[str]:
     return str(max(bounds)) if bounds else None
 
 
+def unknown_features(spec: ModelSpec, matrix: Matrix, impl: str) -> List[str]:
+    """The model's needs that the matrix holds no entry for, for this implementation: unknown,
+    which is neither supported nor unsupported."""
+    held = {f.feature for f in matrix.attention_features if f.implementation == impl}
+    return [feat for feat in needs(spec) if feat not in held]
+
+
 def features(spec: ModelSpec, matrix: Matrix, impl: str, version: Optional[Version]) -> List[str]:
     problems = []
     for feat in needs(spec):
         entry = next((f for f in matrix.attention_features
                       if f.implementation == impl and f.feature == feat), None)
         if entry is None:
-            problems.append(f"{feat.replace('_', ' ')}: not supported (not in the matrix)")
+            continue  # unknown_features() names it
         elif version is not None and not entry.versions.contains(version, prereleases=True):
             problems.append(f"{feat.replace('_', ' ')} needs {impl} {entry.versions}")
     return problems
@@ -151,7 +158,11 @@ def assess(spec: ModelSpec, matrix: Matrix, here: Here) -> List[Support]:
         bad_dtype = dtype is not None
         if dtype:
             problems.append(dtype)
-        ok = None if version is None else not (problems or dims)
+        unknown = unknown_features(spec, matrix, impl)
+        ok = None if version is None or (unknown and not (problems or dims)) else \
+            not (problems or dims)
+        problems += [f"{feat.replace('_', ' ')}: unknown (not in fadoctor's matrix)"
+                     for feat in unknown]
         rows.append(Support(implementation=impl, label=LABELS[impl], version=text, ok=ok,
                             problems=problems + dims, head_dim_problem=bool(dims),
                             dtype_problem=bad_dtype, minimum=minimum(matrix, impl, needs(spec))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import textwrap
 from typing import TYPE_CHECKING, Dict, List
 
 from rich.console import Console
@@ -21,6 +22,7 @@ STATUS_WORD: Dict[Status, str] = {
 _MARK = {Status.PASSED: ("✓", "green"), Status.WARNING: ("!", "yellow"),
          Status.FAILED: ("✗", "bold red"), Status.SKIPPED: ("-", "dim")}
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+WRAP_WIDTHS = (60, 120)  # the narrowest and widest a wrapped report is drawn at
 
 
 def headline(report: Report) -> str:
@@ -54,8 +56,27 @@ def render_text(report: Report, options: RenderOptions) -> str:
     _environment(console, report)
     console.print()
     for check in report.checks:
-        _check(console, check, options.verbose)
+        _check(console, check, options)
     return buffer.getvalue()
+
+
+def _print(console: Console, head: Text, body: str, options: RenderOptions, style: str = "",
+           indent: int = 6) -> None:
+    """`head` then `body` (one line of prose): whole, or wrapped at word boundaries with the
+    continuation lines indented under the body when that leaves 40 columns, else by `indent`."""
+    body = _line(body)
+    if not options.wrap:
+        console.print(Text.assemble(head, (body, style)), soft_wrap=True)
+        return
+    width = min(max(options.width, WRAP_WIDTHS[0]), WRAP_WIDTHS[1])
+    start = len(head.plain)
+    hang = start if width - start >= 40 else indent
+    lines = textwrap.wrap(body, width=width, initial_indent=" " * start,
+                          subsequent_indent=" " * hang, break_long_words=False,
+                          break_on_hyphens=False) or [" " * start]
+    console.print(Text.assemble(head, (lines[0][start:], style)), soft_wrap=True)
+    for line in lines[1:]:
+        console.print(Text(line, style=style), soft_wrap=True)
 
 
 def _environment(console: Console, report: Report) -> None:
@@ -71,43 +92,46 @@ def _environment(console: Console, report: Report) -> None:
         console.print(line)
 
 
-def _check(console: Console, check: CheckResult, verbose: bool) -> None:
+def _check(console: Console, check: CheckResult, options: RenderOptions) -> None:
     mark, style = _MARK[check.status]
     line = Text.assemble((f"{mark} ", style), (f"{check.id} ", "bold"), (f"{check.name:<24}", ""))
     if check.status == Status.SKIPPED:
-        line.append(f"skipped: {_line(check.skipped_reason or '')}", style="dim")
-        console.print(line)
+        _print(console, line, f"skipped: {check.skipped_reason or ''}", options, "dim")
         return
     # Problems, and hints (info that comes with a remedy), show without -v.
     problems = [f for f in check.findings if f.severity != Severity.INFO or f.remedies]
     if problems:
-        line.append(check.title, style="dim")
-        console.print(line)
+        _print(console, line, check.title, options, "dim")
         for finding in problems:
-            _finding(console, finding, verbose)
+            _finding(console, finding, options)
         return
     summary = check.findings[0].message if len(check.findings) == 1 else check.title
-    line.append(_line(summary))
-    console.print(line)
-    if verbose:
-        for finding in check.findings[1:] if len(check.findings) == 1 else check.findings:
-            _finding(console, finding, verbose)
+    _print(console, line, summary, options)
+    if options.verbose and len(check.findings) == 1:  # its message is the summary line
+        _evidence_lines(console, check.findings[0], options)
+    elif options.verbose:
+        for finding in check.findings:
+            _finding(console, finding, options)
 
 
-def _finding(console: Console, finding: Finding, verbose: bool) -> None:
-    console.print(Text(f"    {_line(finding.message)}", style=_SEVERITY_STYLE[finding.severity]))
+def _finding(console: Console, finding: Finding, options: RenderOptions) -> None:
+    _print(console, Text("    "), finding.message, options, _SEVERITY_STYLE[finding.severity])
     for remedy in finding.remedies:
-        console.print(Text(f"    → {_line(remedy.summary)}"))
+        _print(console, Text("    → "), remedy.summary, options)
         for command in remedy.commands:
             console.print(Text(f"        {command}", style="bold cyan"), soft_wrap=True)
         if remedy.code:
             for code_line in remedy.code.splitlines():
                 console.print(Text(f"        {code_line}", style="cyan"), soft_wrap=True)
         if remedy.link:
-            console.print(Text(f"      {remedy.link}", style="blue"))
-    if verbose and finding.evidence:
-        for key, value in _evidence(finding):
-            console.print(Text(f"      {key}: {_line(value)}", style="dim"))
+            console.print(Text(f"      {remedy.link}", style="blue"), soft_wrap=True)
+    if options.verbose:
+        _evidence_lines(console, finding, options)
+
+
+def _evidence_lines(console: Console, finding: Finding, options: RenderOptions) -> None:
+    for key, value in _evidence(finding):
+        _print(console, Text(f"      {key}: ", style="dim"), value, options, "dim", indent=8)
 
 
 def _evidence(finding: Finding) -> List[tuple[str, str]]:

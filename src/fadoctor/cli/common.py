@@ -1,0 +1,92 @@
+"""What the commands that examine an environment share: collecting its facts (with the progress
+line), rendering and writing a report, redaction, and the exit code a report calls for."""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, List, Optional
+
+from fadoctor.cli.inputs import _check_extension, told
+from fadoctor.errors import ExitCode
+from fadoctor.formats import FailOn, Format, KernelSet
+
+if TYPE_CHECKING:
+    from fadoctor.facts.model import Facts
+    from fadoctor.probes.kernels import KernelOptions
+    from fadoctor.report import Report
+
+
+def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":
+    from fadoctor.probes.kernels import KernelOptions
+
+    return KernelOptions(smoke=(kernels or KernelSet.default).value, compile=compile_)
+
+
+def _collect(python: Optional[str], timeout: Optional[float], static: bool,
+             extensions: List[Path], meanwhile: Callable[[], None] = lambda: None,
+             kernels: Optional["KernelOptions"] = None) -> "Facts":
+    """Start the probes, run `meanwhile` while they work, and return the facts."""
+    from fadoctor.collect.run import Collection
+    from fadoctor.collect.target import CollectOptions
+    from fadoctor.in_target.registry import BY_NAME
+    from fadoctor.probes.kernels import KernelOptions
+
+    for ext in extensions:
+        _check_extension(ext)
+    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
+    options = CollectOptions(python=python, timeouts=timeouts, static=static,
+                             extensions=tuple(str(e.resolve()) for e in extensions),
+                             kernels=kernels or KernelOptions())
+    from fadoctor.cli.output import terminal
+
+    if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
+        collection = Collection(options)
+        meanwhile()
+        return told(collection.facts())
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    with console.status("fadoctor: starting the target interpreter") as status:
+        collection = Collection(options, progress=lambda stage: status.update(
+            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
+        meanwhile()
+        facts = collection.facts()
+    return told(facts)
+
+
+def _redacted(text: str, redact: bool) -> str:
+    if not redact:
+        return text
+    from fadoctor.cli.identity import this_machine
+    from fadoctor.safety.redact import redact as scrub
+
+    return scrub(text, this_machine())
+
+
+def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
+          redact: bool = False) -> None:
+    from fadoctor.cli.output import colour, columns, terminal
+    from fadoctor.render.dispatch import render
+    from fadoctor.render.options import RenderOptions
+
+    to_terminal = output is None and terminal(1)
+    color = to_terminal and fmt == Format.TEXT and colour(1)
+    text = render(report, fmt, RenderOptions(verbose=verbose, color=color, wrap=to_terminal,
+                                             width=columns(100) if output is None else 100))
+    _write(output or Path("-"), _redacted(text, redact))
+
+
+def _write(path: Path, text: str) -> None:
+    from fadoctor.cli.output import write
+
+    write(text, path)
+
+
+def _exit_code(report: "Report", fail_on: FailOn) -> int:
+    from fadoctor.report import Category, Severity
+
+    findings = report.findings()
+    if any(f.category == Category.INTERNAL and f.severity == Severity.ERROR for f in findings):
+        return ExitCode.INTERNAL
+    threshold = Severity(fail_on.value).rank
+    if any(f.severity.rank >= threshold for f in findings if f.severity != Severity.INFO):
+        return ExitCode.PROBLEMS
+    return ExitCode.OK

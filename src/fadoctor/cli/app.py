@@ -27,7 +27,14 @@ from fadoctor.cli.help import (
     STATIC_HELP,
     TIMEOUT_HELP,
 )
-from fadoctor.cli.inputs import _check_extension, _check_ignore, _named_binaries, _read_facts
+from fadoctor.cli.inputs import (
+    _check_extension,
+    _check_ignore,
+    _check_only_ignore,
+    _named_binaries,
+    _read_facts,
+    _redacted,
+)
 from fadoctor.cli.matrix import matrix_app
 from fadoctor.cli.model import model as model_command
 from fadoctor.cli.options import FLAG, _a_version, _seconds
@@ -127,18 +134,23 @@ def check(
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if distributed or facts_dir is not None or is_job_file(facts_file):  # a whole job
+        if model_plan is not None:
+            raise UsageError("--model-plan applies with --model, to one environment")
         return jobs.job_check(
             JobArgs(distributed, facts_dir, facts_file, python, timeout, kernels, static,
-                         extension, compile_, model),
-            Reporting(fmt, verbose, ignore, only, matrix_path, output),
-            lambda text: _write(output or Path("-"), _redacted(text, redact)),
+                    extension, compile_, model),
+            Reporting(fmt, verbose, ignore, only, matrix_path, output, redact),
+            lambda text: _write(output or Path("-"), text),
             lambda report: _exit_code(report, fail_on))
     if facts_file is not None and (python is not None or static or extension or kernels
                                    or compile_):
         raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
                          "--kernels and --compile apply when probing")
+    if model_plan is not None and model is None:
+        raise UsageError("--model-plan is the training plan for --model: give --model too")
     if ignore or only:
         _check_ignore([*ignore, *only], "--only" if only and not ignore else "--ignore")
+        _check_only_ignore(only, ignore)
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch
@@ -189,12 +201,12 @@ def snapshot(
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0
         return jobs.job_snapshot(JobArgs(distributed, facts_dir, None, python, timeout,
-                                              kernels, static, extension, compile_),
-                                 lambda text: _write(output, _redacted(text, redact)))
+                                         kernels, static, extension, compile_),
+                                 lambda text: _write(output, text), redact)
     from fadoctor.facts.files import dumps
 
     facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
-    _write(output, _redacted(dumps(facts), redact))
+    _write(output, dumps(_redacted(facts, redact)))  # on the values: the JSON stays JSON
     return ExitCode.OK
 
 
@@ -349,15 +361,6 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
         return collection.facts()
 
 
-def _redacted(text: str, redact: bool) -> str:
-    if not redact:
-        return text
-    from fadoctor.cli.identity import this_machine
-    from fadoctor.safety.redact import redact as scrub
-
-    return scrub(text, this_machine())
-
-
 def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
           redact: bool = False) -> None:
     from fadoctor.cli.output import colour, terminal, width
@@ -367,8 +370,9 @@ def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
     to_terminal = output is None and terminal(1)
     color = to_terminal and fmt == Format.TEXT and colour(1)
     columns = width(100) if output is None else 100
-    text = render(report, fmt, RenderOptions(verbose=verbose, width=columns, color=color))
-    _write(output or Path("-"), _redacted(text, redact))
+    text = render(_redacted(report, redact), fmt, RenderOptions(verbose=verbose, width=columns,
+                                                                color=color))
+    _write(output or Path("-"), text)
 
 
 def _write(path: Path, text: str) -> None:

@@ -21,15 +21,17 @@ def job_check(args: JobArgs, how: Reporting, emit: Callable[[str], None],
     return command.check_job(command.request_of(args), how, emit, verdict)
 
 
-def job_snapshot(args: JobArgs, emit: Callable[[str], None]) -> int:
+def job_snapshot(args: JobArgs, emit: Callable[[str], None], redact: bool = False) -> int:
     from fadoctor.distributed import command
 
-    return command.snapshot_job(command.request_of(args), emit)
+    return command.snapshot_job(command.request_of(args), emit, redact)
 
 
 def rank_script_command() -> int:
     """Print the path of the rank agent, for a job's launcher to run on every rank:
     `torchrun --nproc-per-node 8 $(fadoctor rank-script) --out DIR`, then
     `fadoctor check --facts-dir DIR`."""
-    typer.echo(str(AGENT))
+    from fadoctor.cli.output import write
+
+    write(f"{AGENT}\n")
     return 0

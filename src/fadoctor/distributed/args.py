@@ -35,6 +35,7 @@ class Reporting(NamedTuple):
     only: Sequence[str] = ()
     matrix_path: Optional[Path] = None
     output: Optional[Path] = None
+    redact: bool = False
 
 
 def is_job_file(path: Optional[Path]) -> bool:

@@ -35,7 +35,7 @@ class Reporting(NamedTuple):
     only: Sequence[str] = ()
     matrix_path: Optional[Path] = None
     output: Optional[Path] = None
-    redact: bool = False
+    redact: Any = None  # the fadoctor.safety.redact.Identity to redact, or None
 
 
 def is_job_file(path: Optional[Path]) -> bool:

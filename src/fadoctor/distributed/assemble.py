@@ -25,7 +25,6 @@ from fadoctor.probes.driver import parse_smi_csv, procfs_version
 from fadoctor.probes.runner import StageFailure, StageOutcome
 from fadoctor.safety.inert import one_line
 
-
 MAX_WORLD = 1 << 17  # ranks: above the largest jobs run, and a bound on the work per job
 # What a record that is not fadoctor's own can hold instead of what the models expect.
 MALFORMED = (ValidationError, KeyError, TypeError, AttributeError, ValueError, OverflowError)

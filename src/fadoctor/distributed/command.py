@@ -7,7 +7,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, AbstractSet, Callable, List, Mapping, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, AbstractSet, Callable, List, Mapping, Optional, Sequence
 
 import typer
 
@@ -16,12 +16,9 @@ from fadoctor.errors import ExitCode, UsageError
 from fadoctor.formats import Format
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from fadoctor.distributed.args import JobArgs, Reporting
     from fadoctor.report import Report
-
-M = TypeVar("M", bound="BaseModel")
+    from fadoctor.safety.redact import Identity
 
 
 @dataclass(frozen=True)
@@ -86,8 +83,10 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
     from fadoctor.render.options import RenderOptions
 
     report = evaluate_job(job, loaded[0], left_out(how.ignore, how.only))
-    if how.redact:  # on the values, before a renderer shortens any: JSON stays JSON
-        report = _redacted(report)
+    if how.redact is not None:  # on the values, before a renderer shortens any: JSON stays JSON
+        from fadoctor.safety.redact import redacted
+
+        report = redacted(report, how.redact)
     to_terminal = how.output is None and sys.stdout.isatty()
     color = to_terminal and how.fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
@@ -96,21 +95,16 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
     return verdict(report.merged)
 
 
-def snapshot_job(request: JobRequest, emit: Callable[[str], None], redact: bool = False) -> int:
+def snapshot_job(request: JobRequest, emit: Callable[[str], None],
+                 redact: Optional[Identity] = None) -> int:
     """`snapshot --distributed` / `--facts-dir`: the job's facts, written by rank 0."""
     job = job_facts(request)
     if job is not None:
         from fadoctor.facts.files import dumps
+        from fadoctor.safety.redact import redacted
 
-        emit(dumps(_redacted(job) if redact else job))
+        emit(dumps(redacted(job, redact) if redact is not None else job))
     return ExitCode.OK
-
-
-def _redacted(model: M) -> M:
-    from fadoctor.cli.identity import this_machine
-    from fadoctor.safety.redact import redacted
-
-    return redacted(model, this_machine())
 
 
 def request_of(args: JobArgs) -> JobRequest:

@@ -316,3 +316,42 @@ def test_a_job_file_with_leading_whitespace_is_a_job_file(tmp_path: Path) -> Non
     run = bounded("check", "--facts", str(job), "-f", "json")
     assert run.code in (0, 1), run
     assert json.loads(run.text)
+
+
+# -- 8. and 10. the preflight action ---------------------------------------------------------------
+
+
+def action_check(tmp_path: Path, inputs: Dict[str, str], env: Optional[Dict[str, str]] = None
+                 ) -> Any:
+    from tests.test_preflight_action import Runner, installed_fadoctor
+
+    runner = Runner(tmp_path, {"fadoctor": installed_fadoctor(), "python": sys.executable,
+                               **inputs}, env)
+    return runner.run()[-1]
+
+
+def test_the_action_reads_every_line_of_args(tmp_path: Path) -> None:
+    step = action_check(tmp_path, {"args": "--ignore FAD110\n--ignore FAD999\n"})
+    assert step.code == 2 and "FAD999" in step.out, step.out  # the second line reached check
+
+
+@pytest.mark.parametrize(("redact", "code"), [("yes", None), ("maybe", 2)])
+def test_the_action_reads_redact_as_a_boolean_or_refuses_it(tmp_path: Path, redact: str,
+                                                            code: Optional[int]) -> None:
+    step = action_check(tmp_path, {"redact": redact, "args": "--only FAD999" if code is None
+                                   else ""})
+    if code is None:  # honoured: --redact reached check, which then names the bad --only
+        assert step.code == 2 and "FAD999" in step.out, step.out
+    else:
+        assert step.code == code and "neither true nor false" in step.out, step.out
+
+
+def test_the_action_refuses_to_examine_its_own_interpreter_when_python3_is_missing(
+        tmp_path: Path) -> None:
+    import shutil
+
+    tools = tmp_path / "bin"  # bash alone: no python3
+    tools.mkdir()
+    (tools / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
+    step = action_check(tmp_path, {"python": ""}, {"PATH": str(tools)})
+    assert step.code == 2 and "no python3 on PATH" in step.out, step.out

@@ -355,3 +355,32 @@ def test_the_action_refuses_to_examine_its_own_interpreter_when_python3_is_missi
     (tools / "bash").symlink_to(shutil.which("bash") or "/bin/bash")
     step = action_check(tmp_path, {"python": ""}, {"PATH": str(tools)})
     assert step.code == 2 and "no python3 on PATH" in step.out, step.out
+
+
+# -- 6. leftovers --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"])
+def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: str) -> None:
+    import signal
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    tag = uuid.uuid4().hex
+    env = base_environ(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29517",
+                       TMPDIR=str(temp), **{MARK: tag})
+    proc = subprocess.Popen([sys.executable, "-m", "fadoctor", "check", "--distributed"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(survivors(tag)) < 3 and time.monotonic() < deadline:  # fadoctor, agent, a lane
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(getattr(signal, sig))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    deadline = time.monotonic() + 10
+    while survivors(tag) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not survivors(tag)
+    time.sleep(2)  # nothing recreates the folder afterwards
+    assert list(temp.iterdir()) == []

@@ -376,7 +376,7 @@ def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: s
         time.sleep(0.2)
     time.sleep(2)
     proc.send_signal(getattr(signal, sig))
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     deadline = time.monotonic() + 10
     while survivors(tag) and time.monotonic() < deadline:

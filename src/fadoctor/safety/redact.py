@@ -27,7 +27,7 @@ _GENERIC = {"root", "user", "admin", "ubuntu", "runner", "jovyan", "nobody", "do
 _HOMES = [re.compile(r"(/home/|/Users/)([^/\s\"'<>]+)"),
           re.compile(r"([A-Za-z]:(?:\\\\|\\)Users(?:\\\\|\\))([^\\\s\"'<>]+)")]
 _UNAME = re.compile(r"^((?:Linux|Darwin)\s+)(\S+)(\s+\d+\.\d+)", re.MULTILINE)
-_PROMPT = re.compile(r"\b[\w.-]{1,64}@[\w.-]{1,253}(?=:[~/])")
+_PROMPT = re.compile(r"(?<![\w.-])[\w.-]{1,64}@[\w.-]{1,253}(?=:[~/])")
 _ENV_SECRET = re.compile(
     r"(\b[A-Z0-9_]{0,64}(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|"
     r"AUTH)[A-Z0-9_]{0,64}[\"']?[ \t]{0,32}[:=][ \t]{0,32}[\"']?)([^\s\"',;}]+)")
@@ -38,7 +38,7 @@ _TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[\w-]{20,}|"
     r"AKIA[0-9A-Z]{16}|xox[abprs]-[\w-]{10,}|glpat-[\w-]{20,}|npm_[A-Za-z0-9]{30,}|"
     r"eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})")
-_EMAIL = re.compile(r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.[A-Za-z]{2,24}\b")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.[A-Za-z]{2,24}\b")
 # HTTP credentials: `Authorization: Bearer …` (or Basic, token …) and a bare `Bearer …`.
 _AUTHORIZATION = re.compile(
     r"(\b(?:proxy-)?authorization[\"']?[ \t]{0,32}[:=][ \t]{0,32}[\"']?(?:(?:bearer|basic|token|digest)"

@@ -201,4 +201,4 @@ def test_a_missing_file(tmp_path: Path) -> None:
 
 
 def test_a_folder_instead_of_a_file(tmp_path: Path) -> None:
-    assert "cannot read matrix" in load_error(tmp_path)
+    assert "is a folder, not a regular file" in load_error(tmp_path)

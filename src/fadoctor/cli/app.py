@@ -11,7 +11,7 @@ import typer
 
 from fadoctor.cli import jobs
 from fadoctor.cli.bench import bench_command
-from fadoctor.cli.common import _collect, _emit, _exit_code, _kernels, _redacted, _write
+from fadoctor.cli.common import _collect, _emit, _exit_code, _kernels, _write
 from fadoctor.cli.compat import compat_app
 from fadoctor.cli.docs import explain, snippet
 from fadoctor.cli.fix import fix
@@ -30,8 +30,10 @@ from fadoctor.cli.help import (
 )
 from fadoctor.cli.inputs import (
     _check_ignore,
+    _check_only_ignore,
     _named_binaries,
     _read_facts,
+    _redacted,
 )
 from fadoctor.cli.matrix import matrix_app
 from fadoctor.cli.model import model as model_command
@@ -130,18 +132,23 @@ def check(
 ) -> int:
     """Check the target environment (or a facts file) and print the diagnosis."""
     if distributed or facts_dir is not None or is_job_file(facts_file):  # a whole job
+        if model_plan is not None:
+            raise UsageError("--model-plan applies with --model, to one environment")
         return jobs.job_check(
             JobArgs(distributed, facts_dir, facts_file, python, timeout, kernels, static,
-                         extension, compile_, model),
-            Reporting(fmt, verbose, ignore, only, matrix_path, output),
-            lambda text: _write(output or Path("-"), _redacted(text, redact)),
+                    extension, compile_, model),
+            Reporting(fmt, verbose, ignore, only, matrix_path, output, redact),
+            lambda text: _write(output or Path("-"), text),
             lambda report: _exit_code(report, fail_on))
     if facts_file is not None and (python is not None or static or extension or kernels
                                    or compile_):
         raise UsageError("--facts diagnoses saved facts: --python, --static, --extension, "
                          "--kernels and --compile apply when probing")
+    if model_plan is not None and model is None:
+        raise UsageError("--model-plan is the training plan for --model: give --model too")
     if ignore or only:
         _check_ignore([*ignore, *only], "--only" if only and not ignore else "--ignore")
+        _check_only_ignore(only, ignore)
     loaded: List[Matrix] = []
 
     def load() -> None:  # runs while the target interpreter imports torch
@@ -192,12 +199,12 @@ def snapshot(
     """Save the facts about the target environment, to diagnose elsewhere with `check --facts`."""
     if distributed or facts_dir is not None:  # a whole job's facts, written by rank 0
         return jobs.job_snapshot(JobArgs(distributed, facts_dir, None, python, timeout,
-                                              kernels, static, extension, compile_),
-                                 lambda text: _write(output, _redacted(text, redact)))
+                                         kernels, static, extension, compile_),
+                                 lambda text: _write(output, text), redact)
     from fadoctor.facts.files import dumps
 
     facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
-    _write(output, _redacted(dumps(facts), redact))
+    _write(output, dumps(_redacted(facts, redact)))  # on the values: the JSON stays JSON
     return ExitCode.OK
 
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional
 import typer
 
 from fadoctor.cli.guard import guarded
-from fadoctor.cli.options import FLAG
+from fadoctor.cli.options import FLAG, _seconds
+from fadoctor.cli.output import colour, width, write
 from fadoctor.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def bench_command(
                                      "fa3, fa4, vllm_fa."),
     fmt: BenchFormat = typer.Option(BenchFormat.text, "--format", "-f", help="text or json."),
     timeout: Optional[float] = typer.Option(None, "--timeout", metavar="SECONDS",
-                                            min=1, help="Seconds each "
+                                            callback=_seconds, help="Seconds each "
                                             "target may take (default 600)."),
     matrix_path: Optional[Path] = typer.Option(None, "--matrix", metavar="PATH",
                                                help="Use another "
@@ -100,12 +101,9 @@ def run_bench(python: Optional[str], options: BenchOptions, fmt: BenchFormat,
                            len(options.targets) + 1)
     report = bench_report(facts, load_matrix(matrix_path))
     if fmt == BenchFormat.json:
-        sys.stdout.write(render_bench_json(report))
+        write(render_bench_json(report))
     else:
-        to_terminal = sys.stdout.isatty()
-        width = typer.get_terminal_size()[0] if to_terminal else 100
-        sys.stdout.write(render_bench_text(report, width, to_terminal and "NO_COLOR"
-                                           not in os.environ))
+        write(render_bench_text(report, width(100), colour(1)))
     return ExitCode.OK if report.recommendation is not None else ExitCode.PROBLEMS
 
 

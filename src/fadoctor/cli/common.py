@@ -4,7 +4,7 @@ line), rendering and writing a report, redaction, and the exit code a report cal
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional
 
-from fadoctor.cli.inputs import _check_extension, told
+from fadoctor.cli.inputs import _check_extension, _redacted, told
 from fadoctor.errors import ExitCode
 from fadoctor.formats import FailOn, Format, KernelSet
 
@@ -52,15 +52,6 @@ def _collect(python: Optional[str], timeout: Optional[float], static: bool,
     return told(facts)
 
 
-def _redacted(text: str, redact: bool) -> str:
-    if not redact:
-        return text
-    from fadoctor.cli.identity import this_machine
-    from fadoctor.safety.redact import redact as scrub
-
-    return scrub(text, this_machine())
-
-
 def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
           redact: bool = False) -> None:
     from fadoctor.cli.output import colour, columns, terminal
@@ -69,9 +60,10 @@ def _emit(report: "Report", fmt: Format, verbose: bool, output: Optional[Path],
 
     to_terminal = output is None and terminal(1)
     color = to_terminal and fmt == Format.TEXT and colour(1)
-    text = render(report, fmt, RenderOptions(verbose=verbose, color=color, wrap=to_terminal,
-                                             width=columns(100) if output is None else 100))
-    _write(output or Path("-"), _redacted(text, redact))
+    options = RenderOptions(verbose=verbose, color=color, wrap=to_terminal,
+                            width=columns(100) if output is None else 100)
+    text = render(_redacted(report, redact), fmt, options)
+    _write(output or Path("-"), text)
 
 
 def _write(path: Path, text: str) -> None:

@@ -1,17 +1,22 @@
 """What the commands read from their arguments before any work: an --extension that must be an
-ELF file, a facts file to diagnose, and the named binaries `--only` gates on."""
+ELF file, a facts file to diagnose, the named binaries `--only` gates on, --only and --ignore
+that contradict, and redaction of what is reported."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, List
+from typing import TYPE_CHECKING, List, TypeVar
 
 from fadoctor.errors import UsageError, invalid
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from fadoctor.facts.model import Facts
+
+M = TypeVar("M", bound="BaseModel")
 
 
 def _named_binaries(facts: Facts, extensions: List[Path]) -> Facts:
@@ -75,3 +80,22 @@ def told(facts: Facts) -> Facts:
         "virtualenv or conda env is active. To examine the one you train in, activate it first, "
         "or pass --python PATH (its interpreter or folder).")
     return facts
+
+
+def _redacted(model: M, redact: bool) -> M:
+    """`model` with every value redacted (before a renderer shortens or escapes any)."""
+    if not redact:
+        return model
+    from fadoctor.cli.identity import this_machine
+    from fadoctor.safety.redact import redacted
+
+    return redacted(model, this_machine())
+
+
+def _check_only_ignore(only: List[str], ignore: List[str]) -> None:
+    """--only X --ignore X would run nothing and pass: a CI gate that gates nothing."""
+    from fadoctor.checks import BY_KEY
+
+    both = sorted({BY_KEY[k].id for k in only} & {BY_KEY[k].id for k in ignore})
+    if both:
+        raise UsageError(f"--only and --ignore both name {', '.join(both)}: say which")

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional
@@ -12,6 +10,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import typer
 
 from fadoctor.cli.options import FLAG
+from fadoctor.cli.output import colour, write
 from fadoctor.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
 
 CONFIG_HELP = ("A Hugging Face config.json, a model folder holding one, or the name of a config "
                "fadoctor ships (`fadoctor model --list`). Nothing is downloaded.")
+MAX_GIB = 1 << 20  # a GPU of a PiB: far above any, far below an overflow
 PLAN_KEYS = ("method", "recipe", "batch", "seq", "checkpointing", "attn", "lora_r",
              "lora_targets")
 
@@ -108,8 +108,11 @@ def model(
     from fadoctor.model.spec import shipped
 
     if list_configs or config is None:
-        sys.stdout.write("\n".join(shipped()) + "\n")
+        write("\n".join(shipped()) + "\n")
         return ExitCode.OK
+    if gpu_memory is not None and not 0 < gpu_memory <= MAX_GIB:  # also refuses nan
+        raise UsageError(f"--gpu-memory {gpu_memory}: a number of GiB above 0, at most "
+                         f"{MAX_GIB}")
     spec, _ = load_spec(config)
     targets = "+".join(lora_targets) if lora_targets else "all-linear"
     plan = parse_plan(f"method={method},recipe={recipe},batch={batch},seq={seq},"
@@ -127,18 +130,17 @@ def _advise(spec: ModelSpec, plan: TrainingPlan, gpu_memory: Optional[float],
     from fadoctor.model.advice import advice_into, advise
     from fadoctor.model.render import render_json, render_text
     from fadoctor.model.support import here_of
+    from fadoctor.safety.inert import inert
 
     facts = None if no_detect else Collection(CollectOptions(python=python, static=True)).facts()
     here, capacity = here_of(facts)
     if gpu_memory is not None:
         capacity = int(gpu_memory * 2**30)
-    advice = advise(spec, plan, load_matrix(), here, capacity)
+    advice = inert(advise(spec, plan, load_matrix(), here, capacity))  # the config's text is data
     advice = advice_into(advice, installer_of(facts) if facts is not None else UNKNOWN)
-    color = fmt == Format.text and sys.stdout.isatty() and "NO_COLOR" not in os.environ
     from fadoctor.cli.output import columns
 
-    width = columns(110)
-    sys.stdout.write(render_json(advice) if fmt == Format.json else render_text(advice, width,
-                                                                               color))
+    color = fmt == Format.text and colour(1)
+    write(render_json(advice) if fmt == Format.json else render_text(advice, columns(110), color))
     fits = advice.memory.fits
     return ExitCode.PROBLEMS if fits is False else ExitCode.OK

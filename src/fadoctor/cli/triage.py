@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import typer
 
@@ -48,14 +48,19 @@ def triage_command(
     from fadoctor.triage.diagnose import triage
     from fadoctor.triage.render import RENDERERS
 
-    raw = _read(source)
-    result = triage(raw, load_matrix(matrix_path))
-    text = RENDERERS[fmt.value](inert(result), verbose)  # the pasted text is data
-    if redact:
+    raw: Union[bytes, str] = _read(source)
+    if redact:  # the pasted text first: no quote is cut short before its secrets are found
         from fadoctor.cli.identity import this_machine
         from fadoctor.safety.redact import redact as scrub
+        from fadoctor.safety.redact import redacted
+        from fadoctor.triage.text import decode
 
-        text = scrub(text, this_machine())
+        who = this_machine()
+        raw = scrub(decode(raw), who)
+    result = triage(raw, load_matrix(matrix_path))
+    if redact:  # and the diagnosis's own values (the matrix's, this machine's)
+        result = redacted(result, who)
+    text = RENDERERS[fmt.value](inert(result), verbose)  # the pasted text is data
     write(text, output or Path("-"))
     return ExitCode.PROBLEMS if any(d.severity == Severity.ERROR for d in result.diagnosis) \
         else ExitCode.OK
@@ -65,13 +70,14 @@ def _read(source: Optional[str]) -> bytes:
     if source is None or source == "-":
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("give the report as a file, or pipe it in (fadoctor triage - < report.txt)")
-        data = sys.stdin.buffer.read(MAX_BYTES + 1)
-    else:
         try:
-            with open(source, "rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
+            data = sys.stdin.buffer.read(MAX_BYTES + 1)
         except OSError as exc:
-            raise InputError(f"cannot read {source}: {exc.strerror or exc}") from exc
+            raise InputError(f"cannot read standard input: {exc.strerror or exc}") from None
+    else:
+        from fadoctor.safety.textfile import read_bytes
+
+        data = read_bytes(source, "report", MAX_BYTES)
     if len(data) > MAX_BYTES:
         raise InputError(f"the report is larger than {MAX_BYTES // 2 ** 20} MB")
     if not data.strip():  # nothing to diagnose: not a report without problems

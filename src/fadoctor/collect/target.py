@@ -31,6 +31,8 @@ class TargetChoice:
 
 def resolve_target(python: Optional[str], environ: Mapping[str, str]) -> TargetChoice:
     """The interpreter to examine: --python, else the active venv, else conda, else our own."""
+    if python is not None and not python.strip():  # `--python "$UNSET"`: never our own instead
+        raise UsageError("--python is empty: give an interpreter or an environment folder")
     if python:
         path = Path(python).expanduser()
         if path.is_dir():

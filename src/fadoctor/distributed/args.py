@@ -35,15 +35,23 @@ class Reporting(NamedTuple):
     only: Sequence[str] = ()
     matrix_path: Optional[Path] = None
     output: Optional[Path] = None
+    redact: Any = None  # the fadoctor.safety.redact.Identity to redact, or None
 
 
 def is_job_file(path: Optional[Path]) -> bool:
-    """Whether a --facts file holds a whole job (`snapshot --distributed`), not one environment."""
-    if path is None or not path.is_file():
+    """Whether a --facts file holds a whole job (`snapshot --distributed`), not one environment:
+    its first key after any leading whitespace, as fadoctor writes it, or a `kind` key near it.
+    A file that is not regular is left to the facts reader, which refuses it."""
+    import stat
+
+    if path is None:
         return False
     try:
-        with path.open(encoding="utf-8") as fh:
-            head = fh.read(200)
-    except (OSError, UnicodeDecodeError):
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        with path.open("rb") as fh:
+            head = fh.read(1 << 16).lstrip().decode("utf-8", "replace")
+    except OSError:
         return False
-    return '"kind": "distributed"' in head or '"kind":"distributed"' in head
+    return head.startswith("{") and ('"kind": "distributed"' in head[:400]
+                                     or '"kind":"distributed"' in head[:400])

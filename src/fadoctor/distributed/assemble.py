@@ -17,12 +17,47 @@ from fadoctor.distributed.models import (
     RankFacts,
     RankPlace,
 )
-from fadoctor.errors import InputError
+from fadoctor.errors import InputError, invalid
 from fadoctor.facts.model import Driver, Facts, Failure, FailureKind, Probe
 from fadoctor.in_target.rank import GATHER_FORMAT, RECORD_FORMAT
 from fadoctor.in_target.registry import names
 from fadoctor.probes.driver import parse_smi_csv, procfs_version
 from fadoctor.probes.runner import StageFailure, StageOutcome
+from fadoctor.safety.inert import one_line
+
+MAX_WORLD = 1 << 17  # ranks: above the largest jobs run, and a bound on the work per job
+# What a record that is not fadoctor's own can hold instead of what the models expect.
+MALFORMED = (ValidationError, KeyError, TypeError, AttributeError, ValueError, OverflowError)
+
+
+def consistent(job: JobFacts, where: str) -> JobFacts:
+    """The job, or an InputError naming every way its records contradict one another: a rank
+    twice, ranks that disagree on the world size, a rank outside it, no ranks at all."""
+    problems: List[str] = []
+    if not 1 <= job.world_size <= MAX_WORLD:
+        problems.append(f"world_size {job.world_size}: a job has 1 to {MAX_WORLD} ranks")
+    seen: Dict[int, int] = {}
+    for rank in job.ranks:
+        seen[rank.place.rank] = seen.get(rank.place.rank, 0) + 1
+    twice = sorted(r for r, n in seen.items() if n > 1)
+    if twice:
+        problems.append(f"rank {', '.join(map(str, twice[:10]))} reported more than once")
+    sizes = sorted({r.place.world_size for r in job.ranks} | {job.world_size})
+    if len(sizes) > 1:
+        problems.append(f"the ranks disagree on the world size: {', '.join(map(str, sizes[:10]))}")
+    outside = sorted({r.place.rank for r in job.ranks if not 0 <= r.place.rank < job.world_size}
+                     | {m.rank for m in job.missing if not 0 <= m.rank < job.world_size})
+    if outside:
+        problems.append(f"rank {', '.join(map(str, outside[:10]))} is outside a world of "
+                        f"{job.world_size}")
+    both = sorted(set(seen) & {m.rank for m in job.missing if not m.record_in_folder})
+    if both:
+        problems.append(f"rank {', '.join(map(str, both[:10]))} both reported and missing")
+    if not job.ranks:
+        problems.append("no rank reported")
+    if problems:
+        raise invalid(f"the job's records in {where}", problems)
+    return job
 
 
 def job_from_gather(raw: Mapping[str, Any], where: str) -> JobFacts:
@@ -30,21 +65,30 @@ def job_from_gather(raw: Mapping[str, Any], where: str) -> JobFacts:
     if raw.get("format") != GATHER_FORMAT:
         raise InputError(f"{where} is not a gathered facts file (format {raw.get('format')!r}, "
                          f"expected {GATHER_FORMAT})")
-    ranks = [rank_facts(r, where) for r in raw.get("ranks") or []]
     try:
-        missing = [_missing(m) for m in raw.get("missing") or []]
+        world = raw["world_size"]
+        if not isinstance(world, int) or not 1 <= world <= MAX_WORLD:
+            raise ValueError(f"world_size {world!r}: a job has 1 to {MAX_WORLD} ranks")
+        listed, gone = raw.get("ranks") or [], raw.get("missing") or []
+        if not isinstance(listed, list) or not isinstance(gone, list) or len(listed) + len(
+                gone) > MAX_WORLD:
+            raise ValueError(f"ranks and missing must be lists of at most {MAX_WORLD} in all")
+        ranks = [rank_facts(r if isinstance(r, dict) else {}, where) for r in listed]
+        missing = [_missing(m) for m in gone]
         return JobFacts(fadoctor_version=__version__, world_size=raw["world_size"],
                         run_id=raw.get("run_id"), ranks=ranks, missing=missing,
                         interrupted=raw.get("interrupted"), seconds=raw.get("seconds"),
                         gather_seconds=raw.get("gather_seconds"))
-    except (ValidationError, KeyError, TypeError) as exc:
-        raise InputError(f"{where} is malformed: {_first_error(exc)}") from exc
+    except MALFORMED as exc:
+        raise InputError(f"{where} is malformed: {_first_error(exc)}") from None
 
 
 def job_from_records(records: List[Mapping[str, Any]], where: str) -> JobFacts:
     """The facts of the job from the ranks' own `rank-NNNNN.json` files (no gathered.json)."""
     ranks = sorted((rank_facts(r, where) for r in records), key=lambda r: r.place.rank)
     world = max((r.place.world_size for r in ranks), default=0)
+    if not 1 <= world <= MAX_WORLD:  # the ranks missing are listed: bounded work
+        raise InputError(f"{where}: world_size {world}: a job has 1 to {MAX_WORLD} ranks")
     have = {r.place.rank for r in ranks}
     missing = [MissingRank(rank=n, state="no_record") for n in range(world) if n not in have]
     return JobFacts(fadoctor_version=__version__, world_size=world, ranks=ranks, missing=missing)
@@ -66,10 +110,11 @@ def rank_facts(raw: Mapping[str, Any], where: str) -> RankFacts:
             extension_hashes=[ExtensionHash.model_validate(h) for h in raw.get("extensions") or []],
             environment=raw.get("environment") or {}, store_error=raw.get("store_error"),
             seconds=raw.get("seconds"))
-    except (ValidationError, KeyError, TypeError) as exc:
-        rank = (raw.get("identity") or {}).get("rank", "?")
-        raise InputError(f"{where}: the record of rank {rank} is malformed: "
-                         f"{_first_error(exc)}") from exc
+    except MALFORMED as exc:
+        who = raw.get("identity")
+        rank = who.get("rank", "?") if isinstance(who, dict) else "?"
+        raise InputError(f"{where}: the record of rank {one_line(str(rank))[:20]} is malformed: "
+                         f"{one_line(_first_error(exc))[:300]}") from None
 
 
 def with_kernels(facts: Facts, raw: Optional[Mapping[str, Any]]) -> Facts:

@@ -3,7 +3,7 @@ analyse the binaries of the ranks whose files lie on this host."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import shutil
 import signal
 import socket
@@ -16,31 +16,43 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from pydantic import ValidationError
 
 from fadoctor.distributed.args import AGENT
-from fadoctor.distributed.assemble import job_from_gather, job_from_records, rank_facts
+from fadoctor.distributed.assemble import (
+    MAX_WORLD,
+    consistent,
+    job_from_gather,
+    job_from_records,
+    rank_facts,
+)
 from fadoctor.distributed.models import JobFacts
 from fadoctor.errors import InputError, InternalError, UsageError, invalid
 from fadoctor.facts.files import identity, parse, unreadable
 from fadoctor.facts.model import Facts, Failure, FailureKind, Probe
 from fadoctor.facts.validation import problems
 from fadoctor.in_target import place
+from fadoctor.safety.inert import one_line
 from fadoctor.safety.textfile import read_text, shown
 
 GATHERED = "gathered.json"
+AGENT_GRACE = 20.0  # seconds an interrupted agent has to write what it has
+RECORD_LIMIT = 256 << 20  # rank 0's gathered file: ~100 kB a rank, for a large job
 
 
 def read_facts_dir(folder: Path) -> JobFacts:
     """The job from a folder the rank agents wrote: rank 0's gathered.json, else each rank's file."""
     if not folder.is_dir():
-        raise InputError(f"--facts-dir {folder}: no such folder")
+        raise InputError(f"--facts-dir {shown(folder)}: no such folder")
     gathered = folder / GATHERED
-    if gathered.is_file():
-        job = job_from_gather(_load(gathered), str(gathered))
-        return with_own_records(job, folder)
+    if gathered.exists():
+        job = job_from_gather(_load(gathered), shown(gathered))
+        return consistent(with_own_records(job, folder), shown(gathered))
     records = sorted(folder.glob("rank-*.json"))
     if not records:
         raise InputError(f"{folder} holds neither {GATHERED} nor rank-*.json (the rank agent "
                          "writes them: see `fadoctor rank-script`)")
-    return job_from_records([_load(p) for p in records], str(folder))
+    if len(records) > MAX_WORLD:
+        raise InputError(f"{shown(folder)} holds {len(records)} rank records: more than "
+                         f"{MAX_WORLD} ranks")
+    return consistent(job_from_records([_load(p) for p in records], shown(folder)), shown(folder))
 
 
 def with_own_records(job: JobFacts, folder: Path) -> JobFacts:
@@ -49,8 +61,8 @@ def with_own_records(job: JobFacts, folder: Path) -> JobFacts:
     found = []
     for gone in job.missing:
         path = folder / f"rank-{gone.rank:05d}.json"
-        if path.is_file():
-            found.append(rank_facts(_load(path), str(path)))
+        if path.exists():
+            found.append(rank_facts(_load(path), shown(path)))
     if not found:
         return job
     recovered = {r.place.rank for r in found}
@@ -61,14 +73,11 @@ def with_own_records(job: JobFacts, folder: Path) -> JobFacts:
 
 
 def _load(path: Path) -> Dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except ValueError as exc:
-        raise InputError(f"{path} is not JSON: {exc}") from exc
+    """A rank's record or rank 0's gathered file: a regular file, capped, parsed as JSON."""
+    where = shown(path)
+    data = parse(read_text(path, "rank record", RECORD_LIMIT), where)
     if not isinstance(data, dict):
-        raise InputError(f"{path} is not a JSON object")
+        raise InputError(f"{where} is not a JSON object")
     return data
 
 
@@ -83,7 +92,7 @@ def read_job_file(path: Path) -> JobFacts:
     bad = [f"ranks.{r.place.rank}.facts.{p}" for r in job.ranks for p in unreadable(r.facts)]
     if bad:
         raise invalid(where, bad)
-    return job
+    return consistent(job, where)
 
 
 def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
@@ -95,7 +104,10 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
     try:
         where = place.identity(dict(environ))
     except place.LaunchError as exc:
-        raise UsageError(f"--distributed: {exc}") from exc
+        raise UsageError(f"--distributed: {one_line(str(exc))}") from None
+    _resolvable(where["master_addr"])
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--facts-dir {shown(out)}: exists and is not a folder")
     folder = out or Path(tempfile.mkdtemp(prefix="fadoctor-ranks-"))
     command = [python, "-B", str(AGENT), "--out", str(folder)]
     if timeout:
@@ -115,6 +127,16 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _resolvable(address: str) -> None:
+    """MASTER_ADDR must name a host: one that does not resolve fails now, not after the store's
+    wait on every rank."""
+    try:
+        socket.getaddrinfo(address, None)
+    except (OSError, UnicodeError) as exc:
+        raise UsageError(f"--distributed: MASTER_ADDR={one_line(address)!r} does not resolve: "
+                         f"{one_line(str(exc))}") from None
+
+
 def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str],
                             meanwhile: Callable[[], None]) -> int:
     """Run the agent; a launcher's SIGTERM goes on to it, so that rank 0 writes what it has."""
@@ -127,8 +149,27 @@ def _run_forwarding_sigterm(command: List[str], environ: Mapping[str, str],
     try:
         meanwhile()
         return proc.wait()
+    except BaseException:  # Ctrl-C, SIGHUP (fadoctor's guard): the agent stops before we go,
+        _stop(proc)  # so that it neither outlives fadoctor nor writes into a removed folder
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the agent writes what it has and leaves), then SIGKILL if it lingers."""
+    for sig, grace in ((signal.SIGTERM, AGENT_GRACE), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        with contextlib.suppress(OSError):
+            proc.send_signal(sig)
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except KeyboardInterrupt:  # a second Ctrl-C: no more grace
+            continue
 
 
 def analyze_local(job: JobFacts) -> JobFacts:

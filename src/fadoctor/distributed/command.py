@@ -18,6 +18,7 @@ from fadoctor.formats import Format
 if TYPE_CHECKING:
     from fadoctor.distributed.args import JobArgs, Reporting
     from fadoctor.report import Report
+    from fadoctor.safety.redact import Identity
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
     from fadoctor.render.options import RenderOptions
 
     report = evaluate_job(job, loaded[0], left_out(how.ignore, how.only))
+    if how.redact is not None:  # on the values, before a renderer shortens any: JSON stays JSON
+        from fadoctor.safety.redact import redacted
+
+        report = redacted(report, how.redact)
     to_terminal = how.output is None and sys.stdout.isatty()
     color = to_terminal and how.fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
@@ -90,13 +95,15 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
     return verdict(report.merged)
 
 
-def snapshot_job(request: JobRequest, emit: Callable[[str], None]) -> int:
+def snapshot_job(request: JobRequest, emit: Callable[[str], None],
+                 redact: Optional[Identity] = None) -> int:
     """`snapshot --distributed` / `--facts-dir`: the job's facts, written by rank 0."""
     job = job_facts(request)
     if job is not None:
         from fadoctor.facts.files import dumps
+        from fadoctor.safety.redact import redacted
 
-        emit(dumps(job))
+        emit(dumps(redacted(job, redact) if redact is not None else job))
     return ExitCode.OK
 
 
@@ -117,6 +124,11 @@ def check_conflicts(request: JobRequest, static: bool, extensions: Sequence[Path
         raise UsageError("--facts-dir reads saved facts: --python applies with --distributed")
     if static or extensions:
         raise UsageError("--static and --extension do not apply to a distributed check")
+    if request.facts_dir is not None and request.facts_file is not None:
+        raise UsageError("--facts-dir and --facts each name the job's saved facts: give one")
+    if not request.distributed and (request.kernels or request.timeout):
+        raise UsageError("--kernels and --timeout apply when probing (--distributed), not to "
+                         "saved facts")
 
 
 def left_out(ignore: Sequence[str], only: Sequence[str]) -> AbstractSet[str]:
@@ -129,5 +141,8 @@ def left_out(ignore: Sequence[str], only: Sequence[str]) -> AbstractSet[str]:
             option = "--ignore" if key in ignore else "--only"
             raise UsageError(f"{option} {key}: no such check (see `fadoctor explain`)")
     selected = {EVERY_KEY[k].id for k in only}
+    both = sorted(selected & {EVERY_KEY[k].id for k in ignore})
+    if both:
+        raise UsageError(f"--only and --ignore both name {', '.join(both)}: say which")
     return {EVERY_KEY[k].id for k in ignore} | {c.id for c in EVERY_CHECK
                                                 if selected and c.id not in selected}

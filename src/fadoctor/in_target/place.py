@@ -37,8 +37,9 @@ def identity(environ: Dict[str, str]) -> Dict[str, Any]:
     for name in ("MASTER_ADDR", "MASTER_PORT"):
         if not environ.get(name):
             raise LaunchError("%s is not set%s" % (name, SLURM_HINT if slurm else ""))
-    if not environ["MASTER_PORT"].isdigit():
-        raise LaunchError("MASTER_PORT=%r is not a port number" % environ["MASTER_PORT"])
+    port = environ["MASTER_PORT"]
+    if not (port.isdigit() and port.isascii() and 1 <= int(port) <= 65535):
+        raise LaunchError("MASTER_PORT=%r is not a port number (1 to 65535)" % port)
     out.update(host=socket.gethostname(), pid=os.getpid(),
                launcher="torchrun" if "TORCHELASTIC_RUN_ID" in environ else (
                    "slurm" if slurm else "env"),

@@ -203,10 +203,21 @@ def _write(path: str, data: Dict[str, Any]) -> None:
 
 
 def _connect(spec: Dict[str, Any], timeout: float) -> Tuple[Optional[gather.Channel], Optional[str]]:
-    try:
-        return gather.Channel.connect(spec, timeout), None
-    except Exception as exc:  # unreachable master, port taken, torch missing or broken
-        return None, ("%s: %s" % (type(exc).__name__, exc))[:TAIL]
+    """The store, joined in a thread: a SIGTERM, SIGINT or SIGHUP stops the wait at once (the
+    store's own wait cannot be interrupted)."""
+    got: List[Tuple[Optional[gather.Channel], Optional[str]]] = []
+
+    def join() -> None:
+        try:
+            got.append((gather.Channel.connect(spec, timeout), None))
+        except Exception as exc:  # unreachable master, port taken, torch missing or broken
+            got.append((None, ("%s: %s" % (type(exc).__name__, exc))[:TAIL]))
+
+    worker = threading.Thread(target=join, daemon=True)
+    worker.start()
+    while worker.is_alive() and not STOP.is_set():
+        worker.join(0.2)
+    return got[0] if got else (None, "stopped before the job's store was reached")
 
 
 def probe_rank(args: argparse.Namespace, spec: Dict[str, Any]) -> Any:
@@ -254,7 +265,11 @@ def main(argv: List[str]) -> int:
     except LaunchError as exc:
         sys.stderr.write("fadoctor rank agent: error: %s\n" % exc)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        sys.stderr.write("fadoctor rank agent: error: --out %r exists and is not a folder\n"
+                         % args.out)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: STOP.set())
     spec = dict(place, prefix="fadoctor/%s/" % (args.run_id or run_id(dict(os.environ))))
     started = time.monotonic()

@@ -81,8 +81,8 @@ def _digest(path: Path) -> str:
 def _read_twin(path: Path) -> Any:
     """The twin's data if it is the twin of exactly this YAML, else None."""
     try:
-        body = json.loads(twin_path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        body = json.loads(read_bytes(twin_path(path), "matrix twin"))
+    except (InputError, ValueError, RecursionError):
         return None
     if not isinstance(body, dict) or body.get("yaml_sha256") != _digest(path):
         return None

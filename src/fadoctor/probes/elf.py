@@ -20,12 +20,14 @@ alone: a whole environment's extensions and their libraries are read in well und
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import BinaryIO, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.enums import ENUM_E_MACHINE
@@ -122,10 +124,21 @@ def _parse_identity(head: bytes, path: str) -> Tuple[Identity, str]:
     return Identity(32 * head[4], head[5] == 1, _MACHINES.get(machine, f"EM_{machine}")), endian
 
 
+def open_regular(path: PathLike) -> BinaryIO:
+    """`path` opened for reading if it is a regular file (a link is followed). A FIFO or a
+    device named by a facts file or a rank record is refused before any read: opened
+    non-blocking, it can neither hang nor stream without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+    return os.fdopen(fd, "rb")
+
+
 def identify(path: PathLike) -> Optional[Identity]:
     """The identity from the first 20 bytes; None for a file that is not ELF or cannot be read."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             return _parse_identity(handle.read(20), os.fspath(path))[0]
     except (OSError, ElfError):
         return None
@@ -138,7 +151,7 @@ class MappedElf:
         self.path = os.fspath(path)
         self.data: Optional[mmap.mmap] = None
         try:
-            self.file = open(self.path, "rb")  # noqa: SIM115 -- held open by the mapping until close()
+            self.file = open_regular(self.path)  # held open by the mapping until close()
         except OSError as exc:
             raise ElfError(f"{self.path}: {exc.strerror or exc}") from exc
         try:

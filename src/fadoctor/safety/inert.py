@@ -3,7 +3,7 @@ and undecodable bytes become visible escapes (`\\x1b`, `\\xff`), in strings and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 if TYPE_CHECKING:  # pydantic loads only where a model is made inert: `--help` stays fast
     from pydantic import BaseModel
@@ -35,16 +35,21 @@ def one_line(text: str) -> str:
     return visible(text, keep="")
 
 
-def _walk(value: Any) -> Any:
+def _walk(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
-        return visible(value)
+        return change(value)
     if isinstance(value, dict):
-        return {_walk(k): _walk(v) for k, v in value.items()}
+        return {_walk(k, change): _walk(v, change) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_walk(v) for v in value)
+        return type(value)(_walk(v, change) for v in value)
     return value
+
+
+def mapped(model: M, change: Callable[[str], str]) -> M:
+    """A copy of `model` with `change` applied to every string (keys too)."""
+    return type(model).model_validate(_walk(model.model_dump(mode="python"), change))
 
 
 def inert(model: M) -> M:
     """A copy of `model` whose every string (keys too) is `visible`."""
-    return type(model).model_validate(_walk(model.model_dump(mode="python")))
+    return mapped(model, visible)

@@ -1,13 +1,24 @@
 """Redaction of user names, home folders, host names and secret-looking values from any text
-fadoctor prints, so that a report can be pasted publicly (pure: the caller says who it is)."""
+fadoctor prints, so that a report can be pasted publicly (pure: the caller says who it is).
+
+`redacted` works on a model's values, before any renderer cuts a long value short or escapes it
+for its format: a secret is never cut before it is recognised, and JSON output stays JSON. Every
+pattern is bounded (no two quantifiers that can take the same characters in turn), so the cost
+is linear in the text, whatever a pasted report holds."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple, TypeVar
 
+from fadoctor.safety.inert import mapped
 from fadoctor.safety.secrets import REDACTED, without_credentials
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+M = TypeVar("M", bound="BaseModel")
 
 USER, HOST, SECRET = "<user>", "<host>", REDACTED
 # Account names too common to be identifying, and which occur as ordinary words.
@@ -16,18 +27,23 @@ _GENERIC = {"root", "user", "admin", "ubuntu", "runner", "jovyan", "nobody", "do
 _HOMES = [re.compile(r"(/home/|/Users/)([^/\s\"'<>]+)"),
           re.compile(r"([A-Za-z]:(?:\\\\|\\)Users(?:\\\\|\\))([^\\\s\"'<>]+)")]
 _UNAME = re.compile(r"^((?:Linux|Darwin)\s+)(\S+)(\s+\d+\.\d+)", re.MULTILINE)
-_PROMPT = re.compile(r"\b[\w.-]+@[\w.-]+(?=:[~/])")
+_PROMPT = re.compile(r"(?<![\w.-])[\w.-]{1,64}@[\w.-]{1,253}(?=:[~/])")
 _ENV_SECRET = re.compile(
-    r"(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|"
-    r"AUTH)[A-Z0-9_]*[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]+)")
+    r"(\b[A-Z0-9_]{0,64}(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?|"
+    r"AUTH)[A-Z0-9_]{0,64}[\"']?[ \t]{0,32}[:=][ \t]{0,32}[\"']?)([^\s\"',;}]+)")
 _WORD_SECRET = re.compile(
     r"(\b(?:password|passwd|token|secret|api_key|apikey|access_token|auth_token|hf_token)"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;}]+)", re.IGNORECASE)
+    r"[\"']?[ \t]{0,32}[:=][ \t]{0,32}[\"']?)([^\s\"',;}]+)", re.IGNORECASE)
 _TOKENS = re.compile(
     r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[\w-]{20,}|"
     r"AKIA[0-9A-Z]{16}|xox[abprs]-[\w-]{10,}|glpat-[\w-]{20,}|npm_[A-Za-z0-9]{30,}|"
     r"eyJ[\w-]{10,}\.[\w-]{10,}\.[\w-]{10,})")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.[A-Za-z]{2,24}\b")
+# HTTP credentials: `Authorization: Bearer …` (or Basic, token …) and a bare `Bearer …`.
+_AUTHORIZATION = re.compile(
+    r"(\b(?:proxy-)?authorization[\"']?[ \t]{0,32}[:=][ \t]{0,32}[\"']?(?:(?:bearer|basic|token|digest)"
+    r"[ \t]{1,32})?)([^\s\"',;}]+)", re.IGNORECASE)
+_BEARER = re.compile(r"(\bbearer[ \t]{1,32})([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,8 @@ def redact(text: str, identity: Identity = Identity()) -> str:
     for pattern in _HOMES:
         text = pattern.sub(lambda m: m.group(1) + USER, text)
     text = without_credentials(text) or ""  # user:password@ and token@ in URLs
+    text = _AUTHORIZATION.sub(lambda m: m.group(1) + SECRET, text)
+    text = _BEARER.sub(lambda m: m.group(1) + SECRET, text)
     text = _ENV_SECRET.sub(lambda m: m.group(1) + SECRET, text)
     text = _WORD_SECRET.sub(lambda m: m.group(1) + SECRET, text)
     text = _TOKENS.sub(SECRET, text)
@@ -58,3 +76,9 @@ def redact(text: str, identity: Identity = Identity()) -> str:
                        key=len, reverse=True):
         text = re.sub(rf"(?<![\w.-]){re.escape(user)}(?![\w-])", USER, text)
     return text
+
+
+def redacted(model: M, identity: Identity = Identity()) -> M:
+    """A copy of `model` whose every string (keys too) is `redact`ed: what a renderer then
+    shortens or escapes holds no secret to leak."""
+    return mapped(model, lambda text: redact(text, identity))

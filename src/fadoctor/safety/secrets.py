@@ -11,7 +11,9 @@ REDACTED = "<redacted>"
 SECRET_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSW(?:OR)?D|PASSPHRASE|CREDENTIAL|AUTH|COOKIE",
                          re.IGNORECASE)
 # scheme://user:password@ and scheme://token@ (a token as the user name, as in GitHub URLs)
-URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@")
+# (bounded, and starting only where a scheme can start: linear in the text)
+URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,31}://)"
+                          r"[^/?#@\s]{1,256}@")
 
 
 def secret_name(name: str) -> bool:

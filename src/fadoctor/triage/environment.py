@@ -40,7 +40,8 @@ _PIP_LIST = re.compile(r"^\s*(?:\[conda\]\s*)?([A-Za-z0-9][A-Za-z0-9._-]*)\s+(\d
 _LISTING_HEADER = re.compile(r"^\s*#?\s*(?:Package|Name)\s+Version(?:\s+Build)?")
 _PIP_SHOW = re.compile(r"^(Name|Version):\s*(\S+)\s*$")
 _CONDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
-_KEY_VALUE = re.compile(r"^\s*[-*]?\s*([A-Za-z][\w .()/-]{0,40}?)\s*[:=]\s*(.+?)\s*$")
+# Bounded (linear in the line): no two quantifiers in a row that take the same characters.
+_KEY_VALUE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .()/-]{0,40}?)[ \t]{0,64}[:=]\s*(\S.*)$")
 _PROSE = re.compile(
     r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|rocm|"
     r"ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
@@ -48,7 +49,7 @@ _PROSE = re.compile(
 _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",
                  "product name", "cuda compilation tools", "gnu c library")
-_PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w+\][ \t]*)?#?[ \t]*[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
+_PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
                            r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
 _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
               "was built for:")
@@ -71,7 +72,7 @@ _PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "f
                  "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
                  "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl")
 _KEY_HINT = re.compile(
-    r"[ \t]*[-*]?[ \t]*[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
+    r"[ \t]*(?:[-*][ \t]*)?[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
         [*_KEYS, *_PACKAGE_KEYS], key=len, reverse=True)) + r")[*`]*[ \t]*[:=]",
     re.IGNORECASE)
 
@@ -278,7 +279,7 @@ def _key_values(line: str, quote: _Lazy, seen: Observed) -> None:
     found = _KEY_VALUE.match(line.replace("*", "").replace("`", ""))
     if found is None:
         return
-    key, value = found.group(1).strip().lower(), found.group(2)
+    key, value = found.group(1).strip().lower(), found.group(2).rstrip()
     if key in _KEYS:
         fact = _KEYS[key]
         if fact in (o.OS,):

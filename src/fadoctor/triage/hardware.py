@@ -16,7 +16,8 @@ _CPYTHON_SO = re.compile(r"\.cpython-3(\d+)[a-z]*-(x86_64|aarch64|ppc64le)-linux
 _WHEEL = re.compile(r"[A-Za-z0-9_.]{1,100}-\d[\w.+!]{0,100}(?:-\d\w{0,20})?-[\w.]{1,40}-[\w.]{1,40}"
                     r"-[\w.]{1,80}\.whl")
 _SO_PATH = re.compile(r"^\s*(/\S+/(lib[\w+-]+\.so(?:\.\d+)*))\s*$")
-_MEMORY = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
+_MEMORY = re.compile(r"(?<![\d.])(\d{1,12}(?:\.\d{1,6})?)\s{0,8}(?:GB|GiB|G)\b"
+                     r"(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
                      re.IGNORECASE)
 _CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b|"
                  r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)

@@ -196,7 +196,8 @@ def platform(ctx: Context) -> List[Signal]:
          r.sdpa("Or, on Windows:")])]
 
 
-_BUILT_FOR = re.compile(r"(\w+) was built for:?\s*$|(\w+) was built for:?\s*PyTorch ([\w.+]+)")
+_BUILT_FOR = re.compile(r"(?<!\w)(\w{1,100}) was built for:?\s*$|(?<!\w)(\w{1,100}) was built for:?"
+                        r"\s*PyTorch ([\w.+]+)")
 _YOU_HAVE = re.compile(r"PyTorch ([\w.+]+)\b.*\(you have ([\w.+]+)\)")
 
 

@@ -21,7 +21,7 @@ def read_recorded(text: Pasted) -> Optional[Recorded]:
         return None
     try:
         data = json.loads(joined)
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested paste is not fadoctor's output
         return None
     if not isinstance(data, dict):
         return None
@@ -31,7 +31,7 @@ def read_recorded(text: Pasted) -> Optional[Recorded]:
         return None
     try:
         return model.model_validate(data)
-    except ValidationError:
+    except (ValidationError, RecursionError):
         return None
 
 

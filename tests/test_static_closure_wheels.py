@@ -124,4 +124,4 @@ def test_a_library_of_a_declared_requirement_not_installed_is_named_with_its_ins
     assert "declares requirements that are not installed" in finding.message
     assert "tensorrt<10.14.0,>=10.13.0" in finding.message
     commands = [c for r in finding.remedies for c in r.commands]
-    assert commands and commands[0].startswith("pip install ") and "tensorrt<10.14.0,>=10.13.0" in commands[0]
+    assert commands and " -m pip install " in commands[0] and "tensorrt<10.14.0,>=10.13.0" in commands[0]

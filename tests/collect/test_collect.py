@@ -339,7 +339,8 @@ def test_each_compiled_extension_present_is_imported_on_its_own(tmp_path: Path) 
     assert broken.category == "torch_version_mismatch"
     assert "flash-attn 1.0.5 imports, but its extension dropout_layer_norm does not" in broken.message
     commands = [c for r in broken.remedies for c in r.commands]
-    assert "cd flash-attention/csrc/layer_norm && pip install . --no-build-isolation" in commands
+    assert any(c.startswith("cd flash-attention/csrc/layer_norm && ")  # the examined env's pip
+               and c.endswith(" -m pip install . --no-build-isolation") for c in commands)
 
 
 # -- a pure-Python family whose declared requirement is not installed ----------------------------
@@ -364,5 +365,6 @@ def test_a_missing_requirement_is_named_with_its_install_command(tmp_path: Path)
     assert (finding.severity, finding.category, finding.subject) == ("error", "not_installed", "fa4")
     assert "a module it imports, cutlass, is missing" in finding.message
     assert "requires nvidia-cutlass-dsl>=4.8, which is not installed" in finding.message
-    assert finding.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.8'"]
+    [install] = finding.remedies[0].commands  # into the examined interpreter
+    assert install == f"{sys.executable} -m pip install 'nvidia-cutlass-dsl>=4.8'"
     assert not any("from source" in r.summary for r in finding.remedies)

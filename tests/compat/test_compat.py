@@ -57,6 +57,7 @@ def test_the_kernel_smoke_results_come_with_the_record() -> None:
     kernels = {k.target: k.status for k in fa4.kernels}
     assert kernels["fa4"] == "passed" and kernels["sdpa_cudnn"] == "passed"
     assert fa4.verdict == "works"
+    assert fa4.data_date is not None and fa4.data_date == load_matrix().data_date  # the data's date
 
 
 def test_on_a_runner_without_a_gpu_the_checks_that_need_one_are_not_judged() -> None:

@@ -44,7 +44,7 @@ def records_of(report: Report, runner: Optional[str] = None, ran_at: Optional[st
         verdict="fails" if worst else "works", reason=worst,
         checks={c.id: c.status.value for c in report.checks},
         kernels=_kernels(report.checks), fadoctor_version=report.fadoctor_version,
-        data_date=getattr(report, "data_date", None), ran_at=ran_at,
+        data_date=report.matrix_date, ran_at=ran_at,
         runner=runner or _described(report)) for f in families]
 
 

@@ -48,7 +48,8 @@ SDPA = {"flash": b"Flash attention only supports gpu architectures in the range 
         "efficient": b"Mem Efficient Attention only supports gpu architectures in the range ",
         "cudnn": b"cuDNN MHA only supports gpu architectures in the range "}
 RANGE = re.compile(rb"\[sm\d+, sm\d+\]")
-FLASH_VERSION = re.compile(r"def _get_flash_version\(\)[^:]*:\s*(?:\"\"\"[^\"]*\"\"\"\s*)?return \"([\d.]+)\"")
+FLASH_VERSION = re.compile(
+    r"def _get_flash_version\(\)[^:]*:\s*(?:\"\"\"[^\"]*\"\"\"\s*)?return \"([\d.]+)\"")
 CUDA_REQS = re.compile(r"^(cuda-|nvidia-)")
 
 

@@ -119,12 +119,12 @@ def test_toolkit_updates_and_the_cuda_the_old_wheels_used(matrix: Matrix) -> Non
         assert matrix.toolkit_driver(Version(cuda)) is not None
 
 
-def test_sdpa_ranges_cover_torch_20_to_214_only(matrix: Matrix) -> None:
+def test_sdpa_ranges_cover_torch_20_to_215_only(matrix: Matrix) -> None:
     flash20 = matrix.sdpa_range("flash", Version("2.0.1"))
     assert flash20 is not None and (str(flash20.min_cc), str(flash20.max_cc)) == ("7.5", "8.9")
     assert flash20.max_head_dim == 128
     assert matrix.sdpa_range("efficient", Version("2.0.1")) is None  # "sm5x or greater": no max
-    assert matrix.sdpa_range("flash", Version("2.15.0")) is None  # not inspected
+    assert matrix.sdpa_range("flash", Version("2.16.0")) is None  # not inspected
     flash25 = matrix.sdpa_range("flash", Version("2.5.1"))
     assert flash25 is not None and str(flash25.vendored_fa2) == "2.5.7"
 
@@ -142,7 +142,10 @@ def test_torch_builds(matrix: Matrix) -> None:
     assert t26 is not None and t27 is not None
     assert t26.platform_tag == "manylinux1" and t27.platform_tag == "manylinux_2_28"
     assert t26.arch_lists_unverified == ["cu118", "cu126"]
-    assert matrix.torch_release(Version("2.15.0")) is None  # not inspected: left out
+    t215 = matrix.torch_release(Version("2.15.0"))
+    assert t215 is not None and t215.cuda_variants == ["cu132"]  # only its registry wheel was read
+    assert t27.arch_lists_unverified == ["cu128"]  # "12.0" or "12.0+PTX": no source read
+    assert matrix.torch_release(Version("2.16.0")) is None  # newer than the data
 
 
 # -- FA3, FA4, ROCm ----------------------------------------------------------------------------

@@ -5,21 +5,21 @@ turned into `PreloadRules`, which `fadoctor.probes.preload` plays against the fi
 release does, read from torch/__init__.py and torch/_utils_internal.py in the released wheels
 (the same file in every platform's wheel of a release):
 
-- 2.0-2.14: `_load_global_deps` loads lib/libtorch_global_deps.so RTLD_GLOBAL when
+- 2.0-2.15: `_load_global_deps` loads lib/libtorch_global_deps.so RTLD_GLOBAL when
   `_utils_internal.USE_GLOBAL_DEPS` (True in the wheels), unless USE_RTLD_GLOBAL_WITH_LIBTORCH or
   TORCH_USE_RTLD_GLOBAL make `from torch._C import *` itself RTLD_GLOBAL. A CPU build's
   global deps need no CUDA library and load, so a CPU torch preloads no nvidia-* wheel library.
-- 2.0-2.14: when that load fails (OSError) on a library of the list, each (folder, glob) is
+- 2.0-2.15: when that load fails (OSError) on a library of the list, each (folder, glob) is
   preloaded from sys.path (the first entry with a match, the first match in directory order),
   then the load is retried; a required library not found raises and `import torch` fails.
   2.0's list globs "libcudart.so.*[0-9].*[0-9]" (CUDA 11's libcudart.so.11.0), 2.1 and later
   "libcudart.so.*[0-9]"; 2.5 adds nvjitlink, 2.6 cusparselt, 2.7-2.8 cufile for CUDA >= 12,
-  2.9 nvshmem and cufile, 2.11 cublasLt first; nvtx (libnvToolsExt) is required up to 2.7,
-  gone in 2.8, optional from 2.9.
+  2.9 nvshmem and cufile, 2.11 cublasLt first, 2.15 drops curand; nvtx (libnvToolsExt) is
+  required up to 2.7, gone in 2.8, optional from 2.9.
 - 2.6-2.8: after a successful load, when "nvidia/cuda_runtime/lib/libcudart.so" is in
   /proc/self/maps, libnvrtc and libnvJitLink are preloaded (pytorch#138460, #145580); 2.9 adds
   libnvrtc-builtins and the marker becomes "libcudart.so"; 2.10-2.13 preload the whole list
-  there; 2.14 does it with required=False. The whole step sits in `try: ... except Exception:
+  there; 2.14-2.15 do it with required=False. The whole step sits in `try: ... except Exception:
   pass`, so up to 2.13 the first library not found ends it silently.
 - Where a library is searched: 2.0-2.5 <entry>/nvidia/<folder>/lib, for entries with an nvidia/
   folder; 2.6 also <entry>/<folder>/lib when that found nothing; 2.7-2.8 both, nvidia/ first

@@ -54,7 +54,7 @@ def rows(text: str, version: str) -> List[List[str]]:
 def block(text: str, commit: str) -> List[str]:
     lines = ["community_wheels:"]
     for version, (family, _) in RELEASES.items():
-        lines += [f"  - project: mjun0812-prebuild-wheels", f"    repo: {REPO}",
+        lines += ["  - project: mjun0812-prebuild-wheels", f"    repo: {REPO}",
                   f"    family: {family}", f'    version: "{version}"',
                   "    platform: linux_x86_64",
                   f'    source: "{REPO} doc/packages.md @ {commit[:12]}: {SECTION}, '

@@ -5,7 +5,8 @@ Source: mjun0812/flash-attention-prebuild-wheels, doc/packages.md at a commit (i
 per platform and flash-attention release, each Python/PyTorch/CUDA combination and the exact
 release-download URLs of its wheels, newest first as "Download1"). Only the "Linux x86_64"
 section is read, for the releases in RELEASES, and only each row's Download1 URL: the newest
-build of that combination; free-threaded rows (3.13t, 3.14t) are left out: no plan targets them. Every URL is checked to be a release download of that repository whose
+build of that combination; free-threaded rows (3.13t, 3.14t) are left out: no plan targets
+them. Every URL is checked to be a release download of that repository whose
 file name carries the row's versions; the block keeps [python tag, torch, CUDA, tag, file].
 
     git -C CLONE show COMMIT:doc/packages.md > packages.md

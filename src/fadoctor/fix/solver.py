@@ -311,11 +311,21 @@ def _sdpa(search: _Search, torches: List[TorchBuild], best: Optional[Pick]
     pick = Pick(None, "sdpa", f"PyTorch SDPA with {torch}, no flash-attn package",
                 provenance(search.matrix, "pytorch-sdpa", 6), torch=torch,
                 commands=_torch_steps(torch),
-                notes=(*said, 'transformers: load the model with attn_implementation="sdpa"',
+                notes=(*said, _SDPA_LIMITS,
+                       'transformers: load the model with attn_implementation="sdpa"',
                        "code that calls flash_attn_func: `fadoctor snippet sdpa_flash_attn_func` "
                        "prints a drop-in with the same layout and semantics (tested)"))
     as_fast = runs and torch.installed and speed is not None and speed.ratio >= AS_FAST
     return pick, as_fast
+
+
+# torch.nn.functional.scaled_dot_product_attention takes no window, softcap or ALiBi argument;
+# such a model passes an attn_mask, which SDPA's flash backend refuses ("does not support
+# non-null attn_mask", pytorch@v2.13.0:aten/src/ATen/native/transformers/sdp_utils_cpp.h),
+# so a slower backend runs.
+_SDPA_LIMITS = ("SDPA has no sliding-window, softcap or ALiBi argument: a model that uses them "
+                "runs SDPA with a mask on a slower backend, or needs a flash-attention family "
+                "(`fadoctor model CONFIG` says which)")
 
 
 def _speed_note(speed: SpeedRatio, family: Optional[Family]) -> str:

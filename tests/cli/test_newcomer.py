@@ -233,7 +233,8 @@ def test_max_jobs_is_the_planned_machines_and_fa3_comes_from_a_tag() -> None:
     other = apply(here, WhatIf(gpu_cc="9.0", python="3.12"))
     assert other.memory_gib is None and other.cpus is None  # another machine: not this one's
     plan = solve(other, Constraints(), MATRIX)
-    fa3 = next(p for p in (plan.best, *plan.alternatives) if p.family and p.family.value == "fa3")
+    fa3 = next(p for p in (plan.best, *plan.alternatives)
+               if p.family and p.family.value == "fa3" and p.kind == "build")
     assert any(f"--branch {FA3_TAG} " in c for c in fa3.commands)
     assert any(c.endswith("pip install --no-build-isolation .") for c in fa3.commands)
     assert not any("setup.py install" in c for c in fa3.commands)

@@ -45,8 +45,13 @@ def test_a100_torch24_cu121_py311_gets_the_exact_abi0_wheel(matrix: Matrix) -> N
     # torch 2.4 pip wheels are C++11 ABI 0 (torch_cuda_facts.md §1.4); v2.8.3.post1 built
     # cu12torch2.4cxx11abiFALSE for cp39-cp312 (fa_wheel_matrix.yaml), CUDA tag by major.
     plan = plan_for(matrix, machine("8.0", torch="2.4.0+cu121"), torch="2.4.0+cu121")
-    best = plan.best
+    # The installed torch's SDPA flash backend is FA2's kernel (it vendors 2.5.6) and needs no
+    # install: it comes first; the official wheel is the first flash-attn pick.
+    assert plan.best.kind == "sdpa" and not plan.best.commands
+    assert any("runs FlashAttention-2's kernel" in n for n in plan.best.notes)
+    best = plan.alternatives[0]
     assert best.family == Family.FA2 and best.kind == "wheel" and best.wheel is not None
+    assert best.provenance.tier == 1 and not best.provenance.third_party
     assert best.wheel.filename.endswith("cu12torch2.4cxx11abiFALSE-cp311-cp311-linux_x86_64.whl")
     assert best.wheel.url.startswith("https://github.com/Dao-AILab/flash-attention/releases/"
                                      f"download/v{best.version}/")
@@ -129,7 +134,7 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
     assert plan.best.family == Family.FA4 and plan.best.torch is not None
     assert plan.best.torch.installed and plan.best.commands == (
         f"pip install 'flash-attn-4[cu13]=={newest_fa4(matrix)}'",)
-    wheel = next(p for p in plan.alternatives if p.kind == "wheel")
+    wheel = next(p for p in plan.alternatives if p.kind == "wheel" and p.provenance.tier == 1)
     assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
     assert wheel.commands[0].startswith("pip install torch==")
 

@@ -72,7 +72,8 @@ def test_every_entry_cites_a_source(shipped: Matrix) -> None:
         shipped.fa2_arch_gate, shipped.family_requirements, shipped.fa4_releases,
         shipped.rocm_backends, shipped.flash_attn_releases, shipped.known_defects,
         shipped.custom_ops, shipped.attention_features, shipped.head_dim_limits,
-        shipped.backward_restrictions]
+        shipped.backward_restrictions, shipped.wheel_sources, shipped.hub_kernels,
+        shipped.attention_speed, shipped.community_wheels]
     assert len(found) == sum(len(items) for items in lists)  # the walk saw every entry
     assert [e for e in found if not e.source.strip()] == []
 

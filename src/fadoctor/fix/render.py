@@ -69,7 +69,8 @@ def _warnings(plan: Plan) -> List[str]:
 
 
 def _pick_lines(pick: Pick, indent: str) -> List[str]:
-    lines = [f"{indent}{cmd}" for cmd in pick.commands] or [f"{indent}(nothing to install)"]
+    lines = [f"{indent}[{pick.provenance}]"]
+    lines += [f"{indent}{cmd}" for cmd in pick.commands] or [f"{indent}(nothing to install)"]
     lines += [f"{indent}# {note}" for note in pick.notes]
     return lines
 
@@ -92,19 +93,23 @@ def _text(plan: Plan, verbose: bool) -> str:
 
 
 def _pip(plan: Plan, verbose: bool) -> str:
-    return "\n".join([f"# {plan.best.summary}", *plan.best.commands]) + "\n"
+    return "\n".join([f"# {plan.best.summary} [{plan.best.provenance}]",
+                      *plan.best.commands]) + "\n"
 
 
 def _requirements(plan: Plan, verbose: bool) -> str:
     best = plan.best
-    lines = [f"# {best.summary}"]
+    lines = [f"# {best.summary} [{best.provenance}]"]
     torch = best.torch
     if torch is not None and not torch.installed:
         lines += [f"--extra-index-url {torch_index(torch.variant)}",
                   f"torch=={torch.version}+{torch.variant}"]
     if best.wheel is not None:
         lines += [f"flash-attn @ {best.wheel.url}", "einops"]
-    elif best.kind == "index":
+    elif best.kind == "wheel" and best.url:  # a community file: its distribution by its name
+        name = best.url.rsplit("/", 1)[-1].split("-")[0].replace("_", "-")
+        lines += [f"{name} @ {best.url}"] + (["einops"] if name == "flash-attn" else [])
+    elif best.kind == "hub" or best.kind == "index":
         lines += [" ".join(shlex.split(c)[2:]) for c in best.commands
                   if c.startswith("pip install") and "torch==" not in c]
     elif best.kind == "build":
@@ -119,7 +124,11 @@ def _pick_dict(pick: Pick) -> Dict[str, Any]:
         "summary": pick.summary, "version": pick.version,
         "torch": f"{pick.torch.version}+{pick.torch.variant}" if pick.torch else None,
         "wheel": pick.wheel.filename if pick.wheel else None,
-        "url": pick.wheel.url if pick.wheel else None,
+        "url": pick.url,
+        "provenance": {"tier": pick.provenance.tier, "source": pick.provenance.source,
+                       "label": pick.provenance.label,
+                       "third_party": pick.provenance.third_party,
+                       "downloads_at_load": pick.provenance.downloads_at_load},
         "commands": list(pick.commands), "notes": list(pick.notes),
         "evidence": pick.evidence,
     }

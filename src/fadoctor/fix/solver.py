@@ -4,22 +4,23 @@ combination for a machine, the alternatives, and why every other candidate was r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Literal, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.errors import NoPlanError, UsageError
 from fadoctor.facts.model import Family
+from fadoctor.fix.pick import Pick, provenance, rank
+from fadoctor.fix.tiers import AS_FAST, community_picks, hub_picks, sdpa_speed
 from fadoctor.install.fa4 import fa4_requirement
 from fadoctor.install.machine import Machine
 from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
 from fadoctor.matrix import Matrix
-from fadoctor.matrix.models import TorchRelease
-from fadoctor.safety.shell import AND, command, env, is_safe, url
+from fadoctor.matrix.models import SpeedRatio, TorchRelease
+from fadoctor.safety.shell import AND, command, env, url
 
-Kind = Literal["wheel", "index", "build", "sdpa"]
 # FlashAttention-3 is built from hopper/ of a flash-attention release tag, never from main: the
 # tag whose hopper/setup.py and README the matrix's FA3 requirements were read at.
 FA3_TAG = "v2.8.3"
@@ -31,26 +32,6 @@ class Constraints:
     torch: Optional[str] = None  # 2.4, 2.4.0, 2.4.0+cu121
     flash_attn: Optional[str] = None  # an exact flash-attn 2.x version
     family: Optional[Family] = None
-
-
-@dataclass(frozen=True)
-class Pick:
-    family: Optional[Family]  # None: PyTorch SDPA
-    kind: Kind
-    summary: str
-    torch: Optional[TorchBuild] = None
-    version: Optional[str] = None  # of the flash-attention package
-    wheel: Optional[Wheel] = None
-    commands: Tuple[str, ...] = ()
-    notes: Tuple[str, ...] = ()
-    # Where the pick comes from: the matrix alone, or runs of the combination (`fix --observed`,
-    # fadoctor.compat.observed): "inferred from the matrix", "observed working", "observed failing".
-    evidence: str = "inferred from the matrix"
-
-    def __post_init__(self) -> None:
-        unsafe = [c for c in self.commands if not is_safe(c)]
-        if unsafe:  # a bug: never shown
-            raise ValueError(f"commands not built by fadoctor.safety.shell: {unsafe}")
 
 
 @dataclass(frozen=True)
@@ -88,24 +69,22 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
             picks.extend(_fa2_build(search, torches))
         if wanted in (None, Family.FA3):
             picks.extend(_fa3(search, torches))
-    picks.sort(key=_rank)
+        if wanted in (None, Family.FA2, Family.FA3):
+            picks.extend(community_picks(torches, machine, matrix, wanted, search.rejected))
+            picks.extend(hub_picks(torches, machine, matrix, wanted, search.rejected))
+    picks.sort(key=rank)
     if constraints.family is not None and not picks:  # asked for a family: never SDPA instead
         name = {Family.FA2: "FlashAttention-2", Family.FA3: "FlashAttention-3",
                 Family.FA4: "FlashAttention-4"}.get(constraints.family, constraints.family.value)
         # The GPU floor is the first reason; else the family's own, given after the torch builds'.
         why = search.rejected[0] if cc is not None and cc < floor else search.rejected[-1]
         raise NoPlanError(f"no {name} plan for this machine: {why}")
-    picks.append(_sdpa(torches))
+    sdpa, as_fast = _sdpa(search, torches, picks[0] if picks else None)
+    # Nothing to install and as fast as the best flash-attention pick: SDPA first, unless a
+    # family was asked for.
+    picks.insert(0 if as_fast and constraints.family is None else len(picks), sdpa)
     return Plan(machine=machine, best=picks[0], alternatives=tuple(picks[1:]),
                 rejected=tuple(search.rejected))
-
-
-def _rank(pick: Pick) -> Tuple[int, int]:
-    """Nothing to compile before a compile; then the installed torch before changing it. The
-    sort is stable: FlashAttention-2 stays before -4, and -3, within a rank."""
-    compiles = 1 if pick.kind == "build" else 0
-    changes_torch = 0 if pick.torch is not None and pick.torch.installed else 1
-    return compiles, changes_torch
 
 
 # -- torch -----------------------------------------------------------------------------------
@@ -207,8 +186,9 @@ def _fa2_wheel(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
             if wheel is not None:
                 search.rejected.extend(f"{torch}: {r}" for r in reasons[:3])
                 return [Pick(Family.FA2, "wheel", f"flash-attn {release.version}, the prebuilt "
-                             f"wheel for {torch}", torch=torch, version=str(release.version),
-                             wheel=wheel, commands=(*_torch_steps(torch),
+                             f"wheel for {torch}", provenance(search.matrix, "official", 1),
+                             torch=torch, version=str(release.version), wheel=wheel,
+                             url=wheel.url, commands=(*_torch_steps(torch),
                                                     command("pip", "install", "--no-deps",
                                                             url(wheel.url)),
                                                     command("pip", "install", "einops")),
@@ -251,7 +231,7 @@ def _fa2_build(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
         search.rejected.append(f"{torch}: no flash-attn 2.x release to build for it")
         return []
     return [Pick(Family.FA2, "build", f"flash-attn {release.version} compiled here for {torch}",
-                 torch=torch, version=str(release.version),
+                 provenance(search.matrix, "source-build", 5), torch=torch, version=str(release.version),
                  commands=(*_torch_steps(torch), *commands),
                  notes=(f"needs nvcc {torch.cuda.major}.x (torch's cpp_extension refuses another "
                         "major) and ninja: minutes with ninja on many cores, hours without "
@@ -288,7 +268,8 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
     torch = torches[0]
     spec = fa4_requirement(search.matrix, torch.cuda)
     return [Pick(Family.FA4, "index", f"flash-attn-4 (CuTe DSL, no compilation) with {torch}",
-                 torch=torch, commands=(*_torch_steps(torch), command("pip", "install", spec)),
+                 provenance(search.matrix, "official", 1), torch=torch,
+                 commands=(*_torch_steps(torch), command("pip", "install", spec)),
                  notes=("a beta (every 4.x is a pre-release: pinned, or pip skips it); import it "
                         "as `from flash_attn.cute import flash_attn_func`",))]
 
@@ -306,7 +287,7 @@ def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
              if nvcc is not None else "")
     jobs = search.machine.build_jobs
     return [Pick(Family.FA3, "build", f"FlashAttention-3 ({FA3_TAG}'s hopper/) compiled here for "
-                 f"{torch}", torch=torch,
+                 f"{torch}", provenance(search.matrix, "source-build", 5), torch=torch,
                  commands=(*_torch_steps(torch), command("pip", "install", "ninja", "packaging"),
                            command("git", "clone", "--depth", "1", "--branch", FA3_TAG,
                                    "https://github.com/Dao-AILab/flash-attention"),
@@ -317,13 +298,53 @@ def _fa3(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
                         "an archive", _jobs_note(search.machine)))]
 
 
-def _sdpa(torches: List[TorchBuild]) -> Pick:
+def _sdpa(search: _Search, torches: List[TorchBuild], best: Optional[Pick]
+          ) -> Tuple[Pick, bool]:
+    """PyTorch SDPA, and whether it is as fast as the best flash-attention pick (measured, or
+    the same kernel) with nothing to install: then it comes first."""
     torch = torches[0]
-    return Pick(None, "sdpa", f"PyTorch SDPA with {torch}, no flash-attn package", torch=torch,
+    family = best.family if best is not None else None
+    speed = sdpa_speed(search.machine, search.matrix, family)
+    runs = speed is not None and _backend_runs(search, torch, speed.backend,
+                                               vendored=speed.basis == "same kernel")
+    said = [_speed_note(speed, family)] if speed is not None and runs else []
+    pick = Pick(None, "sdpa", f"PyTorch SDPA with {torch}, no flash-attn package",
+                provenance(search.matrix, "pytorch-sdpa", 6), torch=torch,
                 commands=_torch_steps(torch),
-                notes=('transformers: load the model with attn_implementation="sdpa"',
+                notes=(*said, _SDPA_LIMITS,
+                       'transformers: load the model with attn_implementation="sdpa"',
                        "code that calls flash_attn_func: `fadoctor snippet sdpa_flash_attn_func` "
                        "prints a drop-in with the same layout and semantics (tested)"))
+    as_fast = runs and torch.installed and speed is not None and speed.ratio >= AS_FAST
+    return pick, as_fast
+
+
+# torch.nn.functional.scaled_dot_product_attention takes no window, softcap or ALiBi argument;
+# such a model passes an attn_mask, which SDPA's flash backend refuses ("does not support
+# non-null attn_mask", pytorch@v2.13.0:aten/src/ATen/native/transformers/sdp_utils_cpp.h),
+# so a slower backend runs.
+_SDPA_LIMITS = ("SDPA has no sliding-window, softcap or ALiBi argument: a model that uses them "
+                "runs SDPA with a mask on a slower backend, or needs a flash-attention family "
+                "(`fadoctor model CONFIG` says which)")
+
+
+def _speed_note(speed: SpeedRatio, family: Optional[Family]) -> str:
+    names = {Family.FA2: "FlashAttention-2", Family.FA4: "FlashAttention-4"}
+    name = (names.get(family) or family.value) if family is not None else "flash-attention"
+    if speed.basis == "same kernel":
+        return f"SDPA's {speed.backend} backend runs {name}'s kernel: as fast, nothing to install"
+    where = ", ".join(f"sm_{c.replace('.', '')}" for c in speed.ccs) or "this GPU"
+    return (f"SDPA's {speed.backend} backend ran at {speed.ratio:.0%} of {name}'s speed on "
+            f"{where} (fadoctor bench, forward+backward, recorded)")
+
+
+def _backend_runs(search: _Search, torch: TorchBuild, backend: str, vendored: bool) -> bool:
+    """This torch's SDPA backend accepts this GPU (the matrix's arch range) and, for a claim
+    of FlashAttention-2's own kernel, the matrix knows which FA2 this torch vendors."""
+    cc = search.machine.gpu_cc
+    found = search.matrix.sdpa_range(backend, torch.version)
+    return (cc is not None and found is not None and found.min_cc <= cc <= found.max_cc
+            and (not vendored or found.vendored_fa2 is not None))
 
 
 __all__ = ["Constraints", "Pick", "Plan", "solve"]

@@ -10,6 +10,7 @@ from fadoctor.facts.model import Family
 from fadoctor.matrix.base import unsorted
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.matrix.models import Matrix
+from fadoctor.matrix.source_invariants import SOURCE_INVARIANTS
 from fadoctor.report import Category
 
 SDPA_BACKENDS = ("flash", "efficient", "cudnn")
@@ -125,4 +126,5 @@ def gpus_resolve_to_themselves(m: Matrix) -> List[str]:
 INVARIANTS: Sequence[Callable[[Matrix], List[str]]] = (
     unique_and_sorted, built_against_known_torch, mislabelled_abi_has_a_defect,
     defects_name_releases, sdpa_ranges_do_not_overlap, gpus_resolve_to_themselves,
+    *SOURCE_INVARIANTS,
 )

@@ -33,10 +33,12 @@ from fadoctor.matrix.families import (
 )
 from fadoctor.matrix.hardware import CudaDriver, DriverFloor, GpuSpec, ToolkitDriver, resolve_gpu
 from fadoctor.matrix.pytorch import SdpaRange, TorchApi, TorchRelease
+from fadoctor.matrix.sources import CommunityWheels, HubKernel, SpeedRatio, WheelSource
 
 __all__ = [
     "ArchGate",
     "BackwardRestriction",
+    "CommunityWheels",
     "CudaDriver",
     "CudaTagRule",
     "CustomOps",
@@ -52,15 +54,18 @@ __all__ = [
     "FlashAttnRelease",
     "GpuSpec",
     "HeadDimLimit",
+    "HubKernel",
     "LocalVersion",
     "Matrix",
     "Problems",
     "RocmBackend",
     "SdpaRange",
+    "SpeedRatio",
     "Stage",
     "ToolkitDriver",
     "TorchApi",
     "TorchRelease",
+    "WheelSource",
     "parse_local",
 ]
 
@@ -89,6 +94,10 @@ class Matrix(BaseModel):
     attention_features: List[FeatureSupport] = []
     head_dim_limits: List[HeadDimLimit] = []
     backward_restrictions: List[BackwardRestriction] = []
+    wheel_sources: List[WheelSource] = []
+    hub_kernels: List[HubKernel] = []
+    attention_speed: List[SpeedRatio] = []
+    community_wheels: List[CommunityWheels] = []
 
     @field_validator("data_date")
     @classmethod
@@ -147,6 +156,9 @@ class Matrix(BaseModel):
 
     def defects_for(self, version: Version, family: Family = Family.FA2) -> List[Defect]:
         return [d for d in self.known_defects if d.family == family and d.affects(version)]
+
+    def wheel_source(self, source_id: str) -> Optional[WheelSource]:
+        return next((s for s in self.wheel_sources if s.id == source_id), None)
 
     def rocm_backends_for(self, version: Version) -> List[RocmBackend]:
         return [b for b in self.rocm_backends if b.affects(version)]

@@ -42,10 +42,11 @@ _PIP_SHOW = re.compile(r"^(Name|Version):\s*(\S+)\s*$")
 _CONDA_BUILD = re.compile(r"cuda(\d+)\.(\d+)")
 # Bounded (linear in the line): no two quantifiers in a row that take the same characters.
 _KEY_VALUE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .()/-]{0,40}?)[ \t]{0,64}[:=]\s*(\S.*)$")
+# "==" or a lone "=": a run of "=" splits one way only ("==?" split it every way: exponential).
 _PROSE = re.compile(
     r"(?<![\w/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|rocm|"
     r"ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
-    r"(?:\s*(?:version|ver\.?|v|is|:|==?|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
+    r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-))*\s*(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
 _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",
                  "product name", "cuda compilation tools", "gnu c library")

@@ -198,6 +198,11 @@ def test_a_world_of_a_billion_ranks_is_refused_without_the_work(tmp_path: Path) 
     ([record(rank=7, world_size=2)], ["rank 7"]),
     ([record(rank=-1, world_size=2)], ["rank -1"]),
     ([record(rank=0, world_size=0)], ["world_size 0"]),
+    ([record(rank=0, world_size=4, local_rank=-1)], ["LOCAL_RANK -1"]),
+    ([record(rank=0, world_size=4, local_rank=5, local_world_size=2)], ["LOCAL_RANK 5"]),
+    ([record(rank=0, world_size=4, local_world_size=8)], ["LOCAL_WORLD_SIZE 8"]),
+    ([record(rank=0, world_size=4, node_rank=-3)], ["node rank -3"]),
+    ([record(rank=0, world_size=1, master_port=99999)], ["MASTER_PORT 99999"]),
 ])
 def test_inconsistent_job_records_are_bad_input(tmp_path: Path, records: List[Any],
                                                 words: List[str]) -> None:
@@ -275,6 +280,9 @@ def test_bad_values_and_contradictions_are_exit_2(args: List[str], words: List[s
 @pytest.mark.parametrize(("env", "words"), [
     ({"MASTER_PORT": "99999"}, ["MASTER_PORT"]),
     ({"MASTER_ADDR": "no-such-host.invalid"}, ["does not resolve"]),
+    ({"WORLD_SIZE": "1000000000"}, ["WORLD_SIZE 1000000000", "131072"]),
+    ({"LOCAL_RANK": "-1"}, ["LOCAL_RANK -1"]),
+    ({"LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "4"}, ["LOCAL_RANK 3"]),
 ])
 def test_a_launch_that_cannot_work_fails_fast(env: Dict[str, str], words: List[str]) -> None:
     launch = base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",

@@ -118,6 +118,18 @@ def test_triage_costs_under_a_cpu_second_a_megabyte_of_hostile_lines() -> None:
     assert used < 1.0 * len(body) / (1 << 20) + 2.0, f"{used:.1f} CPU-s for {len(body)} bytes"
 
 
+@pytest.mark.parametrize("line", ["/a" * (1 << 19), "/a" * 999 + "\n"])
+def test_a_megabyte_of_one_shape_costs_under_a_cpu_second(line: str) -> None:
+    """One shape all through (a path with no site-packages in it took 31 CPU-s a MB: the
+    interpreter's prefix was searched for from every '/' of it)."""
+    body = (line * max(1, (1 << 20) // len(line))).encode()
+    started = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    run = bounded("triage", "-", "--redact", stdin=body, cpu=30)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - started
+    assert run.code in (0, 1), run
+    assert used < 1.0 * len(body) / (1 << 20) + 2.0, f"{used:.1f} CPU-s for {len(body)} bytes"
+
+
 # -- 3. redaction ---------------------------------------------------------------------------------
 
 SECRETS = {"bearer": "Authorization: Bearer sEcReT0123456789abcdef",

@@ -160,6 +160,19 @@ def test_snapshot_and_check_redact_on_values_and_json_stays_json(tmp_path: Path)
     json.loads(bounded("check", "--facts", str(facts), "--redact", "-f", "json").text)
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "junit", "github", "snapshot"])
+def test_redact_takes_every_rank_s_host_name_out_of_a_job(tmp_path: Path, fmt: str) -> None:
+    raw = record(host="gpu-node-17.cluster", master_addr="head-node.cluster")
+    raw["stages"]["host"]["data"]["environment"] = {"HF_TOKEN": "sEcReT0123456789"}
+    ranks = str(folder(tmp_path, [raw]))
+    args = (["snapshot", "--facts-dir", ranks, "--redact", "-o", "-"] if fmt == "snapshot" else
+            ["check", "--facts-dir", ranks, "--redact", "-v", "-f", fmt])
+    run = bounded(*args)
+    assert run.code in (0, 1), run
+    for secret in ("gpu-node-17", "head-node", "sEcReT"):
+        assert secret not in run.text, (secret, run.text)
+
+
 # -- 4. reading what it should not --------------------------------------------------------------
 
 

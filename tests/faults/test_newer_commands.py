@@ -326,16 +326,29 @@ def test_a_full_disk_is_exit_4(args: List[str]) -> None:
     assert_error_line(run, 4, "No space left")
 
 
-def test_the_rank_agent_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["file", "under-a-file", "read-only"])
+def test_the_rank_agent_refuses_an_out_it_cannot_write_at_once(tmp_path: Path, where: str
+                                                               ) -> None:
     agent = subprocess.run([sys.executable, "-m", "fadoctor", "rank-script"], capture_output=True,
                            text=True, check=True).stdout.strip()
     existing = tmp_path / "file"
     existing.write_text("x")
-    done = subprocess.run([sys.executable, "-B", agent, "--out", str(existing)],
+    out = {"file": existing, "under-a-file": existing / "ranks", "read-only": Path("/proc/x")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-B", agent, "--out", str(out[where])],
                           env=base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                                            MASTER_PORT="29513"),
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("fadoctor rank agent: error: --out"), done.stderr
+    assert time.monotonic() - started < 5  # before any probe (it was a traceback after them)
+
+
+@pytest.mark.parametrize("body", ["[" * 100000 + "]" * 100000, '{"a":' * 100000 + "1" + "}" * 100000])
+def test_a_rollback_file_nested_too_deep_is_bad_input(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "rollback.json"
+    path.write_text(body)
+    assert_error_line(bounded("fix", "--rollback", str(path), "--yes"), 2, "rollback file")
 
 
 # -- 10. wrong target ---------------------------------------------------------------------------

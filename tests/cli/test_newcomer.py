@@ -188,6 +188,9 @@ def test_a_what_if_plan_marks_what_it_assumes() -> None:
     # A source build is offered where no wheel fits (torch 2.11), below torch's C++20 headers.
     build = run("fix", "--no-detect", "--gpu-cc", "8.0", "--torch", "2.11.0+cu130").stdout
     assert "MAX_JOBS=4 is assumed" in build
+    for fmt in ("pip", "uv", "requirements"):  # a script or file keeps the marks, as comments
+        script = run("fix", "--no-detect", "--gpu-cc", "8.0", "-f", fmt).stdout
+        assert "# ASSUMED: Python 3.13 (cp313)" in script and "# ASSUMED: glibc >= 2.32" in script
     given = run("fix", "--no-detect", "--gpu-cc", "8.0", "--python", "3.11", "--glibc",
                 "2.35").stdout
     assert "ASSUMED: Python" not in given and "ASSUMED: glibc" not in given
@@ -195,9 +198,10 @@ def test_a_what_if_plan_marks_what_it_assumes() -> None:
 
 @requires_torch
 def test_fix_without_a_gpu_says_so_and_marks_the_downgrade() -> None:
-    out = run("fix").stdout
-    assert "this machine has no NVIDIA GPU" in out and "--gpu-cc CC" in out
-    assert "DOWNGRADES torch 2.13.0+cpu" in out
+    for fmt in ("text", "pip", "requirements"):
+        out = run("fix", "-f", fmt).stdout
+        assert "this machine has no NVIDIA GPU" in out and "--gpu-cc CC" in out
+        assert "DOWNGRADES torch 2.13.0+cpu" in out
 
 
 def test_v100_gives_the_decisive_reason_first_and_refuses_fa2() -> None:

@@ -118,6 +118,18 @@ def test_triage_costs_under_a_cpu_second_a_megabyte_of_hostile_lines() -> None:
     assert used < 1.0 * len(body) / (1 << 20) + 2.0, f"{used:.1f} CPU-s for {len(body)} bytes"
 
 
+@pytest.mark.parametrize("line", ["/a" * (1 << 19), "/a" * 999 + "\n"])
+def test_a_megabyte_of_one_shape_costs_under_a_cpu_second(line: str) -> None:
+    """One shape all through (a path with no site-packages in it took 31 CPU-s a MB: the
+    interpreter's prefix was searched for from every '/' of it)."""
+    body = (line * max(1, (1 << 20) // len(line))).encode()
+    started = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+    run = bounded("triage", "-", "--redact", stdin=body, cpu=30)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - started
+    assert run.code in (0, 1), run
+    assert used < 1.0 * len(body) / (1 << 20) + 2.0, f"{used:.1f} CPU-s for {len(body)} bytes"
+
+
 # -- 3. redaction ---------------------------------------------------------------------------------
 
 SECRETS = {"bearer": "Authorization: Bearer sEcReT0123456789abcdef",
@@ -146,6 +158,19 @@ def test_snapshot_and_check_redact_on_values_and_json_stays_json(tmp_path: Path)
         run = bounded("check", "--facts", str(facts), "--redact", "-v", "-f", fmt)
         assert run.code in (0, 1) and "sEcReT" not in run.text, (fmt, run)
     json.loads(bounded("check", "--facts", str(facts), "--redact", "-f", "json").text)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "junit", "github", "snapshot"])
+def test_redact_takes_every_rank_s_host_name_out_of_a_job(tmp_path: Path, fmt: str) -> None:
+    raw = record(host="gpu-node-17.cluster", master_addr="head-node.cluster")
+    raw["stages"]["host"]["data"]["environment"] = {"HF_TOKEN": "sEcReT0123456789"}
+    ranks = str(folder(tmp_path, [raw]))
+    args = (["snapshot", "--facts-dir", ranks, "--redact", "-o", "-"] if fmt == "snapshot" else
+            ["check", "--facts-dir", ranks, "--redact", "-v", "-f", fmt])
+    run = bounded(*args)
+    assert run.code in (0, 1), run
+    for secret in ("gpu-node-17", "head-node", "sEcReT"):
+        assert secret not in run.text, (secret, run.text)
 
 
 # -- 4. reading what it should not --------------------------------------------------------------
@@ -198,6 +223,11 @@ def test_a_world_of_a_billion_ranks_is_refused_without_the_work(tmp_path: Path) 
     ([record(rank=7, world_size=2)], ["rank 7"]),
     ([record(rank=-1, world_size=2)], ["rank -1"]),
     ([record(rank=0, world_size=0)], ["world_size 0"]),
+    ([record(rank=0, world_size=4, local_rank=-1)], ["LOCAL_RANK -1"]),
+    ([record(rank=0, world_size=4, local_rank=5, local_world_size=2)], ["LOCAL_RANK 5"]),
+    ([record(rank=0, world_size=4, local_world_size=8)], ["LOCAL_WORLD_SIZE 8"]),
+    ([record(rank=0, world_size=4, node_rank=-3)], ["node rank -3"]),
+    ([record(rank=0, world_size=1, master_port=99999)], ["MASTER_PORT 99999"]),
 ])
 def test_inconsistent_job_records_are_bad_input(tmp_path: Path, records: List[Any],
                                                 words: List[str]) -> None:
@@ -275,6 +305,9 @@ def test_bad_values_and_contradictions_are_exit_2(args: List[str], words: List[s
 @pytest.mark.parametrize(("env", "words"), [
     ({"MASTER_PORT": "99999"}, ["MASTER_PORT"]),
     ({"MASTER_ADDR": "no-such-host.invalid"}, ["does not resolve"]),
+    ({"WORLD_SIZE": "1000000000"}, ["WORLD_SIZE 1000000000", "131072"]),
+    ({"LOCAL_RANK": "-1"}, ["LOCAL_RANK -1"]),
+    ({"LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "2", "WORLD_SIZE": "4"}, ["LOCAL_RANK 3"]),
 ])
 def test_a_launch_that_cannot_work_fails_fast(env: Dict[str, str], words: List[str]) -> None:
     launch = base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
@@ -293,16 +326,29 @@ def test_a_full_disk_is_exit_4(args: List[str]) -> None:
     assert_error_line(run, 4, "No space left")
 
 
-def test_the_rank_agent_refuses_an_out_that_is_a_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["file", "under-a-file", "read-only"])
+def test_the_rank_agent_refuses_an_out_it_cannot_write_at_once(tmp_path: Path, where: str
+                                                               ) -> None:
     agent = subprocess.run([sys.executable, "-m", "fadoctor", "rank-script"], capture_output=True,
                            text=True, check=True).stdout.strip()
     existing = tmp_path / "file"
     existing.write_text("x")
-    done = subprocess.run([sys.executable, "-B", agent, "--out", str(existing)],
+    out = {"file": existing, "under-a-file": existing / "ranks", "read-only": Path("/proc/x")}
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-B", agent, "--out", str(out[where])],
                           env=base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
                                            MASTER_PORT="29513"),
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("fadoctor rank agent: error: --out"), done.stderr
+    assert time.monotonic() - started < 5  # before any probe (it was a traceback after them)
+
+
+@pytest.mark.parametrize("body", ["[" * 100000 + "]" * 100000, '{"a":' * 100000 + "1" + "}" * 100000])
+def test_a_rollback_file_nested_too_deep_is_bad_input(tmp_path: Path, body: str) -> None:
+    path = tmp_path / "rollback.json"
+    path.write_text(body)
+    assert_error_line(bounded("fix", "--rollback", str(path), "--yes"), 2, "rollback file")
 
 
 # -- 10. wrong target ---------------------------------------------------------------------------

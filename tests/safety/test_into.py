@@ -48,3 +48,10 @@ def test_a_hostile_path_stays_one_word() -> None:
     assert shlex.split(out)[0] == "/opt/x; rm -rf ~/bin/python" and is_safe(out)
     with pytest.raises(Unsafe):
         into("pip install einops", Installer(python="/a\nb", known=True))
+
+
+def test_a_fadoctor_command_examines_the_examined_interpreter() -> None:
+    line = "fadoctor fix --keep-torch --print-pins"
+    assert into(line, PIP) == f"{line} --python {shlex.quote(PIP.python)}"
+    assert into(into(line, PIP), PIP) == into(line, PIP)  # idempotent
+    assert into(line, Installer()) == line  # unknown interpreter: nothing to name

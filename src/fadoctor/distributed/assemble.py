@@ -19,21 +19,29 @@ from fadoctor.distributed.models import (
 )
 from fadoctor.errors import InputError, invalid
 from fadoctor.facts.model import Driver, Facts, Failure, FailureKind, Probe
+from fadoctor.in_target.place import MAX_WORLD
+from fadoctor.in_target.place import problems as place_problems
 from fadoctor.in_target.rank import GATHER_FORMAT, RECORD_FORMAT
 from fadoctor.in_target.registry import names
 from fadoctor.probes.driver import parse_smi_csv, procfs_version
 from fadoctor.probes.runner import StageFailure, StageOutcome
 from fadoctor.safety.inert import one_line
 
-MAX_WORLD = 1 << 17  # ranks: above the largest jobs run, and a bound on the work per job
 # What a record that is not fadoctor's own can hold instead of what the models expect.
 MALFORMED = (ValidationError, KeyError, TypeError, AttributeError, ValueError, OverflowError)
 
 
 def consistent(job: JobFacts, where: str) -> JobFacts:
     """The job, or an InputError naming every way its records contradict one another: a rank
-    twice, ranks that disagree on the world size, a rank outside it, no ranks at all."""
+    twice, ranks that disagree on the world size, a rank outside it, no ranks at all, a rank's
+    place that cannot be (a local rank outside its node, a port that is not one)."""
     problems: List[str] = []
+    for rank in job.ranks:  # rank and world size are held against the job's below
+        place = rank.place.model_dump(include={"local_rank", "local_world_size", "node_rank",
+                                               "master_port"})
+        problems += [f"rank {rank.place.rank}: {p}" for p in place_problems(
+            {**place, "world_size": min(max(job.world_size, 1), MAX_WORLD)})]
+    del problems[10:]  # the first ten name the fault; a world of them would only repeat it
     if not 1 <= job.world_size <= MAX_WORLD:
         problems.append(f"world_size {job.world_size}: a job has 1 to {MAX_WORLD} ranks")
     seen: Dict[int, int] = {}

@@ -17,7 +17,6 @@ from pydantic import ValidationError
 
 from fadoctor.distributed.args import AGENT
 from fadoctor.distributed.assemble import (
-    MAX_WORLD,
     consistent,
     job_from_gather,
     job_from_records,
@@ -29,6 +28,7 @@ from fadoctor.facts.files import identity, parse, unreadable
 from fadoctor.facts.model import Facts, Failure, FailureKind, Probe
 from fadoctor.facts.validation import problems
 from fadoctor.in_target import place
+from fadoctor.in_target.place import MAX_WORLD
 from fadoctor.safety.inert import one_line
 from fadoctor.safety.textfile import read_text, shown
 

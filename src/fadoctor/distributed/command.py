@@ -86,7 +86,7 @@ def check_job(request: JobRequest, how: Reporting, emit: Callable[[str], None],
     if how.redact is not None:  # on the values, before a renderer shortens any: JSON stays JSON
         from fadoctor.safety.redact import redacted
 
-        report = redacted(report, how.redact)
+        report = redacted(report, with_hosts(how.redact, job))
     to_terminal = how.output is None and sys.stdout.isatty()
     color = to_terminal and how.fmt == Format.TEXT and "NO_COLOR" not in os.environ
     width = typer.get_terminal_size()[0] if to_terminal else 100
@@ -103,8 +103,19 @@ def snapshot_job(request: JobRequest, emit: Callable[[str], None],
         from fadoctor.facts.files import dumps
         from fadoctor.safety.redact import redacted
 
-        emit(dumps(redacted(job, redact) if redact is not None else job))
+        emit(dumps(redacted(job, with_hosts(redact, job)) if redact is not None else job))
     return ExitCode.OK
+
+
+def with_hosts(identity: Identity, job: JobFacts) -> Identity:
+    """`identity` with the job's host names too (every rank's, and MASTER_ADDR where it is a
+    name): rank 0's machine is not the only one a job's report names."""
+    from dataclasses import replace
+
+    places = [r.place for r in job.ranks] + [m.place for m in job.missing if m.place]
+    hosts = {p.host for p in places} | {p.master_addr for p in places
+                                        if p.master_addr and any(c.isalpha() for c in p.master_addr)}
+    return replace(identity, hosts=tuple(sorted(set(identity.hosts) | hosts)))
 
 
 def request_of(args: JobArgs) -> JobRequest:

@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from fadoctor.errors import InputError
 from fadoctor.fix.verify import Ran, run_line
+from fadoctor.safety.inert import one_line
 from fadoctor.safety.shell import Installer, command, into, requirement
 
 ROLLBACK_VERSION = 1
@@ -52,8 +53,8 @@ def read_rollback(path: Path) -> Tuple[Installer, Dict[str, str]]:
             raise ValueError("not a rollback file of this fadoctor")
         before = {str(k): str(v) for k, v in data["before"].items()}
         return Installer(python=str(data["python"]), pip=bool(data["pip"]), known=True), before
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{path}: cannot read it as a rollback file: {exc}") from None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise InputError(f"{path}: cannot read it as a rollback file: {one_line(str(exc))}") from None
 
 
 def run_all(commands: Sequence[str], cwd: Path, say: Callable[[str], None],

@@ -92,14 +92,21 @@ def _text(plan: Plan, verbose: bool) -> str:
     return "\n".join(out) + "\n"
 
 
+def _head(plan: Plan) -> List[str]:
+    """What a script or requirements file keeps of the text plan's cautions, as comments: no GPU
+    here, a downgrade, each value the plan assumed."""
+    cautions = [w.removeprefix("note: ") for w in _warnings(plan)]
+    return [f"# {plan.best.summary} [{plan.best.provenance}]", *(f"# {line}" for line in cautions),
+            *(f"# {note}" for note in plan.best.notes if note.startswith("ASSUMED:"))]
+
+
 def _pip(plan: Plan, verbose: bool) -> str:
-    return "\n".join([f"# {plan.best.summary} [{plan.best.provenance}]",
-                      *plan.best.commands]) + "\n"
+    return "\n".join([*_head(plan), *plan.best.commands]) + "\n"
 
 
 def _requirements(plan: Plan, verbose: bool) -> str:
     best = plan.best
-    lines = [f"# {best.summary} [{best.provenance}]"]
+    lines = _head(plan)
     torch = best.torch
     if torch is not None and not torch.installed:
         lines += [f"--extra-index-url {torch_index(torch.variant)}",

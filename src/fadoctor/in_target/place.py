@@ -3,8 +3,9 @@ anything that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)."""
 
 import os
 import socket
-from typing import Any, Dict
+from typing import Any, Dict, List, Mapping
 
+MAX_WORLD = 1 << 17  # ranks: above the largest jobs run, and a bound on the work per job
 # (field, torchrun and env:// variable, srun variable)
 _PLACE = (("rank", "RANK", "SLURM_PROCID"), ("world_size", "WORLD_SIZE", "SLURM_NTASKS"),
           ("local_rank", "LOCAL_RANK", "SLURM_LOCALID"), ("node_rank", "GROUP_RANK", "SLURM_NODEID"),
@@ -32,8 +33,9 @@ def identity(environ: Dict[str, str]) -> Dict[str, Any]:
         raise LaunchError("RANK and WORLD_SIZE are not set: start this with the job's launcher "
                           "(torchrun; srun, which sets SLURM_PROCID and SLURM_NTASKS; or anything "
                           "that sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT)")
-    if not 0 <= out["rank"] < out["world_size"]:
-        raise LaunchError("RANK %d is not below WORLD_SIZE %d" % (out["rank"], out["world_size"]))
+    wrong = problems(out)
+    if wrong:
+        raise LaunchError(wrong[0])
     for name in ("MASTER_ADDR", "MASTER_PORT"):
         if not environ.get(name):
             raise LaunchError("%s is not set%s" % (name, SLURM_HINT if slurm else ""))
@@ -45,6 +47,31 @@ def identity(environ: Dict[str, str]) -> Dict[str, Any]:
                    "slurm" if slurm else "env"),
                master_addr=environ["MASTER_ADDR"], master_port=int(environ["MASTER_PORT"]),
                agent_store=environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True")
+    return out
+
+
+def problems(place: Mapping[str, Any]) -> List[str]:
+    """What cannot be true of a rank's place (read from a launcher or from a record): a world of
+    no ranks or of more than MAX_WORLD (its ranks are listed: bounded work), a rank outside it, a
+    negative local or node rank, a local rank outside its node, a port that is not one."""
+    out = []
+    rank, world = place.get("rank"), place.get("world_size")
+    if world is not None and not 1 <= world <= MAX_WORLD:
+        out.append("WORLD_SIZE %d: a job has 1 to %d ranks" % (world, MAX_WORLD))
+    elif rank is not None and world is not None and not 0 <= rank < world:
+        out.append("RANK %d is not below WORLD_SIZE %d" % (rank, world))
+    local, local_world = place.get("local_rank"), place.get("local_world_size")
+    if local_world is not None and world is not None and not 1 <= local_world <= world:
+        out.append("LOCAL_WORLD_SIZE %d is not 1 to WORLD_SIZE %d" % (local_world, world))
+    elif local is not None and local < 0:
+        out.append("LOCAL_RANK %d is negative" % local)
+    elif local is not None and local_world is not None and local >= local_world:
+        out.append("LOCAL_RANK %d is outside its node's %d ranks" % (local, local_world))
+    if place.get("node_rank") is not None and place["node_rank"] < 0:
+        out.append("the node rank %d is negative" % place["node_rank"])
+    port = place.get("master_port")
+    if port is not None and not 1 <= port <= 65535:
+        out.append("MASTER_PORT %d is not a port number (1 to 65535)" % port)
     return out
 
 

@@ -265,9 +265,13 @@ def main(argv: List[str]) -> int:
     except LaunchError as exc:
         sys.stderr.write("fadoctor rank agent: error: %s\n" % exc)
         return 2
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        sys.stderr.write("fadoctor rank agent: error: --out %r exists and is not a folder\n"
-                         % args.out)
+    try:  # the folder the records go to, made and proved writable before any probe runs
+        os.makedirs(args.out, exist_ok=True)
+        if not os.access(args.out, os.W_OK | os.X_OK):
+            raise PermissionError("not writable")
+    except OSError as exc:
+        sys.stderr.write("fadoctor rank agent: error: --out %r is not a folder it can write to: "
+                         "%s\n" % (args.out, exc.strerror or exc))
         return 2
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: STOP.set())

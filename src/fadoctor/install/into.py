@@ -10,8 +10,9 @@ from fadoctor.facts.model import Facts
 from fadoctor.report import CheckResult, Finding, Remedy, Report
 from fadoctor.safety.shell import Installer, into
 
-# An interpreter's prefix, as a traceback's site-packages path names it.
-_SITE = re.compile(r"((?:/[\w.+-]+)+)/lib/python3\.\d+t?/site-packages/")
+# An interpreter's prefix, as a traceback's site-packages path names it. A match starts only where
+# a path starts (the look-behind): a search restarting inside a long path would make it quadratic.
+_SITE = re.compile(r"(?<![\w.+/-])((?:/[\w.+-]+)+)/lib/python3\.\d+t?/site-packages/")
 UNKNOWN = Installer()
 NOT_NAMED = ("remedies say `python -m pip`: the report names no interpreter, so run them with "
              "the python of the environment that printed it")

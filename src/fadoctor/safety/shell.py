@@ -167,6 +167,8 @@ def _one_into(words: List[str], inst: Installer) -> List[str]:
         if body[1:3] == ["-m", "pip"]:
             return head + _installer_words(inst, body[2:])
         return head + [inst.python, *body[1:]]
+    if body[:1] == ["fadoctor"] and inst.known and "--python" not in body:
+        return words + ["--python", inst.python]  # else it examines whatever env runs it
     return words
 
 

@@ -7,7 +7,13 @@ Runs are interleaved (pass, version, help, check, pass, ...) so that every comma
 machine state; the report gives each median and how far it is above `python -c pass`. With
 `--baseline SRC` (the `src` folder of another checkout, e.g. from `git worktree add`), the same
 commands also run from that tree (PYTHONPATH), interleaved, and the ratios current/baseline are
-given: the comparison a change to start-up should be judged by.
+given: the comparison a change to start-up should be judged by. Each row also gives the median
+CPU seconds of the command and every process it waited for (the workers in the target
+interpreter included): on a busy machine wall time mostly measures the other work.
+
+Bytecode is cached in the benchmark's own temporary folder (PYTHONPYCACHEPREFIX, whatever
+PYTHONDONTWRITEBYTECODE says), so that both trees run from bytecode as an installed fadoctor
+does, and neither checkout is written to.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -22,36 +29,47 @@ import tempfile
 import time
 import venv
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 COMMANDS = {"version": ["--version"], "help": ["--help"], "check": ["check", "--python", "{bare}"]}
 
 
-def timed(cmd: List[str], env: Dict[str, str]) -> float:
-    start = time.perf_counter()
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float]:
+    """Wall seconds and CPU seconds (its own and its waited-for children's) of one run."""
+    cpu, start = cpu_of_children(), time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_of_children() - cpu
 
 
-def environ(src: Optional[str]) -> Dict[str, str]:
+def environ(src: Optional[str], pycache: str) -> Dict[str, str]:
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = pycache
     if src:
         env["PYTHONPATH"] = src
     return env
 
 
-def measure(runs: int, bare: str, trees: Dict[str, Optional[str]]) -> Dict[str, Dict[str, float]]:
-    times: Dict[str, List[float]] = {}
-    for _ in range(runs + 1):  # the first round warms the page cache and is not counted
+def measure(runs: int, tmp: str, trees: Dict[str, Optional[str]]) -> Dict[str, Dict[str, float]]:
+    bare = str(Path(tmp) / "bin" / "python")
+    times: Dict[str, List[Tuple[float, float]]] = {}
+    for _ in range(runs + 1):  # the first round fills the caches and is not counted
         for label, src in trees.items():
-            env = environ(src)
+            env = environ(src, str(Path(tmp) / "pycache"))
             rows = {"pass": [sys.executable, "-c", "pass"],
                     **{name: [sys.executable, "-m", "fadoctor",
                               *(a.format(bare=bare) for a in args)]
                        for name, args in COMMANDS.items()}}
             for name, cmd in rows.items():
                 times.setdefault(f"{label}:{name}", []).append(timed(cmd, env))
-    return {key: {"median_s": round(statistics.median(v[1:]), 4)} for key, v in times.items()}
+    return {key: {"median_s": round(statistics.median(w for w, _ in v[1:]), 4),
+                  "median_cpu_s": round(statistics.median(c for _, c in v[1:]), 4)}
+            for key, v in times.items()}
 
 
 def main() -> None:
@@ -66,7 +84,7 @@ def main() -> None:
         trees["baseline"] = str(Path(args.baseline).resolve())
     with tempfile.TemporaryDirectory() as tmp:
         venv.EnvBuilder(with_pip=False).create(tmp)
-        result = measure(args.runs, str(Path(tmp) / "bin" / "python"), trees)
+        result = measure(args.runs, tmp, trees)
     for label in trees:
         base = result[f"{label}:pass"]["median_s"]
         for name in COMMANDS:
@@ -74,8 +92,10 @@ def main() -> None:
             row["above_pass_s"] = round(row["median_s"] - base, 4)
     if args.baseline:
         for name in ("pass", *COMMANDS):
-            result[f"ratio:{name}"] = {"current/baseline": round(
-                result[f"current:{name}"]["median_s"] / result[f"baseline:{name}"]["median_s"], 3)}
+            now, then = result[f"current:{name}"], result[f"baseline:{name}"]
+            result[f"ratio:{name}"] = {
+                "wall": round(now["median_s"] / then["median_s"], 3),
+                "cpu": round(now["median_cpu_s"] / max(then["median_cpu_s"], 1e-9), 3)}
     if args.json:
         print(json.dumps(result, indent=2))
         return

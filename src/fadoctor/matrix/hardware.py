@@ -8,7 +8,6 @@ from packaging.version import Version
 from pydantic import (
     BaseModel,
     ConfigDict,
-    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -57,16 +56,16 @@ class GpuSpec(Entry):
     dense_bf16_tflops: Optional[float] = None
     dense_fp16_tflops: Optional[float] = None
     tflops_source: Optional[str] = None  # the vendor datasheet the peaks come from
-    # Compiled on first use: the shipped matrix names ~80 GPUs, and a run looks up one or none.
-    _compiled: Optional[re.Pattern[str]] = PrivateAttr(default=None)
 
     _v = field_validator("cc", mode="before")(_version)
 
     @model_validator(mode="after")
     def _sound(self, info: ValidationInfo) -> "GpuSpec":
-        if not trusted(info):  # (the compiled twin's patterns compiled when it was written)
+        # Compiled here only to be checked (the twin's were when it was written), and at the first
+        # match by `re`'s own cache: the shipped matrix names ~80 GPUs, a run looks up one or none.
+        if not trusted(info):
             try:
-                self._compiled = re.compile(self.regex, flags=re.IGNORECASE)
+                re.compile(self.regex, flags=re.IGNORECASE)
             except re.error as exc:
                 raise ValueError(f"gpu {self.name!r}: pattern is not a regular expression: "
                                  f"{exc}") from exc
@@ -86,9 +85,7 @@ class GpuSpec(Entry):
         """How much of `device` this entry's pattern matches (None: it does not)."""
         if self.pattern is None and self.name.split()[0].lower() not in device.lower():
             return None  # cheap test first: resolve_gpu tries every entry
-        if self._compiled is None:
-            self._compiled = re.compile(self.regex, flags=re.IGNORECASE)
-        found = self._compiled.search(device)
+        found = re.search(self.regex, device, flags=re.IGNORECASE)
         return len(found.group(0)) if found else None
 
 

@@ -11,9 +11,10 @@ given: the comparison a change to start-up should be judged by. Each row also gi
 CPU seconds of the command and every process it waited for (the workers in the target
 interpreter included): on a busy machine wall time mostly measures the other work.
 
-Bytecode is cached in the benchmark's own temporary folder (PYTHONPYCACHEPREFIX, whatever
-PYTHONDONTWRITEBYTECODE says), so that both trees run from bytecode as an installed fadoctor
-does, and neither checkout is written to.
+Both trees run from bytecode, as an installed fadoctor does (pip compiles it at install): each
+tree's `src` (and the `data` beside it) is copied into the benchmark's temporary folder and
+compiled there, so that neither checkout is written to; the worker in the target interpreter
+(the same Python here, run with -B) reads its bytecode from there too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -46,21 +48,29 @@ def timed(cmd: List[str], env: Dict[str, str]) -> Tuple[float, float]:
     return time.perf_counter() - start, cpu_of_children() - cpu
 
 
-def environ(src: Optional[str], pycache: str) -> Dict[str, str]:
+def environ(src: Optional[str]) -> Dict[str, str]:
     env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = pycache
     if src:
         env["PYTHONPATH"] = src
     return env
 
 
-def measure(runs: int, tmp: str, trees: Dict[str, Optional[str]]) -> Dict[str, Dict[str, float]]:
-    bare = str(Path(tmp) / "bin" / "python")
+def compiled(label: str, src: str, tmp: str) -> str:
+    """A compiled copy of the tree `src` (with its `data`): the `src` to run."""
+    copy = Path(tmp) / label
+    shutil.copytree(src, copy / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    if (Path(src).parent / "data").is_dir():
+        shutil.copytree(Path(src).parent / "data", copy / "data")
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(copy / "src")],
+                   stdout=subprocess.DEVNULL, check=True)
+    return str(copy / "src")
+
+
+def measure(runs: int, bare: str, trees: Dict[str, str]) -> Dict[str, Dict[str, float]]:
     times: Dict[str, List[Tuple[float, float]]] = {}
-    for _ in range(runs + 1):  # the first round fills the caches and is not counted
+    for _ in range(runs + 1):  # the first round warms the page cache and is not counted
         for label, src in trees.items():
-            env = environ(src, str(Path(tmp) / "pycache"))
+            env = environ(src)
             rows = {"pass": [sys.executable, "-c", "pass"],
                     **{name: [sys.executable, "-m", "fadoctor",
                               *(a.format(bare=bare) for a in args)]
@@ -78,13 +88,14 @@ def main() -> None:
     parser.add_argument("--baseline", help="the src folder of a baseline checkout")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    here = str(Path(__file__).resolve().parents[1] / "src")
-    trees: Dict[str, Optional[str]] = {"current": here}
+    sources = {"current": Path(__file__).resolve().parents[1] / "src"}
     if args.baseline:
-        trees["baseline"] = str(Path(args.baseline).resolve())
+        sources["baseline"] = Path(args.baseline).resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        venv.EnvBuilder(with_pip=False).create(tmp)
-        result = measure(args.runs, tmp, trees)
+        bare = Path(tmp) / "bare"
+        venv.EnvBuilder(with_pip=False).create(bare)
+        trees = {label: compiled(label, str(src), tmp) for label, src in sources.items()}
+        result = measure(args.runs, str(bare / "bin" / "python"), trees)
     for label in trees:
         base = result[f"{label}:pass"]["median_s"]
         for name in COMMANDS:

@@ -91,7 +91,7 @@ def test_a_plain_check_starts_one_worker_and_reports_as_a_command_line_typer_rea
     env: Dict[str, str] = {k: v for k, v in os.environ.items()
                            if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
 
-    def check(*more: str) -> "subprocess.CompletedProcess[str]":
+    def check(*more: str) -> subprocess.CompletedProcess[str]:
         log.unlink(missing_ok=True)
         return subprocess.run([sys.executable, "-m", "fadoctor", "check", "--static", "--python",
                                str(python), *more], capture_output=True, text=True, env=env,

@@ -6,15 +6,18 @@ first: when they are a plain `check` (every argument one that this module reads 
 command line will), the collection starts at once, and `check` adopts it if its own options turn
 out the same — else it starts its own, as it always did. Anything this module does not know
 (`--help`, `--facts`, `--timeout`, another command, an unknown or repeated option, a value that
-starts with `-`) starts nothing here. Standard library and fadoctor's pydantic-free modules only.
+starts with `-`) starts nothing here. SIGTERM and SIGHUP are turned into an interrupt before the
+first worker starts, as `cli.guard` does for every command, so that no worker outlives fadoctor.
+Standard library and fadoctor's pydantic-free modules only.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from fadoctor.formats import FailOn, Format, KernelSet
 
@@ -60,6 +63,18 @@ class Relay:
             self._to = to
             if self._last is not None:
                 to(self._last)
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGHUP stop fadoctor as Ctrl-C does (KeyboardInterrupt, exit 130), so that its
+    workers die with it (nohup's SIG_IGN is kept). Set before the first worker starts."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def kernel_options(kernels: Optional[KernelSet], compile_: bool) -> KernelOptions:
@@ -119,6 +134,7 @@ def start(argv: Sequence[str]) -> None:
     from fadoctor.collect.run import Collection
 
     adopt_standard_streams()  # before the first pipe, as the command itself does
+    stop_on_signals()
     python = found.get("python")
     options = collect_options(str(python) if python is not None else None, None,
                               bool(found.get("static")), [], kernels=kernel_options(None, False),

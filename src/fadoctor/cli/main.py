@@ -26,8 +26,14 @@ def main() -> None:
         sys.exit(0)
     from fadoctor.cli.early import start
 
-    start(sys.argv[1:])  # a plain `check`: its target interpreter starts before typer loads
-    from fadoctor.cli.app import app
-    from fadoctor.cli.guard import run
+    try:
+        start(sys.argv[1:])  # a plain `check`: its target interpreter starts before typer loads
+        from fadoctor.cli.app import app
+        from fadoctor.cli.guard import run
+    except KeyboardInterrupt:  # stopped while the command line was built: as the command would be
+        from fadoctor.cli.output import say
+        from fadoctor.errors import ExitCode
 
+        say("fadoctor: interrupted")
+        sys.exit(int(ExitCode.INTERRUPTED))
     run(app)

@@ -15,7 +15,7 @@ from fadoctor.in_target import registry, tables
 from fadoctor.in_target.context import Context
 from fadoctor.in_target.protocol import parse_args
 from fadoctor.in_target.registry import BY_NAME, IMPORTS, STAGES, Stage
-from fadoctor.in_target.worker import DISPATCH
+from fadoctor.in_target.worker import DISPATCH, runner
 
 PACKAGE = Path(registry.__file__).resolve().parent
 MODULES = sorted(PACKAGE.glob("*.py"))
@@ -31,6 +31,24 @@ def test_each_stage_is_declared_once_and_runs_through_the_dispatch_table() -> No
         assert stage.imports in IMPORTS, stage
         assert stage.timeout > 0, stage
         assert stage.label, stage
+
+
+def test_each_stage_has_a_runner_whose_module_loads_when_a_stage_needs_it() -> None:
+    for stage in STAGES:
+        assert callable(runner(stage.runs)), stage
+
+
+def test_a_worker_imports_only_the_modules_of_its_own_stages() -> None:
+    import subprocess
+
+    code = ("import sys, fadoctor.in_target.worker as w; w.runner('hf_attention'); "
+            "print(sorted(m.rsplit('.', 1)[-1] for m in sys.modules "
+            "if m.startswith('fadoctor.in_target.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=SRC.parent)
+    loaded = set(ast.literal_eval(done.stdout))
+    assert "hf_attention" in loaded
+    assert not loaded & {"host", "packages", "files", "extscan", "collective", "family"}
 
 
 def test_each_stage_fills_a_facts_model() -> None:

@@ -11,9 +11,10 @@ import typer
 
 from fadoctor.cli import jobs
 from fadoctor.cli.bench import bench_command
-from fadoctor.cli.common import _collect, _emit, _exit_code, _kernels, _write
+from fadoctor.cli.common import _collect, _emit, _exit_code, _write
 from fadoctor.cli.compat import compat_app
 from fadoctor.cli.docs import explain, snippet
+from fadoctor.cli.early import kernel_options
 from fadoctor.cli.fix import fix
 from fadoctor.cli.guard import DEBUG, guarded
 from fadoctor.cli.help import (
@@ -161,7 +162,7 @@ def check(
         load()
     else:
         facts = _collect(python, timeout, static, extension, meanwhile=load,
-                         kernels=_kernels(kernels, compile_))
+                         kernels=kernel_options(kernels, compile_))
     from fadoctor.checks import ALL_CHECKS, BY_KEY, MODEL_CHECKS
     from fadoctor.evaluate import evaluate
 
@@ -203,7 +204,7 @@ def snapshot(
                                  lambda text: _write(output, text), redact)
     from fadoctor.facts.files import dumps
 
-    facts = _collect(python, timeout, static, extension, kernels=_kernels(kernels, compile_))
+    facts = _collect(python, timeout, static, extension, kernels=kernel_options(kernels, compile_))
     _write(output, dumps(_redacted(facts, redact)))  # on the values: the JSON stays JSON
     return ExitCode.OK
 

@@ -4,9 +4,10 @@ line), rendering and writing a report, redaction, and the exit code a report cal
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, List, Optional
 
+from fadoctor.cli.early import adopt, collect_options
 from fadoctor.cli.inputs import _check_extension, _redacted, told
 from fadoctor.errors import ExitCode
-from fadoctor.formats import FailOn, Format, KernelSet
+from fadoctor.formats import FailOn, Format
 
 if TYPE_CHECKING:
     from fadoctor.facts.model import Facts
@@ -14,39 +15,32 @@ if TYPE_CHECKING:
     from fadoctor.report import Report
 
 
-def _kernels(kernels: Optional[KernelSet], compile_: bool) -> "KernelOptions":
-    from fadoctor.probes.kernels import KernelOptions
-
-    return KernelOptions(smoke=(kernels or KernelSet.default).value, compile=compile_)
-
-
 def _collect(python: Optional[str], timeout: Optional[float], static: bool,
              extensions: List[Path], meanwhile: Callable[[], None] = lambda: None,
              kernels: Optional["KernelOptions"] = None) -> "Facts":
-    """Start the probes, run `meanwhile` while they work, and return the facts."""
+    """Start the probes (or adopt those `cli.early` started), run `meanwhile` while they work,
+    and return the facts."""
     from fadoctor.collect.run import Collection
-    from fadoctor.collect.target import CollectOptions
     from fadoctor.in_target.registry import BY_NAME
-    from fadoctor.probes.kernels import KernelOptions
 
     for ext in extensions:
         _check_extension(ext)
-    timeouts = {stage: timeout for stage in BY_NAME} if timeout else {}
-    options = CollectOptions(python=python, timeouts=timeouts, static=static,
-                             extensions=tuple(str(e.resolve()) for e in extensions),
-                             kernels=kernels or KernelOptions())
+    options = collect_options(python, timeout, static, extensions, kernels)
     from fadoctor.cli.output import terminal
 
     if not terminal(2):  # a log, a pipe, TERM=dumb: no spinner
-        collection = Collection(options)
+        collection = adopt(options) or Collection(options)
         meanwhile()
         return told(collection.facts())
     from rich.console import Console
 
     console = Console(stderr=True)
     with console.status("fadoctor: starting the target interpreter") as status:
-        collection = Collection(options, progress=lambda stage: status.update(
-            f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME else "fadoctor: working"))
+        def progress(stage: str) -> None:
+            status.update(f"fadoctor: {BY_NAME[stage].label}" if stage in BY_NAME
+                          else "fadoctor: working")
+
+        collection = adopt(options, progress) or Collection(options, progress=progress)
         meanwhile()
         facts = collection.facts()
     return told(facts)

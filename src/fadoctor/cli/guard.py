@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import signal
 import sys
 from typing import Any, Callable, NoReturn
 
 import typer
 
+from fadoctor.cli.early import stop_on_signals
 from fadoctor.cli.helpdraw import flag_help, fold_long_words
 from fadoctor.cli.output import adopt_standard_streams, say, silence_stdout, write
 from fadoctor.errors import ExitCode, FadoctorError, InputError, OutputError
@@ -66,19 +66,13 @@ def run(app: typer.Typer) -> NoReturn:
     """Run the CLI. A usage error is one `fadoctor: error:` line and exit 2 (click would draw a
     box of several lines); a bare `fadoctor` prints the help."""
     adopt_standard_streams()
-    for sig in (signal.SIGTERM, signal.SIGHUP):  # stopped like Ctrl-C: the workers die with us
-        if signal.getsignal(sig) == signal.SIG_DFL:  # (nohup's SIG_IGN is kept)
-            signal.signal(sig, _interrupt)
+    stop_on_signals()
     try:
         code = _invoke(app)
     except FadoctorError as exc:  # the help or --version could not be written
         error(exc)
         code = int(exc.exit_code)
     sys.exit(code)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _invoke(app: typer.Typer) -> int:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 class Collection:
     """A collection under way: the worker and the driver probe run from the moment it exists."""
 
-    def __init__(self, options: CollectOptions, progress: Optional[Progress] = None) -> None:
+    def __init__(self, options: CollectOptions, progress: Optional[Progress] = None,
+                 driver: bool = True) -> None:
         environ = options.environ if options.environ is not None else os.environ
         self.target = resolve_target(options.python, environ)
         self._started = time.monotonic()
@@ -40,7 +41,13 @@ class Collection:
         self._kernels_skipped: Optional[str] = None
         self._progress = progress
         self._driver_thread = threading.Thread(target=self._probe_driver, daemon=True)
-        self._driver_thread.start()
+        if driver:  # (else at `start_driver`: cli.early starts a collection before pydantic loads)
+            self.start_driver()
+
+    def start_driver(self) -> None:
+        """Start the driver probe, unless it has started."""
+        if self._driver_thread.ident is None:
+            self._driver_thread.start()
 
     def _probe_driver(self) -> None:
         from fadoctor.collect.assemble import safe_driver
@@ -63,6 +70,7 @@ class Collection:
         outcomes: Dict[str, StageOutcome] = {}
         for worker in self._workers:
             outcomes.update(worker.wait())
+        self.start_driver()
         self._driver_thread.join()
         ordered = {stage: outcomes[stage] for stage in self._stages}
         facts = assemble(self.target, ordered, self._driver[0], static=self._options.static)

@@ -1,30 +1,41 @@
 """The worker: runs the requested stages in order, each through the dispatch table, and reports
 each one's result (or the exception it raised) on the protocol's channel."""
 
+import importlib
 import sys
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
-from . import collective, family, files, hf_attention, host, packages, sdpa, torch_facts
 from .attention import CONTEXT_LOST
 from .attention import stage as attention_stage
 from .context import Context
 from .protocol import Channel, parse_args
 from .registry import BY_NAME, names
 
-# A stage's `runs` -> the function that runs it: run(context, **params) -> the stage's data.
-DISPATCH = {
-    "host": host.run,
-    "packages": packages.run,
-    "files": files.run,
-    "torch_facts": torch_facts.run,
-    "sdpa": sdpa.run,
-    "family": family.run,
-    "hf_attention": hf_attention.run,
-    "smoke": attention_stage("smoke"),
-    "compile": attention_stage("compile"),
-    "bench": attention_stage("bench"),
-    "collective": collective.run,
-}  # type: Dict[str, Callable[..., Dict[str, Any]]]
+# A stage's `runs` -> the module of this package whose run(context, **params) returns the stage's
+# data; None: an attention stage of that kind. A module is imported when a stage of this worker
+# needs it: the transformers lane reads no ELF files, the main lane opens no sockets.
+DISPATCH: Dict[str, Optional[str]] = {
+    "host": "host",
+    "packages": "packages",
+    "files": "files",
+    "torch_facts": "torch_facts",
+    "sdpa": "sdpa",
+    "family": "family",
+    "hf_attention": "hf_attention",
+    "smoke": None,
+    "compile": None,
+    "bench": None,
+    "collective": "collective",
+}
+
+
+def runner(runs: str) -> Callable[..., Dict[str, Any]]:
+    """The function that runs a stage whose `runs` is this."""
+    module = DISPATCH[runs]
+    if module is None:
+        return attention_stage(runs)
+    found: Callable[..., Dict[str, Any]] = importlib.import_module("." + module, __package__).run
+    return found
 
 
 def main(argv: List[str], send: Callable[[Dict[str, Any]], None]) -> int:
@@ -39,7 +50,7 @@ def main(argv: List[str], send: Callable[[Dict[str, Any]], None]) -> int:
             stage = BY_NAME.get(name)
             if stage is None:
                 raise ValueError("unknown stage %r" % name)
-            data = DISPATCH[stage.runs](context, **dict(stage.params))
+            data = runner(stage.runs)(context, **dict(stage.params))
         except BaseException as exc:
             channel.failed(name, exc)
             continue

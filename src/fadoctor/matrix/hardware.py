@@ -5,9 +5,15 @@ import re
 from typing import Dict, List, Optional
 
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from fadoctor.matrix.base import DriverVersion, Entry, _driver, _version
+from fadoctor.matrix.base import DriverVersion, Entry, _driver, _version, trusted
 
 
 class DriverFloor(Entry):
@@ -50,16 +56,19 @@ class GpuSpec(Entry):
     dense_bf16_tflops: Optional[float] = None
     dense_fp16_tflops: Optional[float] = None
     tflops_source: Optional[str] = None  # the vendor datasheet the peaks come from
-    _compiled: re.Pattern[str] = PrivateAttr()
 
     _v = field_validator("cc", mode="before")(_version)
 
     @model_validator(mode="after")
-    def _sound(self) -> "GpuSpec":
-        try:
-            self._compiled = re.compile(self.regex, flags=re.IGNORECASE)
-        except re.error as exc:
-            raise ValueError(f"gpu {self.name!r}: pattern is not a regular expression: {exc}") from exc
+    def _sound(self, info: ValidationInfo) -> "GpuSpec":
+        # Compiled here only to be checked (the twin's were when it was written), and at the first
+        # match by `re`'s own cache: the shipped matrix names ~80 GPUs, a run looks up one or none.
+        if not trusted(info):
+            try:
+                re.compile(self.regex, flags=re.IGNORECASE)
+            except re.error as exc:
+                raise ValueError(f"gpu {self.name!r}: pattern is not a regular expression: "
+                                 f"{exc}") from exc
         peaks = self.dense_bf16_tflops is not None or self.dense_fp16_tflops is not None
         if peaks and not (self.tflops_source or "").strip():
             raise ValueError(f"gpu {self.name!r}: TFLOP/s figures need a tflops_source")
@@ -76,7 +85,7 @@ class GpuSpec(Entry):
         """How much of `device` this entry's pattern matches (None: it does not)."""
         if self.pattern is None and self.name.split()[0].lower() not in device.lower():
             return None  # cheap test first: resolve_gpu tries every entry
-        found = self._compiled.search(device)
+        found = re.search(self.regex, device, flags=re.IGNORECASE)
         return len(found.group(0)) if found else None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Callable, Dict
 
 from fadoctor.formats import Format
@@ -18,16 +19,22 @@ def render(report: Report, fmt: Format, options: RenderOptions = RenderOptions()
     return RENDERERS[fmt](inert(report), options)
 
 
-def _renderers() -> Dict[Format, Callable[[Report, RenderOptions], str]]:
-    from fadoctor.render import github, json_, junit, markdown, text
+def _lazy(module: str, name: str) -> Callable[[Report, RenderOptions], str]:
+    """The renderer `name` of `fadoctor.render.<module>`, imported when it first renders: a run
+    renders one format, and junit's XML or markdown's tables need not load for the others."""
 
-    return {
-        Format.TEXT: text.render_text,
-        Format.JSON: json_.render_json,
-        Format.JUNIT: junit.render_junit,
-        Format.MARKDOWN: markdown.render_markdown,
-        Format.GITHUB: github.render_github,
-    }
+    def renderer(report: Report, options: RenderOptions) -> str:
+        found: Callable[[Report, RenderOptions], str] = getattr(
+            importlib.import_module(f"fadoctor.render.{module}"), name)
+        return found(report, options)
+
+    return renderer
 
 
-RENDERERS = _renderers()
+RENDERERS: Dict[Format, Callable[[Report, RenderOptions], str]] = {
+    Format.TEXT: _lazy("text", "render_text"),
+    Format.JSON: _lazy("json_", "render_json"),
+    Format.JUNIT: _lazy("junit", "render_junit"),
+    Format.MARKDOWN: _lazy("markdown", "render_markdown"),
+    Format.GITHUB: _lazy("github", "render_github"),
+}

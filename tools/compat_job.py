@@ -74,7 +74,8 @@ def slug(args: argparse.Namespace) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(parts))
 
 
-def main() -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The options the compat-matrix workflow passes (tests hold its step against them)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", required=True)
     parser.add_argument("--variant", help="torch's CUDA variant (cpu, cu128): PyTorch's index")
@@ -87,6 +88,11 @@ def main() -> int:
     parser.add_argument("--kernels", default="default")
     parser.add_argument("--runner", required=True)
     parser.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def main() -> int:
+    parser = arguments()
     args = parser.parse_args()
     if args.family and not args.version:
         parser.error("--family needs --version")

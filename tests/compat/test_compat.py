@@ -204,3 +204,15 @@ def test_the_job_installs_a_real_combination_checks_it_and_records_it(tmp_path: 
     assert record.verdict == "fails" and (record.reason or "").startswith("FAD103: ")  # CPU-only
     log = json.loads(next(tmp_path.glob("*.log.json")).read_text())
     assert log["plan"] is None and log["steps"][0].endswith("torch==2.13.0")
+
+
+def test_the_shipped_h200_run_of_flash_attn_4_is_what_fix_matches_for_that_machine() -> None:
+    # data/observed-compatibility.json holds torch 2.11.0+cu130 with flash-attn-4 4.0.0b36 seen
+    # working on an H200 (sm_90, Python 3.12): the FA4 pick pins that version, so it matches.
+    run = fadoctor("fix", "--no-detect", "--gpu-cc", "9.0", "--python", "3.12", "--torch",
+                   "2.11.0+cu130", "--family", "fa4", "-f", "json")
+    assert run.returncode == 0, run.stderr
+    best = json.loads(run.stdout)["best"]
+    assert best["family"] == "fa4" and best["version"] == "4.0.0b36", best
+    assert best["evidence"] == WORKS
+    assert any(n.startswith("observed working: 1 run(s), on nvidia-h200") for n in best["notes"])

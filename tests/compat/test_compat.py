@@ -61,6 +61,28 @@ def test_the_kernel_smoke_results_come_with_the_record() -> None:
     assert fa4.data_date is not None and fa4.data_date == load_matrix().data_date  # the data's date
 
 
+def test_bench_results_come_with_the_record_and_the_table(tmp_path: Path) -> None:
+    # The H200's recorded check (torch 2.11.0+cu130, flash-attn-4) and its recorded bench run.
+    facts = loads(H200.read_text(encoding="utf-8"), "recorded facts")
+    report = tmp_path / "report.json"
+    report.write_text(evaluate(facts, load_matrix()).model_dump_json())
+    bench = ROOT / "tests" / "fixtures" / "recorded" / "h200-bench-run1.json"
+    run = fadoctor("compat", "record", str(report), "--bench", str(bench), "--runner", "h200",
+                   "-o", str(tmp_path / "h200.record.json"))
+    assert run.returncode == 0, run.stderr
+    [fa4] = read(tmp_path / "h200.record.json")
+    timed = {b.target: b for b in fa4.bench if b.status == "timed"}
+    assert set(timed) == {"fa4", "sdpa_cudnn", "sdpa_flash", "sdpa_math"}
+    assert timed["fa4"].fwd is not None and timed["fa4"].fwd.median_ms == 0.43021
+    assert fa4.bench_shape is not None and "seqlen 4096" in fa4.bench_shape
+    cells = json.loads(fadoctor("compat", "show", str(tmp_path / "h200.record.json"), "-f",
+                                "json").stdout)["cells"]
+    [cell] = [c for row in cells.values() for c in row.values()]
+    assert {b["target"] for b in cell["bench"]} == set(timed) and cell["bench"][0]["where"] == "h200"
+    not_bench = fadoctor("compat", "record", str(report), "--bench", str(report))
+    assert not_bench.returncode == 2 and "not a `fadoctor bench" in not_bench.stderr
+
+
 def test_on_a_runner_without_a_gpu_the_checks_that_need_one_are_not_judged() -> None:
     report = golden("h100-torch211-cu130-no-fa")
     stack = report.stack

@@ -22,11 +22,11 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=600)
 
 
-def test_import_fadoctor_loads_neither_pydantic_nor_typer_nor_typing() -> None:
+def test_import_fadoctor_loads_neither_torch_nor_pydantic_nor_typer_nor_typing() -> None:
     done = _run("""
         import sys, fadoctor
-        print(fadoctor.__version__, sorted(m for m in ("pydantic", "typer", "rich", "typing",
-              "fadoctor.api", "yaml") if m in sys.modules))
+        print(fadoctor.__version__, sorted(m for m in ("torch", "transformers", "flash_attn",
+              "pydantic", "typer", "rich", "typing", "fadoctor.api", "yaml") if m in sys.modules))
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [fadoctor.__version__, "[]"]

@@ -125,3 +125,21 @@ def test_a_library_of_a_declared_requirement_not_installed_is_named_with_its_ins
     assert "tensorrt<10.14.0,>=10.13.0" in finding.message
     commands = [c for r in finding.remedies for c in r.commands]
     assert commands and " -m pip install " in commands[0] and "tensorrt<10.14.0,>=10.13.0" in commands[0]
+
+
+def test_a_library_of_the_extensions_own_distribution_is_named_as_its_own() -> None:
+    # torchtext 0.18.0's _torchtext.so needs libtorchtext.so, which lies in torchtext/lib/ (no
+    # RPATH: torchtext loads it by path first). Its declared requirements (tqdm, requests, numpy)
+    # are not installed here, but they are not whose library it is.
+    site = unpacked(cached(TORCHTEXT))
+    facts = static(site)
+    binary = one(facts, "torchtext/_torchtext.so")
+    own = str(site / "torchtext" / "lib" / "libtorchtext.so")
+    assert binary.first_failure is not None and binary.first_failure.name == "libtorchtext.so"
+    [real] = real_loads([binary.file.path], environ_with_path(site))
+    assert real == binary.first_failure.message  # the load alone fails on it, as predicted
+    assert [lib.beside for lib in binary.needed if lib.name == "libtorchtext.so"] == [own]
+    [finding] = findings(facts, "FAD130", binary.file.path)
+    assert finding.category == Category.WRONG_WHEEL, finding.message
+    assert f"a library of torchtext itself ({own})" in finding.message
+    assert "declares requirements" not in finding.message

@@ -1,6 +1,7 @@
 """One job of the compatibility CI: a fresh virtualenv with one combination (Python, torch,
 a flash-attention family or none, extra packages), installed the way fadoctor's own plan says
-where it can plan it, then `fadoctor check --format json` on it and its record.
+where it can plan it, then `fadoctor check --format json` on it (and `fadoctor bench` on a GPU
+runner) and its record.
 
     python tools/compat_job.py --torch 2.13.0 [--variant cpu] [--family fa4 --version 4.0.0b36]
         [--extra torchvision==0.29.1] [--no-deps-extra] [--static] --runner LABEL --out DIR
@@ -50,6 +51,16 @@ def planned(python: str, torch: str, variant: Optional[str], family: Optional[st
     return [c for c in best.get("commands", [])]
 
 
+def bench(python: str, path: Path) -> List[str]:
+    """`fadoctor bench` on a GPU runner, kept beside the report: the record's --bench option, or
+    nothing when it gave no report (no GPU after all, every target failed to start)."""
+    run = fadoctor("bench", "--python", python, "--format", "json")
+    if not run.stdout.lstrip().startswith("{"):
+        return []
+    path.write_text(run.stdout)
+    return ["--bench", str(path)]
+
+
 def install(python: str, args: argparse.Namespace) -> List[List[str]]:
     """The pip commands run in the virtualenv, in order."""
     pip = [python, "-m", "pip", "install", "--quiet", "--no-cache-dir"]
@@ -74,7 +85,8 @@ def slug(args: argparse.Namespace) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(parts))
 
 
-def main() -> int:
+def arguments() -> argparse.ArgumentParser:
+    """The options the compat-matrix workflow passes (tests hold its step against them)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", required=True)
     parser.add_argument("--variant", help="torch's CUDA variant (cpu, cu128): PyTorch's index")
@@ -87,6 +99,11 @@ def main() -> int:
     parser.add_argument("--kernels", default="default")
     parser.add_argument("--runner", required=True)
     parser.add_argument("--out", type=Path, required=True)
+    return parser
+
+
+def main() -> int:
+    parser = arguments()
     args = parser.parse_args()
     if args.family and not args.version:
         parser.error("--family needs --version")
@@ -111,8 +128,9 @@ def main() -> int:
         how = ["--static"] if args.static else ["--kernels", args.kernels]
         report = args.out / f"{name}.report.json"
         fadoctor("check", "--python", python, *how, "--format", "json", "-o", str(report))
+        timed = [] if args.static else bench(python, args.out / f"{name}.bench.json")
         rec = fadoctor("compat", "record", str(report), "--runner", args.runner,
-                       *(f"--extra={e}" for e in args.extra),
+                       *(f"--extra={e}" for e in args.extra), *timed,
                        "-o", str(args.out / f"{name}.record.json"))
         log["record"] = rec.returncode
         (args.out / f"{name}.log.json").write_text(json.dumps(log, indent=2) + "\n")

@@ -61,6 +61,28 @@ def test_the_kernel_smoke_results_come_with_the_record() -> None:
     assert fa4.data_date is not None and fa4.data_date == load_matrix().data_date  # the data's date
 
 
+def test_bench_results_come_with_the_record_and_the_table(tmp_path: Path) -> None:
+    # The H200's recorded check (torch 2.11.0+cu130, flash-attn-4) and its recorded bench run.
+    facts = loads(H200.read_text(encoding="utf-8"), "recorded facts")
+    report = tmp_path / "report.json"
+    report.write_text(evaluate(facts, load_matrix()).model_dump_json())
+    bench = ROOT / "tests" / "fixtures" / "recorded" / "h200-bench-run1.json"
+    run = fadoctor("compat", "record", str(report), "--bench", str(bench), "--runner", "h200",
+                   "-o", str(tmp_path / "h200.record.json"))
+    assert run.returncode == 0, run.stderr
+    [fa4] = read(tmp_path / "h200.record.json")
+    timed = {b.target: b for b in fa4.bench if b.status == "timed"}
+    assert set(timed) == {"fa4", "sdpa_cudnn", "sdpa_flash", "sdpa_math"}
+    assert timed["fa4"].fwd is not None and timed["fa4"].fwd.median_ms == 0.43021
+    assert fa4.bench_shape is not None and "seqlen 4096" in fa4.bench_shape
+    cells = json.loads(fadoctor("compat", "show", str(tmp_path / "h200.record.json"), "-f",
+                                "json").stdout)["cells"]
+    [cell] = [c for row in cells.values() for c in row.values()]
+    assert {b["target"] for b in cell["bench"]} == set(timed) and cell["bench"][0]["where"] == "h200"
+    not_bench = fadoctor("compat", "record", str(report), "--bench", str(report))
+    assert not_bench.returncode == 2 and "not a `fadoctor bench" in not_bench.stderr
+
+
 def test_on_a_runner_without_a_gpu_the_checks_that_need_one_are_not_judged() -> None:
     report = golden("h100-torch211-cu130-no-fa")
     stack = report.stack
@@ -204,3 +226,15 @@ def test_the_job_installs_a_real_combination_checks_it_and_records_it(tmp_path: 
     assert record.verdict == "fails" and (record.reason or "").startswith("FAD103: ")  # CPU-only
     log = json.loads(next(tmp_path.glob("*.log.json")).read_text())
     assert log["plan"] is None and log["steps"][0].endswith("torch==2.13.0")
+
+
+def test_the_shipped_h200_run_of_flash_attn_4_is_what_fix_matches_for_that_machine() -> None:
+    # data/observed-compatibility.json holds torch 2.11.0+cu130 with flash-attn-4 4.0.0b36 seen
+    # working on an H200 (sm_90, Python 3.12): the FA4 pick pins that version, so it matches.
+    run = fadoctor("fix", "--no-detect", "--gpu-cc", "9.0", "--python", "3.12", "--torch",
+                   "2.11.0+cu130", "--family", "fa4", "-f", "json")
+    assert run.returncode == 0, run.stderr
+    best = json.loads(run.stdout)["best"]
+    assert best["family"] == "fa4" and best["version"] == "4.0.0b36", best
+    assert best["evidence"] == WORKS
+    assert any(n.startswith("observed working: 1 run(s), on nvidia-h200") for n in best["notes"])

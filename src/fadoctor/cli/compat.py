@@ -38,16 +38,20 @@ def record(report: Path = typer.Argument(..., metavar="REPORT", help="A `check -
                                                 help="Where it ran (a CI runner's label)."),
            extra: List[str] = typer.Option([], "--extra", metavar="REQ", help="What else was "
                                            "installed with the combination (repeatable)."),
+           bench: Optional[Path] = typer.Option(None, "--bench", metavar="FILE", help="A `fadoctor "
+                                                "bench --format json` report of the same environment."),
            output: Optional[Path] = OUTPUT) -> int:
     """The report's combinations as a compatibility file: its stack and checks, when and where
-    it ran (one record per installed flash-attention family)."""
-    from fadoctor.compat.records import read
+    it ran (one record per installed flash-attention family), and its bench timings if given."""
+    from fadoctor.compat.records import read, with_bench
 
     when = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     records = [r.model_copy(update={
         "ran_at": when, "runner": runner or r.runner,
         "combination": r.combination.model_copy(update={"extras": sorted(extra)})})
         for r in read(report)]
+    if bench is not None:
+        records = with_bench(records, bench)
     _write(output, _file(records))
     return 0
 

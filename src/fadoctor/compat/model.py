@@ -3,6 +3,7 @@
 from typing import Dict, List, Literal, Optional
 
 from fadoctor.facts.frozen import Frozen
+from fadoctor.facts.kernels import Timing
 
 COMPAT_SCHEMA_VERSION = 1
 
@@ -31,6 +32,15 @@ class Kernel(Frozen):
     status: str  # passed, failed, skipped, ... as FAD140 says
 
 
+class Bench(Frozen):
+    """One target's `fadoctor bench` row, at the record's bench shape."""
+
+    target: str
+    status: str  # timed, failed, untested
+    fwd: Optional[Timing] = None
+    fwd_bwd: Optional[Timing] = None
+
+
 class Record(Frozen):
     combination: Combination
     # fails: an error-level finding, as `check --fail-on error` fails; on a runner without a GPU
@@ -39,6 +49,8 @@ class Record(Frozen):
     reason: Optional[str] = None  # the first error, for a failing combination
     checks: Dict[str, str]  # check ID -> passed, warning, failed, skipped
     kernels: List[Kernel] = []
+    bench: List[Bench] = []  # `fadoctor bench` on the same environment, where it was run
+    bench_shape: Optional[str] = None  # bfloat16, causal, batch 2, seqlen 4096, ...
     fadoctor_version: str
     data_date: Optional[str] = None  # the matrix's date, where the report carries it
     ran_at: Optional[str] = None  # ISO 8601, UTC

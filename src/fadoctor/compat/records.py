@@ -7,7 +7,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from pydantic import ValidationError
 
-from fadoctor.compat.model import Combination, CompatFile, Kernel, Record
+from fadoctor.compat.model import Bench, Combination, CompatFile, Kernel, Record
 from fadoctor.errors import InputError, invalid
 from fadoctor.facts.validation import problems
 from fadoctor.report import CheckResult, FamilyRef, Report, Severity
@@ -46,6 +46,25 @@ def records_of(report: Report, runner: Optional[str] = None, ran_at: Optional[st
         kernels=_kernels(report.checks), fadoctor_version=report.fadoctor_version,
         data_date=report.matrix_date, ran_at=ran_at,
         runner=runner or _described(report)) for f in families]
+
+
+def with_bench(records: List[Record], path: Path) -> List[Record]:
+    """`records` with the rows of a `fadoctor bench --format json` report run on the same
+    environment (its timings per target, and the shape they were taken at)."""
+    from fadoctor.bench.run import BenchReport
+
+    try:
+        data = json.loads(read_text(path, "bench report"))
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{shown(path)} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or "rows" not in data:
+        raise InputError(f"{shown(path)} is not a `fadoctor bench --format json` report")
+    try:
+        bench = BenchReport.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(shown(path), problems(exc, data)) from None
+    rows = [Bench(target=r.target, status=r.status, fwd=r.fwd, fwd_bwd=r.fwd_bwd) for r in bench.rows]
+    return [r.model_copy(update={"bench": rows, "bench_shape": bench.shape.text()}) for r in records]
 
 
 def merged(inputs: Iterable[List[Record]]) -> CompatFile:

@@ -77,7 +77,11 @@ def _cell_data(records: List[Record]) -> Dict[str, object]:
     return {"verdict": "fails" if any(r.verdict == "fails" for r in records) else "works",
             "runs": len(records),
             "reasons": sorted({r.reason for r in records if r.reason}),
-            "where": sorted({r.runner for r in records if r.runner})}
+            "where": sorted({r.runner for r in records if r.runner}),
+            "bench": [{"target": b.target, "fwd_ms": b.fwd.median_ms if b.fwd else None,
+                       "fwd_bwd_ms": b.fwd_bwd.median_ms if b.fwd_bwd else None,
+                       "shape": r.bench_shape, "where": r.runner}
+                      for r in records for b in r.bench if b.status == "timed"]}
 
 
 def _md(text: str) -> str:

@@ -41,7 +41,9 @@ class NeededLibrary(Frozen):
     path: Optional[str] = None  # where the loader would find it; None: it would not
     how: Optional[str] = None  # rpath, ld_library_path, runpath, loaded, ld_cache, default, path
     needed_by: Optional[str] = None  # set for a library a dependency needs, not the binary itself
-    beside: Optional[str] = None  # not found, but a file of that name lies in the binary's folder
+    # not found, but a file of that name lies in the binary's folder or is a library of its
+    # distribution (torchtext/lib/libtorchtext.so): the package loads it first
+    beside: Optional[str] = None
 
 
 class MissingSymbol(Frozen):

@@ -13,7 +13,7 @@ from fadoctor.errors import NoPlanError, UsageError
 from fadoctor.facts.model import Family
 from fadoctor.fix.pick import Pick, provenance, rank
 from fadoctor.fix.tiers import AS_FAST, community_picks, hub_picks, sdpa_speed
-from fadoctor.install.fa4 import fa4_requirement
+from fadoctor.install.fa4 import fa4_requirement, newest_fa4
 from fadoctor.install.machine import Machine
 from fadoctor.install.torch import TorchBuild, cuda_of_variant, torch_install
 from fadoctor.install.wheels import Wheel, build_recipe, find_wheel
@@ -267,8 +267,10 @@ def _fa4(search: _Search, torches: List[TorchBuild]) -> List[Pick]:
             return []
     torch = torches[0]
     spec = fa4_requirement(search.matrix, torch.cuda)
+    pinned = newest_fa4(search.matrix)  # the version spec pins: what `fix --observed` matches runs on
     return [Pick(Family.FA4, "index", f"flash-attn-4 (CuTe DSL, no compilation) with {torch}",
                  provenance(search.matrix, "official", 1), torch=torch,
+                 version=str(pinned) if pinned else None,
                  commands=(*_torch_steps(torch), command("pip", "install", spec)),
                  notes=("a beta (every 4.x is a pre-release: pinned, or pip skips it); import it "
                         "as `from flash_attn.cute import flash_attn_func`",))]

@@ -62,8 +62,10 @@ def analyze_binaries(facts: Facts, extra: Sequence[str], environ: Mapping[str, s
                          steps=list(process.steps), torch_error=process.torch_error)
 
         tables: Dict[str, SymbolIndex] = {}  # each library's symbols, opened once for them all
+        own = _package_libraries(targets)
         try:
-            analyses = [analyze_one(t, process.context, tables) for t in targets]
+            analyses = [analyze_one(t, process.context, tables, own.get(t.distribution or ""))
+                        for t in targets]
         finally:
             for index in tables.values():
                 index.close()
@@ -86,6 +88,17 @@ def _targets(files: Files, extra: Sequence[str]) -> List[ExtensionFile]:
             seen[key] = known.model_copy(update={k: getattr(target, k) for k in
                                                  ("distribution", "version", "requires_torch")})
     return list(seen.values())
+
+
+def _package_libraries(targets: Sequence[ExtensionFile]) -> Dict[str, Dict[str, str]]:
+    """Each distribution's torch-linked libraries by file name: torchtext's _torchtext.so needs
+    libtorchtext.so, which lies in torchtext/lib/, not beside it (the package loads it first)."""
+    own: Dict[str, Dict[str, str]] = {}
+    for target in targets:
+        if target.distribution:
+            own.setdefault(target.distribution, {}).setdefault(os.path.basename(target.path),
+                                                               target.path)
+    return own
 
 
 def _describe(rules: Optional[PreloadRules], files: Files) -> Optional[str]:
@@ -116,7 +129,8 @@ def _with_abi(torch: Optional[TorchFiles]) -> Optional[TorchFiles]:
 
 
 def analyze_one(target: ExtensionFile, context: LoaderContext,
-                tables: Optional[Dict[str, SymbolIndex]] = None) -> BinaryAnalysis:
+                tables: Optional[Dict[str, SymbolIndex]] = None,
+                package: Optional[Mapping[str, str]] = None) -> BinaryAnalysis:
     from fadoctor.probes.elf import ElfError
     from fadoctor.probes.loader import analyze
 
@@ -125,7 +139,7 @@ def analyze_one(target: ExtensionFile, context: LoaderContext,
     except (ElfError, OSError) as exc:
         return BinaryAnalysis(file=target, error=str(exc))
     missing = analysis.missing_symbols
-    needed = _needed(analysis)
+    needed = _needed(analysis, package or {})
     absent = {lib.name for lib in needed if lib.path is None}
     follows = [follows_from(s.name, s.version, absent) for s in missing]
     counts: Dict[str, int] = {}
@@ -197,13 +211,16 @@ def first_failure(analysis: Analysis) -> Optional[LoadFailure]:
     return None
 
 
-def _needed(analysis: Analysis) -> List[NeededLibrary]:
-    """The extension's own DT_NEEDED in order, then what its dependencies miss."""
+def _needed(analysis: Analysis, package: Mapping[str, str]) -> List[NeededLibrary]:
+    """The extension's own DT_NEEDED in order, then what its dependencies miss. `package`: the
+    torch-linked libraries of the extension's distribution, by file name."""
     folder = os.path.dirname(analysis.extension.path)
 
     def beside(name: str) -> Optional[str]:  # its package's own library, which the loader skips
+        if "/" in name:
+            return None
         path = os.path.join(folder, name)
-        return path if "/" not in name and os.path.isfile(path) else None
+        return path if os.path.isfile(path) else package.get(name)
 
     own = [NeededLibrary(name=r.needed, path=r.path, how=r.how.value if r.how else None,
                          beside=beside(r.needed) if r.path is None else None)

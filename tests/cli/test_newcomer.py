@@ -165,6 +165,14 @@ def test_model_attention_on_a_cpu_torch_is_unproven() -> None:
     assert "works here" not in check["findings"][0]["message"]
 
 
+@requires_torch
+def test_model_on_a_cpu_torch_says_sdpa_is_unproven_as_check_model_does() -> None:
+    done = run("model", "llama-3.1-8b", "-f", "json")  # this interpreter: a CPU-only torch
+    why = json.loads(done.stdout)["recommendation"]["why"]
+    assert why.startswith("unproven here (torch ") and "is CPU-only): on paper " in why, why
+    assert "needs here" not in why, why
+
+
 def test_verbose_names_the_distributions() -> None:
     done = run("check", "--facts", str(FACTS / "t4-fa2-installed.json"), "-v", "--only",
                "FAD107")

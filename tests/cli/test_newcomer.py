@@ -150,6 +150,37 @@ def test_a_record_listing_the_extension_is_a_complete_install() -> None:
     assert missing_extension(fa, facts) is None  # no RECORD read: unknown, nothing claimed
 
 
+def test_an_incomplete_install_on_a_gpu_the_family_cannot_serve_offers_no_build() -> None:
+    # flash-attn 2.8.3 without its extension on a T4 (sm_75): no 2.x build runs there (FAD112),
+    # so the remedy is the GPU's (SDPA, FlashAttention 1.x), never a wheel or a build of 2.8.3.
+    from fadoctor.checks.flash import check_import
+    from fadoctor.facts.files import loads
+    from fadoctor.facts.model import Failure, FailureKind, Probe
+
+    facts = loads((FACTS / "t4-fa2-installed.json").read_text(), "fixture")
+    packages = facts.packages.data
+    assert packages is not None
+    failed = Probe.failed(Failure(kind=FailureKind.IMPORT_ERROR, exception_type="ImportError",
+                                  reason="No module named 'flash_attn_2_cuda'"))
+    families = [f.model_copy(update={"imported": failed}) if f.installed else f
+                for f in facts.flash_attention]
+    dists = [d.model_copy(update={"extensions": []}) if d.name == "flash-attn" else d
+             for d in packages.distributions]
+    facts = facts.model_copy(update={"flash_attention": families, "packages": facts.packages
+                                     .model_copy(update={"data": packages.model_copy(
+                                         update={"distributions": dists})})})
+    outcome = check_import(facts, MATRIX)
+    assert isinstance(outcome, list)
+    [finding] = [f for f in outcome if f.category.value == "not_installed"]
+    assert "RECORD lists no" in finding.message and "sm_75" in finding.message, finding.message
+    commands = " ".join(c for r in finding.remedies for c in r.commands)
+    summaries = " ".join(r.summary for r in finding.remedies)
+    assert "2.8.3" not in commands and "--no-build-isolation" not in commands, commands
+    assert "flash-attn==" not in commands and "fix --keep-torch" not in commands, commands
+    assert "build flash-attn" not in summaries and "prebuilt wheel" not in summaries, summaries
+    assert "scaled_dot_product_attention" in summaries, summaries
+
+
 # 3, 4, 13 ----------------------------------------------------------------------------------------
 def test_only_with_model_reports_only_the_check_named() -> None:
     done = run("check", "--facts", str(FACTS / "t4-fa2-installed.json"), "--model",
@@ -163,6 +194,14 @@ def test_model_attention_on_a_cpu_torch_is_unproven() -> None:
     [check] = json.loads(done.stdout)["checks"]
     assert "unproven here" in check["findings"][0]["message"]
     assert "works here" not in check["findings"][0]["message"]
+
+
+@requires_torch
+def test_model_on_a_cpu_torch_says_sdpa_is_unproven_as_check_model_does() -> None:
+    done = run("model", "llama-3.1-8b", "-f", "json")  # this interpreter: a CPU-only torch
+    why = json.loads(done.stdout)["recommendation"]["why"]
+    assert why.startswith("unproven here (torch ") and "is CPU-only): on paper " in why, why
+    assert "needs here" not in why, why
 
 
 def test_verbose_names_the_distributions() -> None:

@@ -6,6 +6,7 @@ marker in its environment that every descendant inherits; /proc is searched for 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -406,14 +407,11 @@ def test_the_action_refuses_to_examine_its_own_interpreter_when_python3_is_missi
 # -- 6. leftovers --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"])
-def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: str) -> None:
-    import signal
-
-    temp = tmp_path / "temp"
+def _rank_0_under_way(temp: Path, tag: str, port: str) -> subprocess.Popen[bytes]:
+    """`check --distributed` as rank 0 of two (rank 1 never comes), once its agent and a lane
+    run, with its temporary folder under `temp`."""
     temp.mkdir()
-    tag = uuid.uuid4().hex
-    env = base_environ(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29517",
+    env = base_environ(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                        TMPDIR=str(temp), **{MARK: tag})
     proc = subprocess.Popen([sys.executable, "-m", "fadoctor", "check", "--distributed"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -421,12 +419,43 @@ def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: s
     while len(survivors(tag)) < 3 and time.monotonic() < deadline:  # fadoctor, agent, a lane
         time.sleep(0.2)
     time.sleep(2)
-    proc.send_signal(getattr(signal, sig))
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    deadline = time.monotonic() + 10
+    return proc
+
+
+def _nothing_left(temp: Path, tag: str, wait: float = 10) -> None:
+    deadline = time.monotonic() + wait
     while survivors(tag) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not survivors(tag)
     time.sleep(2)  # nothing recreates the folder afterwards
     assert list(temp.iterdir()) == []
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"])
+def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: str) -> None:
+    import signal
+
+    tag = uuid.uuid4().hex
+    proc = _rank_0_under_way(tmp_path / "temp", tag, "29517")
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    _nothing_left(tmp_path / "temp", tag)
+
+
+def test_sigkill_to_rank_0_leaves_no_agent_no_lane_and_no_folder(tmp_path: Path) -> None:
+    # fadoctor has no say in a SIGKILL: its agent notices its parent's death and ends, its
+    # lanes end with the agent, and the agent removes the temporary folder fadoctor made.
+    tag = uuid.uuid4().hex
+    proc = _rank_0_under_way(tmp_path / "temp", tag, "29518")
+    proc.kill()
+    proc.wait(timeout=60)
+    try:
+        _nothing_left(tmp_path / "temp", tag, wait=30)
+    finally:  # a failure leaves nothing behind either
+        for pid in survivors(tag):
+            with contextlib.suppress(OSError):
+                os.kill(pid, 9)
+        for stream in (proc.stdout, proc.stderr):
+            assert stream is not None
+            stream.close()

@@ -146,3 +146,30 @@ def test_no_status_spinner_on_a_dumb_terminal(tmp_path: Path) -> None:
     finally:
         os.close(leader)
     assert done.returncode == 0 and b"\x1b" not in seen
+
+
+@pytest.mark.parametrize("case", ["facts", "facts-link", "matrix", "facts-dir-record"])
+def test_an_output_that_is_one_of_the_inputs_is_refused(tmp_path: Path, case: str) -> None:
+    facts = tmp_path / "facts.json"
+    shutil.copy(FIXTURE, facts)
+    args, target = ["check", "--facts", str(facts)], facts
+    if case == "facts-link":  # another name for the same file: os.path.samefile
+        target = tmp_path / "link.json"
+        target.symlink_to(facts)
+    elif case == "matrix":
+        target = tmp_path / "matrix.yaml"
+        shutil.copy(Path(__file__).resolve().parents[2] / "data" / "compat_matrix.yaml", target)
+        args += ["--matrix", str(target)]
+    elif case == "facts-dir-record":
+        rank = Path(__file__).resolve().parents[1] / "fixtures" / "ranks" / "rank-cpu.json"
+        (tmp_path / "ranks").mkdir()
+        target = tmp_path / "ranks" / "rank-00000.json"
+        shutil.copy(rank, target)
+        args = ["check", "--facts-dir", str(tmp_path / "ranks")]
+    before = target.read_bytes()
+    done = fadoctor(*args, "-o", str(target))
+    err = done.err.decode()
+    assert done.code == 2, err
+    assert err.startswith("fadoctor: error: --output ") and "this command read" in err, err
+    assert len(err.splitlines()) == 1, err
+    assert target.read_bytes() == before  # the input is intact

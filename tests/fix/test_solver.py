@@ -8,7 +8,7 @@ from typing import Optional
 import pytest
 from packaging.version import Version
 
-from fadoctor.errors import FadoctorError
+from fadoctor.errors import FadoctorError, NoPlanError
 from fadoctor.facts.model import Family
 from fadoctor.fix.render import PinFormat, render_plan
 from fadoctor.fix.solver import Constraints, Plan, solve
@@ -153,3 +153,15 @@ def test_build_jobs_follow_the_memory(memory_gib: Optional[float], cpus: Optiona
     plan = plan_for(matrix, m, torch="2.11.0+cu130")
     build = next(p for p in plan.alternatives if p.kind == "build" and p.family == Family.FA2)
     assert any(c.startswith(f"MAX_JOBS={jobs} NVCC_THREADS=2 ") for c in build.commands)
+
+
+@pytest.mark.parametrize(("family", "own"), [(Family.FA3, "FlashAttention-3: written for 9.0 only"),
+                                             (Family.FA2, "FlashAttention-2 needs 8.0+")])
+def test_a_family_asked_for_on_a_v100_is_refused_with_its_own_reason(
+        matrix: Matrix, family: Family, own: str) -> None:
+    # FA3 is Hopper-only (the matrix's `tuned`): the FA2 floor is not its reason.
+    with pytest.raises(NoPlanError) as refused:
+        plan_for(matrix, machine("7.0"), family=family)
+    assert own in str(refused.value), str(refused.value)
+    if family != Family.FA2:
+        assert "FlashAttention-2" not in str(refused.value), str(refused.value)

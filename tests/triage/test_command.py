@@ -131,3 +131,13 @@ def test_planted_names_and_secrets_appear_in_no_redacted_output(planted: Dict[st
         assert PLANTED_USER not in out, name
         assert PLANTED_TOKEN not in out, name
     json.loads(outputs["snapshot"])  # still a facts file
+
+
+def test_paste_this_hints_run_pip_through_the_environment_s_python() -> None:
+    # A bare `pip` lists whatever environment PATH finds first, not necessarily the one
+    # that failed: every hint runs the tool through `python -m`, as the others already do.
+    run = fadoctor("triage", "-", "--format", "json", stdin=b"it crashes somewhere\n")
+    commands = [m["command"] for m in json.loads(run.out)["missing"]]
+    assert any("-m pip list" in c for c in commands), commands
+    assert not any(re.match(r"(.*[|;&] *)?pip3? ", c) for c in commands), commands
+    assert all(c.startswith(("python ", "fadoctor ", "nvidia-smi")) for c in commands), commands

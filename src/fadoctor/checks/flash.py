@@ -120,7 +120,8 @@ def check_import(facts: Facts, matrix: Matrix) -> Outcome:
         if failure.kind == FailureKind.SKIPPED:
             unexamined.append(f"{label(fa, matrix)} was not imported: {failure.reason}")
             continue
-        incomplete = incomplete_install(fa, facts, matrix, label(fa, matrix))
+        incomplete = incomplete_install(fa, facts, matrix, label(fa, matrix),
+                                        gpu_refusal(fa, facts, matrix))
         if incomplete is not None:  # before any reading of the error: the RECORD says why
             findings.append(incomplete)
             continue
@@ -194,6 +195,16 @@ def check_gpu_support(facts: Facts, matrix: Matrix) -> Outcome:
         for name, cc in sorted(set(devices), key=lambda d: d[1]):
             findings.append(_gpu_finding(fa, name, cc, matrix))
     return findings
+
+
+def gpu_refusal(fa: FlashAttention, facts: Facts, matrix: Matrix) -> Optional[Finding]:
+    """FAD112's verdict where it is that no release of this family runs on a GPU here (the
+    matrix's support test); None where every GPU is served, or none is known."""
+    for name, cc in sorted(set(gpus(facts)), key=lambda d: d[1]):
+        verdict = _gpu_finding(fa, name, cc, matrix)
+        if verdict.severity == Severity.ERROR and verdict.category == Category.GPU_UNSUPPORTED:
+            return verdict
+    return None
 
 
 def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> Finding:

@@ -38,9 +38,11 @@ def missing_extension(fa: FlashAttention, facts: Facts) -> Optional[List[str]]:
     return list(modules)
 
 
-def incomplete_install(fa: FlashAttention, facts: Facts, matrix: Matrix,
-                       name: str) -> Optional[Finding]:
-    """The finding for an install without its extension, with the recipe that works."""
+def incomplete_install(fa: FlashAttention, facts: Facts, matrix: Matrix, name: str,
+                       refusal: Optional[Finding] = None) -> Optional[Finding]:
+    """The finding for an install without its extension, with the recipe that works; where the
+    family cannot serve a GPU here (`refusal`, FAD112's verdict), that verdict's remedies instead
+    of a wheel or a build that would not run either."""
     modules = missing_extension(fa, facts)
     if modules is None:
         return None
@@ -51,13 +53,15 @@ def incomplete_install(fa: FlashAttention, facts: Facts, matrix: Matrix,
         remedies += torch_variant_remedies(
             matrix, facts, "First a CUDA build of torch: flash-attn's extension is compiled "
             "against torch's CUDA, and a CPU-only torch has none.")
-    remedies += _reinstall(fa, facts, matrix, cpu_only)
+    remedies += refusal.remedies if refusal is not None else _reinstall(fa, facts, matrix,
+                                                                        cpu_only)
     return Finding(
         severity=Severity.ERROR, category=Category.NOT_INSTALLED, subject=fa.family.value,
         message=f"{name} is installed without its compiled extension: its RECORD lists no "
                 f"{' or '.join(m + '*.so' for m in modules)} (installed with "
                 "FLASH_ATTENTION_SKIP_CUDA_BUILD=TRUE, or built where CUDA was missing)"
-                + ("; torch here is CPU-only" if cpu_only else ""),
+                + ("; torch here is CPU-only" if cpu_only else "")
+                + (f"; reinstalling would not help: {refusal.message}" if refusal else ""),
         evidence={"distribution": fa.distribution, "version": fa.version,
                   "missing": modules},
         remedies=remedies)

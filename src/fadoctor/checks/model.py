@@ -51,26 +51,15 @@ def check_model_attention(facts: Facts, matrix: Matrix, model: ModelFacts) -> Ou
                                 evidence={"dtype": advice.spec.dtype}))
     features = [r.label for r in advice.support if r.ok and not r.problems]
     if not findings:
-        unproven = _unproven(facts)
-        works = (f"works here with: {', '.join(features) or 'none installed'}" if not unproven
-                 else f"unproven here ({unproven}): on paper {', '.join(features) or 'none'}")
+        from fadoctor.model.support import as_proven, unproven_of
+
+        listed = ", ".join(features)
+        works = as_proven(unproven_of(facts), f"works here with: {listed or 'none installed'}",
+                          listed or "none")
         findings.append(info(f"{name}: needs {', '.join(advice.needs) or 'nothing special'}; "
                              f'{works}; use attn_implementation="{rec.attn_implementation}"',
                              recommendation=rec.model_dump()))
     return findings
-
-
-def _unproven(facts: Facts) -> str:
-    """Why nothing can be said to work here: no GPU for torch to run attention on (FAD120 skips
-    for the same reason); empty when torch sees a GPU, or when the facts do not say."""
-    torch = facts.torch.data
-    if torch is not None and torch.cuda_available is False:
-        return (f"torch {torch.version} is CPU-only" if not torch.cuda and not torch.hip
-                else "torch sees no GPU")
-    driver = facts.driver.data
-    if driver is not None and not driver.present:
-        return "no NVIDIA GPU"
-    return ""
 
 
 def check_model_memory(facts: Facts, matrix: Matrix, model: ModelFacts) -> Outcome:

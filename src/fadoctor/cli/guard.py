@@ -15,6 +15,7 @@ from fadoctor.cli.early import stop_on_signals
 from fadoctor.cli.helpdraw import flag_help, fold_long_words
 from fadoctor.cli.output import adopt_standard_streams, say, silence_stdout, write
 from fadoctor.errors import ExitCode, FadoctorError, InputError, OutputError
+from fadoctor.safety.textfile import READ
 
 DEBUG = {"on": False}
 
@@ -24,6 +25,7 @@ def guarded(command: Callable[..., int]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        READ.clear()  # the inputs of this command alone (tests run several in one process)
         try:
             code = int(command(*args, **kwargs))
         except FadoctorError as exc:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Optional, Set
 
-from fadoctor.errors import OutputError
+from fadoctor.errors import OutputError, UsageError
 from fadoctor.safety.inert import one_line
-from fadoctor.safety.textfile import shown
+from fadoctor.safety.textfile import an_input, shown
 
 # The symbols of the text report, for a terminal whose encoding lacks them (a Latin-1 locale).
 ASCII = str.maketrans({"✓": "+", "✗": "x", "→": "->", "—": "-", "–": "-", "…": "..."})  # noqa: RUF001
@@ -75,8 +75,13 @@ def encode(text: str, encoding: Optional[str]) -> bytes:
 
 
 def write(text: str, path: Optional[Path] = None) -> None:
-    """Deliver `text` to `path`, or to stdout when it is None or '-'."""
+    """Deliver `text` to `path`, or to stdout when it is None or '-'; never over a file this
+    command read."""
     if path is not None and str(path) != "-":
+        same = an_input(path)
+        if same:
+            raise UsageError(f"--output {shown(path)} is the {same} this command read: "
+                             "writing would destroy it; name another file")
         try:
             path.write_bytes(text.encode("utf-8"))
         except OSError as exc:

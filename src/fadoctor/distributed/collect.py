@@ -4,6 +4,7 @@ analyse the binaries of the ranks whose files lie on this host."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import socket
@@ -109,7 +110,10 @@ def run_agent(python: str, out: Optional[Path], timeout: Optional[float],
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"--facts-dir {shown(out)}: exists and is not a folder")
     folder = out or Path(tempfile.mkdtemp(prefix="fadoctor-ranks-"))
-    command = [python, "-B", str(AGENT), "--out", str(folder)]
+    # The agent ends when fadoctor does, even by SIGKILL, and then removes a temporary folder.
+    command = [python, "-B", str(AGENT), "--out", str(folder), "--parent", str(os.getpid())]
+    if out is None:
+        command.append("--discard-out")
     if timeout:
         command += ["--timeout", str(timeout)]
     if kernels:

@@ -56,28 +56,24 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
     picks: List[Pick] = []
     cc = machine.gpu_cc
     floor = min(matrix.family_support(f).min_cc for f in (Family.FA2, Family.FA3, Family.FA4))
-    if cc is not None and cc < floor:  # the decisive reason: first, before the torch builds'
+    wanted = constraints.family
+    below = cc is not None and cc < floor
+    # The floor is FlashAttention-2's (the lowest): the decisive reason unless another family was
+    # asked for, which gives its own (FA3: Hopper only, from the matrix), from its search.
+    if below and wanted in (None, Family.FA2):
         search.rejected.insert(0, f"no flash-attention 2.x/3/4 build runs on compute capability "
                                f"{cc} (FlashAttention-2 needs {floor}+)")
+        mark = 0
     else:
-        wanted = constraints.family
-        if wanted in (None, Family.FA2):
-            picks.extend(_fa2_wheel(search, torches))
-        if wanted in (None, Family.FA4):
-            picks.extend(_fa4(search, torches))
-        if wanted in (None, Family.FA2):
-            picks.extend(_fa2_build(search, torches))
-        if wanted in (None, Family.FA3):
-            picks.extend(_fa3(search, torches))
-        if wanted in (None, Family.FA2, Family.FA3):
-            picks.extend(community_picks(torches, machine, matrix, wanted, search.rejected))
-            picks.extend(hub_picks(torches, machine, matrix, wanted, search.rejected))
+        mark = len(search.rejected)  # the families' own reasons follow the torch builds'
+        picks.extend(_family_picks(search, torches, wanted))
     picks.sort(key=rank)
-    if constraints.family is not None and not picks:  # asked for a family: never SDPA instead
+    if wanted is not None and not picks:  # asked for a family: never SDPA instead
         name = {Family.FA2: "FlashAttention-2", Family.FA3: "FlashAttention-3",
-                Family.FA4: "FlashAttention-4"}.get(constraints.family, constraints.family.value)
-        # The GPU floor is the first reason; else the family's own, given after the torch builds'.
-        why = search.rejected[0] if cc is not None and cc < floor else search.rejected[-1]
+                Family.FA4: "FlashAttention-4"}.get(wanted, wanted.value)
+        # Below the floor, the first reason (the GPU's); else the family's own, the last.
+        why = search.rejected[mark] if below and len(search.rejected) > mark else \
+            search.rejected[-1]
         raise NoPlanError(f"no {name} plan for this machine: {why}")
     sdpa, as_fast = _sdpa(search, torches, picks[0] if picks else None)
     # Nothing to install and as fast as the best flash-attention pick: SDPA first, unless a
@@ -85,6 +81,24 @@ def solve(machine: Machine, constraints: Constraints, matrix: Matrix) -> Plan:
     picks.insert(0 if as_fast and constraints.family is None else len(picks), sdpa)
     return Plan(machine=machine, best=picks[0], alternatives=tuple(picks[1:]),
                 rejected=tuple(search.rejected))
+
+
+def _family_picks(search: _Search, torches: List[TorchBuild],
+                  wanted: Optional[Family]) -> List[Pick]:
+    """Every family's picks (or the one asked for), each search adding its reasons to reject."""
+    machine, matrix, picks = search.machine, search.matrix, []
+    if wanted in (None, Family.FA2):
+        picks.extend(_fa2_wheel(search, torches))
+    if wanted in (None, Family.FA4):
+        picks.extend(_fa4(search, torches))
+    if wanted in (None, Family.FA2):
+        picks.extend(_fa2_build(search, torches))
+    if wanted in (None, Family.FA3):
+        picks.extend(_fa3(search, torches))
+    if wanted in (None, Family.FA2, Family.FA3):
+        picks.extend(community_picks(torches, machine, matrix, wanted, search.rejected))
+        picks.extend(hub_picks(torches, machine, matrix, wanted, search.rejected))
+    return picks
 
 
 # -- torch -----------------------------------------------------------------------------------

@@ -96,7 +96,8 @@ class Lane:
         self.stages = stages
         request = {"stages": stages, "timeouts": {s: timeout for s in stages} if timeout else {},
                    "options": options or {}, "env": dict(os.environ if env is None else env),
-                   "kernels": kernels}  # the relay runs `kernels` (a grid) as `check` does
+                   "kernels": kernels,  # the relay runs `kernels` (a grid) as `check` does
+                   "parent": os.getpid()}  # the relay ends when this agent does
         self._proc = subprocess.Popen([sys.executable, "-B", RELAY], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       start_new_session=True)
@@ -190,7 +191,38 @@ def _arguments(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--deadline", type=float, default=900.0,
                         help="seconds from its start rank 0 waits for every record (default 900)")
     parser.add_argument("--run-id", help="key prefix in the store (default: the launcher's job id)")
+    parser.add_argument("--parent", type=int, help="stop when the process PID ends "
+                        "(`fadoctor check --distributed` passes its own)")
+    parser.add_argument("--discard-out", action="store_true", help="with --parent: remove --out "
+                        "when the parent has ended (a temporary folder nobody will read)")
     return parser.parse_args(argv)
+
+
+def follow_parent(parent: Optional[int]) -> None:
+    """End with the process that started this agent, even when it dies by SIGKILL: Linux sends
+    SIGTERM on its death (PR_SET_PDEATHSIG), and a watcher notices the new parent elsewhere;
+    either stops the probes as the launcher's SIGTERM would."""
+    if parent is None:
+        return
+    with contextlib.suppress(Exception):  # not Linux, or no libc: the watcher alone
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+    def watch() -> None:
+        while not STOP.wait(0.5):
+            if os.getppid() != parent:
+                STOP.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def orphaned(args: argparse.Namespace) -> bool:
+    """The parent named by --parent has ended (checked after the signal's handler is set: a
+    death before then shows as another parent); a temporary --out goes with it."""
+    if args.parent is None or os.getppid() == args.parent:
+        return False
+    if args.discard_out:
+        shutil.rmtree(args.out, ignore_errors=True)
+    return True
 
 
 def _write(path: str, data: Dict[str, Any]) -> None:
@@ -275,9 +307,14 @@ def main(argv: List[str]) -> int:
         return 2
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: STOP.set())
+    follow_parent(args.parent)
+    if orphaned(args):
+        return 0
     spec = dict(place, prefix="fadoctor/%s/" % (args.run_id or run_id(dict(os.environ))))
     started = time.monotonic()
     record, channel, beat = probe_rank(args, spec)
+    if orphaned(args):  # nobody to read the record: write nothing
+        return 0
     rank = place["rank"]
     _write(os.path.join(args.out, "rank-%05d.json" % rank), record)
     if rank != 0:
@@ -293,6 +330,8 @@ def main(argv: List[str]) -> int:
     interrupted = gather.gather(channel, gathering, limits, STOP.is_set)
     if beat is not None:
         beat.stop()
+    if orphaned(args):
+        return 0
     result = dict(gathering.result(interrupted, since), format=GATHER_FORMAT,
                   world_size=place["world_size"], run_id=spec["prefix"])
     path = os.path.join(args.out, "gathered.json")

@@ -11,7 +11,15 @@ from fadoctor.matrix import Matrix
 from fadoctor.model.estimate import estimate, largest_batch, largest_seq
 from fadoctor.model.memory import MemoryEstimate
 from fadoctor.model.spec import ModelSpec, TrainingPlan
-from fadoctor.model.support import ATTN_IMPLEMENTATION, HALF, Here, Support, assess, needs
+from fadoctor.model.support import (
+    ATTN_IMPLEMENTATION,
+    HALF,
+    Here,
+    Support,
+    as_proven,
+    assess,
+    needs,
+)
 from fadoctor.safety.shell import Installer, command, into
 
 
@@ -61,7 +69,8 @@ def recommend(spec: ModelSpec, rows: List[Support], here: Here) -> Recommendatio
     sdpa_ok = [r for r in rows if r.implementation.startswith("sdpa") and r.ok]
     if spec.structure.sdpa_supported and (sdpa_ok or not here.ccs):
         backends = ", ".join(r.label.split()[-1] for r in sdpa_ok) or "to be seen on the GPU"
-        why = f"PyTorch SDPA covers the model's needs here ({backends})"
+        why = as_proven(here.unproven, f"PyTorch SDPA covers the model's needs here ({backends})",
+                        f"PyTorch SDPA covers the model's needs ({backends})")
         if commands:
             why += (f"; flash-attn {fa2.minimum} or newer would serve it too (`fadoctor fix` "
                     "prints the exact install)")

@@ -33,6 +33,31 @@ class Here:
     families: Dict[str, str] = field(default_factory=dict)  # fa2 -> "2.8.3"
     torch: Optional[str] = None
     ccs: Tuple[str, ...] = ()
+    unproven: str = ""  # why nothing can be said to work here (no GPU to run attention on)
+
+
+def as_proven(unproven: str, here: str, on_paper: str) -> str:
+    """The one wording of a claim that something works here (`model`'s recommendation, FAD150):
+    `here` where a GPU can prove it, else unproven and why, with what holds `on_paper`."""
+    return f"unproven here ({unproven}): on paper {on_paper}" if unproven else here
+
+
+def unproven_of(facts: Facts) -> str:
+    """Why nothing can be said to work here: a CPU-only torch, torch seeing no GPU, no NVIDIA
+    GPU (FAD120 skips for the same reasons); empty when a GPU can run it, or the facts do not
+    say."""
+    from fadoctor.install.views import torch_view
+
+    torch = torch_view(facts)  # imported, or read from its files (model reads them statically)
+    if torch is not None and not torch.cuda and not torch.hip:
+        return f"torch {torch.version} is CPU-only"
+    imported = facts.torch.data
+    if imported is not None and imported.cuda_available is False:
+        return "torch sees no GPU"
+    driver = facts.driver.data
+    if driver is not None and not driver.present:
+        return "no NVIDIA GPU"
+    return ""
 
 
 class Support(BaseModel):
@@ -182,5 +207,6 @@ def here_of(facts: Optional[Facts]) -> tuple[Here, Optional[int]]:
     return (Here(families={fa.family.value: fa.version for fa in facts.flash_attention
                            if fa.installed and fa.version},
                  torch=torch.version if torch else None,
-                 ccs=tuple(g.compute_capability for g in gpus if g.compute_capability)),
+                 ccs=tuple(g.compute_capability for g in gpus if g.compute_capability),
+                 unproven=unproven_of(facts)),
             min(mems) * 2**20 if mems else None)

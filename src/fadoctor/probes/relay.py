@@ -52,8 +52,24 @@ def relay(request: Dict[str, Any]) -> Dict[str, Any]:
             for stage, o in outcomes.items()}
 
 
+def _die_with(parent: Any) -> None:
+    """Linux: be killed when the rank agent that started us ends, even by SIGKILL; one that
+    ended before this took hold shows as another parent."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
 if __name__ == "__main__":
-    answer = relay(json.loads(sys.stdin.read()))
+    request = json.loads(sys.stdin.read())
+    _die_with(request.get("parent"))
+    answer = relay(request)
     sys.stdout.write(json.dumps(answer, default=str))
     sys.stdout.flush()
     os._exit(0)

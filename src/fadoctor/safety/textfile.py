@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Union
+from typing import Dict, Union
 
 from fadoctor.errors import InputError
 from fadoctor.safety.inert import one_line
 
 MIB = 1 << 20
 DEFAULT_LIMIT = 64 * MIB  # a facts file is ~100 kB; a job's facts ~100 kB per rank
+# Each file this command read (absolute path -> what it was): the writer of the report refuses
+# to overwrite one of them (`check --facts F -o F` would destroy its own input).
+READ: Dict[str, str] = {}
 
 
 def shown(path: Union[Path, str]) -> str:
@@ -55,7 +58,20 @@ def read_bytes(path: Union[Path, str], what: str, limit: int = DEFAULT_LIMIT) ->
         os.close(fd)
     if len(data) > limit:  # it grew while being read
         raise InputError(f"{what} {shown(path)} is larger than {limit // MIB} MB")
+    READ[os.path.abspath(path)] = what
     return data
+
+
+def an_input(path: Union[Path, str]) -> str:
+    """What an input this command read is, where `path` names the same file (a link, another
+    spelling, a hard link: os.path.samefile); '' where it names none or does not exist yet."""
+    for seen, what in READ.items():
+        try:
+            if os.path.samefile(seen, path):
+                return f"{what} {shown(seen)}"
+        except OSError:  # one of them does not exist (any more)
+            continue
+    return ""
 
 
 def decoded(data: bytes, path: Union[Path, str], what: str) -> str:

@@ -184,7 +184,7 @@ def _missing(ctx: Context, signals: List[Signal], diagnosis: List[Diagnosed]) ->
                            "python -m torch.utils.collect_env"))
         if ctx.fa2 is None and not ctx.seen.packages:
             wanted.append(("the flash-attention packages installed",
-                           "pip list 2>/dev/null | grep -i -E 'flash|torch|transformers'"))
+                           "python -m pip list 2>/dev/null | grep -i -E 'flash|torch|transformers'"))
         if ctx.gpu is None and not ctx.amd:
             wanted.append(("the GPU model and compute capability", r.REVEAL_GPU))
     wanted.append(("everything fadoctor checks, gathered on the machine itself (then "

@@ -19,8 +19,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import message_extract as ex  # noqa: E402
-import message_sources as ms  # noqa: E402
+import message_extract as ex
+import message_sources as ms
 
 Row = Tuple[str, str, int, str]  # source, path, line, printed
 Reader = Callable[[str], Iterator[Tuple[int, str, str]]]

@@ -116,7 +116,7 @@ def py_raises(text: str) -> Iterator[Tuple[int, str, str]]:
         elif isinstance(node, ast.Assert) and node.msg is not None:
             message, cond = node.msg, ast.unparse(node.test)
         printed = _py_text(message) if message is not None else None
-        if printed and printed.strip():
+        if printed and printed.strip() and isinstance(node, ast.stmt):
             yield node.lineno, " ".join(_unescape(printed).split()), cond
 
 
@@ -130,7 +130,7 @@ def py_imports(text: str) -> Iterator[Tuple[int, str, str]]:
     optional = {id(n) for t in ast.walk(tree) if isinstance(t, ast.Try)
                 for stmt in t.body for n in ast.walk(stmt)}
     for node in ast.walk(tree):
-        if id(node) in optional:
+        if id(node) in optional or not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue  # an import guarded by try/except is optional
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
             [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level \

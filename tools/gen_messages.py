@@ -1,36 +1,73 @@
-"""Generate data/messages.yaml: the environment-relevant TORCH_CHECKs of flash-attn's C++ API
-(csrc/flash_attn/fmha_api.cpp in 0.x-1.x, flash_api.cpp from 2.0) at every release tag of the
-upstream repository, each with the form torch prints, where it lives, the releases that print it,
-its category and the fix. Run: python tools/gen_messages.py GIT_DIR [--excerpts OUT.yaml]
-
-Only checks about the environment are kept (GPU arch, dtype, head dim, build features); shape and
-stride checks are the caller's bugs. A condition-only TORCH_CHECK(cond) prints
-`Expected <cond> to be true, but got false` (c10's TORCH_CHECK without a message)."""
+"""Generate data/messages.yaml: the environment-relevant messages flash-attention prints, read
+from the upstream repository at every release tag (FA 0.x-2.x C++ API, setup.py and interfaces;
+hopper/ (FA3); flash_attn/cute/ (FA4) at every fa4 beta), each with its printed form, a bounded
+pattern whose captures are the placeholders, where it lives, the releases that print it, its
+category and the fix. Run: python tools/gen_messages.py GIT_DIR [--excerpts OUT.yaml]
+(or --from-excerpts FILE to re-derive offline). Sources other than flash-attention are listed in
+tools/message_sources.py with their citations."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import yaml
 
-FILES = ("csrc/flash_attn/flash_api.cpp", "csrc/flash_attn/fmha_api.cpp")
-CHECK = re.compile(r'TORCH_CHECK\((?P<cond>[^;"]{1,200}?)(?:,\s*"(?P<msg>[^"]{1,200})")?\);')
-TAG = re.compile(r"^v\d+\.\d+\.\d+(?:\.post\d+)?$")
-# Which checks are about the environment, and what they mean: (test on the text, category).
-KINDS: Tuple[Tuple[str, str], ...] = (
-    (r"head ?dim|headdim|head_size", "head_dim_unsupported"),
-    (r"is_sm\d|Ampere|Hopper|compute capability|GPUs? or newer", "gpu_unsupported"),
-    (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16", "dtype_unsupported"),
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import message_extract as ex
+import message_sources as ms
+
+Row = Tuple[str, str, int, str]  # source, path, line, printed
+Reader = Callable[[str], Iterator[Tuple[int, str, str]]]
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str  # the id prefix
+    tags: str  # which release tags print it (a regex)
+    paths: Tuple[str, ...]  # fnmatch patterns
+    read: Reader
+    mechanism: str
+
+
+V2, FA4 = r"^v\d+\.\d+\.\d+(?:\.post\d+)?$", r"^fa4-v4\.\d+\.\d+\.beta\d+$"
+SOURCES = (
+    Source("fa-csrc", V2, ("csrc/flash_attn/flash_api.cpp", "csrc/flash_attn/fmha_api.cpp"),
+           ex.cpp_checks, "flash_api_check"),
+    Source("fa-setup", V2, ("setup.py",), ex.py_raises, "setup_check"),
+    Source("fa-py", V2, ("flash_attn/flash_attn_interface.py",
+                         "flash_attn/flash_attn_triton_amd/*.py"), ex.py_raises, "interface_check"),
+    Source("fa3", f"{V2}|{FA4}", ("hopper/flash_api.cpp",), ex.cpp_checks, "flash_api_check"),
+    Source("fa3-py", f"{V2}|{FA4}", ("hopper/setup.py", "hopper/flash_attn_interface.py"),
+           ex.py_raises, "setup_check"),
+    Source("fa4", FA4, ("flash_attn/cute/interface.py", "flash_attn/cute/__init__.py"),
+           ex.py_raises, "interface_check"),
+    Source("fa4-import", FA4, ("flash_attn/cute/*.py",), ex.py_imports, "import_missing"),
 )
-REMEDY = {"gpu_unsupported": "use SDPA (attn_implementation='sdpa') or eager on this GPU, or the "
-                             "flash-attn generation that supports its architecture",
-          "head_dim_unsupported": "a head dim this GPU supports, flash-attn >= 2.5.5 for head dim "
-                                  "256 backward on consumer GPUs, or SDPA",
-          "dtype_unsupported": "run attention in fp16 or bf16 (torch_dtype=torch.bfloat16)"}
+# Which messages are about the environment, and what they mean: (test on the text, category),
+# the first that matches wins. Shape and stride checks are the caller's bugs; a feature compiled
+# out of a build (FLASHATTENTION_DISABLE_*) is the builder's choice.
+SKIP = re.compile(r"sizes\(\)|stride|build does not support (?!headdim)|but queries have|"
+                  r"divisible by page_size|page_table\.shape")
+KINDS: Tuple[Tuple[str, str], ...] = (
+    (r"^No module named '\w+'$", "not_installed"),
+    (r"^No module named 'cutlass\.", "version_conflict"),  # a DSL older or newer than pinned
+    (r"GPU archs of|\bgfx\d|ROCm", "rocm"),
+    (r"[Oo]nly supported on CUDA \d|CUDA_HOME|MSVC is required", "build_toolchain"),
+    (r"Unsupported platform", "platform_unsupported"),
+    (r"head ?dim|headdim|head_size|head_dim", "head_dim_unsupported"),
+    (r"is_sm\d|Ampere|Hopper|Blackwell|compute capability|GPUs? or newer|\bSM ?\d{2,3}\b",
+     "gpu_unsupported"),
+    (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16|float16 or bfloat16|support fp8",
+     "dtype_unsupported"),
+)
+FACTS = (("head|hdim", "head_dim"), ("arch", "gpu_arch"), ("cc|capab|major", "compute_capability"),
+         ("dtype", "dtype"), ("version", "version"))
 
 
 def kind(text: str) -> Optional[str]:
@@ -40,78 +77,137 @@ def kind(text: str) -> Optional[str]:
     return None
 
 
-def checks(source: str) -> Iterable[Tuple[int, str]]:
-    """(line, printed form) of each environment-relevant check in one file's text."""
-    for number, line in enumerate(source.splitlines(), 1):
-        for m in CHECK.finditer(line):
-            cond, msg = " ".join(m["cond"].split()), m["msg"]
-            if "sizes()" in cond or "stride" in cond:
-                continue
-            printed = msg if msg else f"Expected {cond} to be true, but got false"
-            if kind(printed if msg else cond) is not None:
-                yield number, printed
+def relevant(source: Source, text: str) -> Iterator[Tuple[int, str]]:
+    """(line, printed) of each environment-relevant message in one file's text."""
+    for line, printed, cond in source.read(text):
+        if SKIP.search(cond) or SKIP.search(printed):
+            continue
+        if kind(cond if printed.startswith("Expected ") and cond in printed else printed):
+            yield line, printed
 
 
 def pattern(printed: str) -> str:
-    """A bounded regex for the printed form: literal text, runs of spaces flexible."""
-    return r"\s{1,4}".join(re.escape(word) for word in printed.split())
+    """A bounded regex for the printed form: literal words joined by a bounded gap, each
+    placeholder a named capture of bounded length (no nested quantifier)."""
+    out, seen = [], set()
+    pieces = re.split(r"(\{\w+\})", printed)
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            name = piece[1:-1]
+            while name in seen:
+                name += "_"
+            seen.add(name)
+            last = i == len(pieces) - 2 and not pieces[-1].strip()
+            out.append(f"(?P<{name}>\\S{{1,80}})" if last else f"(?P<{name}>[^\\n]{{1,120}}?)")
+        elif piece:
+            gap = r"\s{1,4}" if piece[:1].isspace() and i else ""
+            end = r"\s{1,4}" if piece[-1:].isspace() and i < len(pieces) - 1 else ""
+            out.append(gap + r"\s{1,4}".join(re.escape(w) for w in piece.split()) + end)
+    return "".join(out)
 
 
-def excerpts(git_dir: str) -> Dict[str, List[Tuple[str, int, str]]]:
-    """tag -> (path, line, printed) from the upstream repository."""
-    tags = subprocess.run(["git", "-C", git_dir, "tag"], capture_output=True, text=True,
-                          check=True).stdout.split()
-    out: Dict[str, List[Tuple[str, int, str]]] = {}
-    for tag in sorted((t for t in tags if TAG.match(t)), key=_order):
-        for path in FILES:
-            shown = subprocess.run(["git", "-C", git_dir, "show", f"{tag}:{path}"],
-                                   capture_output=True, text=True)
-            if shown.returncode == 0:
-                out.setdefault(tag, []).extend((path, n, p) for n, p in checks(shown.stdout))
+def captures(printed: str) -> Dict[str, str]:
+    """What each placeholder tells: head dim, compute capability, dtype, version, GPU arch."""
+    found = {}
+    for name in re.findall(r"\{(\w+)\}", printed):
+        fact = next((f for test, f in FACTS if re.search(test, name, re.I)), "value")
+        found[name] = fact
+    return found
+
+
+def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True)
+
+
+def excerpts(git_dir: str) -> Dict[str, List[Row]]:
+    """tag -> (source, path, line, printed) from the upstream repository; a printed form once
+    per source and tag."""
+    tags = _git(git_dir, "tag").stdout.split()
+    out: Dict[str, List[Row]] = {}
+    for tag in sorted(tags, key=order):
+        files = _git(git_dir, "ls-tree", "-r", "--name-only", tag).stdout.split()
+        for source in (s for s in SOURCES if re.match(s.tags, tag)):
+            seen = set()
+            for path in (f for p in source.paths for f in files if fnmatch(f, p)):
+                for line, printed in relevant(source, _git(git_dir, "show", f"{tag}:{path}").stdout):
+                    if source.name == "fa-csrc" or printed not in seen:
+                        seen.add(printed)
+                        out.setdefault(tag, []).append((source.name, path, line, printed))
     return out
 
 
-def _order(tag: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", tag))
+def order(tag: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", tag.removeprefix("fa4-")))
 
 
-def catalog(found: Dict[str, List[Tuple[str, int, str]]]) -> List[Dict[str, object]]:
-    entries: Dict[str, Dict[str, object]] = {}
-    for tag in sorted(found, key=_order):
-        for path, line, printed in found[tag]:
-            entry = entries.setdefault(printed, {
-                "id": f"fa-csrc-{len(entries) + 1:03d}", "printed": printed,
-                "pattern": pattern(printed), "location": f"Dao-AILab/flash-attention@{tag}:"
-                                                         f"{path}:{line}",
-                "first": tag, "last": tag, "mechanism": "flash_api_check",
-                "category": kind(printed), "remedy": REMEDY[str(kind(printed))]})
-            entry["last"] = tag
-    return list(entries.values())
+_order = order
 
 
-def write_excerpts(found: Dict[str, List[Tuple[str, int, str]]], path: Path) -> None:
-    """The extracted checks only (never the source files), each distinct set once."""
-    versions: List[List[List[object]]] = []
-    tags: Dict[str, int] = {}
-    for tag, rows in found.items():
-        listed = [list(row) for row in rows]
-        if listed not in versions:
-            versions.append(listed)
-        tags[tag] = versions.index(listed)
-    path.write_text(yaml.safe_dump({"versions": versions, "tags": tags}, width=200),
-                    encoding="utf-8")
+def _entry(source: Source, tag: str, path: str, line: int, printed: str,
+           number: int) -> Dict[str, object]:
+    category = str(kind(printed if not printed.startswith("Expected ") else printed[9:]))
+    entry: Dict[str, object] = {
+        "id": f"{source.name}-{number:03d}", "printed": printed, "pattern": pattern(printed),
+        "location": f"Dao-AILab/flash-attention@{tag}:{path}:{line}", "first": tag, "last": tag,
+        "mechanism": source.mechanism, "category": category}
+    if captures(printed):
+        entry["captures"] = captures(printed)
+    entry["remedy"] = ms.remedy(source.name, category)
+    return entry
 
 
-def read_excerpts(path: Path) -> Dict[str, List[Tuple[str, int, str]]]:
+def catalog(found: Dict[str, List[Row]]) -> List[Dict[str, object]]:
+    by_name = {s.name: s for s in SOURCES}
+    entries: Dict[Tuple[str, str], Dict[str, object]] = {}
+    counts: Dict[str, int] = {}
+    for tag in sorted(found, key=order):
+        for name, path, line, printed in found[tag]:
+            if (name, printed) not in entries:
+                counts[name] = counts.get(name, 0) + 1
+                entries[(name, printed)] = _entry(by_name[name], tag, path, line, printed,
+                                                  counts[name])
+            entries[(name, printed)]["last"] = tag
+    return [*entries.values(), *ms.other_entries()]
+
+
+def write_excerpts(found: Dict[str, List[Row]], path: Path) -> None:
+    """The extracted messages only (never the source files): each row once, with the runs of
+    tags (indexes into the sorted tag list) that have it."""
+    tags = sorted(found, key=order)
+    rows: Dict[Row, List[int]] = {}
+    for index, tag in enumerate(tags):
+        for row in found[tag]:
+            rows.setdefault(row, []).append(index)
+    listed = [[*row, _runs(indexes)] for row, indexes in rows.items()]
+    path.write_text(yaml.safe_dump({"tags": tags, "rows": listed}, width=200), encoding="utf-8")
+
+
+def _runs(indexes: List[int]) -> str:
+    runs: List[List[int]] = []
+    for i in indexes:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def read_excerpts(path: Path) -> Dict[str, List[Row]]:
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return {tag: [(str(a), int(b), str(c)) for a, b, c in loaded["versions"][index]]
-            for tag, index in loaded["tags"].items()}
+    tags: List[str] = loaded["tags"]
+    found: Dict[str, List[Row]] = {tag: [] for tag in tags}
+    for source, file, line, printed, runs in loaded["rows"]:
+        for run in str(runs).split(","):
+            first, _, last = run.partition("-")
+            for index in range(int(first), int(last or first) + 1):
+                found[tags[index]].append((str(source), str(file), int(line), str(printed)))
+    return found
 
 
-def render(found: Dict[str, List[Tuple[str, int, str]]]) -> str:
-    header = ("# Generated by tools/gen_messages.py from flash-attn's C++ API at every release "
-              "tag; do not edit.\n")
-    return header + yaml.safe_dump({"messages": catalog(found)}, sort_keys=False)
+def render(found: Dict[str, List[Row]]) -> str:
+    header = ("# Generated by tools/gen_messages.py from flash-attention at every release tag "
+              "and the sources in tools/message_sources.py; do not edit.\n")
+    return header + yaml.safe_dump({"messages": catalog(found)}, sort_keys=False, width=100)
 
 
 def main(argv: List[str]) -> None:

@@ -1,0 +1,59 @@
+"""data/messages.yaml loaded: each entry's bounded pattern, the cheap word that picks the lines
+it runs on, where it lives, the releases that print it, its category and what its captures
+state (read once)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Pattern, Tuple
+
+import yaml
+
+from fadoctor.report import Category
+
+_PACKAGED = Path(__file__).resolve().parent.parent / "data" / "messages.yaml"
+_SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "messages.yaml"
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    printed: str
+    pattern: Pattern[str]
+    needle: str
+    location: str
+    first: str
+    last: str
+    category: Category
+    captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
+
+    @property
+    def source(self) -> str:
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import."""
+        return self.id.rsplit("-", 1)[0]
+
+    @property
+    def printed_label(self) -> str:
+        what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
+                "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
+                "fa-setup": "flash-attn's setup.py"}.get(self.source, "flash-attn's own check")
+        return f"{what} \"{self.printed}\""
+
+
+def _needle(printed: str) -> str:
+    """The longest literal word, lower case: the cheap scan that picks the lines to match."""
+    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w]
+    return max(words, key=len).lower()
+
+
+@lru_cache(maxsize=1)
+def entries() -> Tuple[Entry, ...]:
+    path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))["messages"]
+    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"]),
+                       e["location"], e["first"], e["last"], Category(e["category"]),
+                       tuple((e.get("captures") or {}).items()))
+                 for e in loaded)

@@ -1,0 +1,136 @@
+"""The fix for each catalogued message, by its category and source, joined with the facts the
+report states and the message's captures (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.catalog_data import Entry
+from fadoctor.triage.context import Context
+
+FA2 = 'pip install "flash-attn>=2,<3" --no-build-isolation'
+# NVIDIA's CuTe DSL quick start (docs.nvidia.com/cutlass, pythonDSL/quick_start): the module
+# `cutlass` comes from the nvidia-cutlass-dsl wheel; flash_attn/cute/pyproject.toml at each fa4
+# beta declares it (with apache-tvm-ffi and quack-kernels).
+CUTE_DSL = "nvidia-cutlass-dsl"
+FA4_REQUIRES = (CUTE_DSL, "apache-tvm-ffi", "quack-kernels", "einops", "typing_extensions",
+                "torch-c-dlpack-ext")  # flash_attn/cute/pyproject.toml@fa4-v4.0.0.beta27
+
+
+def fa1(entry: Entry) -> bool:
+    return entry.last.startswith(("v0.", "v1."))
+
+
+def captured_cc(entry: Entry, values: Dict[str, str]) -> Optional[Version]:
+    """FA4 prints the arch as major*10+minor (121 for compute capability 12.1)."""
+    for name, fact in entry.captures:
+        raw = values.get(name, "").strip(".,:;")
+        if fact == "gpu_arch" and raw.isdigit() and 2 <= len(raw) <= 3:
+            return Version(f"{raw[:-1]}.{raw[-1]}")
+    return None
+
+
+def gpu(entry: Entry, cc: Optional[Version]) -> List[Remedy]:
+    found = [r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "
+                    'attn_implementation="sdpa" (or "eager"), which runs on any GPU.')]
+    ampere = cc is not None and Version("8.0") <= cc < Version("9.0")
+    if entry.source == "fa3" and (cc is None or ampere):
+        found.insert(0, Remedy(summary="FlashAttention-3 (hopper/, flash_attn_interface) runs on "
+                               "Hopper (sm90) only; on Ampere/Ada use flash-attn 2.x "
+                               "(flash_attn.flash_attn_func).", commands=[FA2]))
+    elif entry.source == "fa4" and ampere:
+        found.insert(0, Remedy(summary=f"flash-attn-4 at {entry.last} does not run on compute "
+                               f"capability {cc}; use flash-attn 2.x on Ampere/Ada.",
+                               commands=[FA2]))
+    elif fa1(entry) and (cc is None or cc >= Version("8.0")):
+        found.insert(0, Remedy(summary=f"The check is flash-attn 1.x's ({entry.first}..."
+                               f"{entry.last}); upgrade to flash-attn 2.x, which supports "
+                               "Ampere, Ada and Hopper.",
+                               commands=['pip install --upgrade "flash-attn>=2" '
+                                         "--no-build-isolation"]))
+    return found
+
+
+def head_dim(entry: Entry) -> List[Remedy]:
+    why = ("flash-attn 1.x's backward needs sm80 for head dim > 64; flash-attn 2.x supports "
+           "head dim up to 256 forward and backward (256 on consumer GPUs from 2.5.5): upgrade."
+           if fa1(entry) else "Head dim 256 backward on consumer GPUs (without dropout) works "
+           "from flash-attn 2.5.5: upgrade.")
+    if entry.source.startswith(("fa3", "fa4")):
+        why = (f"This head dim is outside what {entry.source.upper()} at {entry.last} compiles "
+               "(the message names the limits): use a supported head dim, or flash-attn 2.x "
+               "(head dim up to 256).")
+    lifted = Remedy(summary=why, commands=['pip install --upgrade "flash-attn>=2.5.5" '
+                                           "--no-build-isolation"])
+    return [lifted, r.sdpa("Or use SDPA for this head dim on this GPU.")]
+
+
+def dtype() -> List[Remedy]:
+    return [Remedy(summary="FlashAttention runs only in fp16 or bf16: load the model with "
+                   "torch_dtype=torch.bfloat16 (or float16), or set bf16=True / fp16=True in the "
+                   "trainer, and keep the attention inputs in that dtype (autocast).")]
+
+
+def rocm(values: Dict[str, str]) -> List[Remedy]:
+    archs = values.get("archs", "this GPU's gfx arch")
+    return [Remedy(summary=f"flash-attn's composable_kernel build accepts only the gfx archs its "
+                   f"setup.py lists (gfx90a, gfx942, gfx950 at v2.8.x), not {archs}. Use its "
+                   "Triton AMD backend (README: FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE), or SDPA.",
+                   commands=['FLASH_ATTENTION_TRITON_AMD_ENABLE="TRUE" pip install flash-attn '
+                             "--no-build-isolation"]),
+            r.sdpa("Or use PyTorch SDPA on ROCm.")]
+
+
+def toolchain(ctx: Context, entry: Entry) -> List[Remedy]:
+    floor = re.search(r"CUDA (\d+(?:\.\d+)?)", entry.printed)
+    stated = f" (the report states nvcc {ctx.nvcc})" if ctx.nvcc is not None else ""
+    found = [Remedy(summary=f"The nvcc that setup.py found is older than CUDA "
+                    f"{floor.group(1) if floor else 'the floor'}{stated}: install a CUDA toolkit "
+                    "at or above it and point CUDA_HOME at it before building, or install a "
+                    "prebuilt wheel.", commands=[r.REVEAL_TORCH, "nvcc -V"])]
+    wheel = r.exact_wheel(ctx) if entry.source.startswith("fa-") else None
+    return [*([wheel] if wheel else []), *found]
+
+
+def platform() -> List[Remedy]:
+    return [Remedy(summary="flash-attn's setup.py builds on Linux (and Windows in later 2.x); "
+                   "run on Linux or WSL2, or use SDPA."),
+            r.sdpa("Or use PyTorch SDPA, which needs no flash-attn.")]
+
+
+def imports(entry: Entry) -> List[Remedy]:
+    module = entry.printed.split("'")[1]
+    if module.split(".")[0] == "cutlass":
+        verb = "is missing" if "." not in module else "lacks this module (another version)"
+        return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports {module} from "
+                       f"the CuTe DSL, {CUTE_DSL}, which {verb}: install the version "
+                       "flash-attn-4 declares (its dependencies).",
+                       commands=[f'pip install --upgrade flash-attn-4 "{CUTE_DSL}"'])]
+    return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports {module}, one of "
+                   f"its declared dependencies ({', '.join(FA4_REQUIRES)} in "
+                   "flash_attn/cute/pyproject.toml): install flash-attn-4 with its dependencies.",
+                   commands=[f"pip install {module.replace('_', '-')}"
+                             if module in {"einops", "typing_extensions"} else
+                             "pip install --upgrade flash-attn-4"])]
+
+
+def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, str],
+              cc: Optional[Version]) -> List[Remedy]:
+    if category == Category.GPU_UNSUPPORTED:
+        return gpu(entry, cc)
+    if category == Category.HEAD_DIM_UNSUPPORTED:
+        return head_dim(entry)
+    if category == Category.ROCM:
+        return rocm(values)
+    if category == Category.BUILD_TOOLCHAIN:
+        return toolchain(ctx, entry)
+    if category == Category.PLATFORM_UNSUPPORTED:
+        return platform()
+    if category in (Category.NOT_INSTALLED, Category.VERSION_CONFLICT):
+        return imports(entry)
+    return dtype()

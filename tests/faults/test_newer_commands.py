@@ -292,6 +292,8 @@ def test_a_config_that_cannot_be_a_model_is_bad_input(tmp_path: Path, config: Di
     (["check", "--facts", str(FACTS), "--model", "llama-3.1-8b", "--model-plan", "lora_r=0"],
      ["lora_r"]),
     (["check", "--facts", str(FACTS), "--model-plan", "batch=2"], ["--model"]),
+    (["check", "--facts", str(FACTS), "--model", "llama-3.1-8b", "--model-plan",
+      "batch=1,batch=2"], ["batch", "twice"]),
     (["bench", "--timeout", "inf"], ["--timeout"]),
     (["check", "--python", ""], ["--python"]),
     (["bench", "--python", ""], ["--python"]),

@@ -57,6 +57,8 @@ def parse_plan(text: Optional[str]) -> TrainingPlan:
         key = key.strip().replace("-", "_")
         if key not in PLAN_KEYS:
             raise UsageError(f"--model-plan {key!r}: keys are {', '.join(PLAN_KEYS)}")
+        if key in values:  # "batch=1,batch=2": which one was meant is not ours to guess
+            raise UsageError(f"--model-plan {key!r} is given twice")
         values[key] = tuple(value.split("+")) if key == "lora_targets" else value.strip()
     try:
         return TrainingPlan.model_validate(values)

@@ -39,6 +39,7 @@ class Tried:
     torch_after: Optional[str] = None
     unreachable: List[str] = field(default_factory=list)
     new: List[str] = field(default_factory=list)
+    still: str = ""  # the finding's message after the remedy, when it stayed
     tail: str = ""
 
 
@@ -241,6 +242,7 @@ def paste(tried: Tried, env: Path, before: Dict[Key, Dict[str, Any]], work: Path
     tried.new = [f"{c} {s}" for c, s in after if (c, s) not in before]
     key = (tried.check, tried.subject)
     tried.fixed = key not in after if key in before else bool(gone) and not tried.new
+    tried.still = after[key]["message"] if key in after else ""
 
 
 def plan_commands(python: str, *extra: str) -> List[str]:

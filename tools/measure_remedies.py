@@ -222,8 +222,9 @@ def paste(tried: Tried, env: Path, before: Dict[Key, Dict[str, Any]], work: Path
     """Run tried.commands in a bash with the env inactive, then check again."""
     python = str(env / "bin" / "python")
     tried.unreachable = unreachable(tried.commands)
-    missing = sorted({c.split()[0] for c in tried.commands if not shutil.which(c.split()[0])
-                      and not c.startswith("/")})
+    path = shell_env(work)["PATH"]
+    missing = sorted({c.split()[0] for c in tried.commands
+                      if not shutil.which(c.split()[0], path=path) and not c.startswith("/")})
     if tried.unreachable or missing or not tried.commands:
         tried.tail = f"needs {', '.join(missing)}, not on this machine" if missing else (
             "" if tried.commands else "no commands printed")
@@ -307,7 +308,10 @@ def totals(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
     for kind in ("remedy", "plan"):
         tries = [t for r in results for t in r["tries"] if (t["check"] == "plan") == (kind == "plan")]
         run = [t for t in tries if t["ran"] is not None]
-        out[kind] = {"printed": len(tries), "needs_unreachable_source": len(tries) - len(run),
+        out[kind] = {"printed": len(tries),
+                     "needs_unreachable_source": sum(bool(t["unreachable"]) for t in tries),
+                     "needs_what_is_not_here": sum(t["tail"].startswith("needs ") for t in tries),
+                     "no_commands": sum(t["tail"] == "no commands printed" for t in tries),
                      "run": len(run), "ran": sum(bool(t["ran"]) for t in run),
                      "fixed": sum(bool(t["fixed"]) for t in run),
                      "torch_moved": sum(t["torch_before"] != t["torch_after"] for t in run)}

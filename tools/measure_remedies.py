@@ -312,6 +312,7 @@ def totals(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
                      "needs_unreachable_source": sum(bool(t["unreachable"]) for t in tries),
                      "needs_what_is_not_here": sum(t["tail"].startswith("needs ") for t in tries),
                      "no_commands": sum(t["tail"] == "no commands printed" for t in tries),
+                     "distinct": len({(t["scenario"], *t["commands"]) for t in tries}),
                      "run": len(run), "ran": sum(bool(t["ran"]) for t in run),
                      "fixed": sum(bool(t["fixed"]) for t in run),
                      "torch_moved": sum(t["torch_before"] != t["torch_after"] for t in run)}

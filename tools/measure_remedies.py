@@ -186,9 +186,9 @@ def _twice(python: str, work: Path) -> None:
     (site / "old-target.pth").write_text("old_target\n", encoding="utf-8")
 
 
-def _uv_vision(python: str, work: Path) -> None:
-    _must([_uv(), "pip", "install", "-q", "--python", python, "--no-deps",
-           "torchvision==0.19.0"])
+def _uv_installs(*requirements: str) -> Callable[[str, Path], None]:
+    return lambda python, work: _must([_uv(), "pip", "install", "-q", "--python", python,
+                                       "--no-deps", *requirements])
 
 
 def _installs(*requirements: str) -> Callable[[str, Path], None]:
@@ -201,7 +201,8 @@ SCENARIOS: Dict[str, Tuple[Callable[[str, Path], None], bool]] = {
     "fa2-without-extension": (_fa2_without_extension, False),
     "torchvision-for-another-torch": (_installs("torchvision==0.19.0"), False),
     "flash-attn-4-without-cutlass-dsl": (_installs("flash-attn-4==4.0.0b36"), False),
-    "no-pip-uv-torchvision": (_uv_vision, True),
+    "no-pip-uv-torchvision": (_uv_installs("torchvision==0.19.0"), True),
+    "no-pip-uv-flash-attn-4": (_uv_installs("flash-attn-4==4.0.0b36"), True),
     "stray-nvidia-runtime": (_installs("nvidia-cuda-runtime-cu12==12.4.127"), False),
     "torchaudio-for-another-torch": (_installs("torchaudio==2.4.0"), False),
     "xformers-for-another-torch": (_installs("xformers==0.0.28.post1"), False),

@@ -38,6 +38,7 @@ class Tried:
     torch_before: Optional[str] = None
     torch_after: Optional[str] = None
     unreachable: List[str] = field(default_factory=list)
+    missing: List[str] = field(default_factory=list)  # programs this machine lacks (nvidia-smi)
     new: List[str] = field(default_factory=list)
     still: str = ""  # the finding's message after the remedy, when it stayed
     tail: str = ""
@@ -224,11 +225,12 @@ def paste(tried: Tried, env: Path, before: Dict[Key, Dict[str, Any]], work: Path
     python = str(env / "bin" / "python")
     tried.unreachable = unreachable(tried.commands)
     path = shell_env(work)["PATH"]
-    missing = sorted({c.split()[0] for c in tried.commands
-                      if not shutil.which(c.split()[0], path=path) and not c.startswith("/")})
-    if tried.unreachable or missing or not tried.commands:
-        tried.tail = f"needs {', '.join(missing)}, not on this machine" if missing else (
-            "" if tried.commands else "no commands printed")
+    tried.missing = sorted({c.split()[0] for c in tried.commands
+                            if not shutil.which(c.split()[0], path=path)
+                            and not c.startswith("/")})
+    if tried.unreachable or tried.missing or not tried.commands:
+        tried.tail = f"needs {', '.join(tried.missing)}, not on this machine" \
+            if tried.missing else ("" if tried.commands else "no commands printed")
         return
     restore(env)
     tried.torch_before = torch_of(python)
@@ -311,8 +313,8 @@ def totals(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
         run = [t for t in tries if t["ran"] is not None]
         out[kind] = {"printed": len(tries),
                      "needs_unreachable_source": sum(bool(t["unreachable"]) for t in tries),
-                     "needs_what_is_not_here": sum(t["tail"].startswith("needs ") for t in tries),
-                     "no_commands": sum(t["tail"] == "no commands printed" for t in tries),
+                     "needs_what_is_not_here": sum(bool(t["missing"]) for t in tries),
+                     "no_commands": sum(not t["commands"] for t in tries),
                      "distinct": len({(t["scenario"], *t["commands"]) for t in tries}),
                      "run": len(run), "ran": sum(bool(t["ran"]) for t in run),
                      "fixed": sum(bool(t["fixed"]) for t in run),

@@ -5,12 +5,15 @@ proven in a throwaway copy, takes the finding away; the target's files stay byte
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Dict
 
 import pytest
+from tests.helpers.broken import requires_torch
 
 from fadoctor.cli.verify import check_copy
 from fadoctor.fix.verify import render_verified, run_line, verify
@@ -75,3 +78,21 @@ def test_a_failing_command_is_shown_with_its_output(tmp_path: Path) -> None:
     assert ran.returncode == 3
     slow = run_line(f"{sys.executable} -c 'import time; time.sleep(5)'", tmp_path, 0.5)
     assert slow.returncode is None and "ran past" in slow.tail
+
+
+@requires_torch
+def test_verify_holds_the_copy_against_a_full_check_of_the_target(tmp_path: Path) -> None:
+    """`fix` reads torch statically; --verify used to hold those facts against a full check of
+    the copy, and said torch moved (2.13.0+cpu 'from its files' -> 2.13.0+cpu) and called the
+    findings only a full check makes new. The plan's install fails at once here (no pip in the
+    env, no index): nothing moved, nothing new."""
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True)
+    purelib = _site(env / "bin" / "python")
+    (purelib / "torch_here.pth").write_text(sysconfig.get_paths()["purelib"] + "\n",
+                                            encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "fadoctor", "fix", "--python",
+                           str(env / "bin" / "python"), "--verify"], capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "PIP_NO_INDEX": "1"})
+    assert done.returncode == 1, done.stdout + done.stderr  # its install cannot run here
+    assert "torch unmoved" in done.stdout and "  new: " not in done.stdout, done.stdout

@@ -71,7 +71,7 @@ def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], 
     if facts is None or not installer.known:
         raise UsageError("--verify and --apply need the environment itself: drop --no-detect")
     if actions.verify:
-        code = verify_plan(facts, plan, installer)
+        code = verify_plan(plan, installer)
         if code != ExitCode.OK or not actions.apply:
             return code
     if not actions.apply:
@@ -84,14 +84,15 @@ def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], 
     return ExitCode.OK if all(r.returncode == 0 for r in ran) else ExitCode.PROBLEMS
 
 
-def verify_plan(facts: Facts, plan: Plan, installer: Installer) -> int:
-    from fadoctor.evaluate import evaluate
+def verify_plan(plan: Plan, installer: Installer) -> int:
     from fadoctor.fix.render import plan_into
     from fadoctor.fix.verify import render_verified, verify
-    from fadoctor.matrix import load_matrix
     from fadoctor.safety.inert import visible
 
-    before = evaluate(facts, load_matrix())
+    # The target checked as the copy will be: `fix`'s own facts are static (torch read from its
+    # files), and held against a full check of the copy they showed torch as moved and the
+    # findings only a full check makes as new.
+    before = check_copy(installer.python)
     done = verify(installer.python, installer,
                   lambda mine: plan_into(plan, mine).best.commands, check_copy, before)
     sys.stdout.write(visible(render_verified(done)))

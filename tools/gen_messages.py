@@ -1,11 +1,11 @@
 """Generate data/messages.yaml: the environment-relevant messages flash-attention prints, read
 from the upstream repository at every release tag (FA 0.x-2.x C++ API, setup.py and interfaces;
-hopper/ (FA3); flash_attn/cute/ (FA4) at every fa4 beta), each with its printed form, a bounded
-pattern whose captures are the placeholders, where it lives, the releases that print it, its
-category and the fix. Run: python tools/gen_messages.py GIT_DIR [--excerpts OUT.yaml]
-(or --from-excerpts FILE to re-derive offline); --wrappers FILE [NAME=GIT_DIR ...] adds the
-wrappers of tools/wrapper_sources.py (read from NAME's repository, recorded in FILE). Sources other than flash-attention are listed in
-tools/message_sources.py with their citations."""
+hopper/ (FA3); flash_attn/cute/ (FA4) at every fa4 beta) and those its wrappers print about it,
+each with its printed form, a bounded pattern whose captures are the placeholders, where it lives,
+the releases that print it, its category and the fix. Run: python tools/gen_messages.py GIT_DIR
+[--excerpts OUT.yaml] (or --from-excerpts FILE to re-derive offline); --wrappers FILE
+[NAME=GIT_DIR ...] adds the wrappers of tools/wrapper_sources.py (read from NAME's repository,
+recorded in FILE). Other sources are listed in tools/message_sources.py with their citations."""
 
 from __future__ import annotations
 

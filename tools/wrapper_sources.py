@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import yaml
-
 import message_extract as ex
+import yaml
 
 Range = Tuple[str, str]  # the lowest and highest flash-attn a wrapper accepts
 

@@ -89,7 +89,7 @@ def test_every_wrapper_message_at_every_tag_is_catalogued() -> None:
     tags = recorded["tags"]
     assert tags[0] == "v0.0.2" and tags[-1] == "v0.0.35" and len(tags) >= 50
     by_text = {e.printed: e for e in entries() if e.source == "xformers"}
-    for path, line, printed, runs in recorded["rows"]:
+    for _, line, printed, runs in recorded["rows"]:
         entry = by_text[printed]
         for tag in ws._tags(tags, runs):
             assert ws.order(entry.first) <= ws.order(tag) <= ws.order(entry.last), (tag, line)

@@ -42,7 +42,7 @@ class Entry:
         what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
-                "xformers": "xformers' check of the flash-attn it imports"}.get(self.source, "flash-attn's own check")
+                "xformers": "xformers' flash-attn check"}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
@@ -59,5 +59,6 @@ def entries() -> Tuple[Entry, ...]:
     return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
-                       tuple(tuple(str(v) for v in a) for a in e.get("accepts") or ()))  # type: ignore[misc]
+                       tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
+                             for a in e.get("accepts") or ()))
                  for e in loaded)

@@ -22,6 +22,7 @@ from fadoctor.triage.mech_catalog import entries
 
 ROOT = Path(__file__).resolve().parents[2]
 EXCERPTS = ROOT / "tests" / "fixtures" / "messages_excerpts.yaml"
+WRAPPED = ROOT / "tests" / "fixtures" / "wrapper_excerpts.yaml"
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 
 
@@ -42,7 +43,7 @@ def recorded() -> Dict[str, List[Tuple[str, str, int, str]]]:
 
 def test_the_catalog_is_what_the_generator_derives(recorded: Dict[str, List[Tuple[str, str, int, str]]]
                                                    ) -> None:
-    rendered = _tool("gen_messages").render(recorded)
+    rendered = _tool("gen_messages").render(recorded, _tool("wrapper_sources").load(WRAPPED))
     assert rendered == (ROOT / "data" / "messages.yaml").read_text(encoding="utf-8")
 
 
@@ -78,6 +79,35 @@ def test_patterns_are_bounded() -> None:
         rest = _CAPTURE.sub("", entry.pattern.pattern)
         assert "(" not in rest.replace(r"\(", ""), entry.id
         assert entry.pattern.search(_example(entry.printed)), entry.id
+
+
+def test_every_wrapper_message_at_every_tag_is_catalogued() -> None:
+    """xformers' flash-attn check, read at each of its release tags: every recorded printed form
+    is an entry whose release range holds the tag, and each accepted range is kept."""
+    ws = _tool("wrapper_sources")
+    recorded = ws.load(WRAPPED)["xformers"]
+    tags = recorded["tags"]
+    assert tags[0] == "v0.0.2" and tags[-1] == "v0.0.35" and len(tags) >= 50
+    by_text = {e.printed: e for e in entries() if e.source == "xformers"}
+    for _, line, printed, runs in recorded["rows"]:
+        entry = by_text[printed]
+        for tag in ws._tags(tags, runs):
+            assert ws.order(entry.first) <= ws.order(tag) <= ws.order(entry.last), (tag, line)
+    accepts = {a for e in by_text.values() for a in e.accepts}
+    assert {(low, high) for _, _, low, high in accepts} == {
+        (low, high) for low, high, _ in recorded["accepts"]}
+    assert ("v0.0.30", "v0.0.30", "2.7.1", "2.7.4") in accepts
+
+
+def test_xformers_range_gets_the_pinned_release_and_an_accepting_xformers(matrix: Matrix) -> None:
+    text = ("GPU 0: NVIDIA GeForce RTX 4090\nImportError: Requires Flash-Attention version "
+            ">=2.7.1,<=2.7.4 but got 2.8.0.post2.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    commands = [c for r in top.remedies for c in r.commands]
+    assert "python -m pip install flash-attn==2.7.4 --no-build-isolation" in commands
+    # the newest release whose check accepts 2.8.0.post2: v0.0.35 (>=2.7.1,<=2.8.4)
+    assert any("xformers==0.0.35" in c for c in commands)
 
 
 @pytest.mark.parametrize("entry", entries(), ids=[e.id for e in entries()])

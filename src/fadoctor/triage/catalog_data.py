@@ -29,17 +29,20 @@ class Entry:
     last: str
     category: Category
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
+    # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
+    accepts: Tuple[Tuple[str, str, str, str], ...] = ()
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers."""
         return self.id.rsplit("-", 1)[0]
 
     @property
     def printed_label(self) -> str:
         what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
-                "fa-setup": "flash-attn's setup.py"}.get(self.source, "flash-attn's own check")
+                "fa-setup": "flash-attn's setup.py",
+                "xformers": "xformers' flash-attn check"}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
@@ -55,5 +58,7 @@ def entries() -> Tuple[Entry, ...]:
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))["messages"]
     return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
-                       tuple((e.get("captures") or {}).items()))
+                       tuple((e.get("captures") or {}).items()),
+                       tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
+                             for a in e.get("accepts") or ()))
                  for e in loaded)

@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
+from fadoctor.triage import wrapper_remedies
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
 
@@ -131,6 +132,8 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
         return toolchain(ctx, entry)
     if category == Category.PLATFORM_UNSUPPORTED:
         return platform()
+    if entry.source in wrapper_remedies.WRAPPERS:
+        return wrapper_remedies.for_entry(ctx, entry, values)
     if category in (Category.NOT_INSTALLED, Category.VERSION_CONFLICT):
         return imports(entry)
     return dtype()

@@ -1,0 +1,156 @@
+"""The projects that wrap flash-attention and the messages they print about it, read from their
+release tags: which files, which messages, their category, and the facts recorded beside them
+(the flash-attn range xformers accepts at each tag), for tools/gen_messages.py."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import message_extract as ex
+import yaml
+
+Range = Tuple[str, str]  # the lowest and highest flash-attn a wrapper accepts
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    name: str  # the id prefix
+    repo: str  # owner/name upstream
+    tags: str  # its release tags (a regex)
+    paths: Tuple[str, ...]
+    keep: str  # a regex: the messages about flash-attention
+    category: str
+    remedy: str
+
+
+WRAPPERS = (
+    Wrapper("xformers", "facebookresearch/xformers", r"^v0\.0\.\d+(?:\.post\d+)?$",
+            ("xformers/ops/fmha/flash.py",), r"^Requires Flash[- ][Aa]ttention", "version_conflict",
+            "install the flash-attn release in the range xformers accepts, pinned exactly, or an "
+            "xformers release that accepts the flash-attn installed"),
+)
+# What a placeholder of a wrapper's message states (the first that matches its name wins).
+FACTS = (("VER_MIN", "version_min"), ("VER_LAST|VER_MAX", "version_max"), ("VERSION", "version"))
+
+
+def _version(node: Optional[ast.expr]) -> Optional[str]:
+    """(2, 5, 6) or parse_version("2.7.1") as a version string."""
+    if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
+        return ".".join(str(e.value) for e in node.elts if isinstance(e, ast.Constant))
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        return str(node.args[0].value)
+    return None
+
+
+def accepted(text: str) -> Optional[Range]:
+    """The FLASH_VER_MIN .. FLASH_VER_LAST range a file assigns, if it does."""
+    found: Dict[str, str] = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            value = _version(node.value)
+            if value and node.targets[0].id in ("FLASH_VER_MIN", "FLASH_VER_LAST"):
+                found[node.targets[0].id] = value
+    if len(found) < 2:
+        return None
+    return found["FLASH_VER_MIN"], found["FLASH_VER_LAST"]
+
+
+def order(tag: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", tag))
+
+
+def _git(git_dir: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True).stdout
+
+
+def read(wrapper: Wrapper, git_dir: str) -> Dict[str, object]:
+    """tags, rows (path, line, printed, tag runs) and accepted ranges (min, max, tag runs) of one
+    wrapper's repository: the messages only, never the files."""
+    tags = sorted((t for t in _git(git_dir, "tag").split() if re.match(wrapper.tags, t)), key=order)
+    rows: Dict[Tuple[str, int, str], List[int]] = {}
+    ranges: Dict[Range, List[int]] = {}
+    for index, tag in enumerate(tags):
+        for path in wrapper.paths:
+            text = _git(git_dir, "show", f"{tag}:{path}")
+            seen = set()
+            for line, printed, _ in ex.py_raises(text):
+                if re.search(wrapper.keep, printed) and printed not in seen:
+                    seen.add(printed)
+                    rows.setdefault((path, line, printed), []).append(index)
+            span = accepted(text) if text else None
+            if span is not None:
+                ranges.setdefault(span, []).append(index)
+    return {"repo": wrapper.repo, "tags": tags,
+            "rows": [[*row, _runs(i)] for row, i in rows.items()],
+            "accepts": [[*span, _runs(i)] for span, i in ranges.items()]}
+
+
+def _runs(indexes: List[int]) -> str:
+    runs: List[List[int]] = []
+    for i in indexes:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def _tags(tags: List[str], runs: str) -> List[str]:
+    out: List[str] = []
+    for run in str(runs).split(","):
+        first, _, last = run.partition("-")
+        out += tags[int(first):int(last or first) + 1]
+    return out
+
+
+def load(path: Path) -> Dict[str, Dict[str, object]]:
+    loaded: Dict[str, Dict[str, object]] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+def write(recorded: Dict[str, Dict[str, object]], path: Path) -> None:
+    path.write_text(yaml.safe_dump(recorded, width=200), encoding="utf-8")
+
+
+def _captures(printed: str) -> Dict[str, str]:
+    return {name: next((f for test, f in FACTS if re.search(test, name)), "value")
+            for name in re.findall(r"\{(\w+)\}", printed)}
+
+
+def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dict[str, object]]:
+    """One catalog entry per wrapper and printed form, first and last tag that print it; the
+    accepted ranges as (first tag, last tag, min, max)."""
+    out: List[Dict[str, object]] = []
+    for wrapper in WRAPPERS:
+        data = recorded.get(wrapper.name)
+        if not data:
+            continue
+        tags = list(data["tags"])  # type: ignore[call-overload]
+        accepts = [[_tags(tags, runs)[0], _tags(tags, runs)[-1], low, high]
+                   for low, high, runs in data["accepts"]]  # type: ignore[attr-defined]
+        spans: Dict[str, Tuple[List[str], str, int]] = {}  # printed -> (tags, path, line)
+        for path, line, printed, runs in data["rows"]:  # type: ignore[attr-defined]
+            have, earlier = _tags(tags, runs), spans.get(printed)
+            spans[printed] = (sorted([*(earlier[0] if earlier else []), *have], key=order),
+                              *((earlier[1], earlier[2]) if earlier and
+                                order(earlier[0][0]) < order(have[0]) else (path, line)))
+        for number, (printed, (have, path, line)) in enumerate(
+                sorted(spans.items(), key=lambda s: order(s[1][0][0])), 1):
+            entry: Dict[str, object] = {
+                "id": f"{wrapper.name}-{number:03d}", "printed": printed,
+                "pattern": pattern(printed.rstrip(".")),  # type: ignore[operator]
+                "location": f"{wrapper.repo}@{have[0]}:{path}:{line}", "first": have[0],
+                "last": have[-1], "mechanism": "wrapper_check", "category": wrapper.category}
+            if _captures(printed):
+                entry["captures"] = _captures(printed)
+            entry["remedy"] = wrapper.remedy
+            if "{" in printed:
+                entry["accepts"] = [a for a in accepts
+                                    if order(have[0]) <= order(str(a[0])) <= order(have[-1])]
+            out.append(entry)
+    return out

@@ -181,18 +181,8 @@ def write_excerpts(found: Dict[str, List[Row]], path: Path) -> None:
     for index, tag in enumerate(tags):
         for row in found[tag]:
             rows.setdefault(row, []).append(index)
-    listed = [[*row, _runs(indexes)] for row, indexes in rows.items()]
+    listed = [[*row, ex.tag_runs(indexes)] for row, indexes in rows.items()]
     path.write_text(yaml.safe_dump({"tags": tags, "rows": listed}, width=200), encoding="utf-8")
-
-
-def _runs(indexes: List[int]) -> str:
-    runs: List[List[int]] = []
-    for i in indexes:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
 
 
 def read_excerpts(path: Path) -> Dict[str, List[Row]]:
@@ -200,10 +190,8 @@ def read_excerpts(path: Path) -> Dict[str, List[Row]]:
     tags: List[str] = loaded["tags"]
     found: Dict[str, List[Row]] = {tag: [] for tag in tags}
     for source, file, line, printed, runs in loaded["rows"]:
-        for run in str(runs).split(","):
-            first, _, last = run.partition("-")
-            for index in range(int(first), int(last or first) + 1):
-                found[tags[index]].append((str(source), str(file), int(line), str(printed)))
+        for tag in ex.tags_in_runs(tags, runs):
+            found[tag].append((str(source), str(file), int(line), str(printed)))
     return found
 
 

@@ -139,3 +139,23 @@ def py_imports(text: str) -> Iterator[Tuple[int, str, str]]:
             top = module.split(".")[0]
             if top not in sys.stdlib_module_names and top not in {"flash_attn", "torch"}:
                 yield node.lineno, f"No module named '{module}'", module
+
+
+def tag_runs(indexes: List[int]) -> str:
+    """Tag indexes as runs ("0-4,7"): how the excerpt fixtures say which tags print a row."""
+    runs: List[List[int]] = []
+    for i in indexes:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
+
+
+def tags_in_runs(tags: List[str], runs: object) -> List[str]:
+    """The tags that runs written by `tag_runs` name, in order."""
+    out: List[str] = []
+    for run in str(runs).split(","):
+        first, _, last = run.partition("-")
+        out += tags[int(first):int(last or first) + 1]
+    return out

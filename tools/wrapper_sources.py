@@ -86,26 +86,8 @@ def read(wrapper: Wrapper, git_dir: str) -> Dict[str, object]:
             if span is not None:
                 ranges.setdefault(span, []).append(index)
     return {"repo": wrapper.repo, "tags": tags,
-            "rows": [[*row, _runs(i)] for row, i in rows.items()],
-            "accepts": [[*span, _runs(i)] for span, i in ranges.items()]}
-
-
-def _runs(indexes: List[int]) -> str:
-    runs: List[List[int]] = []
-    for i in indexes:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in runs)
-
-
-def _tags(tags: List[str], runs: str) -> List[str]:
-    out: List[str] = []
-    for run in str(runs).split(","):
-        first, _, last = run.partition("-")
-        out += tags[int(first):int(last or first) + 1]
-    return out
+            "rows": [[*row, ex.tag_runs(i)] for row, i in rows.items()],
+            "accepts": [[*span, ex.tag_runs(i)] for span, i in ranges.items()]}
 
 
 def load(path: Path) -> Dict[str, Dict[str, object]]:
@@ -131,11 +113,11 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
         if not data:
             continue
         tags = list(data["tags"])  # type: ignore[call-overload]
-        accepts = [[_tags(tags, runs)[0], _tags(tags, runs)[-1], low, high]
+        accepts = [[ex.tags_in_runs(tags, runs)[0], ex.tags_in_runs(tags, runs)[-1], low, high]
                    for low, high, runs in data["accepts"]]  # type: ignore[attr-defined]
         spans: Dict[str, Tuple[List[str], str, int]] = {}  # printed -> (tags, path, line)
         for path, line, printed, runs in data["rows"]:  # type: ignore[attr-defined]
-            have, earlier = _tags(tags, runs), spans.get(printed)
+            have, earlier = ex.tags_in_runs(tags, runs), spans.get(printed)
             spans[printed] = (sorted([*(earlier[0] if earlier else []), *have], key=order),
                               *((earlier[1], earlier[2]) if earlier and
                                 order(earlier[0][0]) < order(have[0]) else (path, line)))

@@ -9,6 +9,7 @@ recorded in FILE). Other sources are listed in tools/message_sources.py with the
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -118,7 +119,9 @@ def captures(printed: str) -> Dict[str, str]:
 
 
 def _git(git_dir: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True)
+    # check=True: a path that is no repository must stop the run, not write an empty catalog.
+    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True,
+                          check=True)
 
 
 def excerpts(git_dir: str) -> Dict[str, List[Row]]:
@@ -205,18 +208,28 @@ def render(found: Dict[str, List[Row]],
 
 
 def main(argv: List[str]) -> None:
-    root = Path(__file__).resolve().parents[1]
-    if argv[0] == "--from-excerpts":
-        found = read_excerpts(Path(argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source", help="GIT_DIR of flash-attention, or --from-excerpts FILE")
+    parser.add_argument("--excerpts", type=Path, help="write the excerpts read from GIT_DIR here")
+    parser.add_argument("--wrappers", type=Path, help="the wrappers' recorded excerpts (read, "
+                        "then written back with any NAME=GIT_DIR read anew)")
+    parser.add_argument("wrapper_dirs", nargs="*", metavar="NAME=GIT_DIR")
+    if argv[:1] == ["--from-excerpts"]:
+        argv = [f"--from-excerpts={argv[1]}", *argv[2:]] if len(argv) > 1 else argv
+    if argv and argv[0].startswith("--from-excerpts="):
+        recorded, args = Path(argv[0].split("=", 1)[1]), parser.parse_args(["-", *argv[1:]])
+        found = read_excerpts(recorded)
     else:
-        found = excerpts(argv[0])
-        if "--excerpts" in argv:
-            write_excerpts(found, Path(argv[argv.index("--excerpts") + 1]))
-    wrapped = ws.load(Path(argv[argv.index("--wrappers") + 1])) if "--wrappers" in argv else {}
-    for name, git_dir in (a.split("=", 1) for a in argv if "=" in a and not a.startswith("-")):
+        args = parser.parse_args(argv)
+        found = excerpts(args.source)
+        if args.excerpts is not None:
+            write_excerpts(found, args.excerpts)
+    wrapped = ws.load(args.wrappers) if args.wrappers is not None else {}
+    for name, git_dir in (a.split("=", 1) for a in args.wrapper_dirs):
         wrapped[name] = ws.read(next(w for w in ws.WRAPPERS if w.name == name), git_dir)
-    if "--wrappers" in argv:
-        ws.write(wrapped, Path(argv[argv.index("--wrappers") + 1]))
+    if args.wrappers is not None:
+        ws.write(wrapped, args.wrappers)
+    root = Path(__file__).resolve().parents[1]
     (root / "data" / "messages.yaml").write_text(render(found, wrapped), encoding="utf-8")
 
 

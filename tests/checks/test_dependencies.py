@@ -129,3 +129,30 @@ def test_no_module_triton_on_a_cpu_torch_is_blamed_on_torch(build: ModuleType,
     assert "triton comes with torch's CUDA builds" in found.message
     assert "einops" not in found.message and "cutlass" not in found.message
     assert any("torch==2.11.0+cu" in c for r in found.remedies for c in r.commands)
+
+
+def test_a_missing_requirement_on_a_cpu_torch_names_the_cuda_torch_too(build: ModuleType,
+                                                                        matrix: Matrix) -> None:
+    """flash-attn-4 without nvidia-cutlass-dsl over a CPU-only torch: installing the requirement
+    is the first step, and the finding says at once that the family then needs a CUDA torch (a
+    CPU build ships no triton), instead of leaving it to be found on the next check."""
+    fa4 = build.dist("flash-attn-4", FA4, SITE).model_copy(update={"requires": REQUIRES})
+    facts = build.facts(
+        build.host("3.12.3"),
+        packages=build.packages(build.dist("torch", "2.11.0+cpu", SITE),
+                                build.dist("einops", "0.8.1", SITE), fa4),
+        driver=build.driver("580.82.07", "13.0", [build.gpu("NVIDIA H200", "9.0")]),
+        torch=build.torch("2.11.0+cpu", None, None, [], cxx11_abi=True, site=SITE),
+        flash=[build.family(build.Family.FA4, FA4, build.import_failed(
+            build.failed(NO_CUTLASS, exception_type="ModuleNotFoundError")))])
+    found = finding(facts, matrix)
+    assert found.category == Category.NOT_INSTALLED
+    assert found.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.4.2'"]
+    then = [r for r in found.remedies if r.summary.startswith("Then flash-attn-4")]
+    assert then and any("torch==2.11.0+cu" in c for r in then for c in r.commands)
+
+
+def test_a_missing_requirement_on_a_cuda_torch_asks_for_no_other_torch(build: ModuleType,
+                                                                       matrix: Matrix) -> None:
+    found = finding(fa4_facts(build, "12.8"), matrix)
+    assert not any("CUDA build of torch" in r.summary for r in found.remedies)

@@ -63,7 +63,18 @@ def missing_dependency(fa: FlashAttention, diagnosis: Diagnosis, facts: Facts,
                 else Category.VERSION_CONFLICT)
     return Diagnosis(category, f"a module it imports, {module}, is missing: {who} requires "
                      f"{said}", {**diagnosis.details, "unmet": said}), \
-        [*_install(fa, dist, unmet, extras), sdpa_fallback("Meanwhile:")]
+        [*_install(fa, dist, unmet, extras), *_then_cuda_torch(who, facts, matrix),
+         sdpa_fallback("Meanwhile:")]
+
+
+def _then_cuda_torch(who: str, facts: Facts, matrix: Matrix) -> List[Remedy]:
+    """On a CPU-only torch the family fails again once its requirements are in (triton, its
+    kernels): the CUDA torch it also needs, said with the first remedy rather than found next."""
+    view = torch_view(facts)
+    if view is None or view.cuda or view.hip:
+        return []
+    return torch_variant_remedies(matrix, facts, f"Then {who} also needs a CUDA build of torch: "
+                                  f"torch {view.version} is CPU-only.")
 
 
 def declared_library(library: str, distribution: Optional[str], cause: Diagnosis,

@@ -123,6 +123,9 @@ def test_remedy_is_the_release_pinned_to_the_installed_torch(tmp_path: Path) -> 
                    if f.evidence.get("path") == vision.file.path)
     commands = [c for r in finding.remedies for c in r.commands]
     assert commands and "torchvision" in commands[0] and "torch==2.13.0+cpu" in commands[0]
+    # Whether such a release exists is not known offline: the remedies say what pip's refusal means.
+    assert any("ResolutionImpossible" in r.summary and "uninstall torchvision" in r.summary
+               and not r.commands for r in finding.remedies)
 
 
 def test_missing_symbols_are_ldd_r_s(tmp_path: Path) -> None:

@@ -53,11 +53,14 @@ def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: F
                         shell.name(dist or ""), requirement("torch", installed),
                         *index_args(installed or ""))]
 
+    # fadoctor cannot know offline whether such a release exists: say what pip's refusal means.
+    none_built = Remedy(summary=f"If pip answers ResolutionImpossible, no {dist} release is built "
+                        f"for torch {installed}: uninstall {dist}, or use a torch it was built for.")
     if wanted is not None and not wanted.contains(installed.split("+")[0], prereleases=True):
         return [remedy(f"{dist} {version} is built for torch{wanted} (its metadata requires "
                        f"torch{wanted}), but torch {installed} is installed: install the "
                        f"{dist} release made for this torch (pip picks it; torch stays).",
-                       another)]
+                       another), none_built]
     if diagnosis.category == Category.TORCH_CPU_ONLY:
         return [remedy(f"{dist} {version} is a CUDA build and torch {installed} is CPU-only: "
                        f"install {dist}'s CPU build for this torch, or a CUDA build of torch.",
@@ -65,4 +68,4 @@ def distribution_remedies(binary: BinaryAnalysis, diagnosis: Diagnosis, facts: F
                                         requirement(dist or "", version), *index_args(installed or ""))]
                        if "+" in (installed or "") else another())]
     return [remedy(f"Install the {dist} build made for this torch ({installed}) and its CUDA "
-                   "variant (pip picks the release; torch stays).", another)]
+                   "variant (pip picks the release; torch stays).", another), none_built]

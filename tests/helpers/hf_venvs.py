@@ -6,6 +6,7 @@ reuses them; a venv counts only once its install finished (its `ready` file)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -53,17 +54,39 @@ def venv_with(release: str) -> Path:
     requirements: Sequence[str] = RELEASES[release]
     venv = _root() / release
     python = venv / "bin" / "python"
-    if not (venv / "ready").is_file():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        _link(venv)
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet",
-                               "--disable-pip-version-check", *requirements],
-                              capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            text = done.stdout + done.stderr
-            if "No matching distribution" in text or "connection" in text.lower():
-                pytest.skip(f"cannot install {requirements} here: {text[-300:]}")
-            raise AssertionError(f"pip install {requirements} failed:\n{text[-2000:]}")
-        (venv / "ready").write_text(" ".join(requirements), encoding="utf-8")
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    # One builder at a time (test runs may share the cache), and a venv whose install was cut
+    # short after another run had marked it ready is built again, not trusted.
+    with open(venv.parent / f".{release}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (venv / "ready").is_file() or not _intact(python, requirements):
+            _build(venv, python, requirements)
     _link(venv)
     return python
+
+
+def _intact(python: Path, requirements: Sequence[str]) -> bool:
+    """Each pinned requirement is installed in the venv at its version (read from metadata)."""
+    pins = [r.split("==", 1) for r in requirements if "==" in r]
+    code = ("import importlib.metadata as m, sys; pins = sys.argv[1:]; "
+            "sys.exit(any(m.version(n) != v for n, v in zip(pins[::2], pins[1::2])))")
+    if not python.exists():
+        return False
+    done = subprocess.run([str(python), "-c", code, *(x for pin in pins for x in pin)],
+                          capture_output=True, text=True, timeout=120)
+    return done.returncode == 0
+
+
+def _build(venv: Path, python: Path, requirements: Sequence[str]) -> None:
+    """A fresh venv with `requirements` installed, marked ready only once pip succeeded."""
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+    _link(venv)
+    done = subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                           "--disable-pip-version-check", *requirements],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        text = done.stdout + done.stderr
+        if "No matching distribution" in text or "connection" in text.lower():
+            pytest.skip(f"cannot install {requirements} here: {text[-300:]}")
+        raise AssertionError(f"pip install {requirements} failed:\n{text[-2000:]}")
+    (venv / "ready").write_text(" ".join(requirements), encoding="utf-8")

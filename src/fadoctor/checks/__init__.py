@@ -6,7 +6,18 @@ import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Dict, Tuple
 
-from fadoctor.checks import binary, current, flash, hf, kernels, model, sdpa, system, torch_requires
+from fadoctor.checks import (
+    binary,
+    current,
+    flash,
+    flash_requires,
+    hf,
+    kernels,
+    model,
+    sdpa,
+    system,
+    torch_requires,
+)
 from fadoctor.checks.base import Check, Skip
 from fadoctor.checks.compile import check_compile
 
@@ -80,7 +91,7 @@ ALL_CHECKS: Tuple[Check, ...] = (
           "torch >= {fa3_min_torch}, FA4's Python >= {fa4_min_python}, and whether the release "
           "built wheels for this torch minor (if not, the installed copy was compiled and must be "
           "rebuilt after every torch upgrade).",
-          flash.check_requirements),
+          flash_requires.check_requirements),
     Check("FAD120", "sdpa-fallback", "PyTorch SDPA has a fast backend for this GPU",
           "Asks torch which scaled_dot_product_attention backends (flash, efficient, cudnn) "
           "accept a bf16 training shape on this GPU (torch.backends.cuda.can_use_*), with torch's "

@@ -39,13 +39,15 @@ WRAPPERS = (
             "xformers release that accepts the flash-attn installed"),
     # vLLM's fork: its tags v2.5.8.post1 .. v2.6.2 (2024) have none of these; the FA2/FA3/FA4
     # gates and the FA version check arrive on main from 2025-01.
-    Wrapper("vllm-fa", "vllm-project/flash-attention", "", ("vllm_flash_attn/flash_attn_interface.py",),
+    Wrapper("vllm-fa", "vllm-project/flash-attention", "",
+            ("vllm_flash_attn/flash_attn_interface.py",),
             r"^(?:FA\d is only supported on devices|Unsupported FA version)", "gpu_unsupported",
             "use the FA version vLLM's gate accepts on this GPU (vLLM's choice of FA version), "
             "another attention backend, or SDPA", history=True, gates=r"^_is_fa\d_supported$"),
 )
 # What a placeholder of a wrapper's message states (the first that matches its name wins).
-FACTS = (("fa_version", "fa_version"), ("VER_MIN", "version_min"), ("VER_LAST|VER_MAX", "version_max"), ("VERSION", "version"))
+FACTS = (("fa_version", "fa_version"), ("VER_MIN", "version_min"),
+         ("VER_LAST|VER_MAX", "version_max"), ("VERSION", "version"))
 
 
 def _version(node: Optional[ast.expr]) -> Optional[str]:

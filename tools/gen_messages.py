@@ -217,10 +217,10 @@ def main(argv: List[str]) -> None:
     if argv[:1] == ["--from-excerpts"]:
         argv = [f"--from-excerpts={argv[1]}", *argv[2:]] if len(argv) > 1 else argv
     if argv and argv[0].startswith("--from-excerpts="):
-        recorded, args = Path(argv[0].split("=", 1)[1]), parser.parse_args(["-", *argv[1:]])
+        recorded, args = Path(argv[0].split("=", 1)[1]), parser.parse_intermixed_args(["-", *argv[1:]])
         found = read_excerpts(recorded)
     else:
-        args = parser.parse_args(argv)
+        args = parser.parse_intermixed_args(argv)
         found = excerpts(args.source)
         if args.excerpts is not None:
             write_excerpts(found, args.excerpts)

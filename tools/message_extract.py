@@ -120,6 +120,24 @@ def py_raises(text: str) -> Iterator[Tuple[int, str, str]]:
             yield node.lineno, " ".join(_unescape(printed).split()), cond
 
 
+def py_reasons(text: str, function: str) -> Iterator[Tuple[int, str, str]]:
+    """(line, printed, function) of each `return False, "reason"` in the functions whose name
+    matches `function`: a support gate that hands its reason to a caller who prints it."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef) or not re.search(function, fn.name):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) \
+                    and len(node.value.elts) == 2:
+                printed = _py_text(node.value.elts[1])
+                if printed and printed.strip():
+                    yield node.lineno, " ".join(_unescape(printed).split()), fn.name
+
+
 def py_imports(text: str) -> Iterator[Tuple[int, str, str]]:
     """(line, printed, module) of each import of a module outside the standard library: Python
     prints `No module named '<module>'` when it is missing; one inside a try block is optional."""

@@ -26,6 +26,10 @@ class Wrapper:
     keep: str  # a regex: the messages about flash-attention
     category: str
     remedy: str
+    # read at the default branch's commits that change `paths` (oldest first), not at tags: the
+    # fork's release tags predate the messages kept
+    history: bool = False
+    gates: str = ""  # a regex: functions whose `return False, "reason"` reasons are messages
 
 
 WRAPPERS = (
@@ -33,9 +37,17 @@ WRAPPERS = (
             ("xformers/ops/fmha/flash.py",), r"^Requires Flash[- ][Aa]ttention", "version_conflict",
             "install the flash-attn release in the range xformers accepts, pinned exactly, or an "
             "xformers release that accepts the flash-attn installed"),
+    # vLLM's fork: its tags v2.5.8.post1 .. v2.6.2 (2024) have none of these; the FA2/FA3/FA4
+    # gates and the FA version check arrive on main from 2025-01.
+    Wrapper("vllm-fa", "vllm-project/flash-attention", "",
+            ("vllm_flash_attn/flash_attn_interface.py",),
+            r"^(?:FA\d is only supported on devices|Unsupported FA version)", "gpu_unsupported",
+            "use the FA version vLLM's gate accepts on this GPU (vLLM's choice of FA version), "
+            "another attention backend, or SDPA", history=True, gates=r"^_is_fa\d_supported$"),
 )
 # What a placeholder of a wrapper's message states (the first that matches its name wins).
-FACTS = (("VER_MIN", "version_min"), ("VER_LAST|VER_MAX", "version_max"), ("VERSION", "version"))
+FACTS = (("fa_version", "fa_version"), ("VER_MIN", "version_min"),
+         ("VER_LAST|VER_MAX", "version_max"), ("VERSION", "version"))
 
 
 def _version(node: Optional[ast.expr]) -> Optional[str]:
@@ -68,17 +80,32 @@ def _git(git_dir: str, *args: str) -> str:
     return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True).stdout
 
 
+def _points(wrapper: Wrapper, git_dir: str) -> List[str]:
+    """The release tags (or, for a history wrapper, the commits) to read, oldest first."""
+    if wrapper.history:
+        return _git(git_dir, "log", "--first-parent", "--reverse", "--format=%h", "--abbrev=12",
+                    "HEAD", "--", *wrapper.paths).split()
+    return sorted((t for t in _git(git_dir, "tag").split() if re.match(wrapper.tags, t)), key=order)
+
+
+def _messages(wrapper: Wrapper, text: str) -> List[Tuple[int, str]]:
+    found = [(line, printed) for line, printed, _ in ex.py_raises(text)]
+    if wrapper.gates:
+        found += [(line, printed) for line, printed, _ in ex.py_reasons(text, wrapper.gates)]
+    return found
+
+
 def read(wrapper: Wrapper, git_dir: str) -> Dict[str, object]:
     """tags, rows (path, line, printed, tag runs) and accepted ranges (min, max, tag runs) of one
     wrapper's repository: the messages only, never the files."""
-    tags = sorted((t for t in _git(git_dir, "tag").split() if re.match(wrapper.tags, t)), key=order)
+    tags = _points(wrapper, git_dir)
     rows: Dict[Tuple[str, int, str], List[int]] = {}
     ranges: Dict[Range, List[int]] = {}
     for index, tag in enumerate(tags):
         for path in wrapper.paths:
             text = _git(git_dir, "show", f"{tag}:{path}")
             seen = set()
-            for line, printed, _ in ex.py_raises(text):
+            for line, printed in _messages(wrapper, text):
                 if re.search(wrapper.keep, printed) and printed not in seen:
                     seen.add(printed)
                     rows.setdefault((path, line, printed), []).append(index)
@@ -112,17 +139,18 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
         data = recorded.get(wrapper.name)
         if not data:
             continue
-        tags = list(data["tags"])  # type: ignore[call-overload]
+        tags = [str(t) for t in data["tags"]]  # type: ignore[attr-defined]
+        rank = {tag: index for index, tag in enumerate(tags)}  # oldest first, tags or commits
         accepts = [[ex.tags_in_runs(tags, runs)[0], ex.tags_in_runs(tags, runs)[-1], low, high]
                    for low, high, runs in data["accepts"]]  # type: ignore[attr-defined]
         spans: Dict[str, Tuple[List[str], str, int]] = {}  # printed -> (tags, path, line)
         for path, line, printed, runs in data["rows"]:  # type: ignore[attr-defined]
             have, earlier = ex.tags_in_runs(tags, runs), spans.get(printed)
-            spans[printed] = (sorted([*(earlier[0] if earlier else []), *have], key=order),
+            spans[printed] = (sorted([*(earlier[0] if earlier else []), *have], key=rank.get),
                               *((earlier[1], earlier[2]) if earlier and
-                                order(earlier[0][0]) < order(have[0]) else (path, line)))
+                                rank[earlier[0][0]] < rank[have[0]] else (path, line)))
         for number, (printed, (have, path, line)) in enumerate(
-                sorted(spans.items(), key=lambda s: order(s[1][0][0])), 1):
+                sorted(spans.items(), key=lambda s: rank[s[1][0][0]]), 1):
             entry: Dict[str, object] = {
                 "id": f"{wrapper.name}-{number:03d}", "printed": printed,
                 "pattern": pattern(printed.rstrip(".")),  # type: ignore[operator]
@@ -131,8 +159,8 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
             if _captures(printed):
                 entry["captures"] = _captures(printed)
             entry["remedy"] = wrapper.remedy
-            if "{" in printed:
+            if "{" in printed and accepts:
                 entry["accepts"] = [a for a in accepts
-                                    if order(have[0]) <= order(str(a[0])) <= order(have[-1])]
+                                    if rank[have[0]] <= rank[str(a[0])] <= rank[have[-1]]]
             out.append(entry)
     return out

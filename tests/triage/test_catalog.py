@@ -112,6 +112,33 @@ def test_xformers_range_gets_the_pinned_release_and_an_accepting_xformers(matrix
     assert any("xformers==0.0.35" in c for c in commands)
 
 
+def test_every_vllm_flash_attn_gate_at_every_commit_is_catalogued() -> None:
+    """vllm_flash_attn's FA version gates, read at each commit of the fork's main that changes
+    flash_attn_interface.py (its release tags predate them): each recorded reason is an entry
+    whose range holds the commit."""
+    ws = _tool("wrapper_sources")
+    recorded = ws.load(WRAPPED)["vllm-fa"]
+    tags = [str(t) for t in recorded["tags"]]
+    assert len(tags) >= 19
+    by_text = {e.printed: e for e in entries() if e.source == "vllm-fa"}
+    assert any("excluding 8.6 and 8.9 and Blackwell" in p for p in by_text)
+    for _, line, printed, runs in recorded["rows"]:
+        entry = by_text[printed]
+        for tag in ws.ex.tags_in_runs(tags, runs):
+            assert tags.index(entry.first) <= tags.index(tag) <= tags.index(entry.last), (tag, line)
+
+
+def test_vllm_fa3_gate_on_ada_forces_fa2_before_sdpa(matrix: Matrix) -> None:
+    text = ("GPU 0: NVIDIA GeForce RTX 4090\nERROR Cannot use FA version 3 is not supported due to "
+            "FA3 is only supported on devices with compute capability >= 8 excluding 8.6 and 8.9 "
+            "and Blackwell archs (>=10)\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert top.evidence["catalog"].startswith("vllm-fa-")
+    assert top.remedies[0].commands == ["export VLLM_FLASH_ATTN_VERSION=2"]
+    assert "sdpa" in " ".join(r.summary for r in top.remedies[1:]).lower()
+
+
 @pytest.mark.parametrize("entry", entries(), ids=[e.id for e in entries()])
 def test_each_printed_form_gets_its_category(entry: object, matrix: Matrix) -> None:
     from fadoctor.triage.mech_catalog import Entry

@@ -34,7 +34,7 @@ class Entry:
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -42,7 +42,8 @@ class Entry:
         what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
-                "xformers": "xformers' flash-attn check"}.get(self.source, "flash-attn's own check")
+                "xformers": "xformers' flash-attn check",
+                "vllm-fa": "vllm_flash_attn's FA version gate"}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 

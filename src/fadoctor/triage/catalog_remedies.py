@@ -36,11 +36,34 @@ def captured_cc(entry: Entry, values: Dict[str, str]) -> Optional[Version]:
     return None
 
 
+# vLLM picks the FA version of its vllm_flash_attn (vllm-project/vllm@0fa99d44d842:
+# vllm/attention/utils/fa_utils.py:35-42: FA3 on compute capability 9.x when its gate passes, else
+# FA2; VLLM_FLASH_ATTN_VERSION overrides); vllm@001f69f8b52e:vllm/envs.py documents it ("2 or 3")
+# and VLLM_ATTENTION_BACKEND (TORCH_SDPA, FLASH_ATTN, XFORMERS, ROCM_FLASH, FLASHINFER, FLASHMLA).
+VLLM_SOURCE = "vllm-project/vllm@0fa99d44d842:vllm/attention/utils/fa_utils.py"
+
+
+def vllm_fa(entry: Entry) -> Remedy:
+    if entry.printed.startswith("FA2"):
+        return Remedy(summary=f"vllm_flash_attn's FA2 gate ({entry.location}) refuses GPUs below "
+                      "compute capability 8.0: choose another vLLM attention backend with "
+                      "VLLM_ATTENTION_BACKEND (vllm/envs.py lists TORCH_SDPA, XFORMERS, "
+                      "FLASHINFER among its values), or SDPA outside vLLM.")
+    return Remedy(summary=f"vLLM asked vllm_flash_attn for an FA version its gate refuses on "
+                  f"this GPU ({entry.location}, {entry.first}..{entry.last}); vLLM chooses the "
+                  f"version ({VLLM_SOURCE}) and VLLM_FLASH_ATTN_VERSION (2 or 3, vllm/envs.py) "
+                  "forces one: force FA2, or choose another attention backend with "
+                  "VLLM_ATTENTION_BACKEND.",
+                  commands=["export VLLM_FLASH_ATTN_VERSION=2"])
+
+
 def gpu(entry: Entry, cc: Optional[Version]) -> List[Remedy]:
     found = [r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "
                     'attn_implementation="sdpa" (or "eager"), which runs on any GPU.')]
     ampere = cc is not None and Version("8.0") <= cc < Version("9.0")
-    if entry.source == "fa3" and (cc is None or ampere):
+    if entry.source == "vllm-fa":
+        found.insert(0, vllm_fa(entry))
+    elif entry.source == "fa3" and (cc is None or ampere):
         found.insert(0, Remedy(summary="FlashAttention-3 (hopper/, flash_attn_interface) runs on "
                                "Hopper (sm90) only; on Ampere/Ada use flash-attn 2.x "
                                "(flash_attn.flash_attn_func).", commands=[FA2]))

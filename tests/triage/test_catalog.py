@@ -134,7 +134,10 @@ def test_vllm_fa3_gate_on_ada_forces_fa2_before_sdpa(matrix: Matrix) -> None:
             "and Blackwell archs (>=10)\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED
-    assert top.evidence["catalog"].startswith("vllm-fa-")
+    # The Blackwell wording, not the older text it starts with: the longest printed form wins.
+    [blackwell] = [e for e in entries() if e.source == "vllm-fa" and "Blackwell" in e.printed
+                   and e.printed.startswith("FA3")]
+    assert top.evidence["catalog"] == blackwell.id
     assert top.remedies[0].commands == ["export VLLM_FLASH_ATTN_VERSION=2"]
     assert "sdpa" in " ".join(r.summary for r in top.remedies[1:]).lower()
 

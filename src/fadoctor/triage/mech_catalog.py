@@ -21,11 +21,17 @@ CATALOGUED = NAMED + 20
 
 
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
+    """The entry whose printed form matches the longest text: one message's printed form can be
+    the prefix of a later release's longer one (vllm-flash-attn's FA3 gate gained "and Blackwell
+    archs"), and the longer is the one the report shows. Ties go to catalog order."""
+    best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
+    longest = -1
     for entry in entries():
         hit = ctx.first(entry.pattern, (entry.needle,))
-        if hit is not None:
-            return hit[0], entry, {k: v for k, v in hit[1].groupdict().items() if v}
-    return None
+        if hit is not None and len(hit[1].group(0)) > longest:
+            longest = len(hit[1].group(0))
+            best = hit[0], entry, {k: v for k, v in hit[1].groupdict().items() if v}
+    return best
 
 
 def _category(ctx: Context, entry: Entry) -> Category:

@@ -9,12 +9,13 @@ import sys
 import textwrap
 
 import pytest
+from tests.helpers.broken import requires_torch
 
 import fadoctor
 from fadoctor.errors import InputError, UsageError
 from fadoctor.report import Report, Status
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_torch]  # the examined torch is this interpreter's
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

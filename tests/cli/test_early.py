@@ -49,7 +49,7 @@ def test_what_it_reads_typer_reads_the_same(argv: List[str]) -> None:
     assert found.get("python") == parsed["python"]
     assert bool(found.get("static")) == parsed["static"]
     # What decides the collection besides: all left at typer's defaults.
-    assert (parsed["timeout"], parsed["extension"], parsed["kernels"], parsed["compile_"],
+    assert (parsed["timeout"], list(parsed["extension"]), parsed["kernels"], parsed["compile_"],
             parsed["facts_file"], parsed["distributed"], parsed["facts_dir"]) == \
         (None, [], None, False, None, False, None)
 

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 from tests.faults.conftest import Run, assert_error_line, assert_inert, base_environ, unchanged
+from tests.helpers.broken import requires_torch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RANK = FIXTURES / "ranks" / "rank-cpu.json"
@@ -119,7 +120,8 @@ def test_triage_costs_under_a_cpu_second_a_megabyte_of_hostile_lines() -> None:
     assert used < 1.0 * len(body) / (1 << 20) + 2.0, f"{used:.1f} CPU-s for {len(body)} bytes"
 
 
-@pytest.mark.parametrize("line", ["/a" * (1 << 19), "/a" * 999 + "\n"])
+# Short ids: a megabyte-long test id reaches the environment (PYTEST_CURRENT_TEST) and no child starts.
+@pytest.mark.parametrize("line", ["/a" * (1 << 19), "/a" * 999 + "\n"], ids=["one-line", "lines"])
 def test_a_megabyte_of_one_shape_costs_under_a_cpu_second(line: str) -> None:
     """One shape all through (a path with no site-packages in it took 31 CPU-s a MB: the
     interpreter's prefix was searched for from every '/' of it)."""
@@ -347,7 +349,8 @@ def test_the_rank_agent_refuses_an_out_it_cannot_write_at_once(tmp_path: Path, w
     assert time.monotonic() - started < 5  # before any probe (it was a traceback after them)
 
 
-@pytest.mark.parametrize("body", ["[" * 100000 + "]" * 100000, '{"a":' * 100000 + "1" + "}" * 100000])
+@pytest.mark.parametrize("body", ["[" * 100000 + "]" * 100000, '{"a":' * 100000 + "1" + "}" * 100000],
+                         ids=["lists", "objects"])
 def test_a_rollback_file_nested_too_deep_is_bad_input(tmp_path: Path, body: str) -> None:
     path = tmp_path / "rollback.json"
     path.write_text(body)
@@ -433,6 +436,7 @@ def _nothing_left(temp: Path, tag: str, wait: float = 10) -> None:
     assert list(temp.iterdir()) == []
 
 
+@requires_torch  # the rank agent's collective test and store need torch.distributed
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"])
 def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: str) -> None:
     import signal

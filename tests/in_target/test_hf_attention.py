@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
+from tests.helpers.broken import requires_torch
 from tests.helpers.hf_venvs import venv_with
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, requires_torch]  # the target needs a torch for FAD121
 
 
 def _check(python: Path, hf_home: Path) -> Dict[str, Any]:

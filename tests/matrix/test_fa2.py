@@ -11,6 +11,8 @@ from types import ModuleType
 from typing import Optional
 
 import pytest
+
+pytest.importorskip("tomllib", reason="the generators read pyproject.toml with tomllib (Python 3.11+)")
 from packaging.version import Version
 
 from fadoctor.matrix import Matrix

@@ -8,10 +8,13 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
 from packaging.version import Version
 
 from fadoctor.install.wheels import newest_release_with_wheel
 from fadoctor.matrix.load import load_matrix
+
+pytest.importorskip("tomllib", reason="the generators read pyproject.toml with tomllib (Python 3.11+)")
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP_FIELDS = ("readme_min_torch", "requires_python", "cuda_tag_rule", "min_nvcc",

@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import pytest
 from packaging.version import Version
 
 from fadoctor.matrix.load import load_matrix
+
+pytest.importorskip("tomllib", reason="the generators read pyproject.toml with tomllib (Python 3.11+)")
 
 ROOT = Path(__file__).resolve().parents[2]
 

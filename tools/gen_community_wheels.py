@@ -24,6 +24,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import generated_block
+
 REPO = "mjun0812/flash-attention-prebuild-wheels"
 MATRIX = Path(__file__).resolve().parents[1] / "data" / "compat_matrix.yaml"
 RELEASES: Dict[str, Tuple[str, str]] = {"2.8.3": ("fa2", "flash_attn"), "3.0.0": ("fa3", "flash_attn_3")}
@@ -67,12 +70,9 @@ def block(text: str, commit: str) -> List[str]:
 
 
 def splice(matrix: str, lines: List[str]) -> str:
-    begin = "# BEGIN GENERATED community_wheels: tools/gen_community_wheels.py writes this block"
-    end = "# END GENERATED community_wheels"
-    pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}\n", re.S | re.M)
-    if not pattern.search(matrix):
-        raise SystemExit(f"{MATRIX.name}: no '{begin}' ... '{end}' markers")
-    return pattern.sub(lambda _: "\n".join([begin, *lines, end]) + "\n", matrix)
+    return generated_block.splice(
+        matrix, "# BEGIN GENERATED community_wheels: tools/gen_community_wheels.py writes this block",
+        "# END GENERATED community_wheels", lines, MATRIX.name)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

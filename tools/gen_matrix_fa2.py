@@ -35,6 +35,7 @@ from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_fa4_betas as fa4_betas
+import generated_block
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference"
@@ -263,12 +264,9 @@ def generated(reference: Path, only: Optional[str] = None) -> Dict[str, List[str
 
 
 def splice(text: str, name: str, lines: List[str]) -> str:
-    begin = f"# BEGIN GENERATED {name}: tools/gen_matrix_fa2.py writes this block; edit the script"
-    end = f"# END GENERATED {name}"
-    pattern = re.compile(rf"^{re.escape(begin)}\n.*?^{re.escape(end)}\n", re.S | re.M)
-    if not pattern.search(text):
-        raise SystemExit(f"{MATRIX.name}: no '{begin}' ... '{end}' markers for {name}")
-    return pattern.sub(lambda _: "\n".join([begin, *lines, end]) + "\n", text)
+    return generated_block.splice(
+        text, f"# BEGIN GENERATED {name}: tools/gen_matrix_fa2.py writes this block; edit the script",
+        f"# END GENERATED {name}", lines, f"{MATRIX.name} ({name})")
 
 
 def main(argv: Optional[List[str]] = None) -> int:

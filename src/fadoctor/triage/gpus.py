@@ -10,12 +10,23 @@ from fadoctor.matrix import Matrix
 
 # GeForce series whose every model shares one compute capability on NVIDIA's CUDA GPUs pages
 # (torch_cuda_facts.md §3: "GTX 9xx (5.2)", "GTX 10xx ... (6.1)", "GeForce RTX 30xx" in the 8.6
-# row, every RTX 40xx model 8.9, every RTX 50xx model 12.0). Used only when the table has no row.
+# row, every RTX 40xx model 8.9, every RTX 50xx model 12.0; Turing's GeForce RTX 20xx and GTX
+# 16xx at 7.5 on the older cuda-gpus page, the source of the matrix's other 7.5 rows). Used only
+# when the table has no row.
 _SERIES = (
     (re.compile(r"\bGTX\s*9[5-8]0", re.I), "5.2"), (re.compile(r"\bGTX\s*10[5-8]0", re.I), "6.1"),
+    (re.compile(r"\bRTX\s*20[5-8]0", re.I), "7.5"), (re.compile(r"\bGTX\s*16[5-6]0", re.I), "7.5"),
     (re.compile(r"\bRTX\s*30[5-9]0", re.I), "8.6"), (re.compile(r"\bRTX\s*40[5-9]0", re.I), "8.9"),
     (re.compile(r"\bRTX\s*50[5-9]0", re.I), "12.0"))
 _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
+# A GeForce model by its number alone ("my 5090", "2x 4090", "3090 Ti", "4090 GPU"): only with a
+# word that makes it a GPU, never a bare number (a traceback's "line 3090", "4090MiB").
+_BARE = re.compile(
+    r"(?:\b(?:my|an?|on|with|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
+    r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:20[5-8]|30[5-9]|40[5-9]|50[5-9])0)(\s?Ti\b|\s?SUPER\b|D\b)?"
+    r"(\s+(?:GPUs?|cards?|graphics)\b)?(?![\w.%/:-])", re.I)
+_BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("20", "5678"), ("30", "56789"), ("40", "56789"),
+                                                 ("50", "56789")) for d in ds)
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
@@ -27,7 +38,8 @@ class GpuFinder:
         words = {g.name.split()[0].lower() for g in matrix.gpus}
         # Lines worth resolving: a model's first word (short ones only after a space).
         self.needles = tuple(sorted({w if len(w) > 2 else f" {w}" for w in words}
-                                    | {"nvidia", "rtx", "gtx", "tesla"}))
+                                    | {"nvidia", "rtx", "gtx", "tesla", "dgx"}
+                                    | set(_BARE_NEEDLES)))
         self.names = functools.lru_cache(maxsize=4096)(self._names)
 
     def _names(self, line: str) -> List[Tuple[str, Optional[str]]]:
@@ -35,10 +47,21 @@ class GpuFinder:
         spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:
             return [(spec.name, str(spec.cc))]
-        model = _MODEL.search(line)
+        model = _MODEL.search(line) or _bare(line)
         if model is None:
             return []
+        spec = self.matrix.gpu(model.group(0))  # a model named by its number alone
+        if spec is not None:
+            return [(spec.name, str(spec.cc))]
         for pattern, cc in _SERIES:
             if pattern.search(model.group(0)):
                 return [(model.group(0).strip(), cc)]
         return [(model.group(0).strip(), None)]
+
+
+def _bare(line: str) -> Optional[re.Match[str]]:
+    """The GeForce RTX model a line names by its number alone, with a GPU word beside it."""
+    for found in _BARE.finditer(line):
+        if found.group(0) != found.group(1):  # a word before or after, or Ti/SUPER/D
+            return _MODEL.search(f"GeForce RTX {found.group(1)}{found.group(2) or ''}")
+    return None

@@ -49,3 +49,21 @@ def test_a_bare_model_number_joins_the_arch_gate(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED
     assert "2080 Ti" in top.message and "7.5" in top.message
+
+
+def test_a_hip_build_for_a_gfx_arch_outside_the_ck_list_is_rocm(matrix: Matrix) -> None:
+    # written for this test: a composable_kernel build for an RDNA3 card, clang's closing line
+    text = ("Building wheel for flash-attn (setup.py)\n"
+            "csrc/composable_kernel/include/ck_tile/core/arch/arch.hpp:12:1: error: static "
+            "assertion failed\n1 error generated when compiling for gfx1100.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.ROCM
+    assert "gfx1100" in top.message and "gfx942" in top.message
+    said = " ".join(r.summary + " ".join(r.commands) for r in top.remedies).lower()
+    assert "sdpa" in said and "triton" in said
+
+
+def test_a_hip_build_error_on_a_listed_arch_is_not_blamed_on_the_arch(matrix: Matrix) -> None:
+    text = ("Building wheel for flash-attn (setup.py)\nerror: no member named 'x' in 'y'\n"
+            "1 error generated when compiling for gfx942.\n")
+    assert all(d.category != Category.ROCM for d in triage(text, matrix).diagnosis)

@@ -32,6 +32,11 @@ _HEAD_DIM = re.compile(r"head[ _]?dim(?:ension)?\s*(?:>|at most|is|must)?\s*(\d+
                        r"head_size that is a multiple of 8", re.I)
 _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|"
                    r"hipErrorNoBinaryForGpu|HIP error: invalid device function", re.I)
+# HIP clang's closing line of a failed device compile (llvm-project clang/lib/Frontend/
+# CompilerInstance.cpp, printDiagnosticStats:
+# "N errors generated when compiling for <target CPU>"): a build for a gfx arch outside every composable
+# kernel backend's list (setup.py's allowed archs, in the matrix) is the arch, not the code.
+_HIP_BUILD = re.compile(r"\berrors? generated when compiling for (gfx\w{2,8})")
 _GRAPH_BREAK = re.compile(r"[Gg]raph break|torch\._dynamo\.exc\.Unsupported|Dynamo does not know "
                           r"how to trace|PyCapsule\.(?:fwd|bwd|varlen_fwd)|hit config\."
                           r"(?:cache_size_limit|recompile_limit)")
@@ -212,13 +217,21 @@ def head_dim(ctx: Context) -> List[Signal]:
         details={"head_dim": found.group(1)} if found.group(1) else {})]
 
 
+def _ck_archs(ctx: Context) -> List[str]:
+    return sorted({a for b in ctx.matrix.rocm_backends if b.backend == "ck" for a in b.gpu_archs})
+
+
 def rocm(ctx: Context) -> List[Signal]:
     hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error"))
+    if hit is None:
+        built = ctx.first(_HIP_BUILD, ("generated when compiling for gfx",))
+        hit = built if built is not None and built[1].group(1) not in _ck_archs(ctx) \
+            and ctx.has("flash", "composable_kernel", "ck_tile") else None
     if hit is None:
         return []
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch", "rocm")])
-    ck = sorted({a for b in ctx.matrix.rocm_backends if b.backend == "ck" for a in b.gpu_archs})
+    ck = _ck_archs(ctx)
     triton = next((b for b in reversed(ctx.matrix.rocm_backends) if b.backend == "triton"), None)
     remedies: List[Remedy] = []
     if triton is not None:

@@ -47,7 +47,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks,
     mech_build.memory, mech_build.slow_build, mech_build.isolation, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
-    mech_build.python_headers, mech_build.wheel_tags, mech_build.local_pin,
+    mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_build.no_prebuilt_wheel, mech_build.build_failed,
     mech_wrappers.wrappers,
 )

@@ -42,6 +42,12 @@ _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\
 _ARCH = re.compile(r"Unsupported gpu architecture '(?:compute|sm)_(\d+)\w?'")
 _PYTHON_H = re.compile(r"Python\.h: No such file or directory")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
+# uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
+# IncompatibleTag::Platform): "The wheel is compatible with Linux (`linux_x86_64`), but you're on
+# Windows (`win_amd64`)".
+_UV_PLATFORM = re.compile(r"The (?:wheel|distribution) is compatible with ([^\n]{1,200}?), but "
+                          r"you're on [^\n`]{0,40}`([\w.]{1,40})`")
+_DRIVE_PATH = re.compile(r"(?<![\w])[A-Za-z]:\\")
 _LOCAL_PIN = re.compile(r"(?:Could not find a version that satisfies the requirement|No matching "
                         r"distribution found for) (flash[-_]attn[^\s+]{0,40}\+\S{1,80})", re.I)
 _GUESSED = re.compile(r"(?:Guessing wheel URL|Downloading|Raw wheel path)\W{0,5}\s*\S{0,200}?/"
@@ -247,6 +253,29 @@ def python_headers(ctx: Context) -> List[Signal]:
                            commands=[f"apt-get install python{py}-dev"]), _prebuilt(ctx)])]
 
 
+def _windows(ctx: Context) -> bool:
+    """The report's machine runs Windows: it says so, or its paths have drive letters."""
+    stated = str(ctx.seen.get("os") or "").lower()
+    return "windows" in stated or ctx.first(_DRIVE_PATH, (":\\",)) is not None
+
+
+def uv_platform(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_UV_PLATFORM, ("but you're on",))
+    if hit is None:
+        return []
+    wheel, here = re.findall(r"`([\w.]{1,40})`", hit[1].group(1)), hit[1].group(2)
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("python", "os")])
+    where = "Windows" if here.startswith("win") else here
+    return [Signal("uv_platform", Category.PLATFORM_UNSUPPORTED,
+                   f"uv refuses a wheel for {', '.join(wheel) or 'another platform'} on {where} "
+                   f"(`{here}`): flash-attn's own release wheels are Linux x86_64 only", quotes,
+                   NAMED, [Remedy(summary=f"Use a wheel built for {here} and this Python, torch "
+                                  "and CUDA, or build flash-attn from source on this machine "
+                                  "(on Windows: the MSVC build tools and a CUDA toolkit).",
+                                  commands=["fadoctor fix --print-pins"]),
+                           r.sdpa("Or run attention through PyTorch SDPA, which needs no wheel:")])]
+
+
 def wheel_tags(ctx: Context) -> List[Signal]:
     hit = ctx.first(_WHEEL_TAG, ("not a supported wheel",))
     if hit is None:
@@ -264,6 +293,16 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                        f"the wheel is for {python_tag} (Python {python_tag[2]}.{python_tag[3:]}), "
                        f"but the environment runs Python {have}", quotes, NAMED,
                        _python_wheel(ctx, name, python_tag, have))]
+    if platform == "win_amd64" and python_tag.startswith("cp") and _windows(ctx):
+        wanted = f"{python_tag[2]}.{python_tag[3:]}"
+        return [Signal("wheel_tag", Category.WRONG_WHEEL,
+                       f"pip refuses {name} on this Windows machine: the platform tag is right, so "
+                       f"its Python tag is not: the wheel is for {python_tag} (Python {wanted})",
+                       quotes, NAMED,
+                       [Remedy(summary=f"Install it with a Python {wanted} interpreter (a new "
+                               "environment), or take the wheel built for this interpreter's "
+                               "cpXY tag.", commands=[f"conda create -n fa python={wanted}"])],
+                       needs=[("the interpreter's version", "python -VV")])]
     if platform != "linux_x86_64" or (ctx.seen.get("machine") or "x86_64") != "x86_64":
         return [Signal("wheel_tag", Category.PLATFORM_UNSUPPORTED,
                        f"the wheel is for {platform}, which this machine is not: flash-attn "

@@ -36,6 +36,9 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
     # without ninja torch's builder compiles one file at a time (fadoctor's build_slow reads it)
     (r"Ninja is required to load C\+\+ extensions", "build_resources"),
 )
+# torch's own word that a message is harmless, or a wrapper whose cause is printed above it: these
+# only corroborate, and alone are a warning (weight: note)
+NOTES = r"shouldn't be a problem|^Error building extension"
 # cudaGetErrorString's strings that say something about this stack; torch prints them after
 # c10's "CUDA error: " (C10_CUDA_CHECK, below).
 CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
@@ -190,7 +193,8 @@ def entries(recorded: Dict[str, Dict[str, object]],
                 "id": f"{family}-{number:03d}", "printed": printed,
                 "pattern": pattern(printed.rstrip(".")), "location": where,
                 "first": have[0].rsplit("==", 1)[-1], "last": have[-1].rsplit("==", 1)[-1],
-                "mechanism": mechanism, "category": kind(printed, kinds), "weight": "corroborate"}
+                "mechanism": mechanism, "category": kind(printed, kinds),
+                "weight": "note" if re.search(NOTES, printed) else "corroborate"}
             if family == "cudart":
                 entry["prefix"] = C10_CHECK
             if _captures(printed):

@@ -31,9 +31,14 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
-    # weight: corroborate -- a message a hand-written mechanism reads with more context (torch's,
-    # the CUDA runtime's): it adds its citation to that finding, and stands alone only below it
-    corroborate: bool = False
+    # "corroborate": a message a hand-written mechanism reads with more context (torch's, the
+    # CUDA runtime's): it adds its citation to that finding, and stands alone only below it;
+    # "note": the same, and alone only a warning (a benign warning, or a wrapper of the error)
+    weight: str = ""
+
+    @property
+    def corroborate(self) -> bool:
+        return self.weight in ("corroborate", "note")
 
     @property
     def source(self) -> str:
@@ -67,5 +72,5 @@ def entries() -> Tuple[Entry, ...]:
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
                              for a in e.get("accepts") or ()),
-                       e.get("weight") == "corroborate")
+                       str(e.get("weight") or ""))
                  for e in loaded)

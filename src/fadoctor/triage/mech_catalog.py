@@ -9,12 +9,12 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage import torch_remedies
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
@@ -78,9 +78,11 @@ def corroborating(ctx: Context) -> List[Signal]:
                              {k: v for k, v in hit[1].groupdict().items() if v})
     return [Signal("catalog", entry.category,
                    f"{entry.printed_label} ({entry.location}, printed by {entry.first}.."
-                   f"{entry.last})", [ctx.quote(index)], LOGGED,
+                   f"{entry.last})", [ctx.quote(index)],
+                   HINTED if entry.weight == "note" else LOGGED,
                    torch_remedies.for_entry(ctx, entry, values),
-                   details={"catalog": entry.id, "source": entry.location, "corroborates": True,
+                   Severity.WARNING if entry.weight == "note" else Severity.ERROR,
+                   details={"catalog": entry.id, "source": entry.location, "weight": entry.weight,
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})
             for index, (_, entry, values) in sorted(found.items())]
 
@@ -88,9 +90,9 @@ def corroborating(ctx: Context) -> List[Signal]:
 def fold(signals: List[Signal]) -> List[Signal]:
     """A corroborating catalog signal joins the finding that quotes its line, else the first of
     its category: that finding keeps its own message and remedies and gains the citation."""
-    others = [s for s in signals if not s.details.get("corroborates")]
+    others = [s for s in signals if not s.details.get("weight")]
     out = list(others)
-    for weak in (s for s in signals if s.details.get("corroborates")):
+    for weak in (s for s in signals if s.details.get("weight")):
         lines = {q.line for q in weak.quotes}
         same = next((s for s in others if lines & {q.line for q in s.quotes}), None) or \
             next((s for s in others if s.category == weak.category), None)

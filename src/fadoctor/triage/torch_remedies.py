@@ -44,9 +44,10 @@ def _last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
 
 def _kernels(ctx: Context, cc: Optional[Version]) -> List[Remedy]:
     found = torch_with_arch(ctx, cc) if cc is not None else []
-    return [*found, Remedy(summary="Install a torch build whose arch list "
-                           "(torch.cuda.get_arch_list()) holds this GPU's sm_XY; `fadoctor fix` "
-                           "picks the CUDA variant.", commands=[PINS]),
+    sm = f"sm_{cc.major}{cc.minor}" if cc is not None else "this GPU's sm"
+    return [*found, Remedy(summary=f"Install a torch build whose arch list "
+                           f"(torch.cuda.get_arch_list()) holds {sm}; `fadoctor fix` picks the "
+                           "CUDA variant.", commands=[PINS]),
             r.sdpa("Meanwhile:")]
 
 
@@ -78,6 +79,10 @@ def _no_gpu(entry: Entry) -> List[Remedy]:
 
 
 def _build(ctx: Context, entry: Entry) -> List[Remedy]:
+    if entry.weight == "note":
+        return [Remedy(summary="torch's extension builder only reports here; the compiler's first "
+                       "`error:` lines above this one name the cause (a minor CUDA version "
+                       "mismatch alone is harmless, torch says so).")]
     if "Ninja" in entry.printed:
         return [Remedy(summary="Install ninja into the building interpreter.",
                        commands=["pip install ninja"])]

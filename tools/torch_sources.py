@@ -30,9 +30,9 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
      r"this library|which is of cuda capability", "gpu_unsupported"),
     (r"^Torch not compiled with CUDA enabled", "torch_cpu_only"),
     (r"CUDA_HOME environment variable is not set|CUDA was not found on the system|mismatches the "
-     r"version that was used to compile|minor version mismatch with the version|^Error building extension|is not compatible with the compiler "
-     r"Pytorch was|may be ABI-incompatible with PyTorch|than the (?:minimum|maximum) required "
-     r"version by CUDA", "build_toolchain"),
+     r"version that was used to compile|minor version mismatch with the version|^Error building "
+     r"extension|is not compatible with the compiler Pytorch was|may be ABI-incompatible with "
+     r"PyTorch|than the (?:minimum|maximum) required version by CUDA", "build_toolchain"),
     # without ninja torch's builder compiles one file at a time (fadoctor's build_slow reads it)
     (r"Ninja is required to load C\+\+ extensions", "build_resources"),
 )

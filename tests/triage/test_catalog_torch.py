@@ -11,17 +11,16 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict
 
 import pytest
+from tests.triage.test_catalog import _example, _tool
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Severity
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.mech_catalog import entries
-
-from tests.triage.test_catalog import _example, _tool
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "torch_excerpts.yaml"

@@ -53,7 +53,8 @@ class Entry:
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
                 "vllm-fa": "vllm_flash_attn's FA version gate",
-                "torch": "torch's check", "cudart": "the CUDA runtime's error"}.get(self.source, "flash-attn's own check")
+                "torch": "torch's check", "cudart": "the CUDA runtime's error"}.get(
+                    self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 

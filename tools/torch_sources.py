@@ -1,6 +1,7 @@
 """torch's messages about GPUs, CUDA and extension builds (torch/cuda/__init__.py and
-torch/utils/cpp_extension.py, read from torch's wheels at each minor release) and the CUDA
-runtime's error strings (read from libcudart in the nvidia-cuda-runtime wheels), recorded into
+torch/utils/cpp_extension.py, and c10's CUDA messages in torch/lib/libc10_cuda.so, read from
+torch's wheels at each minor release) and the CUDA runtime's error strings (read from libcudart
+in the nvidia-cuda-runtime wheels), recorded into
 tests/fixtures/torch_excerpts.yaml and turned into catalog entries offline. Run:
 python tools/torch_sources.py OUT.yaml WHEEL... (torch-*.whl and nvidia_cuda_runtime*.whl)."""
 
@@ -38,7 +39,19 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
 )
 # torch's own word that a message is harmless, or a wrapper whose cause is printed above it: these
 # only corroborate, and alone are a warning (weight: note)
-NOTES = r"shouldn't be a problem|^Error building extension"
+NOTES = r"shouldn't be a problem|^Error building extension|asynchronously reported"
+# c10's CUDA messages, whole C strings of torch/lib/libc10_cuda.so (a message c10::str joins from
+# pieces is catalogued by its first piece).
+C10_FILE = "torch/lib/libc10_cuda.so"
+C10_KINDS: Tuple[Tuple[str, str], ...] = (
+    (r"CUDA out of memory\. Tried to allocate", "out_of_memory"),
+    (r"The NVIDIA driver on your system is too old \(found version", "driver_too_old"),
+    (r"Found no NVIDIA driver on your system\..*|No CUDA GPUs are available|CUDA driver "
+     r"initialization failed, you might not have a CUDA gpu\.|CUDA unknown error - this may be "
+     r"due to an incorrectly set up environment.*", "no_gpu"),
+    (r"CUDA kernel errors might be asynchronously reported at some other API call.*",
+     "kernel_failure"),
+)
 # cudaGetErrorString's strings that say something about this stack; torch prints them after
 # c10's "CUDA error: " (C10_CUDA_CHECK, below).
 CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
@@ -100,33 +113,40 @@ def torch_messages(text: str) -> Iterator[Tuple[int, str]]:
                 yield start + offset, printed
 
 
-def cudart_messages(data: bytes) -> Iterator[str]:
-    """The C strings of a libcudart that are one of CUDART_KINDS' messages, whole."""
-    tests = [re.compile(f"(?:{test})") for test, _ in CUDART_KINDS]
+def binary_messages(data: bytes, kinds: Tuple[Tuple[str, str], ...]) -> Iterator[str]:
+    """The C strings of a shared library that are one of `kinds`' messages, whole."""
+    tests = [re.compile(f"(?:{test})") for test, _ in kinds]
     for raw in sorted(set(re.findall(rb"[\x20-\x7e]{6,}", data))):
-        text = raw.decode()
+        text = raw.decode().strip()
         if any(t.fullmatch(text) for t in tests):
             yield text
 
 
-def _wheel(path: Path) -> Tuple[str, str]:
-    """(family, release) from a wheel's file name: torch 2.4.0, cudart nvidia-cuda-runtime-cu12==12.8.90."""
+def _wheel(path: Path) -> Tuple[bool, str]:
+    """(a torch wheel?, release) from a wheel's file name: 2.4.0, or
+    nvidia-cuda-runtime-cu12==12.8.90."""
     name, version = path.name.split("-")[:2]
-    if name == "torch":
-        return "torch", version
-    return "cudart", f"{name.replace('_', '-')}=={version}"
+    return name == "torch", version if name == "torch" else f"{name.replace('_', '-')}=={version}"
 
 
-def _read_wheel(path: Path) -> List[Row]:
-    rows: List[Row] = []
+def _read_wheel(path: Path) -> Dict[str, List[Row]]:
+    """family -> rows: torch (its Python files), c10 (libc10_cuda.so, and whether it holds the
+    "CUDA error: " prefix), cudart (libcudart)."""
+    out: Dict[str, List[Row]] = {}
     with zipfile.ZipFile(path) as z:
-        if path.name.startswith("torch-"):
-            for file in TORCH_FILES:
-                rows += [(file, line, printed) for line, printed in
-                         torch_messages(z.read(file).decode("utf-8"))]
-        for file in (n for n in z.namelist() if re.search(r"/libcudart\.so\.[\d.]+$", n)):
-            rows += [(file, 0, CUDA_ERROR + text) for text in cudart_messages(z.read(file))]
-    return rows
+        names = set(z.namelist())
+        for file in (f for f in TORCH_FILES if f in names):
+            out.setdefault("torch", []).extend(
+                (file, line, printed) for line, printed in torch_messages(z.read(file).decode()))
+        if C10_FILE in names:
+            data = z.read(C10_FILE)
+            out["c10"] = [(C10_FILE, 0, text) for text in binary_messages(data, C10_KINDS)]
+            if b"\x00" + CUDA_ERROR.encode() + b"\x00" in data:
+                out["c10"].append((C10_FILE, 0, CUDA_ERROR))
+        for file in (n for n in names if re.search(r"/libcudart\.so\.[\d.]+$", n)):
+            out.setdefault("cudart", []).extend(
+                (file, 0, CUDA_ERROR + text) for text in binary_messages(z.read(file), CUDART_KINDS))
+    return out
 
 
 def release_order(release: str) -> Version:
@@ -138,8 +158,9 @@ def read(wheels: List[Path]) -> Dict[str, Dict[str, object]]:
     messages only, never the files."""
     found: Dict[str, Dict[str, List[Row]]] = {}
     for path in wheels:
-        family, release = _wheel(path)
-        found.setdefault(family, {})[release] = _read_wheel(path)
+        _, release = _wheel(path)
+        for family, rows in _read_wheel(path).items():
+            found.setdefault(family, {}).setdefault(release, []).extend(rows)
     out: Dict[str, Dict[str, object]] = {}
     for family, by_release in found.items():
         releases = sorted(by_release, key=release_order)
@@ -158,7 +179,8 @@ def _captures(printed: str) -> Dict[str, str]:
 
 
 def _location(family: str, release: str, file: str, line: int) -> str:
-    return f"torch=={release}:{file}:{line}" if family == "torch" else f"{release}:{file}"
+    where = f"{release}:{file}" if family == "cudart" else f"torch=={release}:{file}"
+    return f"{where}:{line}" if line else where
 
 
 def _spans(family: str, data: Dict[str, object]) -> Dict[str, Tuple[List[str], str]]:
@@ -176,17 +198,26 @@ def _spans(family: str, data: Dict[str, object]) -> Dict[str, Tuple[List[str], s
     return spans
 
 
+def _prefix(recorded: Dict[str, Dict[str, object]]) -> str:
+    """Where torch prints "CUDA error: " before the runtime's string: the source, and the
+    releases whose libc10_cuda.so holds it."""
+    data = recorded.get("c10")
+    have = _spans("c10", data).get(CUDA_ERROR) if data else None
+    return C10_CHECK + (f"; torch=={have[0][0]}..{have[0][-1]}:{C10_FILE}" if have else "")
+
+
 def entries(recorded: Dict[str, Dict[str, object]],
             pattern: Callable[[str], str]) -> List[Dict[str, object]]:
     """One entry per family and printed form, the first and last release that print it; each
     corroborates the hand-written mechanism that reads the same line (weight: corroborate)."""
     out: List[Dict[str, object]] = []
     for family, kinds, mechanism in (("torch", TORCH_KINDS, "torch_check"),
+                                     ("c10", C10_KINDS, "torch_check"),
                                      ("cudart", CUDART_KINDS, "cuda_runtime_error")):
         data = recorded.get(family)
         if not data:
             continue
-        spans = sorted(_spans(family, data).items(),
+        spans = sorted(((p, s) for p, s in _spans(family, data).items() if p != CUDA_ERROR),
                        key=lambda s: (release_order(s[1][0][0]), s[1][1]))
         for number, (printed, (have, where)) in enumerate(spans, 1):
             entry: Dict[str, object] = {
@@ -196,7 +227,7 @@ def entries(recorded: Dict[str, Dict[str, object]],
                 "mechanism": mechanism, "category": kind(printed, kinds),
                 "weight": "note" if re.search(NOTES, printed) else "corroborate"}
             if family == "cudart":
-                entry["prefix"] = C10_CHECK
+                entry["prefix"] = _prefix(recorded)
             if _captures(printed):
                 entry["captures"] = _captures(printed)
             out.append(entry)

@@ -24,7 +24,7 @@ from fadoctor.triage.mech_catalog import entries
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "fixtures" / "torch_excerpts.yaml"
-OURS = [e for e in entries() if e.source in ("torch", "cudart")]
+OURS = [e for e in entries() if e.source in ("torch", "c10", "cudart")]
 
 
 def test_every_recorded_message_at_every_release_is_catalogued() -> None:
@@ -33,12 +33,15 @@ def test_every_recorded_message_at_every_release_is_catalogued() -> None:
     torch, cudart = recorded["torch"], recorded["cudart"]
     assert torch["releases"][0] == "1.13.0" and torch["releases"][-1] == "2.15.0"
     assert len(torch["releases"]) == 17  # 1.13.0 and 2.0.0 .. 2.15.0, each minor's .0
+    assert recorded["c10"]["releases"][0] == "2.0.0" and len(recorded["c10"]["releases"]) == 16
     assert {r.split("==")[0] for r in cudart["releases"]} == {
         "nvidia-cuda-runtime-cu11", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime"}
     by_text = {(e.source, e.printed): e for e in OURS}
     missing = []
     for family, data in recorded.items():
         for file, line, printed, runs in data["rows"]:
+            if printed == ts.CUDA_ERROR:  # c10's prefix: cited by each cudart entry, no entry
+                continue
             entry = by_text.get((family, printed))
             for release in ts.ex.tags_in_runs(data["releases"], runs):
                 have = ts.release_order(release)
@@ -106,7 +109,8 @@ FIX = {Category.NO_KERNEL_IMAGE: r"torch==|fadoctor fix|flash-attn>=|arch list|s
        Category.TORCH_CPU_ONLY: r"CUDA build of torch|torch==",
        Category.BUILD_TOOLCHAIN: r"CUDA_HOME|nvcc|gcc|error:|--no-build-isolation",
        Category.BUILD_RESOURCES: r"ninja|MAX_JOBS",
-       Category.OUT_OF_MEMORY: r"batch size|nvidia-smi"}
+       Category.OUT_OF_MEMORY: r"batch size|nvidia-smi",
+       Category.KERNEL_FAILURE: r"CUDA_LAUNCH_BLOCKING=1"}
 
 
 @pytest.mark.parametrize("entry", OURS, ids=[e.id for e in OURS])

@@ -43,7 +43,7 @@ class Entry:
     @property
     def source(self) -> str:
         """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
-        torch, cudart."""
+        torch, c10, cudart."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -53,7 +53,8 @@ class Entry:
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
                 "vllm-fa": "vllm_flash_attn's FA version gate",
-                "torch": "torch's check", "cudart": "the CUDA runtime's error"}.get(
+                "torch": "torch's check", "c10": "torch's CUDA check (c10)",
+                "cudart": "the CUDA runtime's error"}.get(
                     self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 

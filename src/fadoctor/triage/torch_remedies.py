@@ -70,6 +70,10 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
 
 
 def _no_gpu(entry: Entry) -> List[Remedy]:
+    if "CUDA_VISIBLE_DEVICES" in entry.printed:
+        return [Remedy(summary="Set CUDA_VISIBLE_DEVICES before the program starts (before "
+                       "torch is imported), not from inside it; then check that the driver "
+                       "sees the GPUs.", commands=["nvidia-smi"])]
     if "stub" in entry.printed:
         return [Remedy(summary="The CUDA toolkit's stub libcuda (lib64/stubs) is loaded instead "
                        "of the driver's: take the stubs directory off LD_LIBRARY_PATH.",
@@ -112,6 +116,11 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
     if entry.category == Category.TORCH_CPU_ONLY:
         return [Remedy(summary="Install a CUDA build of torch from the PyTorch index for the "
                        "CUDA your driver runs (`fadoctor fix` picks it).", commands=[PINS])]
+    if entry.category == Category.KERNEL_FAILURE:
+        return [Remedy(summary="CUDA reports a kernel's error at a later call: rerun with "
+                       "CUDA_LAUNCH_BLOCKING=1 so the traceback names the call that failed; the "
+                       "CUDA error line above names what failed.",
+                       commands=["export CUDA_LAUNCH_BLOCKING=1"])]
     if entry.category == Category.OUT_OF_MEMORY:
         return [Remedy(summary="The GPU ran out of memory: check nvidia-smi for other processes "
                        "holding it, then lower the batch size or sequence length, or enable "

@@ -37,9 +37,10 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
     # without ninja torch's builder compiles one file at a time (fadoctor's build_slow reads it)
     (r"Ninja is required to load C\+\+ extensions", "build_resources"),
 )
-# torch's own word that a message is harmless, or a wrapper whose cause is printed above it: these
-# only corroborate, and alone are a warning (weight: note)
-NOTES = r"shouldn't be a problem|^Error building extension|asynchronously reported"
+# torch's own word that a message is harmless, a wrapper whose cause is printed above it, or a
+# training step's out of memory (the workload's size, not the environment): these only
+# corroborate, and alone are a warning (weight: note)
+NOTES = r"shouldn't be a problem|^Error building extension|asynchronously reported|out of memory"
 # c10's CUDA messages, whole C strings of torch/lib/libc10_cuda.so (a message c10::str joins from
 # pieces is catalogued by its first piece).
 C10_FILE = "torch/lib/libc10_cuda.so"

@@ -26,7 +26,8 @@ TORCH_FILES = ("torch/cuda/__init__.py", "torch/utils/cpp_extension.py")
 TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
     (r"is not compatible with the current PyTorch installation|current PyTorch install supports "
      r"CUDA capabilities|which requires CUDA_VERSION|which is of compute capability \(CC\)|"
-     r"PyTorch release that supports one of these CUDA versions", "no_kernel_image"),
+     r"PyTorch release that supports one of these CUDA versions|does not include kernels for "
+     r"this GPU|No published PyTorch CUDA builds for release", "no_kernel_image"),
     (r"no longer supports this GPU because it is too old|minimum cuda capability supported by "
      r"this library|which is of cuda capability", "gpu_unsupported"),
     (r"^Torch not compiled with CUDA enabled", "torch_cpu_only"),
@@ -40,7 +41,8 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
 # torch's own word that a message is harmless, a wrapper whose cause is printed above it, or a
 # training step's out of memory (the workload's size, not the environment): these only
 # corroborate, and alone are a warning (weight: note)
-NOTES = r"shouldn't be a problem|^Error building extension|asynchronously reported|out of memory"
+NOTES = (r"shouldn't be a problem|^Error building extension|asynchronously reported|out of memory|"
+         r"Your compiler \(")  # the compiler warnings: torch builds on, and often succeeds
 # c10's CUDA messages, whole C strings of torch/lib/libc10_cuda.so (a message c10::str joins from
 # pieces is catalogued by its first piece).
 C10_FILE = "torch/lib/libc10_cuda.so"

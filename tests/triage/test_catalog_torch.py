@@ -152,6 +152,20 @@ def test_torch_2_11s_new_wording_gets_the_torch_that_has_the_gpus_sm(matrix: Mat
     assert "sm_120" in " ".join(r.summary for r in top.remedies)
 
 
+def test_one_warning_over_several_lines_is_one_finding(matrix: Matrix) -> None:
+    """torch 2.13's warning: its lines are separate entries, no hand-written mechanism reads
+    them, and they fold into the first (whose capture gives the sm)."""
+    text = ("GPU 0: NVIDIA GeForce RTX 5090\nFound GPU0 NVIDIA GeForce RTX 5090 which is of "
+            "compute capability (CC) 12.0.\nYour installed torch==2.13.0+cu126 does not include "
+            "kernels for this GPU. Reinstall the same version against a CUDA build that does, "
+            "e.g.:\n")
+    diagnosis = triage(text, matrix).diagnosis
+    assert [d.category for d in diagnosis] == [Category.NO_KERNEL_IMAGE]
+    newer = next(e.id for e in OURS if "does not include kernels" in e.printed)
+    assert any(c.startswith(newer) for c in diagnosis[0].evidence["corroborated_by"])
+    assert "sm_120" in " ".join(r.summary for r in diagnosis[0].remedies)
+
+
 def _fadoctor_json(report: str) -> Dict[str, object]:
     done = subprocess.run([sys.executable, "-m", "fadoctor", "triage", "-", "--format", "json"],
                           input=report.encode(), capture_output=True, timeout=300, check=False)

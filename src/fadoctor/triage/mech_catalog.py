@@ -89,15 +89,15 @@ def corroborating(ctx: Context) -> List[Signal]:
 
 def fold(signals: List[Signal]) -> List[Signal]:
     """A corroborating catalog signal joins the finding that quotes its line (a note: or one of
-    the three before it, the error it follows), else the first of its category: that finding
+    the three before it, the error it follows), else the first of its category (a hand-written
+    one, else an earlier catalog signal: one warning printed over several lines): that finding
     keeps its own message and remedies and gains the citation."""
-    others = [s for s in signals if not s.details.get("weight")]
-    out = list(others)
+    out = [s for s in signals if not s.details.get("weight")]
     for weak in (s for s in signals if s.details.get("weight")):
         back = 4 if weak.details["weight"] == "note" else 1
         lines = {q.line - k for q in weak.quotes for k in range(back)}
-        same = next((s for s in others if lines & {q.line for q in s.quotes}), None) or \
-            next((s for s in others if s.category == weak.category), None)
+        same = next((s for s in out if lines & {q.line for q in s.quotes}), None) or \
+            next((s for s in out if s.category == weak.category), None)
         if same is None:
             out.append(weak)
             continue

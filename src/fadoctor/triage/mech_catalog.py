@@ -77,8 +77,9 @@ def corroborating(ctx: Context) -> List[Signal]:
             found[hit[0]] = (len(hit[1].group(0)), entry,
                              {k: v for k, v in hit[1].groupdict().items() if v})
     return [Signal("catalog", entry.category,
-                   f"{entry.printed_label} ({entry.location}, printed by {entry.first}.."
-                   f"{entry.last})", [ctx.quote(index)],
+                   f"{entry.printed_label} ({entry.location}, printed by "
+                   f"{'the CUDA runtime' if entry.source == 'cudart' else 'torch'} "
+                   f"{entry.first}..{entry.last})", [ctx.quote(index)],
                    HINTED if entry.weight == "note" else LOGGED,
                    torch_remedies.for_entry(ctx, entry, values),
                    Severity.WARNING if entry.weight == "note" else Severity.ERROR,

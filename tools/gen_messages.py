@@ -102,6 +102,8 @@ def pattern(printed: str) -> str:
             seen.add(name)
             last = i == len(pieces) - 2 and not pieces[-1].strip()
             out.append(f"(?P<{name}>\\S{{1,80}})" if last else f"(?P<{name}>[^\\n]{{1,120}}?)")
+        elif piece and not piece.strip():  # only a space between two placeholders
+            out.append(r"\s{1,4}")
         elif piece:
             gap = r"\s{1,4}" if piece[:1].isspace() and i else ""
             end = r"\s{1,4}" if piece[-1:].isspace() and i < len(pieces) - 1 else ""

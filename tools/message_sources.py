@@ -3,7 +3,12 @@ of sources other than flash-attention (each with its citation), for tools/gen_me
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Dict, List, Tuple
+
+import torch_sources
+
+TORCH_EXCERPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "torch_excerpts.yaml"
 
 REMEDY: Dict[str, str] = {
     "gpu_unsupported": "use SDPA (attn_implementation='sdpa') or eager on this GPU, or the "
@@ -37,4 +42,5 @@ def remedy(source: str, category: str) -> str:
 
 
 def other_entries() -> List[Dict[str, object]]:
-    return []
+    from gen_messages import pattern  # gen_messages imports this module
+    return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern)]

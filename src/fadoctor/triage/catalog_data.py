@@ -31,10 +31,19 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
+    # "corroborate": a message a hand-written mechanism reads with more context (torch's, the
+    # CUDA runtime's): it adds its citation to that finding, and stands alone only below it;
+    # "note": the same, and alone only a warning (a benign warning, or a wrapper of the error)
+    weight: str = ""
+
+    @property
+    def corroborate(self) -> bool:
+        return self.weight in ("corroborate", "note")
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
+        torch, c10, cudart."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -43,7 +52,10 @@ class Entry:
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
-                "vllm-fa": "vllm_flash_attn's FA version gate"}.get(self.source, "flash-attn's own check")
+                "vllm-fa": "vllm_flash_attn's FA version gate",
+                "torch": "torch's check", "c10": "torch's CUDA check (c10)",
+                "cudart": "the CUDA runtime's error"}.get(
+                    self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
@@ -61,5 +73,6 @@ def entries() -> Tuple[Entry, ...]:
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
-                             for a in e.get("accepts") or ()))
+                             for a in e.get("accepts") or ()),
+                       str(e.get("weight") or ""))
                  for e in loaded)

@@ -39,7 +39,7 @@ from fadoctor.triage.text import Quote, split
 
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
-    mech_catalog.catalog, mech_catalog.api_names,
+    mech_catalog.catalog, mech_catalog.api_names, mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
     mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,
@@ -128,6 +128,7 @@ def _mentions(value: str, haystack: str) -> bool:
 def _merge(signals: List[Signal], from_checks: List[Signal]) -> List[Signal]:
     """A check that reaches a signal's category corroborates it (and lends its remedies);
     wrappers' and generic build messages fold into a named cause when there is one."""
+    signals = mech_catalog.fold(signals)
     for check in from_checks:
         error = str(check.details.get("error") or "")
         reread = next((s for s in signals if error and any(error[:120] in q.text

@@ -9,11 +9,12 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
+from fadoctor.triage import torch_remedies
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
@@ -26,7 +27,7 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     archs"), and the longer is the one the report shows. Ties go to catalog order."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest = -1
-    for entry in entries():
+    for entry in (e for e in entries() if not e.corroborate):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > longest:
             longest = len(hit[1].group(0))
@@ -63,6 +64,48 @@ def catalog(ctx: Context) -> List[Signal]:
                    cr.for_entry(ctx, entry, category, values, cc),
                    details={"catalog": entry.id, "source": entry.location,
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
+
+
+def corroborating(ctx: Context) -> List[Signal]:
+    """torch's and the CUDA runtime's catalogued messages the report prints, one per line (the
+    longest match): each folds into the hand-written finding that reads the same line or cause
+    (fold, below), and stands alone only where none did, below a named cause."""
+    found: Dict[int, Tuple[int, Entry, Dict[str, str]]] = {}
+    for entry in (e for e in entries() if e.corroborate):
+        hit = ctx.first(entry.pattern, (entry.needle,))
+        if hit is not None and len(hit[1].group(0)) > found.get(hit[0], (-1,))[0]:
+            found[hit[0]] = (len(hit[1].group(0)), entry,
+                             {k: v for k, v in hit[1].groupdict().items() if v})
+    return [Signal("catalog", entry.category,
+                   f"{entry.printed_label} ({entry.location}, printed by "
+                   f"{'the CUDA runtime' if entry.source == 'cudart' else 'torch'} "
+                   f"{entry.first}..{entry.last})", [ctx.quote(index)],
+                   HINTED if entry.weight == "note" else LOGGED,
+                   torch_remedies.for_entry(ctx, entry, values),
+                   Severity.WARNING if entry.weight == "note" else Severity.ERROR,
+                   details={"catalog": entry.id, "source": entry.location, "weight": entry.weight,
+                            "captures": {n: values[n] for n, _ in entry.captures if n in values}})
+            for index, (_, entry, values) in sorted(found.items())]
+
+
+def fold(signals: List[Signal]) -> List[Signal]:
+    """A corroborating catalog signal joins the finding that quotes its line (a note: or one of
+    the three before it, the error it follows), else the first of its category (a hand-written
+    one, else an earlier catalog signal: one warning printed over several lines): that finding
+    keeps its own message and remedies and gains the citation."""
+    out = [s for s in signals if not s.details.get("weight")]
+    for weak in (s for s in signals if s.details.get("weight")):
+        back = 4 if weak.details["weight"] == "note" else 1
+        lines = {q.line - k for q in weak.quotes for k in range(back)}
+        same = next((s for s in out if lines & {q.line for q in s.quotes}), None) or \
+            next((s for s in out if s.category == weak.category), None)
+        if same is None:
+            out.append(weak)
+            continue
+        same.details.setdefault("corroborated_by", []).append(
+            f"{weak.details['catalog']} ({weak.details['source']})")
+        same.quotes = dedupe([*same.quotes, *weak.quotes])
+    return out
 
 
 # flash-attn's README at v2.0.0 ("Upgrading from FlashAttention (1.x) to FlashAttention-2"):

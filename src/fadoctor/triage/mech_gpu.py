@@ -92,10 +92,10 @@ def torch_arch(ctx: Context) -> List[Signal]:
                    f"torch {ctx.torch or ''} has no kernels for this GPU (sm_{digits}): every CUDA "
                    "call fails with 'no kernel image is available'".replace("torch  ", "torch "),
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
-                   _torch_with_arch(ctx, cc))]
+                   torch_with_arch(ctx, cc))]
 
 
-def _torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
+def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
     stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
     if stated is not None:  # the nearest release from the stated one up: the smallest change
@@ -135,7 +135,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                        f"torch {ctx.torch} has no kernels for {_gpu_words(ctx)}: its "
                        f"{ctx.torch_variant} build was compiled for other architectures",
-                       dedupe([*quotes, *ctx.quotes("torch")]), NAMED, _torch_with_arch(ctx, cc))]
+                       dedupe([*quotes, *ctx.quotes("torch")]), NAMED, torch_with_arch(ctx, cc))]
     if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc:
         return [Signal("no_kernel_image", Category.GPU_UNSUPPORTED,
                        f"{_gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "

@@ -1,0 +1,128 @@
+"""The fix for a catalogued torch or CUDA runtime message that no hand-written mechanism read
+(when one did, its remedies stand and the entry only corroborates it; pure)."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.archs import arch_name, arch_runs_on
+from fadoctor.install.torch import torch_install
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.catalog_data import Entry
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_gpu import torch_with_arch
+
+PINS = "fadoctor fix --print-pins"
+
+
+def captured_cc(values: Dict[str, str]) -> Optional[Version]:
+    """sm_{sm} (120) or `compute capability (CC) {device_cc}.{device_cc}` (12.0)."""
+    sm = values.get("sm", "").strip(".,")
+    if sm.isdigit() and 2 <= len(sm) <= 3:
+        return Version(f"{sm[:-1]}.{sm[-1]}")
+    try:
+        return Version(f"{values['device_cc']}.{values['device_cc_']}".strip("."))
+    except (KeyError, InvalidVersion):
+        return None
+
+
+def _last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
+    """The newest torch release whose build still has kernels for a GPU it dropped."""
+    for rel in sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True):
+        fitting = [v for v, archs in rel.arch_lists.items()
+                   if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
+        if fitting:
+            variant = max(fitting, key=lambda v: int(v[2:]))
+            return [Remedy(summary=f"torch {rel.latest_patch} ({variant}) is the newest release "
+                           f"whose build still has kernels for sm_{cc.major}{cc.minor}.",
+                           commands=[torch_install(rel.latest_patch, variant)])]
+    return []
+
+
+def _kernels(ctx: Context, cc: Optional[Version]) -> List[Remedy]:
+    found = torch_with_arch(ctx, cc) if cc is not None else []
+    sm = f"sm_{cc.major}{cc.minor}" if cc is not None else "this GPU's sm"
+    return [*found, Remedy(summary=f"Install a torch build whose arch list "
+                           f"(torch.cuda.get_arch_list()) holds {sm}; `fadoctor fix` picks the "
+                           "CUDA variant.", commands=[PINS]),
+            r.sdpa("Meanwhile:")]
+
+
+def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
+    cuda = ctx.torch_cuda
+    toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
+    need = f" >= {toolkit.min_driver} (CUDA {cuda}'s own driver)" if toolkit else ""
+    if "display driver" in entry.printed:
+        return [Remedy(summary="The driver library loaded (libcuda) is not the kernel module's "
+                       "version (a driver upgraded without a reboot, or a container's own "
+                       "libcuda): reboot, or use the host's driver libraries.",
+                       commands=[r.REVEAL_GPU])]
+    why = {"PTX": "The binary carries PTX from a CUDA toolkit newer than this driver compiles",
+           "forward": "CUDA's forward-compatibility libraries run on data-center GPUs only"}
+    said = next((v for k, v in why.items() if k in entry.printed),
+                "The NVIDIA driver is older than the CUDA runtime needs")
+    return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch (and "
+                   "flash-attn) built for an older CUDA that this driver runs, or one with SASS "
+                   "for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
+
+
+def _no_gpu(entry: Entry) -> List[Remedy]:
+    if "CUDA_VISIBLE_DEVICES" in entry.printed:
+        return [Remedy(summary="Set CUDA_VISIBLE_DEVICES before the program starts (before "
+                       "torch is imported), not from inside it; then check that the driver "
+                       "sees the GPUs.", commands=["nvidia-smi"])]
+    if "stub" in entry.printed:
+        return [Remedy(summary="The CUDA toolkit's stub libcuda (lib64/stubs) is loaded instead "
+                       "of the driver's: take the stubs directory off LD_LIBRARY_PATH.",
+                       commands=["echo $LD_LIBRARY_PATH"])]
+    return [Remedy(summary="Install the NVIDIA driver, or start the container with the GPUs "
+                   "passed through (docker run --gpus all).", commands=["nvidia-smi"])]
+
+
+def _build(ctx: Context, entry: Entry) -> List[Remedy]:
+    if entry.weight == "note":
+        return [Remedy(summary="torch's extension builder only reports here; the compiler's first "
+                       "`error:` lines above this one name the cause (a minor CUDA version "
+                       "mismatch alone is harmless, torch says so).")]
+    if "Ninja" in entry.printed:
+        return [Remedy(summary="Install ninja into the building interpreter.",
+                       commands=["pip install ninja"])]
+    if "compiler" in entry.printed:
+        return [Remedy(summary="Build with a host compiler (gcc/g++) in the range the message "
+                       "names for this CUDA, e.g. CC=gcc-12 CXX=g++-12, or install a prebuilt "
+                       "wheel.", commands=["gcc --version", "nvcc -V"])]
+    cuda = ctx.torch_cuda
+    fitting = r.torch_for_cuda(ctx, cuda.major) if cuda is not None else None
+    return r.keep([Remedy(summary="Point CUDA_HOME at a CUDA toolkit of torch's CUDA major "
+                          "(torch.version.cuda) before building, or install a prebuilt wheel.",
+                          commands=[r.REVEAL_TORCH, "export CUDA_HOME=/usr/local/cuda",
+                                    "nvcc -V"]), fitting])
+
+
+def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
+    cc = ctx.gpu_cc or captured_cc(values)
+    if entry.category == Category.NO_KERNEL_IMAGE:
+        return _kernels(ctx, cc)
+    if entry.category == Category.GPU_UNSUPPORTED:
+        return [*(_last_torch_with(ctx, cc) if cc is not None else []),
+                r.sdpa("torch dropped this GPU generation; no newer flash-attention runs on it.")]
+    if entry.category == Category.DRIVER_TOO_OLD:
+        return _driver(ctx, entry)
+    if entry.category == Category.NO_GPU:
+        return _no_gpu(entry)
+    if entry.category == Category.TORCH_CPU_ONLY:
+        return [Remedy(summary="Install a CUDA build of torch from the PyTorch index for the "
+                       "CUDA your driver runs (`fadoctor fix` picks it).", commands=[PINS])]
+    if entry.category == Category.KERNEL_FAILURE:
+        return [Remedy(summary="CUDA reports a kernel's error at a later call: rerun with "
+                       "CUDA_LAUNCH_BLOCKING=1 so the traceback names the call that failed; the "
+                       "CUDA error line above names what failed.",
+                       commands=["export CUDA_LAUNCH_BLOCKING=1"])]
+    if entry.category == Category.OUT_OF_MEMORY:
+        return [Remedy(summary="The GPU ran out of memory: check nvidia-smi for other processes "
+                       "holding it, then lower the batch size or sequence length, or enable "
+                       "gradient checkpointing.", commands=["nvidia-smi"])]
+    return _build(ctx, entry)

@@ -14,6 +14,10 @@ import yaml
 
 from fadoctor.report import Category
 
+# Who prints a toolchain message (tools/build_sources.py's prefixes).
+TOOLCHAIN = {"pip": "pip's build step", "uv": "uv's build hint", "ninja": "ninja",
+             "nvcc": "nvcc", "gcc": "the gcc driver", "cudahost": "CUDA's host-compiler check",
+             "ld": "the dynamic loader"}
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "messages.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "messages.yaml"
 
@@ -31,6 +35,11 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
+    # "" for flash-attention's own checks; "named" or "corroborate" for a toolchain message
+    # (tools/build_sources.py): a hand-written mechanism that reads the same line outranks it
+    weight: str = ""
+    # the numbers a toolchain message names by release: (first, last, "n[,m]")
+    limits: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def source(self) -> str:
@@ -43,7 +52,8 @@ class Entry:
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
-                "vllm-fa": "vllm_flash_attn's FA version gate"}.get(self.source, "flash-attn's own check")
+                "vllm-fa": "vllm_flash_attn's FA version gate",
+                **TOOLCHAIN}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
@@ -61,5 +71,7 @@ def entries() -> Tuple[Entry, ...]:
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
-                             for a in e.get("accepts") or ()))
+                             for a in e.get("accepts") or ()),
+                       str(e.get("weight", "")),
+                       tuple((str(a[0]), str(a[1]), str(a[2])) for a in e.get("limits") or ()))
                  for e in loaded)

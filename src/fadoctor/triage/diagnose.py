@@ -63,7 +63,7 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
         return _from_recorded(ctx, recorded)
     read_environment(text, seen, GpuFinder(matrix))
     read_errors(text, seen)
-    signals = [s for mechanism in MECHANISMS for s in _run(mechanism, ctx)]
+    signals = mech_catalog.fold([s for mechanism in MECHANISMS for s in _run(mechanism, ctx)])
     report = evaluate(to_facts(ctx), matrix)
     checks = _unknown_as_skipped(report.checks, unknown_checks(ctx))
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))

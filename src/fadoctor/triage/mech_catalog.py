@@ -13,7 +13,8 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage import toolchain_remedies as tr
+from fadoctor.triage.signal import NAMED, WRAPPED, Signal, dedupe
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
@@ -23,15 +24,31 @@ CATALOGUED = NAMED + 20
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     """The entry whose printed form matches the longest text: one message's printed form can be
     the prefix of a later release's longer one (vllm-flash-attn's FA3 gate gained "and Blackwell
-    archs"), and the longer is the one the report shows. Ties go to catalog order."""
+    archs"), and the longer is the one the report shows. Ties go to catalog order. Toolchain
+    messages (a build frontend, compiler or loader) are matched apart (`_toolchain_hits`)."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest = -1
-    for entry in entries():
+    for entry in (e for e in entries() if not e.weight):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > longest:
             longest = len(hit[1].group(0))
             best = hit[0], entry, {k: v for k, v in hit[1].groupdict().items() if v}
     return best
+
+
+def _toolchain_hits(ctx: Context) -> List[Tuple[int, Entry, Dict[str, str]]]:
+    """Each line's toolchain message: a build log shows several (nvcc's killed cicc, then ninja's
+    stop, then pip's summary), each its own cause or corroboration. On one line the longest
+    match wins, then the printed form with more literal text (uv's hint gained backticks)."""
+    best: Dict[int, Tuple[Tuple[int, int], Entry, Dict[str, str]]] = {}
+    for entry in (e for e in entries() if e.weight):
+        hit = ctx.first(entry.pattern, (entry.needle,))
+        if hit is None:
+            continue
+        key = (len(hit[1].group(0)), len(entry.printed))
+        if hit[0] not in best or key > best[hit[0]][0]:
+            best[hit[0]] = key, entry, {k: v for k, v in hit[1].groupdict().items() if v}
+    return [(index, entry, values) for index, (_, entry, values) in sorted(best.items())]
 
 
 def _category(ctx: Context, entry: Entry) -> Category:
@@ -48,7 +65,7 @@ def catalog(ctx: Context) -> List[Signal]:
     report names (a captured compute capability stands where the report names none)."""
     found = _match(ctx)
     if found is None:
-        return []
+        return toolchain(ctx)
     index, entry, values = found
     category = _category(ctx, entry)
     cc = ctx.gpu_cc or cr.captured_cc(entry, values)
@@ -62,7 +79,49 @@ def catalog(ctx: Context) -> List[Signal]:
                    sorted(set(quotes), key=lambda q: q.line), CATALOGUED,
                    cr.for_entry(ctx, entry, category, values, cc),
                    details={"catalog": entry.id, "source": entry.location,
-                            "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
+                            "captures": {n: values[n] for n, _ in entry.captures if n in values}}),
+            *toolchain(ctx)]
+
+
+def toolchain(ctx: Context) -> List[Signal]:
+    """The build frontends', compilers' and loader's catalogued messages the report prints: NAMED
+    where no hand-written mechanism reads one, else WRAPPED until `fold` joins it to the hand
+    mechanism's finding on the same line or cause."""
+    out = []
+    for index, entry, values in _toolchain_hits(ctx):
+        stated = "".join(f", {name} = {values[name]}" for name, _ in entry.captures if name in values)
+        out.append(Signal("catalog", entry.category,
+                          f"{entry.printed_label} ({entry.location}, printed by {entry.first}.."
+                          f"{entry.last}{stated})", [ctx.quote(index)],
+                          NAMED if entry.weight == "named" else WRAPPED,
+                          tr.for_entry(ctx, entry, values),
+                          details={"catalog": entry.id, "source": entry.location,
+                                   "weight": entry.weight,
+                                   "captures": {n: values[n] for n, _ in entry.captures
+                                                if n in values}}))
+    return out
+
+
+def fold(signals: List[Signal]) -> List[Signal]:
+    """A toolchain entry corroborates the hand-written finding that reaches its cause (or, for one
+    a hand mechanism reads, that quotes its line): that finding keeps its rank and first remedies,
+    and gains the citation and any remedy command it lacks. One no hand mechanism reached stays."""
+    for extra in [s for s in signals if s.details.get("weight")]:
+        lines = {q.line for q in extra.quotes}
+        hand = next((s for s in signals if s is not extra and s.mechanism != "catalog"
+                     and extra.details["weight"] == "corroborate"
+                     and lines & {q.line for q in s.quotes}), None) or next(
+            (s for s in signals if s is not extra and s.mechanism != "catalog"
+             and s.category == extra.category and s.strength >= extra.strength), None)
+        if hand is None:
+            continue
+        hand.details["catalogued"] = f"{extra.details['catalog']} ({extra.details['source']})"
+        hand.quotes = dedupe([*hand.quotes, *extra.quotes])
+        have = {c for rem in hand.remedies for c in rem.commands}
+        hand.remedies += [rem for rem in extra.remedies  # advice without commands adds too
+                          if not rem.commands or not set(rem.commands) <= have]
+        signals.remove(extra)
+    return signals
 
 
 # flash-attn's README at v2.0.0 ("Upgrading from FlashAttention (1.x) to FlashAttention-2"):

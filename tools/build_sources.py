@@ -13,7 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import message_extract as ex
 import yaml
@@ -159,7 +159,7 @@ def _lines(path: str) -> List[str]:
     return out.stdout.splitlines()
 
 
-def _printed(spec: Binary, hit: "re.Match[str]") -> Tuple[str, str]:
+def _printed(spec: Binary, hit: re.Match[str]) -> Tuple[str, str]:
     """The printed form (each number group a placeholder) and the numbers it hides."""
     text, names = hit.group(0), spec[4]
     for index in range(len(hit.groups()), 0, -1):

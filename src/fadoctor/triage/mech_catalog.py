@@ -11,9 +11,9 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import catalog_remedies as cr
+from fadoctor.triage import toolchain_remedies as tr
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage import toolchain_remedies as tr
 from fadoctor.triage.signal import NAMED, WRAPPED, Signal, dedupe
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature

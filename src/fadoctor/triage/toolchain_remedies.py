@@ -19,7 +19,7 @@ FA_README = "Dao-AILab/flash-attention@v2.8.3:README.md"
 UV_DOCS = "astral-sh/uv@0.12.5:docs/concepts/projects/config.md:459-472"
 # nvcc's own words in each host-compiler gate (crt/host_config.h); nvcc reads extra flags from
 # NVCC_APPEND_FLAGS (the name is among the nvcc binary's strings, nvidia-cuda-nvcc==13.0.88).
-UNSUPPORTED = "NVCC_APPEND_FLAGS='-allow-unsupported-compiler'"
+UNSUPPORTED = "NVCC_APPEND_FLAGS=-allow-unsupported-compiler"
 
 
 def _pin(ctx: Context) -> str:

@@ -31,8 +31,8 @@ class Message:
     find: str
     category: str
     names: Tuple[str, ...] = ()  # placeholder names, matched to the fields from the right
-    fill: Tuple[str, str] = ("", "")  # (path, regex): the literal the first field prints
-    cut: str = ""  # the printed form ends at the first match of this (kept)
+    fill: Tuple[str, str] = ("", "")  # (path, regex): the literal the filled field prints
+    field: str = r"%s|\{[^{}]*\}"  # the field filled: the first that matches
     weight: str = "corroborate"  # or "named": no hand-written mechanism reads it
 
 
@@ -46,19 +46,23 @@ class Repo:
 
 _PIP_EXC = "src/pip/_internal/exceptions.py"
 _PIP_RUN = r"(?P<lit>\{escape\(command_description\)\}\[/\] did not run successfully\.)"
+_PIP_STEP = ("src/pip/_internal/distributions/sdist.py",
+             r'runner_with_spinner_message\(\s*"(?P<lit>Getting requirements to build wheel)"')
 _UV_HINT = (r'"(?P<lit>This error likely indicates that (?:a package|`?\{\w*\}`?(?:@\{\w+\})?`?) '
             r"depends on `?\{\w*\}`?, but doesn't declare it as a build dependency\.)")
 REPOS = (
     # pip's subprocess error names the step that failed: flash-attn's setup.py imports torch while
     # pip gets the build requirements (PEP 517) or runs egg_info (legacy), in its isolated env.
     Repo("pip", "pypa/pip", r"^\d+\.\d+(?:\.\d+)?$", (
-        Message("pip", _PIP_EXC, _PIP_RUN, "build_isolation",
-                fill=("src/pip/_internal/distributions/sdist.py",
-                      r'runner_with_spinner_message\(\s*"(?P<lit>Getting requirements to build '
-                      r'wheel)"')),
+        Message("pip", _PIP_EXC, _PIP_RUN, "build_isolation", fill=_PIP_STEP),
         Message("pip", _PIP_EXC, _PIP_RUN, "build_isolation",
                 fill=("src/pip/_internal/operations/build/metadata_legacy.py",
-                      r'command_desc="(?P<lit>python setup\.py egg_info)"')))),
+                      r'command_desc="(?P<lit>python setup\.py egg_info)"')),
+        # from 25.3 the resolver names the package and the failed step (the subprocess error's
+        # command_description: resolution/resolvelib/candidates.py)
+        Message("pip", _PIP_EXC, r"\(f\"(?P<lit>Failed to build '\{package_name\}' when "
+                r"\{failed_step\.lower\(\)\})\"", "build_isolation", names=("package",),
+                fill=_PIP_STEP, field=r"\{failed_step[^{}]*\}"))),
     Repo("uv", "astral-sh/uv", r"^\d+\.\d+\.\d+$", tuple(
         Message("uv", path, _UV_HINT, "build_isolation", names=("package", "dependency"))
         for path in ("crates/uv-build/src/lib.rs", "crates/uv-build/src/error.rs",
@@ -119,7 +123,11 @@ def read_text(message: Message, show: Callable[[str], str]) -> List[Tuple[int, s
             filled = re.search(message.fill[1], show(message.fill[0]))
             if filled is None:
                 continue
-            literal = re.sub(r"%s|\{[^{}]*\}", filled.group("lit"), literal, count=1)
+            value = filled.group("lit")
+            at = re.search(message.field, literal)
+            if at is not None:  # `{failed_step.lower()}` prints the step in lower case
+                value = value.lower() if ".lower()" in at.group(0) else value
+                literal = literal[:at.start()] + value + literal[at.end():]
         out.append((_line(text, found.start("lit")), _fields(literal, message.names)))
     return out
 

@@ -166,6 +166,7 @@ def test_uv_report_end_to_end(tmp_path: Path) -> None:
     text = json.dumps(top["remedies"])
     assert "flash-attn==2.7.4.post1 --no-build-isolation" in text
     assert 'no-build-isolation-package = [\\"flash-attn\\"]' in text
+    assert '`no-build-isolation = [\\"flash-attn\\"]` under [pypi-options]' in text
     assert top["evidence"]["catalogued"].startswith("uv-")
 
 

@@ -17,6 +17,8 @@ from fadoctor.triage.context import Context
 FA_README = "Dao-AILab/flash-attention@v2.8.3:README.md"
 # uv's documentation of the per-package setting, with flash-attn as its example.
 UV_DOCS = "astral-sh/uv@0.12.5:docs/concepts/projects/config.md:459-472"
+# pixi's per-package setting; its build environment is the conda dependencies.
+PIXI_DOCS = "prefix-dev/pixi@v0.77.0:docs/reference/pixi_manifest.md:642-660"
 # nvcc's own words in each host-compiler gate (crt/host_config.h); nvcc reads extra flags from
 # NVCC_APPEND_FLAGS (the name is among the nvcc binary's strings, nvidia-cuda-nvcc==13.0.88).
 UNSUPPORTED = "NVCC_APPEND_FLAGS=-allow-unsupported-compiler"
@@ -35,11 +37,13 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
                     "that environment lacks. Install torch, packaging and ninja into this "
                     f"environment first, then build without isolation ({FA_README}).",
                     commands=["pip install packaging ninja", install])]
-    if entry.source == "uv":
+    if entry.source == "uv":  # pixi resolves and builds PyPI packages with uv's crates
         found.append(Remedy(summary="In a uv project, mark flash-attn for a build without "
                             'isolation: `no-build-isolation-package = ["flash-attn"]` under '
                             f"[tool.uv] in pyproject.toml, with torch a dependency too ({UV_DOCS}); "
-                            "`uv sync` then installs torch before building flash-attn."))
+                            "`uv sync` then installs torch before building flash-attn. In a pixi "
+                            'workspace: `no-build-isolation = ["flash-attn"]` under [pypi-options], '
+                            f"with pytorch a conda dependency ({PIXI_DOCS})."))
     return [*found, mech_build._prebuilt(ctx)]
 
 

@@ -176,3 +176,16 @@ def test_killed_cicc_end_to_end(tmp_path: Path) -> None:
     assert top["category"] == "build_resources"
     assert top["evidence"]["catalog"] == "nvcc-001"  # type: ignore[index]
     assert "MAX_JOBS=3 " in json.dumps(top["remedies"])  # 32 GB at about 10 GB a job
+
+
+def test_pip_step_beside_another_build_cause_is_no_second_cause(matrix: Matrix) -> None:
+    """pip's failed step joins the named cause setup.py printed (here CUDA_HOME), without the
+    isolation remedy, which would not fix it."""
+    text = ("  Getting requirements to build wheel ... error\n"
+            "  \u00d7 Getting requirements to build wheel did not run successfully.\n"
+            "      OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA "
+            "install root.\n")
+    found = triage(text, matrix).diagnosis
+    assert [d.subject for d in found] == ["nvcc_missing"]
+    assert str(found[0].evidence["catalogued"]).startswith("pip-")
+    assert not any("--no-build-isolation" in c for r in found[0].remedies for c in r.commands)

@@ -102,24 +102,39 @@ def toolchain(ctx: Context) -> List[Signal]:
     return out
 
 
+_BUILD = (Category.BUILD_ISOLATION, Category.BUILD_RESOURCES, Category.BUILD_TOOLCHAIN)
+
+
+def _hand(extra: Signal, signals: List[Signal]) -> Tuple[Optional[Signal], bool]:
+    """The hand-written finding a toolchain entry corroborates, and whether it reaches the same
+    cause: one quoting its line (for entries a hand mechanism reads), else one of its category;
+    a build-step summary (pip's, ninja's) with neither joins the named build cause beside it."""
+    hands = [s for s in signals if s is not extra and s.mechanism != "catalog"]
+    lines = {q.line for q in extra.quotes}
+    corroborates = extra.details["weight"] == "corroborate"
+    same = next((s for s in hands if corroborates and lines & {q.line for q in s.quotes}), None) \
+        or next((s for s in hands if s.category == extra.category
+                 and s.strength >= extra.strength), None)
+    if same is not None or not corroborates or extra.category not in _BUILD:
+        return same, True
+    beside = max((s for s in hands if s.category in _BUILD and s.strength >= NAMED - 10),
+                 key=lambda s: s.strength, default=None)
+    return beside, False
+
+
 def fold(signals: List[Signal]) -> List[Signal]:
-    """A toolchain entry corroborates the hand-written finding that reaches its cause (or, for one
-    a hand mechanism reads, that quotes its line): that finding keeps its rank and first remedies,
-    and gains the citation and any remedy command it lacks. One no hand mechanism reached stays."""
+    """A toolchain entry corroborates the hand-written finding `_hand` picks: that finding keeps
+    its rank and first remedies, and gains the citation, the quote and, for the same cause, any
+    remedy it lacks. One no hand mechanism reached stays a finding of its own."""
     for extra in [s for s in signals if s.details.get("weight")]:
-        lines = {q.line for q in extra.quotes}
-        hand = next((s for s in signals if s is not extra and s.mechanism != "catalog"
-                     and extra.details["weight"] == "corroborate"
-                     and lines & {q.line for q in s.quotes}), None) or next(
-            (s for s in signals if s is not extra and s.mechanism != "catalog"
-             and s.category == extra.category and s.strength >= extra.strength), None)
+        hand, same_cause = _hand(extra, signals)
         if hand is None:
             continue
         hand.details["catalogued"] = f"{extra.details['catalog']} ({extra.details['source']})"
         hand.quotes = dedupe([*hand.quotes, *extra.quotes])
         have = {c for rem in hand.remedies for c in rem.commands}
         hand.remedies += [rem for rem in extra.remedies  # advice without commands adds too
-                          if not rem.commands or not set(rem.commands) <= have]
+                          if same_cause and (not rem.commands or not set(rem.commands) <= have)]
         signals.remove(extra)
     return signals
 

@@ -4,7 +4,8 @@ tags, nvcc's host-compiler gates (crt/host_config.h) and its driver binary in NV
 nvidia-cuda-nvcc / nvidia-cuda-crt wheels, the gcc driver and glibc's ld.so binaries of a Debian
 release; recorded in tests/fixtures/build_excerpts.yaml (the messages only), and turned into
 catalog entries offline for tools/gen_messages.py. Record: python tools/build_sources.py OUT.yaml
-[NAME=GIT_DIR ...] [BINARY=LABEL:PATH ...] (LABEL: `package==version:path in it`)."""
+[NAME=GIT_DIR ...] [BINARY=LABEL@FILE ...] (LABEL: `package==version:path in the wheel`, or
+`package version:path` for a distribution's package); what OUT.yaml holds already is kept."""
 
 from __future__ import annotations
 
@@ -132,12 +133,15 @@ def read_text(message: Message, show: Callable[[str], str]) -> List[Tuple[int, s
     return out
 
 
-def _git(git_dir: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True).stdout
+def _git(git_dir: str, *args: str, check: bool = False) -> str:
+    # a file missing at an old tag is no error; a path that is no repository is (check=True on
+    # the tag list), lest an empty recording replace a real one
+    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True,
+                          check=check).stdout
 
 
 def read_repo(repo: Repo, git_dir: str) -> Dict[str, object]:
-    tags = sorted((t for t in _git(git_dir, "tag").split() if re.match(repo.tags, t)),
+    tags = sorted((t for t in _git(git_dir, "tag", check=True).split() if re.match(repo.tags, t)),
                   key=_order)
     rows: Dict[Row, List[int]] = {}
     for index, tag in enumerate(tags):

@@ -43,7 +43,8 @@ class Entry:
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
+        or a toolchain source's (TOOLCHAIN)."""
         return self.id.rsplit("-", 1)[0]
 
     @property

@@ -114,7 +114,8 @@ def test_each_printed_form_gets_its_category_and_a_remedy_naming_the_fix(
 
 
 def test_gcc_gate_corroborates_the_hand_mechanism(matrix: Matrix) -> None:
-    text = ("nvcc 12.1\n/usr/local/cuda/include/crt/host_config.h(132): error: #error -- "
+    text = ("gcc version 13.2.0\nnvcc 12.1\n/usr/local/cuda/include/crt/host_config.h(132): "
+            "error: #error -- "
             "unsupported GNU version! gcc versions later than 12 are not supported! The nvcc "
             "flag '-allow-unsupported-compiler' can be used to override this version check\n")
     found = triage(text, matrix).diagnosis
@@ -125,6 +126,8 @@ def test_gcc_gate_corroborates_the_hand_mechanism(matrix: Matrix) -> None:
     commands = [c for r in top.remedies for c in r.commands]
     assert commands[0] == "export CC=gcc-12 CXX=g++-12"  # the hand mechanism's first remedy
     assert "export NVCC_APPEND_FLAGS=-allow-unsupported-compiler" in commands
+    # the stated gcc 13 is accepted from CUDA 12.4 on (host_config.h of the 12.4.131 wheel)
+    assert any("keep gcc 13: CUDA 12.4 is the oldest" in r.summary for r in top.remedies)
 
 
 def _triage_child(report: str, tmp_path: Path) -> Dict[str, object]:

@@ -4,10 +4,12 @@ facts the report states (pure)."""
 
 from __future__ import annotations
 
-from typing import Dict, List
+import re
+from typing import Dict, List, Optional
 
 from fadoctor.report import Remedy
 from fadoctor.triage import mech_build
+from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry
 from fadoctor.triage.context import Context
@@ -73,9 +75,25 @@ def host_compiler(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Re
         fix = Remedy(summary=f"This CUDA's nvcc accepts Visual Studio {low} to {high} (by "
                      f"release: {accepted or entry.location}): build from a Developer Command "
                      f"Prompt of Visual Studio {high} (MSVC v14x), or use a prebuilt wheel.")
+    newer = _cuda_for_gcc(ctx, entry) if "gcc_max" in values else None
     risky = Remedy(summary="Or, at your own risk as nvcc's message says, skip the check: nvcc "
                    "reads extra flags from NVCC_APPEND_FLAGS.", commands=[f"export {UNSUPPORTED}"])
-    return [fix, mech_build._prebuilt(ctx), risky]
+    return [fix, *([newer] if newer else []), mech_build._prebuilt(ctx), risky]
+
+
+def _cuda_for_gcc(ctx: Context, entry: Entry) -> Optional[Remedy]:
+    """The oldest CUDA release read whose gate accepts the gcc the report states."""
+    stated = re.match(r"(\d+)", ctx.seen.get(o.GCC) or "")
+    if stated is None:
+        return None
+    major = int(stated.group(1))
+    fits = next((first for first, _, top in entry.limits if int(top) >= major), None)
+    if fits is None:
+        return None
+    cuda = ".".join(fits.split("==")[-1].split(".")[:2])
+    return Remedy(summary=f"Or keep gcc {major}: CUDA {cuda} is the oldest release read whose "
+                  f"nvcc accepts it ({fits}, crt/host_config.h); torch's CUDA major must "
+                  "match the toolkit's.")
 
 
 def loader(ctx: Context, entry: Entry) -> List[Remedy]:

@@ -85,6 +85,9 @@ BINARY: Tuple[Binary, ...] = (
      "named"),
     ("nvcc", "bin/nvcc", r"nvcc cannot find a supported version of Microsoft Visual Studio\. "
      + _MSVC, "build_toolchain", ("msvc_min", "msvc_max"), "named"),
+    # ptxas's own message when an allocation fails (the nvcc wheels of CUDA 11/12 ship ptxas,
+    # not the nvcc driver); the same words could come from elsewhere, so it corroborates
+    ("ptxas", "bin/ptxas", r"^Memory allocation failure$", "build_resources", (), "corroborate"),
     ("gcc", "gcc-12", r"^%s signal terminated program %s$", "build_resources",
      ("signal", "program"), "corroborate"),
     ("ld", _LD, r"^version `%s' not found \(required by %s\)$", "glibc_too_old",
@@ -97,7 +100,8 @@ BINARY: Tuple[Binary, ...] = (
      "build_toolchain", ("msvc_min", "msvc_max"), "named"),
 )
 MECHANISM = {"pip": "build_frontend", "uv": "build_frontend", "ninja": "build_tool",
-             "nvcc": "compiler", "gcc": "compiler", "cudahost": "compiler_gate", "ld": "loader"}
+             "nvcc": "compiler", "ptxas": "compiler", "gcc": "compiler",
+             "cudahost": "compiler_gate", "ld": "loader"}
 
 
 def _fields(literal: str, names: Tuple[str, ...]) -> str:

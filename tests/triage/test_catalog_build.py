@@ -192,3 +192,13 @@ def test_pip_step_beside_another_build_cause_is_no_second_cause(matrix: Matrix) 
     assert [d.subject for d in found] == ["nvcc_missing"]
     assert str(found[0].evidence["catalogued"]).startswith("pip-")
     assert not any("--no-build-isolation" in c for r in found[0].remedies for c in r.commands)
+
+
+def test_ninja_stop_joins_the_catalogued_cause_above_it(matrix: Matrix) -> None:
+    text = ("building flash-attn 2.8.3 from source\nptxas fatal   : Memory allocation failure\n"
+            "ninja: build stopped: subcommand failed.\n")
+    found = triage(text, matrix).diagnosis
+    assert [(d.category, d.evidence["catalog"]) for d in found] == [
+        (Category.BUILD_RESOURCES, "ptxas-001")]
+    assert len(found[0].evidence["quoted"]) == 2  # ptxas's line and ninja's
+    assert any(c.startswith("MAX_JOBS=") for r in found[0].remedies for c in r.commands)

@@ -16,7 +16,8 @@ from fadoctor.report import Category
 
 # Who prints a toolchain message (tools/build_sources.py's prefixes).
 TOOLCHAIN = {"pip": "pip's build step", "uv": "uv's build hint", "ninja": "ninja",
-             "nvcc": "nvcc", "gcc": "the gcc driver", "cudahost": "CUDA's host-compiler check",
+             "nvcc": "nvcc", "ptxas": "ptxas", "gcc": "the gcc driver",
+             "cudahost": "CUDA's host-compiler check",
              "ld": "the dynamic loader"}
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "messages.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "messages.yaml"

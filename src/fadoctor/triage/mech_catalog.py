@@ -103,21 +103,26 @@ def toolchain(ctx: Context) -> List[Signal]:
 
 
 _BUILD = (Category.BUILD_ISOLATION, Category.BUILD_RESOURCES, Category.BUILD_TOOLCHAIN)
+# A build step's summary (pip's failed step, ninja's stop): the cause is printed above it.
+_SUMMARIES = ("pip-", "ninja-")
 
 
 def _hand(extra: Signal, signals: List[Signal]) -> Tuple[Optional[Signal], bool]:
-    """The hand-written finding a toolchain entry corroborates, and whether it reaches the same
-    cause: one quoting its line (for entries a hand mechanism reads), else one of its category;
-    a build-step summary (pip's, ninja's) with neither joins the named build cause beside it."""
+    """The finding a toolchain entry corroborates, and whether it reaches the same cause: a hand
+    finding quoting its line (for entries a hand mechanism reads), else one of its category; a
+    build step's summary with neither joins the build cause beside it (a hand one named, or
+    another catalogued message)."""
     hands = [s for s in signals if s is not extra and s.mechanism != "catalog"]
     lines = {q.line for q in extra.quotes}
     corroborates = extra.details["weight"] == "corroborate"
     same = next((s for s in hands if corroborates and lines & {q.line for q in s.quotes}), None) \
         or next((s for s in hands if s.category == extra.category
                  and s.strength >= extra.strength), None)
-    if same is not None or not corroborates or extra.category not in _BUILD:
+    if same is not None or not str(extra.details["catalog"]).startswith(_SUMMARIES):
         return same, True
-    beside = max((s for s in hands if s.category in _BUILD and s.strength >= NAMED - 10),
+    beside = max((s for s in signals if s is not extra and s.category in _BUILD
+                  and not str(s.details.get("catalog", "")).startswith(_SUMMARIES)
+                  and (s.strength >= NAMED - 10 or s.mechanism == "catalog")),
                  key=lambda s: s.strength, default=None)
     return beside, False
 

@@ -51,11 +51,14 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
 
 def resources(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
     signal = values.get("signal", "").strip(".,:;")
-    killed = ("signal 9 is SIGKILL: the kernel's out-of-memory killer" if signal == "9" else
+    killed = ("it could not allocate memory" if entry.source == "ptxas" else
+              "signal 9 is SIGKILL: the kernel's out-of-memory killer" if signal == "9" else
               f"signal {signal} ended it, which parallel builds short of memory also cause"
               if signal else "the kernel killed it (out of memory)")
-    tool = values.get("tool") or values.get("program") or "the compiler"
-    return [Remedy(summary=f"{tool.strip(chr(39))} died during the flash-attn build ({killed}; "
+    tool = values.get("tool") or values.get("program") or (
+        "ptxas" if entry.source == "ptxas" else "the compiler")
+    verb = "failed" if entry.source == "ptxas" else "died"
+    return [Remedy(summary=f"{tool.strip(chr(39))} {verb} during the flash-attn build ({killed}; "
                    f"{entry.location}). {mech_build._jobs(ctx).summary}",
                    commands=mech_build._jobs(ctx).commands),
             mech_build._prebuilt(ctx)]
@@ -114,7 +117,7 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
     source = entry.source
     if source in ("pip", "uv"):
         return isolation(ctx, entry)
-    if source in ("nvcc", "gcc") and entry.category.value == "build_resources":
+    if source in ("nvcc", "ptxas", "gcc") and entry.category.value == "build_resources":
         return resources(ctx, entry, values)
     if source in ("nvcc", "cudahost"):
         return host_compiler(ctx, entry, values)

@@ -1,5 +1,5 @@
 """The fix for a catalogued build-frontend, compiler or loader message (tools/build_sources.py's
-entries: pip, uv, ninja, nvcc, gcc, CUDA's host-compiler gates, ld.so), from its captures and the
+entries: pip, uv, ninja, nvcc, ptxas, gcc, CUDA's host-compiler gates, ld.so), from its captures and the
 facts the report states (pure)."""
 
 from __future__ import annotations
@@ -36,10 +36,12 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
     install = f'pip install "flash-attn{_pin(ctx)}" --no-build-isolation'
     found = [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows flash-attn's "
                     "setup.py failing in the isolated build environment: it imports torch, which "
-                    "that environment lacks. Install torch, packaging and ninja into this "
-                    f"environment first, then build without isolation ({FA_README}).",
+                    "that environment lacks. With torch installed in this environment, install "
+                    f"packaging and ninja, then build without isolation ({FA_README}).",
                     commands=["pip install packaging ninja", install])]
-    if entry.source == "uv":  # pixi resolves and builds PyPI packages with uv's crates
+    # pixi builds PyPI packages with uv's crates (prefix-dev/pixi@v0.77.0:Cargo.toml pins
+    # uv-build-frontend at uv 0.11.15), so it prints uv's hint
+    if entry.source == "uv":
         found.append(Remedy(summary="In a uv project, mark flash-attn for a build without "
                             'isolation: `no-build-isolation-package = ["flash-attn"]` under '
                             f"[tool.uv] in pyproject.toml, with torch a dependency too ({UV_DOCS}); "

@@ -49,6 +49,11 @@ _PIP_EXC = "src/pip/_internal/exceptions.py"
 _PIP_RUN = r"(?P<lit>\{escape\(command_description\)\}\[/\] did not run successfully\.)"
 _PIP_STEP = ("src/pip/_internal/distributions/sdist.py",
              r'runner_with_spinner_message\(\s*"(?P<lit>Getting requirements to build wheel)"')
+_PIP_ERRORED = (r"['\"](?P<lit>Command errored out with exit status \{\}: \{\} ['\"]\s*"
+                r"['\"]Check the logs for full command output\.)['\"]")
+_PIP_EGG_INFO = r"command_desc=['\"](?P<lit>python setup\.py egg_info)['\"]"
+_PIP_LEGACY = "src/pip/_internal/operations/build/metadata_legacy.py"
+_PIP_GENERATE = "src/pip/_internal/operations/generate_metadata.py"
 _UV_HINT = (r'"(?P<lit>This error likely indicates that (?:a package|`?\{\w*\}`?(?:@\{\w+\})?`?) '
             r"depends on `?\{\w*\}`?, but doesn't declare it as a build dependency\.)")
 REPOS = (
@@ -59,6 +64,13 @@ REPOS = (
         Message("pip", _PIP_EXC, _PIP_RUN, "build_isolation",
                 fill=("src/pip/_internal/operations/build/metadata_legacy.py",
                       r'command_desc="(?P<lit>python setup\.py egg_info)"')),
+        # before 22.0: "Command errored out with exit status 1: python setup.py egg_info Check
+        # the logs ...", its two string literals joined (utils/subprocess.py, then exceptions.py)
+        *(Message("pip", path, _PIP_ERRORED, "build_isolation", names=("exit_status",),
+                  fill=(step, _PIP_EGG_INFO), field=r"(?<=: )\{\}")
+          for path, step in (("src/pip/_internal/utils/subprocess.py", _PIP_GENERATE),
+                             ("src/pip/_internal/utils/subprocess.py", _PIP_LEGACY),
+                             (_PIP_EXC, _PIP_LEGACY))),
         # from 25.3 the resolver names the package and the failed step (the subprocess error's
         # command_description: resolution/resolvelib/candidates.py)
         Message("pip", _PIP_EXC, r"\(f\"(?P<lit>Failed to build '\{package_name\}' when "
@@ -123,7 +135,8 @@ def read_text(message: Message, show: Callable[[str], str]) -> List[Tuple[int, s
     """(line, printed) of each literal of one message in one release (none where it lacks it)."""
     text, out = show(message.path), []
     for found in re.finditer(message.find, text):
-        literal = re.sub(r"\[/?\w*\]", "", found.group("lit"))  # rich markup
+        # rich markup out; adjacent string literals joined
+        literal = re.sub(r"\[/?\w*\]|['\"]\s*['\"]", "", found.group("lit"))
         if message.fill[0]:
             filled = re.search(message.fill[1], show(message.fill[0]))
             if filled is None:

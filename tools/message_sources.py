@@ -25,6 +25,17 @@ REMEDY: Dict[str, str] = {
                      "nvidia-cutlass-dsl, apache-tvm-ffi, quack-kernels) into this interpreter",
     "version_conflict": "install the dependency versions the release declares (flash-attn-4 "
                         "pins nvidia-cutlass-dsl in its pyproject.toml)",
+    # tools/build_sources.py's build frontends, compilers and loader
+    "build_isolation": "install torch (and packaging, ninja) first, then build without isolation: "
+                       "python -m pip install flash-attn==VERSION --no-build-isolation; in a uv "
+                       "project no-build-isolation-package = [\"flash-attn\"] under [tool.uv]",
+    "build_resources": "bound the parallel compile jobs with MAX_JOBS (about 5 GB of RAM each with "
+                       "NVCC_THREADS=4), or install a prebuilt wheel",
+    "glibc_too_old": "install a build made for this system's glibc / libstdc++, or a newer OS",
+    "cuda_runtime_mismatch": "import torch first and install the CUDA runtime of torch's CUDA "
+                             "major, or a flash-attn build for torch's CUDA",
+    "torch_version_mismatch": "reinstall flash-attn built for the installed torch (the matching "
+                              "prebuilt wheel, or a build with --no-build-isolation)",
 }
 # Where the generation decides the fix: FA3 is Hopper-only, FA4 lists its compute capabilities.
 BY_SOURCE: Dict[Tuple[str, str], str] = {
@@ -32,6 +43,13 @@ BY_SOURCE: Dict[Tuple[str, str], str] = {
                                 "flash-attn 2.x on Ampere/Ada, or SDPA",
     ("fa3-py", "build_toolchain"): "build FlashAttention-3 with CUDA >= 12.3 (nvcc -V), "
                                    "CUDA_HOME pointing at it",
+    ("ninja", "build_toolchain"): "read the compiler error above ninja's line; a killed compiler "
+                                  "means MAX_JOBS, else install a prebuilt wheel",
+    ("nvcc", "build_toolchain"): "build with the Visual Studio the message names, or "
+                                 "-allow-unsupported-compiler through NVCC_APPEND_FLAGS",
+    ("cudahost", "build_toolchain"): "build with the newest gcc / Visual Studio this CUDA accepts "
+                                     "(the message names it; CC/CXX and -ccbin), or "
+                                     "-allow-unsupported-compiler through NVCC_APPEND_FLAGS",
     ("fa4", "gpu_unsupported"): "use flash-attn-4 only on the compute capabilities the message "
                                 "lists; flash-attn 2.x on Ampere/Ada, or SDPA",
 }
@@ -42,5 +60,10 @@ def remedy(source: str, category: str) -> str:
 
 
 def other_entries() -> List[Dict[str, object]]:
-    from gen_messages import pattern  # gen_messages imports this module
-    return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern)]
+    import build_sources
+    from gen_messages import pattern  # imported here: gen_messages imports this module
+
+    fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+    return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern),
+            *build_sources.entries(build_sources.load(fixtures / "build_excerpts.yaml"), pattern,
+                                   remedy)]

@@ -14,6 +14,11 @@ import yaml
 
 from fadoctor.report import Category
 
+# Who prints a toolchain message (tools/build_sources.py's prefixes).
+TOOLCHAIN = {"pip": "pip's build step", "uv": "uv's build hint", "ninja": "ninja",
+             "nvcc": "nvcc", "ptxas": "ptxas", "gcc": "the gcc driver",
+             "cudahost": "CUDA's host-compiler check",
+             "ld": "the dynamic loader"}
 _PACKAGED = Path(__file__).resolve().parent.parent / "data" / "messages.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "messages.yaml"
 
@@ -31,10 +36,14 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
-    # "corroborate": a message a hand-written mechanism reads with more context (torch's, the
-    # CUDA runtime's): it adds its citation to that finding, and stands alone only below it;
-    # "note": the same, and alone only a warning (a benign warning, or a wrapper of the error)
+    # "" for flash-attention's own checks and wrappers; "named" for a toolchain message a report
+    # shows as its cause (tools/build_sources.py); "corroborate": a message a hand-written mechanism
+    # reads with more context (torch's, the CUDA runtime's, the build frontends'): it adds its
+    # citation to that finding, and stands alone only below it; "note": the same, and alone only a
+    # warning (a benign warning, or a wrapper of the error)
     weight: str = ""
+    # the numbers a toolchain message names by release: (first, last, "n[,m]")
+    limits: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def corroborate(self) -> bool:
@@ -43,7 +52,7 @@ class Entry:
     @property
     def source(self) -> str:
         """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
-        torch, c10, cudart."""
+        torch, c10, cudart, or a toolchain source's (TOOLCHAIN)."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -54,8 +63,8 @@ class Entry:
                 "xformers": "xformers' flash-attn check",
                 "vllm-fa": "vllm_flash_attn's FA version gate",
                 "torch": "torch's check", "c10": "torch's CUDA check (c10)",
-                "cudart": "the CUDA runtime's error"}.get(
-                    self.source, "flash-attn's own check")
+                "cudart": "the CUDA runtime's error",
+                **TOOLCHAIN}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
@@ -74,5 +83,6 @@ def entries() -> Tuple[Entry, ...]:
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
                              for a in e.get("accepts") or ()),
-                       str(e.get("weight") or ""))
+                       str(e.get("weight", "")),
+                       tuple((str(a[0]), str(a[1]), str(a[2])) for a in e.get("limits") or ()))
                  for e in loaded)

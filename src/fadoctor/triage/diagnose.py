@@ -22,7 +22,7 @@ from fadoctor.install.into import (
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
 from fadoctor.safety.shell import Installer
-from fadoctor.triage import mech_build, mech_catalog, mech_gpu, mech_import, mech_wrappers
+from fadoctor.triage import mech_build, mech_catalog, mech_gpu, mech_import, mech_toolchain, mech_wrappers
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.bridge import to_facts, unknown_checks
@@ -39,7 +39,8 @@ from fadoctor.triage.text import Quote, split
 
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
-    mech_catalog.catalog, mech_catalog.api_names, mech_catalog.corroborating,
+    mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
+    mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
     mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,
@@ -63,7 +64,7 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
         return _from_recorded(ctx, recorded)
     read_environment(text, seen, GpuFinder(matrix))
     read_errors(text, seen)
-    signals = [s for mechanism in MECHANISMS for s in _run(mechanism, ctx)]
+    signals = mech_catalog.fold([s for mechanism in MECHANISMS for s in _run(mechanism, ctx)])
     report = evaluate(to_facts(ctx), matrix)
     checks = _unknown_as_skipped(report.checks, unknown_checks(ctx))
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
@@ -128,7 +129,7 @@ def _mentions(value: str, haystack: str) -> bool:
 def _merge(signals: List[Signal], from_checks: List[Signal]) -> List[Signal]:
     """A check that reaches a signal's category corroborates it (and lends its remedies);
     wrappers' and generic build messages fold into a named cause when there is one."""
-    signals = mech_catalog.fold(signals)
+    signals = mech_toolchain.fold(signals)
     for check in from_checks:
         error = str(check.details.get("error") or "")
         reread = next((s for s in signals if error and any(error[:120] in q.text

@@ -12,7 +12,7 @@ from packaging.version import Version
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage import torch_remedies
-from fadoctor.triage.catalog_data import Entry, entries
+from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
@@ -24,10 +24,11 @@ CATALOGUED = NAMED + 20
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     """The entry whose printed form matches the longest text: one message's printed form can be
     the prefix of a later release's longer one (vllm-flash-attn's FA3 gate gained "and Blackwell
-    archs"), and the longer is the one the report shows. Ties go to catalog order."""
+    archs"), and the longer is the one the report shows. Ties go to catalog order. Weighted
+    entries (torch's, the toolchain's) are matched apart (`corroborating`, mech_toolchain)."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest = -1
-    for entry in (e for e in entries() if not e.corroborate):
+    for entry in (e for e in entries() if not e.weight):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > longest:
             longest = len(hit[1].group(0))
@@ -71,7 +72,7 @@ def corroborating(ctx: Context) -> List[Signal]:
     longest match): each folds into the hand-written finding that reads the same line or cause
     (fold, below), and stands alone only where none did, below a named cause."""
     found: Dict[int, Tuple[int, Entry, Dict[str, str]]] = {}
-    for entry in (e for e in entries() if e.corroborate):
+    for entry in (e for e in entries() if e.corroborate and e.source not in TOOLCHAIN):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > found.get(hit[0], (-1,))[0]:
             found[hit[0]] = (len(hit[1].group(0)), entry,
@@ -93,8 +94,8 @@ def fold(signals: List[Signal]) -> List[Signal]:
     the three before it, the error it follows), else the first of its category (a hand-written
     one, else an earlier catalog signal: one warning printed over several lines): that finding
     keeps its own message and remedies and gains the citation."""
-    out = [s for s in signals if not s.details.get("weight")]
-    for weak in (s for s in signals if s.details.get("weight")):
+    out = [s for s in signals if not s.details.get("weight") or s.details.get("toolchain")]
+    for weak in (s for s in signals if s.details.get("weight") and not s.details.get("toolchain")):
         back = 4 if weak.details["weight"] == "note" else 1
         lines = {q.line - k for q in weak.quotes for k in range(back)}
         same = next((s for s in out if lines & {q.line for q in s.quotes}), None) or \

@@ -37,4 +37,6 @@ def remedy(source: str, category: str) -> str:
 
 
 def other_entries() -> List[Dict[str, object]]:
-    return []
+    import gen_messages  # the shared bounded pattern; imported here, as gen_messages imports this
+    import hf_sources
+    return [*hf_sources.entries(gen_messages.pattern)]

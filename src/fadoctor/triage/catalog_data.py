@@ -31,10 +31,15 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
+    # "corroborate": a hand-written mechanism reads this message with more context; defer to it
+    weight: str = ""
+    # a requirement the releases state beside the message: (first release, last, requirement)
+    requires: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
+        hf."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -43,23 +48,27 @@ class Entry:
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
-                "vllm-fa": "vllm_flash_attn's FA version gate"}.get(self.source, "flash-attn's own check")
+                "vllm-fa": "vllm_flash_attn's FA version gate",
+                "hf": "transformers' flash-attention check"}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
-def _needle(printed: str) -> str:
-    """The longest literal word, lower case: the cheap scan that picks the lines to match."""
-    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w]
-    return max(words, key=len).lower()
+def _needle(printed: str, pattern: str) -> str:
+    """The longest literal word the pattern holds, lower case: the cheap scan that picks the lines
+    to match (a pattern may leave out advice the message appends)."""
+    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w and re.escape(w) in pattern]
+    return max(words or [printed], key=len).lower()
 
 
 @lru_cache(maxsize=1)
 def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))["messages"]
-    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"]),
+    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
-                             for a in e.get("accepts") or ()))
+                             for a in e.get("accepts") or ()),
+                       str(e.get("weight") or ""),
+                       tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()))
                  for e in loaded)

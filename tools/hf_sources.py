@@ -182,8 +182,9 @@ def _captures(printed: str) -> Dict[str, str]:
 def corroborates(printed: str) -> bool:
     """flash_attn missing or not importable: the hand-written wrapper mechanism reads it with the
     report's pip list (installed elsewhere, or installed but its import fails), so the entry
-    stands behind it instead of over it."""
-    return bool(re.search(r"package flash_attn seems|Flash Attention 2(?:\.0)? is not available\."
+    stands behind it instead of over it. Not 4.34/4.35's bare "Flash Attention 2.0 is not
+    available": the report reader takes its "Flash Attention 2.0" for an installed flash-attn."""
+    return bool(re.search(r"package flash_attn seems|error: Flash Attention 2 is not available\."
                           r"|flash_attn_varlen_func is not available", printed))
 
 

@@ -82,7 +82,7 @@ def _strings(fn: ast.AST) -> Dict[str, ast.expr]:
             bound.setdefault(node.targets[0].id, []).append(node.value)
     return {k: v[0] for k, v in bound.items() if len(v) == 1 and (
         isinstance(v[0], ast.JoinedStr) or
-        isinstance(v[0], ast.Constant) and isinstance(v[0].value, str))}
+        (isinstance(v[0], ast.Constant) and isinstance(v[0].value, str)))}
 
 
 def _logged(node: ast.AST) -> Optional[ast.expr]:

@@ -19,6 +19,7 @@ from fadoctor.report import Category
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.mech_catalog import entries
+from fadoctor.triage.model import Diagnosed
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = yaml.safe_load((ROOT / "tests" / "fixtures" / "hf_excerpts.yaml").read_text("utf-8"))
@@ -49,8 +50,8 @@ def _example(entry: Entry) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: VALUES[facts[m.group(1)]], entry.printed)
 
 
-def _said(top: object) -> str:
-    remedies = getattr(top, "remedies")
+def _said(top: Diagnosed) -> str:
+    remedies = top.remedies
     return " ".join([r.summary for r in remedies] + [c for r in remedies for c in r.commands]
                     + [r.code or "" for r in remedies])
 
@@ -120,21 +121,19 @@ def test_flash_attn_floor_is_the_one_the_message_names(matrix: Matrix) -> None:
 
 # Written for these tests (not copied from an issue thread): what a user pastes after loading a
 # model with attn_implementation="flash_attention_3" on an A100, with transformers 4.55.4.
-WRITTEN_FA3 = """\
-$ python train.py
-transformers              4.55.4
-torch                     2.7.1+cu126
-GPU 0: NVIDIA A100-SXM4-80GB
-Traceback (most recent call last):
-  File "/opt/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 2514, in _flash_attn_3_can_dispatch
-ValueError: FlashAttention3 has been toggled on, but it cannot be used due to the following error: Flash Attention 3 requires compute capability >= 9.0, but found (8, 0) with compute capability 8.0.
-"""
+WRITTEN_FA3 = (
+    "$ python train.py\ntransformers              4.55.4\ntorch                     2.7.1+cu126\n"
+    "GPU 0: NVIDIA A100-SXM4-80GB\nTraceback (most recent call last):\n"
+    '  File "/opt/venv/lib/python3.11/site-packages/transformers/modeling_utils.py", line 2514, '
+    "in _flash_attn_3_can_dispatch\nValueError: FlashAttention3 has been toggled on, but it cannot "
+    "be used due to the following error: Flash Attention 3 requires compute capability >= 9.0, "
+    "but found (8, 0) with compute capability 8.0.\n")
 # Written for these tests: a model loaded without a dtype on a machine with a GPU.
-WRITTEN_DTYPE = """\
-transformers 4.46.3, torch 2.5.1+cu124, GPU 0: NVIDIA GeForce RTX 4090
-Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in Qwen2ForCausalLM is torch.float32. You should run training or inference using Automatic Mixed-Precision
-RuntimeError: FlashAttention only support fp16 and bf16 data type
-"""
+WRITTEN_DTYPE = (
+    "transformers 4.46.3, torch 2.5.1+cu124, GPU 0: NVIDIA GeForce RTX 4090\n"
+    "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current "
+    "dype in Qwen2ForCausalLM is torch.float32. You should run training or inference using "
+    "Automatic Mixed-Precision\nRuntimeError: FlashAttention only support fp16 and bf16 data type\n")
 
 
 def _triage_cli(report: str) -> str:

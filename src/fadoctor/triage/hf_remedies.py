@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 
 PINS = "fadoctor fix --print-pins"
 # flash-attention's README (Dao-AILab/flash-attention@v2.8.3:README.md, "FlashAttention-3 beta
@@ -24,11 +24,7 @@ def _kernels(ctx: Context, entry: Entry) -> List[Remedy]:
     """`kernels` at the requirement of the transformers release the report names, else of the
     newest release that prints the message."""
     stated = ctx.package("transformers")
-    release = None
-    try:
-        release = Version(stated.value) if stated is not None else None
-    except InvalidVersion:
-        pass
+    release = parse_version(stated.value) if stated is not None else None
     held = [req for first, last, req in entry.requires
             if release is not None and Version(first) <= release <= Version(last)]
     requirement = held[-1] if held else entry.requires[-1][2] if entry.requires else None

@@ -36,12 +36,14 @@ KINDS: Tuple[Tuple[str, Optional[str]], ...] = (
      "torch_version_mismatch"),
     (r"float16 and torch\.bfloat16|fp16 and bf16|bfloat16 dtypes", "dtype_unsupported"),
     (r"compute capability|Ampere|Hopper", "gpu_unsupported"),
-    (r"not available on CPU|no GPU available|not initialized on GPU|dispatched on CPU or disk",
-     "no_gpu"),
+    (r"not available on CPU|no GPU available|not initialized on GPU|dispatched on CPU or disk|"
+     r"model initialized on CPU", "no_gpu"),
+    (r"not supported on Ascend NPU", "platform_unsupported"),
     (r"greater or equal than|greater than 2|version to be|at least version|>= ?\d+\.\d+|"
      r"incompatible version|upgrade kernels", "version_conflict"),
     (r"not installed|seem to be installed|install kernels|requires `kernels`|is not available|"
-     r"[Kk]ernels are not available", "not_installed"),
+     r"[Kk]ernels are not available|Failed to import flash|Could not find any flash attn|"
+     r"USE_HUB_KERNELS", "not_installed"),
 )
 
 
@@ -188,6 +190,11 @@ def corroborates(printed: str) -> bool:
                           r"|flash_attn_varlen_func is not available", printed))
 
 
+# Raised from `except ImportError`: the real import error (undefined symbol, missing library) is
+# printed above it and is the cause; the entry ranks as a wrapper's message, below it.
+WRAPS = re.compile(r"^Failed to import flash attention")
+
+
 def _spans(data: Dict[str, object]) -> Dict[str, Tuple[List[str], str, int]]:
     """printed -> (the releases that print it, oldest first; the path and line where it first does)."""
     tags = [str(t) for t in data["tags"]]  # type: ignore[attr-defined]
@@ -231,6 +238,8 @@ def entries(pattern: object, path: Path = FIXTURE) -> List[Dict[str, object]]:
             entry["captures"] = _captures(printed)
         if corroborates(printed):
             entry["weight"] = "corroborate"
+        elif WRAPS.search(printed):
+            entry["weight"] = "wrapped"
         entry["remedy"] = REMEDY[str(kind(printed))]
         if "kernels" in printed.lower():
             entry["requires"] = _requires(data, have)
@@ -249,6 +258,7 @@ REMEDY = {
               "build of torch that sees the GPU, or attn_implementation='sdpa'",
     "gpu_unsupported": "FlashAttention-3 needs compute capability 9.0 (Hopper): use "
                        "attn_implementation='flash_attention_2' or 'sdpa' below it",
+    "platform_unsupported": "flash_attn does not run on Ascend NPU: attn_implementation='sdpa'",
     "torch_version_mismatch": "install the torch the message names (fadoctor fix --print-pins), "
                               "or attn_implementation='eager'",
 }

@@ -29,7 +29,9 @@ VALUES = {"version": "2.0.8", "fa_generation": "2", "model_class": "LlamaForCaus
           "dtype": "torch.float32", "compute_capability": "8", "version_min": "0.19.1",
           "version_max": "0.20.0", "value": "cuda"}
 # What each category's remedy must name: the package, the flag, the dtype or the device.
-FIX = {Category.NOT_INSTALLED: ("kernels", "flash-attn", "hopper", "flash-attn-4"),
+FIX = {Category.NOT_INSTALLED: ("kernels", "flash-attn", "hopper", "flash-attn-4",
+                                "USE_HUB_KERNELS=YES"),
+       Category.PLATFORM_UNSUPPORTED: ('attn_implementation="sdpa"',),
        Category.VERSION_CONFLICT: ("kernels", "flash-attn>="),
        Category.DTYPE_UNSUPPORTED: ("torch_dtype=torch.bfloat16",),
        Category.NO_GPU: ('device_map="cuda"', "torch.cuda.is_available()"),
@@ -98,6 +100,20 @@ def test_flash_attn_missing_defers_to_the_hand_mechanism(entry: Entry, matrix: M
     listed = triage(f"flash-attn                2.7.4.post1\nImportError: {_example(entry)}\n",
                     matrix).diagnosis[0]
     assert listed.category == Category.VERSION_CONFLICT
+
+
+def test_failed_import_ranks_below_the_import_error_it_wraps(matrix: Matrix) -> None:
+    """4.54's "Failed to import flash attention 2" is raised from `except ImportError`: the
+    undefined symbol above it is the cause."""
+    [entry] = [e for e in HF if e.weight == "wrapped"]
+    text = ("ImportError: /venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-"
+            "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n\nDuring handling of the "
+            f"above exception, another exception occurred:\n\nImportError: {entry.printed}\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    alone = triage(f"ImportError: {entry.printed}\n", matrix).diagnosis[0]
+    assert alone.category == Category.NOT_INSTALLED
+    assert "import flash_attn, flash_attn_2_cuda" in _said(alone)
 
 
 def test_kernels_remedy_is_the_requirement_of_the_stated_release(matrix: Matrix) -> None:

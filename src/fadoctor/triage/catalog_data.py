@@ -31,7 +31,8 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
-    # "corroborate": a hand-written mechanism reads this message with more context; defer to it
+    # "corroborate": a hand-written mechanism reads this message with more context; defer to it.
+    # "wrapped": raised over another error, which a report shows above it: rank as a wrapper's
     weight: str = ""
     # a requirement the releases state beside the message: (first release, last, requirement)
     requires: Tuple[Tuple[str, str, str], ...] = ()

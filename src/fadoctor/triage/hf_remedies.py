@@ -55,8 +55,19 @@ def _generation(entry: Entry, values: Dict[str, str]) -> str:
 
 
 def _installed(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
+    if "USE_HUB_KERNELS" in entry.printed:
+        return [Remedy(summary="The environment variable USE_HUB_KERNELS turns the Hub kernels "
+                       "off (transformers reads it in integrations/hub_kernels.py; YES by "
+                       "default): set it to YES, or unset it.",
+                       commands=["export USE_HUB_KERNELS=YES"])]
     if "kernels" in entry.printed.lower():
         return _kernels(ctx, entry)
+    if entry.weight == "wrapped":
+        return [Remedy(summary="transformers raised this over flash_attn's own import error: "
+                       "import it directly to see that error (an undefined symbol means a "
+                       "build for another torch), then triage that output.",
+                       commands=[r.REVEAL_IMPORT]),
+                *_flash_attn(ctx, None, "If it is not installed here:")]
     generation = _generation(entry, values)
     if generation == "3":
         return [Remedy(summary=f"transformers imports FlashAttention-3 as flash_attn_3 (or "
@@ -111,6 +122,8 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
         return [Remedy(summary="transformers' FlashAttention-3 path needs compute capability "
                        '>= 9.0 (Hopper): below it use attn_implementation="flash_attention_2" '
                        "(Ampere or newer)."), r.sdpa("Or, on any GPU:")]
+    if category == Category.PLATFORM_UNSUPPORTED:
+        return [r.sdpa("flash_attn does not run on Ascend NPU (transformers says so):")]
     if category == Category.TORCH_VERSION_MISMATCH:
         floor = re.search(r"torch>=([\d.]+\d)", entry.printed)
         return [Remedy(summary=f"transformers' SDPA path needs torch >= "

@@ -31,7 +31,7 @@ KINDS: Tuple[Tuple[str, Optional[str]], ...] = (
     (r"does not support an attention implementation|does not support (?:Flash|SDPA)|"
      r"ALiBi|attention_dropout|padding_side|\bmask\b|position_ids|sliding|cu_seq|dropout|"
      r"softcap|s_aux|[Pp]aged|BetterTransformer|without specifying a torch dtype|Casting|"
-     r"is not a valid|not a supported|Unknown|Could not find|must be", None),
+     r"is not a valid|not a supported|Unknown|Could not find (?!any)|must be", None),
     (r"torch ?>= ?\d|PyTorch >= ?\d|torch>=\d|requires (?:torch|PyTorch)|PyTorch SDPA requirements",
      "torch_version_mismatch"),
     (r"float16 and torch\.bfloat16|fp16 and bf16|bfloat16 dtypes", "dtype_unsupported"),

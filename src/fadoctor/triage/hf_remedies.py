@@ -14,6 +14,7 @@ from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context, parse_version
 
 PINS = "fadoctor fix --print-pins"
+CUDA_SEEN = 'python -c "import torch; print(torch.cuda.is_available())"'
 # flash-attention's README (Dao-AILab/flash-attention@v2.8.3:README.md, "FlashAttention-3 beta
 # release"): FA3 is built from its hopper/ directory (python setup.py install) for H100/H800.
 FA3_BUILD = ("FlashAttention-3 is built from flash-attention's hopper/ directory (`cd hopper && "
@@ -78,6 +79,12 @@ def _installed(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remed
         return [Remedy(summary="transformers' FlashAttention4 needs the flash-attn-4 package "
                        "(flash_attn.cute) installed into this interpreter.",
                        commands=["pip install flash-attn-4"]), r.sdpa("Or run without it:")]
+    if Version(entry.last) < Version("4.36") and "is not available" in entry.printed:
+        # utils/import_utils.py at 4.34/4.35: the package found and torch.cuda.is_available()
+        return [Remedy(summary=f"transformers {entry.first}..{entry.last} says this when "
+                       "flash_attn is not found in this interpreter or torch sees no CUDA device "
+                       "(is_flash_attn_available): check which.", commands=[CUDA_SEEN]),
+                *_flash_attn(ctx, None, "If flash_attn is missing:")]
     return _flash_attn(ctx, None, "transformers cannot find flash_attn in this interpreter.")
 
 
@@ -99,8 +106,7 @@ def _device(entry: Entry) -> List[Remedy]:
         return [Remedy(summary="torch in this interpreter sees no CUDA GPU (a CPU-only torch "
                        "build, no driver, or CUDA_VISIBLE_DEVICES hides it): install the CUDA "
                        f"build of torch for this driver (`{PINS}`) and check it sees the GPU.",
-                       commands=['python -c "import torch; print(torch.cuda.is_available())"',
-                                 PINS]),
+                       commands=[CUDA_SEEN, PINS]),
                 r.sdpa("Or run without flash-attention:")]
     return [Remedy(summary="FlashAttention runs only on the GPU: load the model onto it with "
                    'device_map="cuda" (not a map with "cpu" or "disk" entries), or call '

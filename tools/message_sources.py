@@ -61,9 +61,11 @@ def remedy(source: str, category: str) -> str:
 
 def other_entries() -> List[Dict[str, object]]:
     import build_sources
+    import hf_sources
     from gen_messages import pattern  # imported here: gen_messages imports this module
 
     fixtures = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
     return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern),
             *build_sources.entries(build_sources.load(fixtures / "build_excerpts.yaml"), pattern,
-                                   remedy)]
+                                   remedy),
+            *hf_sources.entries(pattern)]

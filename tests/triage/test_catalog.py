@@ -152,6 +152,8 @@ def test_each_printed_form_gets_its_category(entry: object, matrix: Matrix) -> N
     expected = {entry.category}
     if "is_sm80" in entry.printed:  # 1.x's backward gate for head dim > 64 off the A100
         expected.add(Category.HEAD_DIM_UNSUPPORTED)
+    if entry.weight == "defer":  # the hand mechanism decides: this text names flash_attn's
+        expected.add(Category.VERSION_CONFLICT)  # files, so it is installed and its import fails
     assert top.category in expected
     assert top.evidence["quoted"] and top.remedies
 

@@ -40,10 +40,14 @@ class Entry:
     # shows as its cause (tools/build_sources.py); "corroborate": a message a hand-written mechanism
     # reads with more context (torch's, the CUDA runtime's, the build frontends'): it adds its
     # citation to that finding, and stands alone only below it; "note": the same, and alone only a
-    # warning (a benign warning, or a wrapper of the error)
+    # warning (a benign warning, or a wrapper of the error); "defer": a transformers message a hand
+    # mechanism reads (mech_wrappers): the catalog says nothing; "wrapped": raised over another
+    # error, which a report shows above it: it ranks as a wrapper's message
     weight: str = ""
     # the numbers a toolchain message names by release: (first, last, "n[,m]")
     limits: Tuple[Tuple[str, str, str], ...] = ()
+    # a requirement the releases state beside the message: (first release, last, requirement)
+    requires: Tuple[Tuple[str, str, str], ...] = ()
 
     @property
     def corroborate(self) -> bool:
@@ -52,7 +56,7 @@ class Entry:
     @property
     def source(self) -> str:
         """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
-        torch, c10, cudart, or a toolchain source's (TOOLCHAIN)."""
+        torch, c10, cudart, hf, or a toolchain source's (TOOLCHAIN)."""
         return self.id.rsplit("-", 1)[0]
 
     @property
@@ -64,25 +68,28 @@ class Entry:
                 "vllm-fa": "vllm_flash_attn's FA version gate",
                 "torch": "torch's check", "c10": "torch's CUDA check (c10)",
                 "cudart": "the CUDA runtime's error",
+                "hf": "transformers' flash-attention check",
                 **TOOLCHAIN}.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
 
 
-def _needle(printed: str) -> str:
-    """The longest literal word, lower case: the cheap scan that picks the lines to match."""
-    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w]
-    return max(words, key=len).lower()
+def _needle(printed: str, pattern: str) -> str:
+    """The longest literal word the pattern holds, lower case: the cheap scan that picks the lines
+    to match (a pattern may leave out advice the message appends)."""
+    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w and re.escape(w) in pattern]
+    return max(words or [printed], key=len).lower()
 
 
 @lru_cache(maxsize=1)
 def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
     loaded = yaml.safe_load(path.read_text(encoding="utf-8"))["messages"]
-    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"]),
+    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
                              for a in e.get("accepts") or ()),
-                       str(e.get("weight", "")),
-                       tuple((str(a[0]), str(a[1]), str(a[2])) for a in e.get("limits") or ()))
+                       str(e.get("weight") or ""),
+                       tuple((str(a[0]), str(a[1]), str(a[2])) for a in e.get("limits") or ()),
+                       tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()))
                  for e in loaded)

@@ -9,8 +9,8 @@ from typing import Dict, List, Optional
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import hf_remedies, wrapper_remedies
 from fadoctor.triage import remedies as r
-from fadoctor.triage import wrapper_remedies
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
 
@@ -145,6 +145,8 @@ def imports(entry: Entry) -> List[Remedy]:
 
 def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, str],
               cc: Optional[Version]) -> List[Remedy]:
+    if entry.source == "hf":
+        return hf_remedies.for_entry(ctx, entry, category, values)
     if category == Category.GPU_UNSUPPORTED:
         return gpu(entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:

@@ -14,7 +14,7 @@ from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage import torch_remedies
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
@@ -28,7 +28,7 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     entries (torch's, the toolchain's) are matched apart (`corroborating`, mech_toolchain)."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest = -1
-    for entry in (e for e in entries() if not e.weight):
+    for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped")):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > longest:
             longest = len(hit[1].group(0))
@@ -52,16 +52,20 @@ def catalog(ctx: Context) -> List[Signal]:
     if found is None:
         return []
     index, entry, values = found
+    if entry.weight == "defer":
+        return []  # the hand-written mechanism that reads this message joins more of the report
+    # a message raised over another import error: a named cause in the report outranks it
+    wrapped = entry.weight == "wrapped"
     category = _category(ctx, entry)
     cc = ctx.gpu_cc or cr.captured_cc(entry, values)
     stated = "".join(f", {name} = {values[name]}" for name, _ in entry.captures if name in values)
     on_gpu = f" on {ctx.gpu[0]} (compute capability {cc})" if ctx.gpu and cc else \
         f" on compute capability {cc}" if cc else ""
     quotes = [ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]
-    return [Signal("catalog", category,
+    return [Signal("wrapper" if wrapped else "catalog", category,
                    f"{entry.printed_label} failed{on_gpu}{stated} ({entry.location}, printed by "
                    f"{entry.first}..{entry.last})",
-                   sorted(set(quotes), key=lambda q: q.line), CATALOGUED,
+                   sorted(set(quotes), key=lambda q: q.line), WRAPPED if wrapped else CATALOGUED,
                    cr.for_entry(ctx, entry, category, values, cc),
                    details={"catalog": entry.id, "source": entry.location,
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
+import cutlass_dsl_sources as dsl
+import serve_sources as serve
+
 REMEDY: Dict[str, str] = {
     "gpu_unsupported": "use SDPA (attn_implementation='sdpa') or eager on this GPU, or the "
                        "flash-attn generation that supports its architecture",
@@ -37,4 +40,14 @@ def remedy(source: str, category: str) -> str:
 
 
 def other_entries() -> List[Dict[str, object]]:
-    return []
+    from gen_messages import pattern  # gen_messages imports this module: import it late
+    return [*serve.entries(serve.load(), pattern)]
+
+
+def with_dsl(catalog: List[Dict[str, object]], pattern: object) -> List[Dict[str, object]]:
+    """The catalog with each `No module named 'cutlass...'` given the nvidia-cutlass-dsl releases
+    that hold the module, and the DSL's varying modules no other source catalogues."""
+    recorded = dsl.load()
+    found = [*catalog, *dsl.entries(recorded, pattern, {str(e["printed"]) for e in catalog})]
+    dsl.annotate(found, recorded)
+    return found

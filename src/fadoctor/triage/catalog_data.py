@@ -31,20 +31,35 @@ class Entry:
     captures: Tuple[Tuple[str, str], ...] = ()  # (placeholder, the fact it states)
     # a wrapper's accepted flash-attn range by its releases: (first tag, last tag, min, max)
     accepts: Tuple[Tuple[str, str, str, str], ...] = ()
+    # a `No module named 'cutlass...'`: the nvidia-cutlass-dsl releases whose wheels hold it
+    dsl_versions: Tuple[str, ...] = ()
+    # a line that says why a backend is passed over (then another runs): it corroborates a
+    # cause, it does not name a failure
+    corroborates: bool = False
+    # a serving framework's choices for its attention backend at the entry's last release
+    backends: Tuple[str, ...] = ()
+    switch: Tuple[str, ...] = ()  # vLLM: "env" (VLLM_ATTENTION_BACKEND) and/or "cli"
 
     @property
     def source(self) -> str:
-        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa."""
+        """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
+        vllm, sglang, sgl-kernel, cutlass-dsl."""
         return self.id.rsplit("-", 1)[0]
 
     @property
     def printed_label(self) -> str:
-        what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
+        what = _LABELS.get(self.source, "flash-attn's own check")
+        return f"{what} \"{self.printed}\""
+
+
+_LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
                 "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
                 "fa-setup": "flash-attn's setup.py",
                 "xformers": "xformers' flash-attn check",
-                "vllm-fa": "vllm_flash_attn's FA version gate"}.get(self.source, "flash-attn's own check")
-        return f"{what} \"{self.printed}\""
+                "vllm-fa": "vllm_flash_attn's FA version gate",
+                "vllm": "vLLM's attention backend choice", "sglang": "SGLang's attention backend",
+                "sgl-kernel": "sgl-kernel's flash_attn gate",
+                "cutlass-dsl": "an nvidia-cutlass-dsl module"}
 
 
 def _needle(printed: str) -> str:
@@ -61,5 +76,9 @@ def entries() -> Tuple[Entry, ...]:
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))
-                             for a in e.get("accepts") or ()))
+                             for a in e.get("accepts") or ()),
+                       tuple(str(e.get("dsl_versions") or "").split()),
+                       e.get("weight") == "corroborate",
+                       tuple(str(e.get("backends") or "").split()),
+                       tuple(str(e.get("switch") or "").split()))
                  for e in loaded)

@@ -13,11 +13,15 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.report import Severity
+from fadoctor.triage.signal import NAMED, WRAPPED, Signal
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
 CATALOGUED = NAMED + 20
+# A logged line that says why a backend was passed over (vLLM then runs another): it supports a
+# cause the report shows more directly, and stands alone only in a report that shows nothing else.
+CORROBORATING = WRAPPED + 5
 
 
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
@@ -59,8 +63,10 @@ def catalog(ctx: Context) -> List[Signal]:
     return [Signal("catalog", category,
                    f"{entry.printed_label} failed{on_gpu}{stated} ({entry.location}, printed by "
                    f"{entry.first}..{entry.last})",
-                   sorted(set(quotes), key=lambda q: q.line), CATALOGUED,
+                   sorted(set(quotes), key=lambda q: q.line),
+                   CORROBORATING if entry.corroborates else CATALOGUED,
                    cr.for_entry(ctx, entry, category, values, cc),
+                   severity=Severity.WARNING if entry.corroborates else Severity.ERROR,
                    details={"catalog": entry.id, "source": entry.location,
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
 

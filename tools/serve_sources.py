@@ -129,18 +129,20 @@ def read(project: Project, root: Path) -> Dict[str, object]:
 def vllm_switches(tree: Path) -> Dict[str, object]:
     """How a vLLM release lets the user pick the attention backend: the VLLM_ATTENTION_BACKEND
     variable (envs.py) and/or the --attention-backend argument (engine/arg_utils.py), and the
-    backend names it documents (envs.py's option list, else the AttentionBackendEnum members)."""
+    backend names it has (the AttentionBackendEnum members, else envs.py's option list)."""
     def text(rel: str) -> str:
         path = tree / rel
         return path.read_text(encoding="utf-8") if path.is_file() else ""
     envs = text("vllm/envs.py")
-    names = re.findall(r'#\s+- "(\w+)"', envs.split('"VLLM_ATTENTION_BACKEND":')[0].rsplit(
-        "# Backend for attention computation", 1)[-1]) if "# Backend for attention" in envs else []
-    for registry in sorted(tree.glob("vllm/**/backends/registry.py")) if not names else []:
+    names: List[str] = []
+    for registry in sorted(tree.glob("vllm/**/backends/registry.py")):
         for node in ast.walk(ast.parse(registry.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef) and node.name == "AttentionBackendEnum":
                 names = [t.id for n in node.body if isinstance(n, ast.Assign)
                          for t in n.targets if isinstance(t, ast.Name)]
+    if not names and "# Backend for attention" in envs:  # before the enum: envs.py's list
+        names = re.findall(r'#\s+- "(\w+)"', envs.split('"VLLM_ATTENTION_BACKEND":')[0].rsplit(
+            "# Backend for attention computation", 1)[-1])
     return {"env": '"VLLM_ATTENTION_BACKEND"' in envs,
             "cli": '"--attention-backend"' in text("vllm/engine/arg_utils.py"), "backends": names}
 
@@ -150,24 +152,36 @@ def _strings(node: ast.expr) -> List[str]:
             and isinstance(e.value, str)]
 
 
+def _lists(module: ast.Module) -> Dict[str, List[str]]:
+    return {t.id: _strings(n.value) for n in ast.walk(module) if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.List) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _choices(module: ast.Module) -> Optional[ast.expr]:
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value == "--attention-backend":
+            return next((kw.value for kw in node.keywords if kw.arg == "choices"), None)
+    return None
+
+
 def backend_choices(tree: Path) -> List[str]:
     """The `--attention-backend` choices SGLang's argument parser accepts: a list literal, or the
-    module-level list it names."""
+    list it names (ATTN_BACKENDS, ATTENTION_BACKEND_CHOICES); from 0.5.14 the parser is built from
+    declared fields, and ATTENTION_BACKEND_CHOICES (arg_groups/choices.py) is the list."""
+    lists: Dict[str, List[str]] = {}
+    choices: Optional[ast.expr] = None
     for path in sorted((tree / "sglang" / "srt").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if '"--attention-backend"' not in text:
-            continue
-        module = ast.parse(text)
-        lists = {t.id: _strings(n.value) for n in module.body if isinstance(n, ast.Assign)
-                 for t in n.targets if isinstance(t, ast.Name)}
-        for node in ast.walk(module):
-            if isinstance(node, ast.Call) and node.args and \
-                    isinstance(node.args[0], ast.Constant) and node.args[0].value == "--attention-backend":
-                for kw in node.keywords:
-                    if kw.arg == "choices":
-                        return lists.get(kw.value.id, []) if isinstance(kw.value, ast.Name) \
-                            else _strings(kw.value)
-    return []
+        if "attention" in text and ("BACKEND" in text or "--attention-backend" in text):
+            module = ast.parse(text)
+            lists.update((k, v) for k, v in _lists(module).items() if v)
+            choices = choices or _choices(module)
+    if isinstance(choices, ast.Name):
+        return lists.get(choices.id, [])
+    if choices is not None:
+        return _strings(choices)
+    return lists.get("ATTENTION_BACKEND_CHOICES", [])
 
 
 def load(path: Path = RECORD) -> Dict[str, Dict[str, object]]:
@@ -199,6 +213,13 @@ def _spans(data: Dict[str, object]) -> Dict[str, Tuple[List[str], str, int, str]
     return spans
 
 
+def _everywhere(recorded: Dict[str, Dict[str, object]]) -> List[str]:
+    """The --attention-backend choices every recorded SGLang release accepts (in the newest's
+    order): what to offer against sgl-kernel, whose release says nothing of SGLang's."""
+    lists = list(((recorded.get("sglang") or {}).get("backends") or {}).values())  # type: ignore[attr-defined]
+    return [b for b in lists[-1] if all(b in other for other in lists)] if lists else []
+
+
 def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dict[str, object]]:
     """One catalog entry per project and printed form, with the first and last release that
     print it; a logged line (vLLM says why it will not use FlashAttention, then falls back) only
@@ -220,7 +241,8 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
                 entry["captures"] = _captures(printed)
             if how == "log":
                 entry["weight"] = "corroborate"
-            backends = (data.get("backends") or {}).get(have[-1])  # type: ignore[attr-defined]
+            backends = (data.get("backends") or {}).get(have[-1]) if project.name != \
+                "sgl-kernel" else _everywhere(recorded)  # type: ignore[attr-defined]
             switch = (data.get("switches") or {}).get(have[-1])  # type: ignore[attr-defined]
             if switch:
                 backends = switch["backends"]

@@ -9,19 +9,19 @@ from typing import Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage.catalog_data import Entry, entries
 from fadoctor.triage.context import Context
-from fadoctor.report import Severity
-from fadoctor.triage.signal import NAMED, WRAPPED, Signal
+from fadoctor.triage.signal import LOGGED, NAMED, Signal
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
 CATALOGUED = NAMED + 20
-# A logged line that says why a backend was passed over (vLLM then runs another): it supports a
-# cause the report shows more directly, and stands alone only in a report that shows nothing else.
-CORROBORATING = WRAPPED + 5
+# A logged line that says why a backend was passed over (vLLM then runs another): log strength,
+# as mech_wrappers gives such lines (whose generic signal then folds into this one), below any
+# error message a report shows.
+CORROBORATING = LOGGED
 
 
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
@@ -60,8 +60,9 @@ def catalog(ctx: Context) -> List[Signal]:
     on_gpu = f" on {ctx.gpu[0]} (compute capability {cc})" if ctx.gpu and cc else \
         f" on compute capability {cc}" if cc else ""
     quotes = [ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]
+    verb = "was logged" if entry.corroborates else "failed"
     return [Signal("catalog", category,
-                   f"{entry.printed_label} failed{on_gpu}{stated} ({entry.location}, printed by "
+                   f"{entry.printed_label} {verb}{on_gpu}{stated} ({entry.location}, printed by "
                    f"{entry.first}..{entry.last})",
                    sorted(set(quotes), key=lambda q: q.line),
                    CORROBORATING if entry.corroborates else CATALOGUED,

@@ -52,8 +52,16 @@ def vllm(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
     return [Remedy(summary=summary, commands=commands)]
 
 
-def sglang(entry: Entry) -> List[Remedy]:
+def sglang(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
     others = _others(entry, SGLANG_OTHERS)
+    if category == Category.NOT_INSTALLED:
+        stated = ctx.package("sgl-kernel")
+        return [Remedy(summary=f"sgl-kernel ({entry.location}, {entry.first}..{entry.last}) could "
+                       f"not load its FA4 kernels: \"{entry.printed}\". Reinstall the sgl-kernel "
+                       "release your sglang requires, or start the server with another "
+                       "--attention-backend" + (f" (e.g. {others[0]})" if others else "") + ".",
+                       commands=[f'python -m pip install --force-reinstall --no-deps '
+                                 f'"sgl-kernel=={stated.value}"'] if stated else [])]
     listed = f" (its choices at {entry.last}: {', '.join(entry.backends)})" if entry.backends \
         else ""
     what = ("sgl-kernel's FlashAttention-3 kernels" if entry.source == "sgl-kernel" else
@@ -65,7 +73,8 @@ def sglang(entry: Entry) -> List[Remedy]:
 
 
 def serving(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
-    return vllm(ctx, entry, category) if entry.source == "vllm" else sglang(entry)
+    return vllm(ctx, entry, category) if entry.source == "vllm" else \
+        sglang(ctx, entry, category)
 
 
 def _version(raw: Optional[str]) -> Optional[Version]:
@@ -102,7 +111,8 @@ def _relation(installed: Optional[Version], spec: SpecifierSet) -> str:
 def cutlass_module(ctx: Context, entry: Entry) -> List[Remedy]:
     module = entry.printed.split("'")[1]
     beta, spec = _pin(ctx)
-    installed = _version(ctx.package(DSL).value) if ctx.package(DSL) else None
+    stated = ctx.package(DSL)
+    installed = _version(stated.value) if stated is not None else None
     held = f"{DSL} {entry.dsl_versions[0]}..{entry.dsl_versions[-1]} hold {module}"
     if beta is None or spec is None:
         return [Remedy(summary=f"{held}; install the release your flash-attn-4 declares.")]

@@ -134,3 +134,11 @@ def test_written_sglang_report_through_the_cli(tmp_path: Path) -> None:
     assert "gpu_unsupported" in done.stdout.splitlines()[next(
         i for i, line in enumerate(done.stdout.splitlines()) if line.startswith("1."))]
     assert "sgl-kernel" in done.stdout and "--attention-backend triton" in done.stdout
+
+
+def test_missing_cutlass_names_the_requirement_the_stated_beta_declares(matrix: Matrix) -> None:
+    text = "flash-attn-4==4.0.0b16\nModuleNotFoundError: No module named 'cutlass'\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+    # flash_attn/cute/pyproject.toml at fa4-v4.0.0.beta16: nvidia-cutlass-dsl>=4.5.2
+    assert top.remedies[0].commands == ["python -m pip install 'nvidia-cutlass-dsl>=4.5.2'"]

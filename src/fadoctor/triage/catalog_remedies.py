@@ -130,6 +130,9 @@ def imports(ctx: Context, entry: Entry) -> List[Remedy]:
     if module.split(".")[0] == "cutlass":
         if entry.dsl_versions:
             return serve_remedies.cutlass_module(ctx, entry)
+        declared = serve_remedies.cutlass_missing(ctx, entry) if module == "cutlass" else []
+        if declared:
+            return declared
         return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports {module} from "
                        f"the CuTe DSL, {CUTE_DSL}, which is missing: install the version "
                        "flash-attn-4 declares (its dependencies).",

@@ -25,6 +25,12 @@ def _others(entry: Entry, preferred: Tuple[str, ...]) -> List[str]:
     return [b for b in preferred if b in entry.backends]
 
 
+def _listed(names: Tuple[str, ...], most: int = 10) -> str:
+    """A release's backend names, the first `most` of them (newer releases list 50)."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
 def vllm(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
     where = f"vLLM {entry.first}..{entry.last} ({entry.location})"
     others = _others(entry, VLLM_OTHERS)
@@ -39,12 +45,13 @@ def vllm(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
         return [Remedy(summary=f"{where}: FlashAttention here has no kernels for this KV-cache "
                        "dtype: serve with --kv-cache-dtype auto, or choose another backend.")]
     if category == Category.DTYPE_UNSUPPORTED:
-        return [Remedy(summary=f"{where}: FlashAttention runs in float16 or bfloat16 only: serve "
-                       "with --dtype bfloat16 (or half on GPUs without bf16).")]
+        half = "" if "float16 or" not in entry.printed else " (or half on GPUs without bf16)"
+        return [Remedy(summary=f"{where}: \"{entry.printed}\": serve with --dtype bfloat16"
+                       f"{half}.")]
     pick = others[0] if others else None
     how = ("the VLLM_ATTENTION_BACKEND variable" if "env" in entry.switch else
            "the --attention-backend argument" if "cli" in entry.switch else "its backend setting")
-    listed = f" (that release lists {', '.join(entry.backends)})" if entry.backends else ""
+    listed = f" (that release lists {_listed(entry.backends)})" if entry.backends else ""
     summary = (f"{where} will not run its FlashAttention backend here: \"{entry.printed}\". "
                f"Choose another backend with {how}{listed}"
                + (f", e.g. {pick}" if pick else "") + ", or run on a GPU the message accepts.")
@@ -62,14 +69,17 @@ def sglang(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
                        "--attention-backend" + (f" (e.g. {others[0]})" if others else "") + ".",
                        commands=[f'python -m pip install --force-reinstall --no-deps '
                                  f'"sgl-kernel=={stated.value}"'] if stated else [])]
-    listed = f" (its choices at {entry.last}: {', '.join(entry.backends)})" if entry.backends \
-        else ""
+    listed = "" if not entry.backends else \
+        f" (choices every SGLang release accepts: {_listed(entry.backends)})" \
+        if entry.source == "sgl-kernel" else f" (its choices at {entry.last}: " \
+        f"{_listed(entry.backends)})"
     what = ("sgl-kernel's FlashAttention-3 kernels" if entry.source == "sgl-kernel" else
             "SGLang's FlashAttention backend")
+    kv = ", or serve with --kv-cache-dtype auto" if "--kv-cache-dtype" in entry.printed else ""
     return [Remedy(summary=f"{what} ({entry.location}, {entry.first}..{entry.last}) refuse this "
                    f"GPU: \"{entry.printed}\". Start the server with another --attention-backend"
                    + (f", e.g. --attention-backend {others[0]}" if others else "") + listed
-                   + ", or run on the GPU generation the message names.")]
+                   + f"{kv}, or run on the GPU generation the message names.")]
 
 
 def serving(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
@@ -106,6 +116,17 @@ def _relation(installed: Optional[Version], spec: SpecifierSet) -> str:
     lows = [Version(s.version) for s in spec if s.operator in (">=", "==", ">", "~=")]
     older = bool(lows) and installed < min(lows)
     return f"; the installed {DSL} {installed} is {'older' if older else 'newer'} than that pin"
+
+
+def cutlass_missing(ctx: Context, entry: Entry) -> List[Remedy]:
+    """`cutlass` itself is missing: the DSL requirement the beta declares, as declared."""
+    beta, spec = _pin(ctx)
+    if beta is None or spec is None:
+        return []
+    return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports cutlass, the "
+                   f"CuTe DSL from {DSL}, which is not installed; flash-attn-4 {beta} declares "
+                   f"{DSL}{spec} (flash_attn/cute/pyproject.toml): install that.",
+                   commands=[f'python -m pip install "{DSL}{spec}"'])]
 
 
 def cutlass_module(ctx: Context, entry: Entry) -> List[Remedy]:

@@ -19,8 +19,8 @@ from fadoctor.triage.signal import LOGGED, NAMED, Signal
 # and its corroborations.
 CATALOGUED = NAMED + 20
 # A logged line that says why a backend was passed over (vLLM then runs another): log strength,
-# as mech_wrappers gives such lines (whose generic signal then folds into this one), below any
-# error message a report shows.
+# as mech_wrappers gives such lines, below any error message a report shows; marked so that the
+# wrappers' lines fold into a named error, never into it (diagnose._merge).
 CORROBORATING = LOGGED
 
 
@@ -69,6 +69,7 @@ def catalog(ctx: Context) -> List[Signal]:
                    cr.for_entry(ctx, entry, category, values, cc),
                    severity=Severity.WARNING if entry.corroborates else Severity.ERROR,
                    details={"catalog": entry.id, "source": entry.location,
+                            **({"corroborates": True} if entry.corroborates else {}),
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
 
 

@@ -34,6 +34,10 @@ def _listed(names: Tuple[str, ...], most: int = 10) -> str:
 def vllm(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
     where = f"vLLM {entry.first}..{entry.last} ({entry.location})"
     others = _others(entry, VLLM_OTHERS)
+    if category == Category.NOT_INSTALLED and "vllm" not in entry.printed.replace("-", "_"):
+        return [Remedy(summary=f"{where} looked for the flash_attn package itself (these releases "
+                       "use flash-attn rather than a bundled build): install the flash-attn "
+                       "release built for this torch, or let vLLM run its other backend.")]
     if category == Category.NOT_INSTALLED:
         stated = ctx.package("vllm")
         return [Remedy(summary=f"{where} did not find vllm_flash_attn, the FlashAttention build "

@@ -175,7 +175,8 @@ def catalog(found: Dict[str, List[Row]],
                 entries[(name, printed)] = _entry(by_name[name], tag, path, line, printed,
                                                   counts[name])
             entries[(name, printed)]["last"] = tag
-    return [*entries.values(), *ms.other_entries(), *ws.entries(wrapped or {}, pattern)]
+    return ms.with_dsl([*entries.values(), *ms.other_entries(),
+                        *ws.entries(wrapped or {}, pattern)], pattern)
 
 
 def write_excerpts(found: Dict[str, List[Row]], path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import cutlass_dsl_sources as dsl
+import serve_sources as serve
 import torch_sources
 
 TORCH_EXCERPTS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "torch_excerpts.yaml"
@@ -68,4 +70,13 @@ def other_entries() -> List[Dict[str, object]]:
     return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern),
             *build_sources.entries(build_sources.load(fixtures / "build_excerpts.yaml"), pattern,
                                    remedy),
-            *hf_sources.entries(pattern)]
+            *hf_sources.entries(pattern), *serve.entries(serve.load(), pattern)]
+
+
+def with_dsl(catalog: List[Dict[str, object]], pattern: object) -> List[Dict[str, object]]:
+    """The catalog with each `No module named 'cutlass...'` given the nvidia-cutlass-dsl releases
+    that hold the module, and the DSL's varying modules no other source catalogues."""
+    recorded = dsl.load()
+    found = [*catalog, *dsl.entries(recorded, pattern, {str(e["printed"]) for e in catalog})]
+    dsl.annotate(found, recorded)
+    return found

@@ -42,7 +42,9 @@ class Entry:
     # citation to that finding, and stands alone only below it; "note": the same, and alone only a
     # warning (a benign warning, or a wrapper of the error); "defer": a transformers message a hand
     # mechanism reads (mech_wrappers): the catalog says nothing; "wrapped": raised over another
-    # error, which a report shows above it: it ranks as a wrapper's message
+    # error, which a report shows above it: it ranks as a wrapper's message; "logged": a serving
+    # framework's line that says why a backend is passed over (then another runs): it corroborates
+    # a cause, it does not name a failure
     weight: str = ""
     # the numbers a toolchain message names by release: (first, last, "n[,m]")
     limits: Tuple[Tuple[str, str, str], ...] = ()
@@ -52,25 +54,41 @@ class Entry:
     @property
     def corroborate(self) -> bool:
         return self.weight in ("corroborate", "note")
+    # a `No module named 'cutlass...'`: the nvidia-cutlass-dsl releases whose wheels hold it
+    dsl_versions: Tuple[str, ...] = ()
+    # a serving framework's choices for its attention backend at the entry's last release
+    backends: Tuple[str, ...] = ()
+    switch: Tuple[str, ...] = ()  # vLLM: "env" (VLLM_ATTENTION_BACKEND) and/or "cli"
+
+    @property
+    def corroborates(self) -> bool:
+        return self.weight == "logged"
 
     @property
     def source(self) -> str:
         """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
-        torch, c10, cudart, hf, or a toolchain source's (TOOLCHAIN)."""
+        torch, c10, cudart, hf, vllm, sglang, sgl-kernel, cutlass-dsl, or a toolchain source's
+        (TOOLCHAIN)."""
         return self.id.rsplit("-", 1)[0]
 
     @property
     def printed_label(self) -> str:
-        what = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
-                "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
-                "fa-setup": "flash-attn's setup.py",
-                "xformers": "xformers' flash-attn check",
-                "vllm-fa": "vllm_flash_attn's FA version gate",
-                "torch": "torch's check", "c10": "torch's CUDA check (c10)",
-                "cudart": "the CUDA runtime's error",
-                "hf": "transformers' flash-attention check",
-                **TOOLCHAIN}.get(self.source, "flash-attn's own check")
+        what = _LABELS.get(self.source, "flash-attn's own check")
         return f"{what} \"{self.printed}\""
+
+
+_LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setup",
+           "fa4": "flash-attn-4's check", "fa4-import": "an import flash-attn-4 needs",
+           "fa-setup": "flash-attn's setup.py",
+           "xformers": "xformers' flash-attn check",
+           "vllm-fa": "vllm_flash_attn's FA version gate",
+           "torch": "torch's check", "c10": "torch's CUDA check (c10)",
+           "cudart": "the CUDA runtime's error",
+           "hf": "transformers' flash-attention check",
+           "vllm": "vLLM's attention backend choice", "sglang": "SGLang's attention backend",
+           "sgl-kernel": "sgl-kernel's flash_attn gate",
+           "cutlass-dsl": "an nvidia-cutlass-dsl module",
+           **TOOLCHAIN}
 
 
 def _needle(printed: str, pattern: str) -> str:
@@ -83,7 +101,8 @@ def _needle(printed: str, pattern: str) -> str:
 @lru_cache(maxsize=1)
 def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))["messages"]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the catalog is 400 entries
+    loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)["messages"]
     return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
@@ -91,5 +110,8 @@ def entries() -> Tuple[Entry, ...]:
                              for a in e.get("accepts") or ()),
                        str(e.get("weight") or ""),
                        tuple((str(a[0]), str(a[1]), str(a[2])) for a in e.get("limits") or ()),
-                       tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()))
+                       tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()),
+                       tuple(str(e.get("dsl_versions") or "").split()),
+                       tuple(str(e.get("backends") or "").split()),
+                       tuple(str(e.get("switch") or "").split()))
                  for e in loaded)

@@ -9,18 +9,16 @@ from typing import Dict, List, Optional
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
-from fadoctor.triage import hf_remedies, wrapper_remedies
+from fadoctor.triage import hf_remedies, serve_remedies, wrapper_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
 
 FA2 = 'pip install "flash-attn>=2,<3" --no-build-isolation'
 # NVIDIA's CuTe DSL quick start (docs.nvidia.com/cutlass, pythonDSL/quick_start): the module
-# `cutlass` comes from the nvidia-cutlass-dsl wheel; flash_attn/cute/pyproject.toml at each fa4
-# beta declares it (with apache-tvm-ffi and quack-kernels).
-CUTE_DSL = "nvidia-cutlass-dsl"
-FA4_REQUIRES = (CUTE_DSL, "apache-tvm-ffi", "quack-kernels", "einops", "typing_extensions",
-                "torch-c-dlpack-ext")  # flash_attn/cute/pyproject.toml@fa4-v4.0.0.beta27
+# `cutlass` comes from the nvidia-cutlass-dsl wheel; what each flash-attn-4 beta requires is the
+# matrix's fa4_releases (generated from flash_attn/cute/pyproject.toml by tools/gen_fa4_betas.py).
+CUTE_DSL = serve_remedies.DSL
 
 
 def fa1(entry: Entry) -> bool:
@@ -127,26 +125,33 @@ def platform() -> List[Remedy]:
             r.sdpa("Or use PyTorch SDPA, which needs no flash-attn.")]
 
 
-def imports(entry: Entry) -> List[Remedy]:
+def imports(ctx: Context, entry: Entry) -> List[Remedy]:
     module = entry.printed.split("'")[1]
     if module.split(".")[0] == "cutlass":
-        verb = "is missing" if "." not in module else "lacks this module (another version)"
+        if entry.dsl_versions:
+            return serve_remedies.cutlass_module(ctx, entry)
+        declared = serve_remedies.cutlass_missing(ctx, entry) if module == "cutlass" else []
+        if declared:
+            return declared
         return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports {module} from "
-                       f"the CuTe DSL, {CUTE_DSL}, which {verb}: install the version "
+                       f"the CuTe DSL, {CUTE_DSL}, which is missing: install the version "
                        "flash-attn-4 declares (its dependencies).",
-                       commands=[f'pip install --upgrade flash-attn-4 "{CUTE_DSL}"'])]
+                       commands=[f'python -m pip install --upgrade flash-attn-4 "{CUTE_DSL}"'])]
+    declared = serve_remedies.fa4_dependency(ctx, module)
+    if declared:
+        return declared
     return [Remedy(summary=f"flash-attn-4 ({entry.first}..{entry.last}) imports {module}, one of "
-                   f"its declared dependencies ({', '.join(FA4_REQUIRES)} in "
-                   "flash_attn/cute/pyproject.toml): install flash-attn-4 with its dependencies.",
-                   commands=[f"pip install {module.replace('_', '-')}"
-                             if module in {"einops", "typing_extensions"} else
-                             "pip install --upgrade flash-attn-4"])]
+                   "its declared dependencies (flash_attn/cute/pyproject.toml): install "
+                   "flash-attn-4 with its dependencies.",
+                   commands=["python -m pip install --upgrade flash-attn-4"])]
 
 
 def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, str],
               cc: Optional[Version]) -> List[Remedy]:
     if entry.source == "hf":
         return hf_remedies.for_entry(ctx, entry, category, values)
+    if entry.source in serve_remedies.SERVING:
+        return serve_remedies.serving(ctx, entry, category)
     if category == Category.GPU_UNSUPPORTED:
         return gpu(entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:
@@ -160,5 +165,5 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
     if entry.source in wrapper_remedies.WRAPPERS:
         return wrapper_remedies.for_entry(ctx, entry, values)
     if category in (Category.NOT_INSTALLED, Category.VERSION_CONFLICT):
-        return imports(entry)
+        return imports(ctx, entry)
     return dtype()

@@ -145,7 +145,7 @@ def _merge(signals: List[Signal], from_checks: List[Signal]) -> List[Signal]:
         same.quotes = dedupe([*same.quotes, *check.quotes])
         same.remedies += [rem for rem in check.remedies if _adds(rem, same.remedies)]
     named = [s for s in signals if s.strength >= NAMED - 10 and s.mechanism not in (
-        "wrapper", "build_failed")]
+        "wrapper", "build_failed") and not s.details.get("corroborates")]
     if named:
         for weak in [s for s in signals if s.mechanism in ("wrapper", "build_failed")]:
             named[0].quotes = dedupe([*named[0].quotes, *weak.quotes])

@@ -19,6 +19,10 @@ from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedup
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
 CATALOGUED = NAMED + 20
+# A logged line that says why a backend was passed over (vLLM then runs another): log strength,
+# as mech_wrappers gives such lines, below any error message a report shows; marked so that the
+# wrappers' lines fold into a named error, never into it (diagnose._merge).
+CORROBORATING = LOGGED
 
 
 def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
@@ -28,7 +32,7 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     entries (torch's, the toolchain's) are matched apart (`corroborating`, mech_toolchain)."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest = -1
-    for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped")):
+    for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped", "logged")):
         hit = ctx.first(entry.pattern, (entry.needle,))
         if hit is not None and len(hit[1].group(0)) > longest:
             longest = len(hit[1].group(0))
@@ -62,12 +66,16 @@ def catalog(ctx: Context) -> List[Signal]:
     on_gpu = f" on {ctx.gpu[0]} (compute capability {cc})" if ctx.gpu and cc else \
         f" on compute capability {cc}" if cc else ""
     quotes = [ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]
+    verb = "was logged" if entry.corroborates else "failed"
     return [Signal("wrapper" if wrapped else "catalog", category,
-                   f"{entry.printed_label} failed{on_gpu}{stated} ({entry.location}, printed by "
+                   f"{entry.printed_label} {verb}{on_gpu}{stated} ({entry.location}, printed by "
                    f"{entry.first}..{entry.last})",
-                   sorted(set(quotes), key=lambda q: q.line), WRAPPED if wrapped else CATALOGUED,
+                   sorted(set(quotes), key=lambda q: q.line),
+                   WRAPPED if wrapped else CORROBORATING if entry.corroborates else CATALOGUED,
                    cr.for_entry(ctx, entry, category, values, cc),
+                   severity=Severity.WARNING if entry.corroborates else Severity.ERROR,
                    details={"catalog": entry.id, "source": entry.location,
+                            **({"corroborates": True} if entry.corroborates else {}),
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
 
 

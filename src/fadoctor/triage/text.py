@@ -11,7 +11,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator, List, Pattern, Sequence, Set, Tuple, Union
+from typing import Dict, Iterator, List, Pattern, Sequence, Set, Tuple, Union
 
 MAX_LINE = 2000  # longer lines are cut into pieces of this size (same line number)
 MAX_QUOTE = 300  # a quote shows at most this much of its line
@@ -79,7 +79,15 @@ class Pasted:
     def containing(self, needles: Sequence[str], first: bool = False) -> List[int]:
         """The pieces holding any of `needles` (lower case), in order. Rare needles are found
         with str.find over the whole text and frequent ones line by line, both at C speed, so
-        that the per-line parsers run only where something can be found."""
+        that the per-line parsers run only where something can be found. Remembered per text:
+        the catalog's hundreds of entries share their needles."""
+        key = (tuple(needles), first)
+        memo: Dict[Tuple[Tuple[str, ...], bool], List[int]] = self.__dict__.setdefault("_memo", {})
+        if key not in memo:
+            memo[key] = self._containing(needles, first)
+        return list(memo[key])
+
+    def _containing(self, needles: Sequence[str], first: bool) -> List[int]:
         found: Set[int] = set()
         lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
         for needle in needles:

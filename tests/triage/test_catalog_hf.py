@@ -8,11 +8,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict
 
 import pytest
 import yaml
 from packaging.version import Version
+from tests.triage.test_catalog import _tool
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
@@ -39,14 +40,6 @@ FIX = {Category.NOT_INSTALLED: ("kernels", "flash-attn", "hopper", "flash-attn-4
        Category.TORCH_VERSION_MISMATCH: ("torch >= 2.1.1",)}
 
 
-def _tags_in_runs(tags: List[str], runs: object) -> List[str]:
-    out: List[str] = []
-    for run in str(runs).split(","):
-        first, _, last = run.partition("-")
-        out += tags[int(first):int(last or first) + 1]
-    return out
-
-
 def _example(entry: Entry) -> str:
     facts: Dict[str, str] = dict(entry.captures)
     return re.sub(r"\{(\w+)\}", lambda m: VALUES[facts[m.group(1)]], entry.printed)
@@ -70,7 +63,7 @@ def test_every_recorded_message_at_every_release_is_catalogued() -> None:
     missing = []
     for path, line, printed, runs in RECORDED["rows"]:
         entry = by_text.get(printed)
-        for tag in _tags_in_runs(RECORDED["tags"], runs):
+        for tag in _tool("message_extract").tags_in_runs(RECORDED["tags"], runs):
             if entry is None or not Version(entry.first) <= Version(tag) <= Version(entry.last):
                 missing.append(f"{tag}:{path}:{line}: {printed}")
     assert missing == []

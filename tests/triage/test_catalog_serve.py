@@ -5,15 +5,14 @@ for these tests, not copied from issue threads)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Dict, List
 
 import pytest
 from packaging.version import Version
+from tests.triage.test_catalog import _tool
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
@@ -21,17 +20,6 @@ from fadoctor.triage.diagnose import triage
 from fadoctor.triage.mech_catalog import entries
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _tool(name: str) -> ModuleType:
-    if str(ROOT / "tools") not in sys.path:  # the tools import their shared helpers by name
-        sys.path.insert(0, str(ROOT / "tools"))
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("project,releases", [("vllm", 80), ("sglang", 92), ("sgl-kernel", 64)])

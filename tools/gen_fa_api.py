@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import yaml
 
@@ -37,9 +37,23 @@ def _module(path: str) -> str:
     return path[:-3].replace("/", ".").removesuffix(".__init__")
 
 
-def _params(node: ast.FunctionDef) -> List[str]:
+def _params(node: ast.FunctionDef) -> List[Tuple[str, bool]]:
+    """(parameter, whether a call must pass it: no default) in order."""
     a = node.args
-    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    positional = [*a.posonlyargs, *a.args]
+    first_default = len(positional) - len(a.defaults)
+    return [*((p.arg, i < first_default) for i, p in enumerate(positional)),
+            *((p.arg, d is None) for p, d in zip(a.kwonlyargs, a.kw_defaults))]
+
+
+def _public(name: str) -> bool:
+    return not name.startswith("_")
+
+
+def _callable(name: str, interface: bool) -> bool:
+    """A function callers reach for: public, or in an interface module private but not a dunder
+    (ring-attention packages call flash_attn_interface's _flash_attn_forward)."""
+    return _public(name) or (interface and not name.startswith("__"))
 
 
 def _own(node: ast.ImportFrom) -> bool:
@@ -47,60 +61,96 @@ def _own(node: ast.ImportFrom) -> bool:
     return node.level > 0 or (node.module or "").startswith("flash_attn")
 
 
-def read_module(text: str, package: bool) -> Iterator[Tuple[str, Optional[List[str]]]]:
-    """(public name, its parameters if a function) bound at the top level of one module: its
-    functions, classes and assignments, and for a package (__init__) its own re-exports."""
+def _top(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that bind a module's names: its top level, and the branches of a top-level
+    `if` or `try` (optional imports such as `if is_flash_attn_2_available(): from flash_attn ...`)."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _top([*node.body, *node.orelse])
+        elif isinstance(node, ast.Try):
+            yield from _top([*node.body, *node.orelse, *node.finalbody,
+                             *(s for h in node.handlers for s in h.body)])
+        else:
+            yield node
+
+
+def read_module(text: str, package: bool, interface: bool = False, imports: bool = False
+                ) -> Iterator[Tuple[str, Optional[List[Tuple[str, bool]]]]]:
+    """(name, its parameters if a function) bound at the top level of one module: its functions
+    (an interface module's private ones too), public classes and assignments, the re-exports of
+    a package (__init__) from its own modules, and with `imports` every name it imports."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+    for node in _top(tree.body):
+        if isinstance(node, ast.FunctionDef) and _callable(node.name, interface):
             yield node.name, _params(node)
-        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+        elif isinstance(node, ast.ClassDef) and _public(node.name):
             yield node.name, None
-        elif isinstance(node, ast.ImportFrom) and package and _own(node):
+        elif isinstance(node, ast.ImportFrom) and (imports or (package and _own(node))):
             for alias in node.names:
                 name = alias.asname or alias.name
-                if name != "*" and not name.startswith("_"):
+                if name != "*" and _public(name):
                     yield name, None
         elif isinstance(node, ast.Assign):
             for target in node.targets:
-                if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                if isinstance(target, ast.Name) and _public(target.id):
                     yield target.id, None
+
+
+Release = Tuple[str, Iterable[Tuple[str, str]]]  # (tag, (path, source) of each module file)
 
 
 def read(git_dir: str) -> Dict[str, object]:
     tags = sorted((t for t in _git(git_dir, "tag").split() if RELEASE.match(t)), key=order)
+
+    def files(tag: str) -> Iterator[Tuple[str, str]]:
+        for path in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "flash_attn").split():
+            if path.endswith(".py"):
+                yield path, _git(git_dir, "show", f"{tag}:{path}")
+    return collect([(tag, files(tag)) for tag in tags])
+
+
+def collect(releases: List[Release], keep: Callable[[str], bool] = lambda name: True,
+            imports: bool = False) -> Dict[str, object]:
+    """The modules, names (those `keep` accepts; with `imports`, the names each module imports
+    too), parameters and required parameters of each release, as runs of indexes into the
+    releases' tags."""
     modules: Spans = {}
     names: Spans = {}
     params: Dict[str, Spans] = {}
-    for index, tag in enumerate(tags):
-        files = [f for f in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "flash_attn").split()
-                 if f.endswith(".py")]
-        for path in files:
+    required: Dict[str, Spans] = {}
+    for index, (_, files) in enumerate(releases):
+        for path, source in files:
             module = _module(path)
             modules.setdefault(module, []).append(index)
-            for name, args in read_module(_git(git_dir, "show", f"{tag}:{path}"),
-                                           path.endswith("__init__.py")):
+            for name, args in read_module(source, path.endswith("__init__.py"),
+                                           "interface" in module, imports):
+                if not keep(name):
+                    continue
                 key = f"{module}:{name}"
                 if index not in names.setdefault(key, []):
                     names[key].append(index)
-                for arg in args or ():
-                    have = params.setdefault(key, {}).setdefault(arg, [])
-                    if index not in have:
-                        have.append(index)
-    return {"tags": tags,
+                for arg, must in args or ():
+                    for table in (params, *([required] if must else [])):
+                        have = table.setdefault(key, {}).setdefault(arg, [])
+                        if index not in have:
+                            have.append(index)
+    return {"tags": [tag for tag, _ in releases],
             "modules": {k: ex.tag_runs(v) for k, v in sorted(modules.items())},
             "names": {k: ex.tag_runs(v) for k, v in sorted(names.items())},
-            "parameters": {k: {p: ex.tag_runs(v) for p, v in sorted(ps.items())}
-                           for k, ps in sorted(params.items())}}
+            "parameters": _runs(params), "required": _runs(required)}
+
+
+def _runs(table: Dict[str, Spans]) -> Dict[str, Dict[str, str]]:
+    return {k: {p: ex.tag_runs(v) for p, v in sorted(ps.items())} for k, ps in sorted(table.items())}
 
 
 def render(found: Dict[str, object]) -> str:
     header = ("# Generated by tools/gen_fa_api.py from Dao-AILab/flash-attention at every release "
-              "tag (flash_attn/**/*.py: modules, public names, function parameters; each with the "
-              "runs of `tags` indexes that have it); do not edit.\n")
+              "tag (flash_attn/**/*.py: modules, public names and functions, function parameters "
+              "and the required ones; each with the runs of `tags` indexes that have it); do not edit.\n")
     return header + yaml.safe_dump(found, sort_keys=False, width=100)
 
 

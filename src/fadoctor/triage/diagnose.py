@@ -22,7 +22,15 @@ from fadoctor.install.into import (
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
 from fadoctor.safety.shell import Installer
-from fadoctor.triage import mech_build, mech_catalog, mech_gpu, mech_import, mech_toolchain, mech_wrappers
+from fadoctor.triage import (
+    mech_api,
+    mech_build,
+    mech_catalog,
+    mech_gpu,
+    mech_import,
+    mech_toolchain,
+    mech_wrappers,
+)
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.bridge import to_facts, unknown_checks
@@ -40,6 +48,7 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
+    mech_api.keyword, mech_api.required, mech_api.names,
     mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,

@@ -124,7 +124,8 @@ def fold(signals: List[Signal]) -> List[Signal]:
 # flash-attn's README at v2.0.0 ("Upgrading from FlashAttention (1.x) to FlashAttention-2"):
 # flash_attn_unpadded_* were renamed flash_attn_varlen_*, and flash_attn_func /
 # flash_attn_qkvpacked_func / flash_attn_kvpacked_func are 2.x's.
-_API_NAME = re.compile(r"(?:cannot import name|has no attribute|name) '(flash_attn_\w{1,60})'")
+_API_NAME = re.compile(r"(?:cannot import name|has no attribute|name) '(flash_attn_\w{1,60})'"
+                       r"(?! from '(?!flash_attn))")  # not another package's (mech_api's)
 _API_SOURCE = "Dao-AILab/flash-attention@v2.0.0:README.md (Upgrading from FlashAttention (1.x))"
 
 

@@ -1,0 +1,249 @@
+"""A caller asks flash-attn's or transformers' Python API for what the installed release does not
+have: a keyword, a newly required argument, a name, a module. Looked up in each release's API as
+generated from upstream (data/flash_attn_api.yaml by tools/gen_fa_api.py at every flash-attention
+tag, data/transformers_api.yaml by tools/gen_hf_api.py from transformers' release wheels), it
+names the releases that have it and the pin or upgrade that fixes it (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import yaml
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
+_SOURCE_TREE = Path(__file__).resolve().parents[3] / "data"
+_Q = "['\u2018\u2019\"`]"  # quotes as pasted: straight, or typographic from a rendered page
+_KWARG = re.compile(r"\b(\w{1,60})\(\) got an unexpected keyword argument " + _Q + r"(\w{1,60})")
+_MISSING = re.compile(r"\b(\w{1,60})\(\) missing \d required (?:positional|keyword-only) "
+                      r"arguments?: " + _Q + r"(\w{1,60})")
+_IMPORT = re.compile(r"cannot import name " + _Q + r"(\w{1,80})" + _Q + r" from " + _Q +
+                     r"((?:flash_attn|transformers)[\w.]{0,80})")
+_ATTR = re.compile(r"module " + _Q + r"((?:flash_attn|transformers)[\w.]{0,80})" + _Q +
+                   r" has no attribute " + _Q + r"(\w{1,80})")
+# flash_attn.cute is flash-attn-4's (another distribution; mech_catalog's FA4 entries read it).
+_MODULE = re.compile(r"No module named " + _Q + r"(flash_attn\.(?!cute)[\w.]{1,80})")
+_FRAME = re.compile(r"(?:site-packages|dist-packages)/(\w+)/")
+# Names mech_wrappers.renamed_api and mech_catalog.api_names explain (1.x -> 2.x renames).
+_ELSEWHERE = re.compile(r"unpadded|^flash_attn_cuda$")
+
+
+@dataclass(frozen=True)
+class Api:
+    """One package's API by release: each key with the indexes of the releases that have it."""
+
+    dist: str  # the distribution to pin
+    source: str  # where the data comes from
+    tags: Tuple[str, ...]
+    names: Dict[str, Tuple[int, ...]]
+    modules: Dict[str, Tuple[int, ...]]
+    parameters: Dict[str, Dict[str, Tuple[int, ...]]]
+    required: Dict[str, Dict[str, Tuple[int, ...]]]
+
+    def version(self, index: int) -> str:
+        return self.tags[index].lstrip("v")
+
+    def functions(self, name: str) -> List[str]:
+        """Every module:function key for a bare function name."""
+        return [key for key in self.parameters if key.rsplit(":", 1)[1] == name]
+
+
+def _indexes(runs: str) -> Tuple[int, ...]:
+    out: List[int] = []
+    for run in str(runs).split(","):
+        low, _, high = run.partition("-")
+        out.extend(range(int(low), int(high or low) + 1))
+    return tuple(out)
+
+
+@lru_cache(maxsize=2)
+def api(package: str) -> Api:
+    """flash_attn's or transformers' API, read when a report first needs it."""
+    name = {"flash_attn": "flash_attn_api.yaml", "transformers": "transformers_api.yaml"}[package]
+    path = _DATA / name if (_DATA / name).is_file() else _SOURCE_TREE / name
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+
+    def table(section: str) -> Dict[str, Dict[str, Tuple[int, ...]]]:
+        return {k: {p: _indexes(v) for p, v in ps.items()} for k, ps in raw[section].items()}
+    source = ("Dao-AILab/flash-attention at every release tag (flash_attn/)"
+              if package == "flash_attn" else "transformers' release wheels")
+    return Api("flash-attn" if package == "flash_attn" else "transformers", source,
+               tuple(raw["tags"]), {k: _indexes(v) for k, v in raw["names"].items()},
+               {k: _indexes(v) for k, v in raw["modules"].items()},
+               table("parameters"), table("required"))
+
+
+def _installed(ctx: Context, data: Api) -> Optional[Version]:
+    if data.dist == "flash-attn":
+        return ctx.fa2
+    stated = ctx.package("transformers")
+    try:
+        return Version(stated.value) if stated is not None else None
+    except InvalidVersion:
+        return None
+
+
+def _caller(ctx: Context, index: int, package: str) -> Optional[str]:
+    """The package whose frame is nearest above the error, not the one it calls."""
+    for line in range(index, max(index - 40, -1), -1):
+        found = _FRAME.search(ctx.text.lines[line])
+        if found and found.group(1) not in (package, "torch"):
+            return found.group(1)
+    return None
+
+
+def _pin(data: Api, version: str) -> str:
+    return f'pip install "{data.dist}=={version}"' + (
+        " --no-build-isolation" if data.dist == "flash-attn" else "")
+
+
+def _upgrade(data: Api, version: str) -> str:
+    return f'pip install --upgrade "{data.dist}>={version}"' + (
+        " --no-build-isolation" if data.dist == "flash-attn" else "")
+
+
+def _has(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> bool:
+    """Whether the installed release (when stated) is one of `have`."""
+    if installed is None:
+        return False
+    return any(Version(data.version(i)) == installed for i in have)
+
+
+def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ...],
+             caller: Optional[str]) -> Optional[Signal]:
+    """The installed release lacks `what`, which releases `have` (sorted indexes) hold."""
+    installed = _installed(ctx, data)
+    first, last, latest = (have[0], have[-1], len(data.tags) - 1) if have else (0, 0, 0)
+    if not have or _has(data, have, installed) or len(have) == latest + 1:
+        return None  # no release has it, the installed one does, or all do: not a version
+    stated = f" (installed: {data.dist} {installed})" if installed else ""
+    if last == latest or (installed is not None and installed < Version(data.version(first))):
+        message = (f"{what} is in {data.dist} {data.version(first)} and later; the installed "
+                   f"{data.dist} is older{stated}")
+        fix = Remedy(summary=f"Upgrade {data.dist} to {data.version(first)} or later, the first "
+                     f"release with {what}.", commands=[_upgrade(data, data.version(first))])
+    else:
+        message = (f"{what} is in {data.dist} {data.version(first)} to {data.version(last)} "
+                   f"only: later releases removed it{stated}")
+        fix = Remedy(summary=f"Downgrade {data.dist} to {data.version(last)}, the last release "
+                     f"with {what}" + (f", or upgrade {caller} to a release written for the newer "
+                                       f"{data.dist}" if caller else "") + ".",
+                     commands=[_pin(data, data.version(last))])
+    return _signal(ctx, index, message, [fix], data)
+
+
+def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api) -> Signal:
+    stated = ctx.fa_quote() if data.dist == "flash-attn" else None
+    return Signal("api", Category.VERSION_CONFLICT, message,
+                  dedupe(sorted({ctx.quote(index), *filter(None, [stated])},
+                                key=lambda q: q.line)), NAMED, fixes,
+                  details={"source": data.source})
+
+
+def _package(ctx: Context, index: int, function: str) -> Optional[Api]:
+    """The API a call error is about: the package whose frame raised it, else the one that has
+    the function (flash_attn first)."""
+    near = " ".join(ctx.text.lines[max(index - 6, 0):index + 1])
+    order = ("transformers", "flash_attn") if "/transformers/" in near else \
+        ("flash_attn", "transformers")
+    return next((api(p) for p in order if api(p).functions(function)), None)
+
+
+def keyword(ctx: Context) -> List[Signal]:
+    """`f() got an unexpected keyword argument 'x'`: the installed release's f lacks x."""
+    for index, found in ctx.find(_KWARG, ("unexpected keyword",)):
+        function, argument = found.groups()
+        data = _package(ctx, index, function)
+        if data is None:
+            continue
+        have = sorted({i for key in data.functions(function)
+                       for i in data.parameters[key].get(argument, ())})
+        signal = _finding(ctx, index, data, f"{function}()'s argument {argument!r}",
+                          tuple(have), _caller(ctx, index, "flash_attn"))
+        if signal is not None:
+            return [signal]
+    return []
+
+
+def required(ctx: Context) -> List[Signal]:
+    """`f() missing 1 required positional argument: 'x'`: a release made x required and the
+    caller was written for the releases before."""
+    for index, found in ctx.find(_MISSING, ("required",)):
+        function, argument = found.groups()
+        data = _package(ctx, index, function)
+        if data is None:
+            continue
+        have = sorted({i for key in data.functions(function)
+                       for i in data.required.get(key, {}).get(argument, ())})
+        if not have or have[0] == 0:
+            continue
+        before = data.version(have[0] - 1)
+        caller = _caller(ctx, index, "flash_attn") or "the caller"
+        message = (f"{data.dist} {data.version(have[0])} made {argument!r} a required argument of "
+                   f"{function}(); {caller} was written for {data.dist} {before} or earlier")
+        fixes = [Remedy(summary=f"Downgrade {data.dist} to {before} (<= {before}), the last release "
+                        f"whose {function}() {caller} calls correctly, or upgrade {caller} to a "
+                        f"release that passes {argument!r}.",
+                        commands=[_pin(data, before)])]
+        return [_signal(ctx, index, message, fixes, data)]
+    return []
+
+
+def names(ctx: Context) -> List[Signal]:
+    """`cannot import name 'x' from 'm'`, `module 'm' has no attribute 'x'`, `No module named
+    'flash_attn.m'`: the releases that have it."""
+    for index, found in ctx.find(_IMPORT, ("cannot import name",)):
+        signal = _name(ctx, index, found.group(2), found.group(1))
+        if signal is not None:
+            return [signal]
+    for index, found in ctx.find(_ATTR, ("has no attribute",)):
+        signal = _name(ctx, index, found.group(1), found.group(2))
+        if signal is not None:
+            return [signal]
+    for index, found in ctx.find(_MODULE, ("no module named",)):
+        data = api("flash_attn")
+        module = found.group(1)
+        signal = _finding(ctx, index, data, f"the module {module}", data.modules.get(module, ()),
+                          _caller(ctx, index, "flash_attn"))
+        if signal is not None:
+            return [signal]
+    return []
+
+
+def _name(ctx: Context, index: int, module: str, name: str) -> Optional[Signal]:
+    package = module.split(".")[0]
+    one_x = ctx.fa2 is not None and ctx.fa2 < Version("2.0")
+    if _ELSEWHERE.search(name) or (package == "flash_attn" and name.startswith("flash_attn_")
+                                   and one_x):
+        return None  # mech_catalog.api_names: 2.x's names asked of a 1.x install
+    data = api(package)
+    have = data.names.get(f"{module}:{name}", ())
+    caller = _caller(ctx, index, package)
+    signal = _finding(ctx, index, data, f"{name} in {module}", have, caller)
+    if signal is None or have[-1] == len(data.tags) - 1:
+        return signal
+    home = _home(name)
+    if home is not None:  # removed from a re-export: the name still lives where it is defined
+        signal.remedies.insert(0, Remedy(
+            summary=f"Update the code that imports it (the model code{f' or {caller}' if caller else ''}): "
+                    f"import {name} from {home}, which defines it, instead of {module}.",
+            code=f"from {home} import {name}"))
+    return signal
+
+
+def _home(name: str) -> Optional[str]:
+    """The flash_attn module that defines `name` at the latest release."""
+    data = api("flash_attn")
+    latest = len(data.tags) - 1
+    keys = [k for k, have in data.names.items()
+            if k.rsplit(":", 1)[1] == name and latest in have]
+    return min((k.rsplit(":", 1)[0] for k in keys), key=len, default=None)

@@ -45,6 +45,7 @@ PROJECTS = (
                                  "sglang/srt/model_executor/model_runner.py",
                                  "sglang/srt/layers/attention/flashattention_backend.py",
                                  "sglang/srt/layers/attention/attention_registry.py",
+                                 "sglang/srt/layers/attention/vision.py",
                                  "sglang/jit_kernel/flash_attention_v3.py")),
     Project("sgl-kernel", "sgl-kernel", ("sgl_kernel/flash_attn.py",)),
 )
@@ -121,6 +122,7 @@ def read(project: Project, root: Path) -> Dict[str, object]:
                                 "rows": [[*row, ex.tag_runs(i)] for row, i in rows.items()]}
     if project.name == "sglang":
         found["backends"] = {v: backend_choices(root / v) for v in versions}
+        found["mm_backends"] = {v: mm_backend_choices(root / v) for v in versions}
     if project.name == "vllm":
         found["switches"] = {v: vllm_switches(root / v) for v in versions}
     return found
@@ -182,6 +184,28 @@ def backend_choices(tree: Path) -> List[str]:
     if choices is not None:
         return _strings(choices)
     return lists.get("ATTENTION_BACKEND_CHOICES", [])
+
+
+def mm_backend_choices(tree: Path) -> List[str]:
+    """The --mm-attention-backend choices (the vision encoders' attention, layers/attention/
+    vision.py): an add_argument's choices, or from 0.5.14 the `mm_attention_backend` field's
+    Arg(choices=...) (arg_groups/fields/mm.py)."""
+    for path in sorted((tree / "sglang" / "srt").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "mm-attention-backend" not in text and "mm_attention_backend: " not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                    and node.args[0].value == "--mm-attention-backend":
+                found = next((kw.value for kw in node.keywords if kw.arg == "choices"), None)
+                return _strings(found) if found is not None else []
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                    and node.target.id == "mm_attention_backend":
+                calls = [c for c in ast.walk(node.annotation) if isinstance(c, ast.Call)]
+                found = next((kw.value for c in calls for kw in c.keywords
+                              if kw.arg == "choices"), None)
+                return _strings(found) if found is not None else []
+    return []
 
 
 def load(path: Path = RECORD) -> Dict[str, Dict[str, object]]:
@@ -247,9 +271,12 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
             if switch:
                 backends = switch["backends"]
                 entry["switch"] = " ".join(k for k in ("env", "cli") if switch[k])
+            if path.endswith("layers/attention/vision.py"):  # the vision encoder's own switch
+                backends = (data.get("mm_backends") or {}).get(have[-1])  # type: ignore[attr-defined]
+                entry["switch"] = "mm"
             if backends:
                 entry["backends"] = " ".join(backends)
-            entry["remedy"] = REMEDIES[project.name]
+            entry["remedy"] = REMEDIES["sglang-mm" if entry.get("switch") == "mm" else project.name]
             out.append(entry)
     return out
 
@@ -261,6 +288,9 @@ REMEDIES = {
     "sglang": "choose another --attention-backend, one of the choices SGLang's server_args "
               "lists at that release (triton and torch_native need no flash-attention), or the "
               "GPU generation the message names",
+    "sglang-mm": "choose another --mm-attention-backend for the vision encoder, one of the choices "
+                 "SGLang lists at that release (sdpa and triton_attn need no flash-attention), "
+                 "or the GPU generation the message names",
     "sgl-kernel": "run sgl-kernel's flash_attn (FA3) on the GPU generation the message names, or "
                   "choose another SGLang --attention-backend (triton, flashinfer)",
 }

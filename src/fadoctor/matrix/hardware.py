@@ -78,7 +78,7 @@ class GpuSpec(Entry):
     def regex(self) -> str:
         if self.pattern is not None:
             return self.pattern
-        words = r"\s+".join(re.escape(w) for w in self.name.split())
+        words = r"[\s_-]*".join(re.escape(w) for w in self.name.split())  # "TITAN V", "titanV"
         return rf"(?<![\w-]){words}(?![\w])"
 
     def match_length(self, device: str) -> Optional[int]:

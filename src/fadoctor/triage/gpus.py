@@ -24,9 +24,13 @@ _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
 _BARE = re.compile(
     r"(?:\b(?:my|an?|on|with|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
     r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:20[5-8]|30[5-9]|40[5-9]|50[5-9])0)(\s?Ti\b|\s?SUPER\b|D\b)?"
-    r"(\s+(?:GPUs?|cards?|graphics)\b)?(?![\w.%/:-])", re.I)
+    r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡)?(?![\w.%/:-])", re.I)
 _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("20", "5678"), ("30", "56789"), ("40", "56789"),
                                                  ("50", "56789")) for d in ds)
+# Glued words: CJK prose next to a model name ("英伟达titanV"), where no word boundary separates
+# them, and a memory size glued to a model ("titanV12G"; two letters before it, so "A10G" stays).
+_GLUED = re.compile(r"(?<=[^\x00-\x7f])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[^\x00-\x7f\s])|"
+                    r"(?<=[A-Za-z]{2})(?=\d{1,3}GB?\b)")
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
@@ -43,7 +47,7 @@ class GpuFinder:
         self.names = functools.lru_cache(maxsize=4096)(self._names)
 
     def _names(self, line: str) -> List[Tuple[str, Optional[str]]]:
-        line = line[:400]
+        line = _GLUED.sub(" ", line[:400])
         spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:
             return [(spec.name, str(spec.cc))]

@@ -5,7 +5,7 @@ torch.compile graph breaks (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
 from packaging.version import Version
 
@@ -14,11 +14,12 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.facts.model import Family
 from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
+from fadoctor.matrix.defects import Defect
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
@@ -82,6 +83,34 @@ def ampere_only(ctx: Context) -> List[Signal]:
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
 
 
+_FA2_WORDS = ("flash-attention 2", "flash attention 2", "flashattention-2", "flashattention 2",
+              "flash_attention_2", "flash-attention-2", "flash-attn", "flash_attn", "flashattention",
+              "flash attention", "flash-attention", "fa2")
+
+
+def pre_ampere(ctx: Context) -> List[Signal]:
+    """A report about flash-attention that names a GPU older than Ampere and no error that
+    explains more: the GPU itself is the cause (the weakest finding: any message outranks it).
+    With a flash-attn version stated, the checks (FAD112) say it from the facts."""
+    cc, floor = ctx.gpu_cc, ctx.matrix.family_support(Family.FA2).min_cc
+    if cc is None or cc >= floor or ctx.amd or ctx.gpu is None or ctx.fa2 is not None:
+        return []
+    if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []  # an error no mechanism explains: the GPU would be a guess
+    mention = ctx.text.containing(_FA2_WORDS)
+    if not mention:
+        return []
+    quotes = dedupe(sorted([ctx.gpu[2], ctx.quote(mention[0])], key=lambda q: q.line))
+    remedies = [r.sdpa(f"FlashAttention-2 needs compute capability {floor} or newer; PyTorch "
+                       "SDPA runs on this GPU.")]
+    if cc < Version("8.0"):
+        remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
+                               "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))
+    return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
+                   f"{_gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
+                   f"capability {floor} or newer", quotes, HINTED, remedies)]
+
+
 def torch_arch(ctx: Context) -> List[Signal]:
     hit = ctx.first(_TORCH_ARCH, ("is not compatible with the current pytorch",))
     if hit is None:
@@ -121,6 +150,10 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
         return []
     index = hit[0]
     quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
+    if "image is invalid" in ctx.low(index):
+        invalid = _invalid_image(ctx, quotes)
+        if invalid is not None:
+            return [invalid]
     folder = _CSRC_PATH.search(ctx.text.lines[index])
     module = _FOLDER_MODULE.get(folder.group(1)) if folder else next(
         (m for m in CSRC if m in ctx.low(index)), None)
@@ -142,6 +175,37 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        "kernels for it", quotes, NAMED,
                        [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
     return [_fa_kernels(ctx, quotes)]
+
+
+def _invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
+    """cudaErrorInvalidKernelImage: the binary has an image this driver cannot load (compressed
+    in a mode it does not know, or from a newer toolkit), not a missing arch. A known defect of
+    the stated flash-attn with a driver floor that the stated driver does not clear names it."""
+    if ctx.fa2 is None:
+        return None
+    for defect in ctx.matrix.defects_for(ctx.fa2):
+        if defect.min_driver is None or defect.matches(driver=ctx.driver) is False:
+            continue
+        stated = ctx.fa_quote()
+        return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
+                      f"flash-attn {ctx.fa2}'s kernels need NVIDIA driver {defect.min_driver} or "
+                      f"newer to load ({defect.id}); the driver here is "
+                      f"{ctx.driver or 'not stated, and older drivers fail exactly so'}",
+                      dedupe([*quotes, *([stated] if stated else [])]), NAMED,
+                      [Remedy(summary=f"{defect.summary} {defect.remedy}",
+                              commands=[f'pip install "flash-attn=={after}" --no-build-isolation'
+                                        for after in _unaffected_after(ctx, defect)])],
+                      details={"source": defect.source},
+                      needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
+    return None
+
+
+def _unaffected_after(ctx: Context, defect: Defect) -> List[str]:
+    """The first release after the stated one that the defect spares (none if none is known)."""
+    later = sorted(rel.version for rel in ctx.matrix.flash_attn_releases
+                   if ctx.fa2 is not None and rel.version > ctx.fa2
+                   and not rel.version.is_prerelease and not defect.affects(rel.version))
+    return [str(later[0])] if later else []
 
 
 def _torch_lacks(ctx: Context, cc: Version) -> bool:

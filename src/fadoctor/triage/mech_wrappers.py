@@ -85,7 +85,9 @@ def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
     """A framework that names why it will not use flash-attention (vLLM: "Cannot use
     FlashAttention-2 backend for Volta and Turing GPUs", "... for dtype other than ...")."""
     low, quotes = ctx.low(index), [ctx.quote(index)]
-    if any(w in low for w in ("volta", "turing", "compute capability", " gpus", "gpu ")):
+    old_gpu = ctx.gpu_cc is not None and ctx.gpu_cc < Version("8.0") and not ctx.amd
+    if any(w in low for w in ("volta", "turing", "compute capability", " gpus", "gpu ")) or (
+            old_gpu and any(w in low for w in ("this device", "this gpu"))):
         return Signal("wrapper", Category.GPU_UNSUPPORTED,
                       "the framework will not use FlashAttention-2 on this GPU: it needs Ampere "
                       "(sm_80) or newer", dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else [])]),

@@ -77,6 +77,13 @@ def sglang(ctx: Context, entry: Entry, category: Category) -> List[Remedy]:
         f" (choices every SGLang release accepts: {_listed(entry.backends)})" \
         if entry.source == "sgl-kernel" else f" (its choices at {entry.last}: " \
         f"{_listed(entry.backends)})"
+    if "mm" in entry.switch:  # the vision encoder's attention, chosen by its own argument
+        pick = next((b for b in ("triton_attn", "sdpa") if b in entry.backends), None)
+        return [Remedy(summary=f"SGLang's vision attention ({entry.location}, {entry.first}.."
+                       f"{entry.last}) refuses this GPU: \"{entry.printed}\". Start the server with "
+                       "another --mm-attention-backend" + (f", e.g. --mm-attention-backend {pick}"
+                                                           if pick else "") + listed
+                       + ", or run on the GPU generation the message names.")]
     what = ("sgl-kernel's FlashAttention-3 kernels" if entry.source == "sgl-kernel" else
             "SGLang's FlashAttention backend")
     kv = ", or serve with --kv-cache-dtype auto" if "--kv-cache-dtype" in entry.printed else ""

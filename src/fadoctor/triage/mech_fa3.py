@@ -1,0 +1,97 @@
+"""A FlashAttention-3 kernel (flash-attention's hopper/ directory, built into flash_attn_3,
+xformers or a Hub kernel) on a GPU it has no kernels for: a CUDA error raised from hopper/'s
+sources, or a report saying a Hopper-only FA3 fails on another GPU (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
+
+# hopper/setup.py at v2.7.3 (lines 63, 147-149) and later: sm_90a SASS, plus sm_80 SASS unless
+# FLASH_ATTENTION_DISABLE_SM80=TRUE; no PTX, so no Blackwell (sm_100, sm_120) kernel at all.
+FA3_ARCHS = "Dao-AILab/flash-attention@v2.7.3:hopper/setup.py:63,147-149"
+# xformers' FA3 operator: v0.0.31 lowered its minimum to (8, 0) with no maximum (flash3.py:599),
+# so Blackwell GPUs were dispatched to it; v0.0.33 caps it at (9, 0) (flash3.py:603) and
+# requires torch >= 2.9 (requirements.txt).
+XFORMERS = ("facebookresearch/xformers@v0.0.31:xformers/ops/fmha/flash3.py:599; "
+            "@v0.0.33:xformers/ops/fmha/flash3.py:603, requirements.txt")
+_LAUNCH = re.compile(r"hopper[/\\]+(?:flash_\w{1,40}|epilogue\w{0,20}|mainloop\w{0,30})\.\w{1,4}"
+                     r"(?::\d+)?\)?:? *(invalid argument|no kernel image|invalid device function|"
+                     r"an illegal)")
+_HOPPER_ONLY = re.compile(r"Hopper[- ]only|only (?:supports?|for|runs? on|works? on) "
+                          r"(?:the )?(?:Hopper|H100|sm_?90)|requires? (?:a )?Hopper", re.I)
+_FA3 = re.compile(r"flash[-_ ]?attn[-_ ]?3|flash[-_ ]?attention[-_ ]?3|\bFA3\b|hopper/", re.I)
+
+
+def launch(ctx: Context) -> List[Signal]:
+    """A CUDA error at a launch in hopper/'s sources on a GPU other than Hopper."""
+    hit = ctx.first(_LAUNCH, ("hopper",))
+    if hit is None:
+        return []
+    index, _ = hit
+    cc = ctx.gpu_cc
+    if cc is not None and cc.major == 9:
+        return []  # Hopper runs these kernels: the error has another cause
+    quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
+    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
+                   f"a FlashAttention-3 kernel (flash-attention's hopper/) failed to launch on "
+                   f"{_gpu(ctx)}: FA3 is built for sm_90a and, unless disabled, sm_80 only",
+                   quotes, NAMED, _remedies(ctx, cc, index),
+                   details={"source": FA3_ARCHS},
+                   needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
+
+
+def hopper_only(ctx: Context) -> List[Signal]:
+    """The report says the FA3 it runs is Hopper-only, and names another GPU."""
+    hit = ctx.first(_HOPPER_ONLY, ("hopper", "h100", "sm90", "sm_90"))
+    cc = ctx.gpu_cc
+    if hit is None or cc is None or cc.major == 9 or not ctx.text.containing(
+            ("fa3", "flash-attention-3", "flash_attn_3", "flash-attn3", "flash_attn3",
+             "flash attention 3", "flashattention-3", "hopper/")):
+        return []
+    index, _ = hit
+    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
+                   f"the FlashAttention-3 build used is Hopper-only, and {_gpu(ctx)} is not a "
+                   "Hopper GPU", dedupe([ctx.quote(index), ctx.gpu[2]]) if ctx.gpu else
+                   [ctx.quote(index)], HINTED, _remedies(ctx, cc, index),
+                   details={"source": FA3_ARCHS})]
+
+
+def _gpu(ctx: Context) -> str:
+    if ctx.gpu is None:
+        return "this GPU"
+    name, cc, _ = ctx.gpu
+    return f"{name} (sm_{cc.major}{cc.minor})" if cc is not None else name
+
+
+def _remedies(ctx: Context, cc: Optional[Version], index: int) -> List[Remedy]:
+    near = " ".join(ctx.text.lower_lines[max(index - 3, 0):index + 1])
+    found: List[Remedy] = []
+    if "xformers" in near:
+        found += [Remedy(summary="xformers 0.0.31 to 0.0.32.post2 send any GPU of sm_80 or newer "
+                         "to their bundled FA3 (no upper bound); 0.0.33 stops at sm_90. Upgrade "
+                         "xformers to 0.0.33 or later (it requires torch 2.9 or later).",
+                         commands=['pip install --upgrade "xformers>=0.0.33"']),
+                  Remedy(summary="Or uninstall xformers, so the framework falls back to PyTorch "
+                         "SDPA.", commands=["pip uninstall -y xformers"])]
+    if cc is not None and cc.major == 8:
+        found.append(Remedy(
+            summary="FA3 built from flash-attention's hopper/ at v2.7.3 or later carries sm_80 "
+                    "kernels, which run on Ampere and Ada, unless FLASH_ATTENTION_DISABLE_SM80 "
+                    "was set; a Hopper-only build (a Hub kernel built for sm_90 only) does not. "
+                    "Or use flash-attn 2.x there.",
+            commands=['pip install "flash-attn>=2,<3" --no-build-isolation']))
+    elif cc is not None and cc >= Version("10.0"):
+        found.append(Remedy(
+            summary="No FA3 build has Blackwell kernels: use flash-attn 2.8.0 or later (sm_100 "
+                    "and sm_120 kernels), or flash-attn-4 on sm_100/sm_103 data-center GPUs.",
+            commands=['pip install "flash-attn>=2.8.0" --no-build-isolation']))
+    found.append(r.sdpa("Or fall back to PyTorch SDPA, which runs on any GPU."))
+    return found

@@ -26,6 +26,7 @@ from fadoctor.triage import (
     mech_api,
     mech_build,
     mech_catalog,
+    mech_dsl,
     mech_fa3,
     mech_gpu,
     mech_import,
@@ -49,7 +50,7 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
-    mech_api.keyword, mech_api.required, mech_api.names,
+    mech_api.keyword, mech_api.required, mech_api.names, mech_dsl.dsl_api,
     mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
@@ -60,7 +61,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.memory, mech_build.slow_build, mech_build.isolation, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
-    mech_build.no_prebuilt_wheel, mech_build.build_failed,
+    mech_build.no_prebuilt_wheel, mech_build.build_failed, mech_build.parallel_failed,
     mech_wrappers.wrappers,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"

@@ -34,7 +34,7 @@ _MARKS: List[Tuple[str, Tuple[str, ...]]] = [
                    "install from source")),
     (DOCKER, ("dockerfile", "docker build", "docker run", "container")),
     (WINDOWS, ("c:\\", "win_amd64", "windows", ".dll", "visual studio", "msvc", "cl.exe")),
-    (NO_WHEEL, ("precompiled wheel not found", "building from source", "guessing wheel url")),
+    (NO_WHEEL, ("precompiled wheel not found", "guessing wheel url")),  # setup.py's own words
 ]
 _ISOLATED = re.compile(r"pip3?\s+install\s+(?:-\S+\s+)*(?:\.|-e\s+\.|git\+\S+|flash[-_]attn\S*)"
                        r"(?!.*--no-build-isolation)")

@@ -100,6 +100,26 @@ def memory(ctx: Context) -> List[Signal]:
                                                      "free -g; nproc")])]
 
 
+_PARALLEL = re.compile(r"(?:['\"\s]-j\s?=?\s?|--parallel\s|MAX_JOBS=)(\d{2,3})\b[^\n]{0,400}?"
+                       r"(?:non-zero exit status|failed|error)", re.I)
+_COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?error")
+
+
+def parallel_failed(ctx: Context) -> List[Signal]:
+    """A build run with many parallel jobs (-j=64) failed and the log shows no compiler error: the
+    compilers were most likely killed for memory (the weakest finding: a real error outranks it)."""
+    hit = next(((i, m) for i, m in ctx.find(_PARALLEL, ("-j", "--parallel", "max_jobs"))
+                if int(m.group(1)) >= 16), None)
+    if hit is None or ctx.first(_COMPILER_ERROR, ("error",)) is not None:
+        return []
+    return [Signal("build_memory", Category.BUILD_RESOURCES,
+                   f"a build with {hit[1].group(1)} parallel jobs failed without a compiler error "
+                   "in the log: most often the kernel killed compilers for memory (each nvcc job "
+                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [_jobs(ctx), _prebuilt(ctx)],
+                   needs=[("the first error of the full build log, and the machine's memory",
+                           "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
+
+
 def slow_build(ctx: Context) -> List[Signal]:
     ninja = ctx.first(_NO_NINJA, ("ninja",))
     slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (

@@ -185,3 +185,22 @@ def fa4_dependency(ctx: Context, module: str) -> List[Remedy]:
     return [Remedy(summary=f"flash-attn-4 {beta.version} imports {module} and declares {dep} "
                    "(flash_attn/cute/pyproject.toml): install it into this interpreter.",
                    commands=[f'python -m pip install "{dep}"']), whole]
+
+
+def dsl_api(ctx: Context) -> List[Remedy]:
+    """flash-attn-4 and nvidia-cutlass-dsl out of step (an API error between them): the DSL the
+    stated beta declares, else the newest beta with the DSL it declares, installed together."""
+    beta, spec = _pin(ctx)
+    if beta is None:
+        return []
+    stated = ctx.package(DSL)
+    installed = _version(stated.value) if stated is not None else None
+    if ctx.package("flash-attn-4", "flash-attn4") is not None and spec is not None:
+        return [Remedy(summary=f"flash-attn-4 {beta} declares {DSL}{spec} (flash_attn/cute/"
+                       f"pyproject.toml){_relation(installed, spec)}: install the DSL it was "
+                       "written for.", commands=[f'python -m pip install "{DSL}{spec}"'])]
+    pinned = f'"{DSL}{spec}"' if spec is not None else DSL
+    return [Remedy(summary=f"Upgrade flash-attn-4 and {DSL} together: the newest beta, {beta}, "
+                   f"declares {pinned[1:-1] if spec is not None else DSL}; an older beta with a "
+                   "newer DSL (or the reverse) fails like this.",
+                   commands=[f'python -m pip install --upgrade "flash-attn-4=={beta}" {pinned}'])]

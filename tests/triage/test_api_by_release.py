@@ -137,3 +137,17 @@ def test_a_report_without_these_errors_never_reads_the_api() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT / "src")})
     assert out.stdout.strip() == "0"
+
+
+def test_a_model_class_transformers_removed_names_the_release_that_removed_it(
+        matrix: Matrix) -> None:
+    # written for this test: remote model code written for transformers 4.47 under 4.51
+    hf = api("transformers")
+    have = hf.names["transformers.models.llama.modeling_llama:LlamaFlashAttention2"]
+    last, removed = hf.version(have[-1]), hf.version(have[-1] + 1)
+    text = ("transformers==4.51.3\nImportError: cannot import name 'LlamaFlashAttention2' from "
+            "'transformers.models.llama.modeling_llama'\n")
+    top = _top(text, matrix)
+    assert top.category == Category.VERSION_CONFLICT
+    assert f"{removed} removed it" in top.message and removed == "4.48.0"
+    assert f"transformers=={last}" in _commands(top)

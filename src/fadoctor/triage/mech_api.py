@@ -132,8 +132,10 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
         fix = Remedy(summary=f"Upgrade {data.dist} to {data.version(first)} or later, the first "
                      f"release with {what}.", commands=[_upgrade(data, data.version(first))])
     else:
-        message = (f"{what} is in {data.dist} {data.version(first)} to {data.version(last)} "
-                   f"only: later releases removed it{stated}")
+        span = f"up to {data.version(last)}" if first == 0 else \
+            f"{data.version(first)} to {data.version(last)}"
+        message = (f"{what} is in {data.dist} {span} only: {data.version(last + 1)} removed "
+                   f"it{stated}")
         fix = Remedy(summary=f"Downgrade {data.dist} to {data.version(last)}, the last release "
                      f"with {what}" + (f", or upgrade {caller} to a release written for the newer "
                                        f"{data.dist}" if caller else "") + ".",

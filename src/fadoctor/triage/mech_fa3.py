@@ -27,7 +27,9 @@ _LAUNCH = re.compile(r"hopper[/\\]+(?:flash_\w{1,40}|epilogue\w{0,20}|mainloop\w
                      r"an illegal)")
 _HOPPER_ONLY = re.compile(r"Hopper[- ]only|only (?:supports?|for|runs? on|works? on) "
                           r"(?:the )?(?:Hopper|H100|sm_?90)|requires? (?:a )?Hopper", re.I)
-_FA3 = re.compile(r"flash[-_ ]?attn[-_ ]?3|flash[-_ ]?attention[-_ ]?3|\bFA3\b|hopper/", re.I)
+# hopper/setup.py: the package flash_attn_3 (its extension flash_attn_3._C, earlier
+# flash_attn_3_cuda) and the top-level module flash_attn_interface (py_modules, v2.8.3:636).
+_NOT_THERE = re.compile(r"No module named ['\"](flash_attn_interface|flash_attn_3(?:_cuda)?)\b")
 
 
 def launch(ctx: Context) -> List[Signal]:
@@ -62,6 +64,35 @@ def hopper_only(ctx: Context) -> List[Signal]:
                    "Hopper GPU", dedupe([ctx.quote(index), ctx.gpu[2]]) if ctx.gpu else
                    [ctx.quote(index)], HINTED, _remedies(ctx, cc, index),
                    details={"source": FA3_ARCHS})]
+
+
+def not_installed(ctx: Context) -> List[Signal]:
+    """FlashAttention-3's own modules are missing: FA3 is a separate install, not part of the
+    flash-attn (2.x) wheel."""
+    hit = ctx.first(_NOT_THERE, ("no module named",))
+    if hit is None:
+        return []
+    index, found = hit
+    cc = ctx.gpu_cc
+    fixes: List[Remedy] = []
+    if cc is not None and cc.major not in (8, 9):
+        fixes.append(Remedy(summary=f"FlashAttention-3 has no kernels for {_gpu(ctx)} (sm_80 "
+                            "and sm_90a builds only): use flash-attn 2.x, or PyTorch SDPA.",
+                            commands=['pip install "flash-attn>=2.8.0" --no-build-isolation']))
+    fixes += [Remedy(summary="FlashAttention-3 is not part of the flash-attn wheel: build it from "
+                     "flash-attention's hopper/ directory (README), which installs the "
+                     "flash_attn_3 package and the flash_attn_interface module.",
+                     commands=["git clone --recursive https://github.com/Dao-AILab/flash-attention"
+                               " && cd flash-attention/hopper && MAX_JOBS=4 python setup.py "
+                               "install"]),
+              Remedy(summary="Or install a prebuilt flash_attn_3 wheel for this torch and CUDA, "
+                     "if one exists (fadoctor fix --print-pins lists the sources it knows).",
+                     commands=["fadoctor fix --print-pins"]),
+              r.sdpa("Or run without it: PyTorch SDPA needs nothing installed.")]
+    return [Signal("fa3_missing", Category.NOT_INSTALLED,
+                   f"FlashAttention-3 is not installed: Python has no {found.group(1)}", dedupe(
+                       [ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
+                   details={"source": "Dao-AILab/flash-attention@v2.8.3:hopper/setup.py:36,636"})]
 
 
 def _gpu(ctx: Context) -> str:

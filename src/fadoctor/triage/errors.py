@@ -27,7 +27,13 @@ _MARKS: List[Tuple[str, Tuple[str, ...]]] = [
              "nvcc fatal", "subprocess-exited-with-error", "failed to build", "failed building wheel",
              "compilation terminated", "building from source", "getting requirements to build",
              "error: command", "cc1plus", "ptxas", "buildextension", "/bin/nvcc ",
-             "--generate-dependencies-with-compile")),
+             "--generate-dependencies-with-compile",
+             # uv's build frontend: astral-sh/uv@0.5.0:crates/uv-build-frontend/src/lib.rs:874
+             # ("Build backend failed to determine requirements with `{}`"), @0.12.5: error.rs:46
+             # ("The build backend returned an error"), lib.rs:976 ("Call to `{}.build_{}`
+             # failed"), uv-distribution-types/src/dist_error.rs:64 ("Failed to download and build")
+             "build backend failed", "the build backend returned an error",
+             "failed to download and build", ".build_wheel` failed")),
     (NO_ISOLATION, ("--no-build-isolation", "no_build_isolation")),
     (FROM_SOURCE, ("from source", "git+https", "setup.py install", "force_build", "pip install .",
                    "pip install -e .", "python -m pip install .", "building from source",

@@ -39,7 +39,8 @@ _NVCC_MIN = re.compile(r"FlashAttention(?:-3)? is only supported on CUDA (\d+\.\
 _GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
 _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
                       r"C\+\+17 (?:or later )?(?:compatible )?compiler is required", re.I)
-_ARCH = re.compile(r"Unsupported gpu architecture '(?:compute|sm)_(\d+)\w?'")
+_ARCH = re.compile(r"(?:Unsupported gpu architecture |Value )'(?:compute|sm)_(\d+)\w?'"
+                   r"(?: is not defined for option 'gpu-architecture')?")
 _PYTHON_H = re.compile(r"Python\.h: No such file or directory")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 # uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
@@ -144,21 +145,39 @@ def slow_build(ctx: Context) -> List[Signal]:
                            "ninja --version; echo $?")])]
 
 
+# uv's own words in a build (astral-sh/uv, see errors.py's BUILD marks) and its documented fix
+# for flash-attn: astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300
+# (extra-build-dependencies, added in 0.8.4: crates/uv-settings, #14735).
+_UV = ("uv sync", "uv add", "uv pip", "uv lock", "uv run", "build backend", "failed to download "
+       "and build", "hint: this usually indicates a problem with the package or the build env")
+UV_DOCS = "astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300"
+UV_EXTRA_BUILD = ('[tool.uv.extra-build-dependencies]\n'
+                  'flash-attn = [{ requirement = "torch", match-runtime = true }]')
+
+
 def isolation(ctx: Context) -> List[Signal]:
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
                 if _build_context(ctx, i) or e.BUILD in ctx.seen.marks), None)
     if hit is None:
         return []
     missing = hit[1].group(1)
+    uv = ctx.has(*_UV) is not None
+    fixes = [Remedy(summary="Install the build's requirements first, then build without "
+                    "isolation so setup.py sees your torch.",
+                    commands=["pip install torch packaging ninja wheel",
+                              "pip install flash-attn --no-build-isolation"]), _prebuilt(ctx)]
+    if uv:
+        fixes.insert(0, Remedy(
+            summary="In a uv project, give flash-attn's isolated build the project's own torch "
+                    "(pyproject.toml, uv 0.8.4 or later: extra-build-dependencies with "
+                    "match-runtime, as uv's documentation shows for flash-attn), then sync again; "
+                    "with `uv pip`, install torch first and pass --no-build-isolation.",
+            code=UV_EXTRA_BUILD, commands=["uv sync"]))
     return [Signal("build_isolation", Category.BUILD_ISOLATION,
-                   f"pip built flash-attn in an isolated environment without {missing}: "
-                   "flash-attn's setup.py imports torch, so it must build in your environment",
-                   [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary="Install the build's requirements first, then build without "
-                           "isolation so setup.py sees your torch.",
-                           commands=["pip install torch packaging ninja wheel",
-                                     "pip install flash-attn --no-build-isolation"]),
-                    _prebuilt(ctx)])]
+                   f"{'uv' if uv else 'pip'} built flash-attn in an isolated environment without "
+                   f"{missing}: flash-attn's setup.py imports torch, so it must build against your "
+                   "environment's torch", [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": UV_DOCS} if uv else {})]
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:
@@ -244,7 +263,7 @@ def compiler(ctx: Context) -> List[Signal]:
 
 
 def architecture(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ARCH, ("unsupported gpu architecture",))
+    hit = ctx.first(_ARCH, ("unsupported gpu architecture", "for option 'gpu-architecture'"))
     if hit is None:
         return []
     digits = hit[1].group(1)

@@ -31,6 +31,7 @@ from fadoctor.triage import (
     mech_fa3,
     mech_gpu,
     mech_import,
+    mech_numerics,
     mech_toolchain,
     mech_wrappers,
 )
@@ -59,6 +60,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.not_installed, mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,
+    mech_numerics.nan,
     mech_build.memory, mech_build.slow_build, mech_build.isolation, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,

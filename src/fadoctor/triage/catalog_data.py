@@ -92,9 +92,10 @@ _LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setu
 
 
 def _needle(printed: str, pattern: str) -> str:
-    """The longest literal word the pattern holds, lower case: the cheap scan that picks the lines
-    to match (a pattern may leave out advice the message appends)."""
-    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w and re.escape(w) in pattern]
+    """The longest literal word the pattern always holds, lower case: the cheap scan that picks the
+    lines to match (a pattern may leave out advice the message appends)."""
+    core = re.sub(r"\(\?:[^()]*\)\?", "", pattern)  # an optional preface is not always there
+    words = [w for w in re.split(r"\{\w+\}|\s", printed) if w and re.escape(w) in core]
     return max(words or [printed], key=len).lower()
 
 

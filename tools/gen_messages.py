@@ -48,7 +48,10 @@ SOURCES = (
     Source("fa3", f"{V2}|{FA4}", ("hopper/flash_api.cpp",), ex.cpp_checks, "flash_api_check"),
     Source("fa3-py", f"{V2}|{FA4}", ("hopper/setup.py", "hopper/flash_attn_interface.py"),
            ex.py_raises, "setup_check"),
-    Source("fa4", FA4, ("flash_attn/cute/interface.py", "flash_attn/cute/__init__.py"),
+    # the interface, and the kernel classes whose constructors assert the arch they run on
+    # ("Only SM 10.x and 11.x are supported", flash_fwd_sm100.py)
+    Source("fa4", FA4, ("flash_attn/cute/interface.py", "flash_attn/cute/__init__.py",
+                        "flash_attn/cute/flash_fwd*.py", "flash_attn/cute/flash_bwd*.py"),
            ex.py_raises, "interface_check"),
     Source("fa4-import", FA4, ("flash_attn/cute/*.py",), ex.py_imports, "import_missing"),
 )
@@ -56,7 +59,8 @@ SOURCES = (
 # the first that matches wins. Shape and stride checks are the caller's bugs; a feature compiled
 # out of a build (FLASHATTENTION_DISABLE_*) is the builder's choice.
 SKIP = re.compile(r"sizes\(\)|stride|build does not support (?!headdim)|but queries have|"
-                  r"divisible by page_size|page_table\.shape")
+                  r"divisible by page_size|page_table\.shape|tensor must have \d|"
+                  r"Paged KV does not support|Block sparsity \+ paged KV")
 KINDS: Tuple[Tuple[str, str], ...] = (
     (r"^No module named '\w+'$", "not_installed"),
     (r"^No module named 'cutlass\.", "version_conflict"),  # a DSL older or newer than pinned
@@ -64,8 +68,8 @@ KINDS: Tuple[Tuple[str, str], ...] = (
     (r"[Oo]nly supported on CUDA \d|CUDA_HOME|MSVC is required", "build_toolchain"),
     (r"Unsupported platform", "platform_unsupported"),
     (r"head ?dim|headdim|head_size|head_dim", "head_dim_unsupported"),
-    (r"is_sm\d|Ampere|Hopper|Blackwell|compute capability|GPUs? or newer|\bSM ?\d{2,3}\b",
-     "gpu_unsupported"),
+    (r"is_sm\d|Ampere|Hopper|Blackwell|compute capability|GPUs? or newer|\bSM ?\d{2,3}\b|"
+     r"\bSM ?\d{1,3}\.x\b", "gpu_unsupported"),
     (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16|float16 or bfloat16|support fp8",
      "dtype_unsupported"),
 )

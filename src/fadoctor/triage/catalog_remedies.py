@@ -8,11 +8,12 @@ from typing import Dict, List, Optional
 
 from packaging.version import Version
 
+from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import hf_remedies, serve_remedies, wrapper_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 
 FA2 = 'pip install "flash-attn>=2,<3" --no-build-isolation'
 # NVIDIA's CuTe DSL quick start (docs.nvidia.com/cutlass, pythonDSL/quick_start): the module
@@ -55,10 +56,13 @@ def vllm_fa(entry: Entry) -> Remedy:
                   commands=["export VLLM_FLASH_ATTN_VERSION=2"])
 
 
-def gpu(entry: Entry, cc: Optional[Version]) -> List[Remedy]:
+def gpu(ctx: Context, entry: Entry, cc: Optional[Version]) -> List[Remedy]:
     found = [r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "
                     'attn_implementation="sdpa" (or "eager"), which runs on any GPU.')]
     ampere = cc is not None and Version("8.0") <= cc < Version("9.0")
+    later = _later_release(ctx, entry, cc)
+    if later is not None:
+        found.insert(0, later)
     if entry.source == "vllm-fa":
         found.insert(0, vllm_fa(entry))
     elif entry.source == "fa3" and (cc is None or ampere):
@@ -76,6 +80,32 @@ def gpu(entry: Entry, cc: Optional[Version]) -> List[Remedy]:
                                commands=['pip install --upgrade "flash-attn>=2" '
                                          "--no-build-isolation"]))
     return found
+
+
+def _later_release(ctx: Context, entry: Entry, cc: Optional[Version]) -> Optional[Remedy]:
+    """A later release that runs on this GPU: flash-attn's first with kernels for it (the
+    matrix's wheel archs), or the first flash-attn-4 beta whose forward accepts its major."""
+    if cc is None:
+        return None
+    if entry.source == "fa4":
+        betas = sorted((b for b in ctx.matrix.fa4_releases if b.published), key=lambda b: b.version)
+        first = next((b for b in betas if cc.major in b.forward_cc_majors), None)
+        pkg = ctx.package("flash-attn-4", "flash-attn4")
+        stated = parse_version(pkg.value) if pkg is not None else None
+        if first is None or (stated is not None and stated >= first.version):
+            return None  # the stated beta already accepts this GPU: another path refuses it
+        back = "" if cc.major in first.backward_cc_majors else " (forward only in that beta)"
+        return Remedy(summary=f"flash-attn-4 {first.version} is the first beta whose forward "
+                      f"accepts compute capability {cc.major}.x{back}: upgrade.",
+                      commands=[f'python -m pip install --upgrade "flash-attn-4>={first.version}"'])
+    if entry.source not in ("fa-csrc", "fa-py") or cc < Version("10.0"):
+        return None
+    first_fa = first_release_with_kernels(ctx.matrix, cc)
+    if first_fa is None:
+        return None
+    return Remedy(summary=f"flash-attn {first_fa.version} is the first release whose wheels carry "
+                  f"kernels for sm_{cc.major}{cc.minor}: upgrade.",
+                  commands=[f'pip install "flash-attn>={first_fa.version}" --no-build-isolation'])
 
 
 def head_dim(entry: Entry) -> List[Remedy]:
@@ -153,7 +183,7 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
     if entry.source in serve_remedies.SERVING:
         return serve_remedies.serving(ctx, entry, category)
     if category == Category.GPU_UNSUPPORTED:
-        return gpu(entry, cc)
+        return gpu(ctx, entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:
         return head_dim(entry)
     if category == Category.ROCM:

@@ -32,3 +32,11 @@ def test_nvcc_value_not_defined_for_gpu_architecture(matrix: Matrix) -> None:
     text = "nvcc fatal   : Value 'sm_120' is not defined for option 'gpu-architecture'\n"
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.BUILD_TOOLCHAIN and "sm_120" in top.message
+
+
+def test_pixi_gets_its_own_manifest_switch(matrix: Matrix) -> None:
+    text = ("$ pixi install\n  \u00d7 failed to build 'flash-attn'\n"
+            "  ModuleNotFoundError: No module named 'torch'\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_ISOLATION and top.message.startswith("pixi built")
+    assert 'no-build-isolation = ["flash-attn"]' in (top.remedies[0].code or "")

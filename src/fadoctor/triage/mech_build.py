@@ -29,7 +29,6 @@ _NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:comman
                        r"no module named '?ninja|falling back to using the slow distutils", re.I)
 _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
                    r"never finish\w*|(?:takes?|taking) (?:so|very|too) long)\b", re.I)
-_NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja)'")
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
                         r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
@@ -57,23 +56,23 @@ _BUILD_FAILED = re.compile(r"Failed (?:to build|building wheel for) (?:flash[-_]
                            r"installable wheels)|subprocess-exited-with-error", re.I)
 
 
-def _build_context(ctx: Context, index: int) -> bool:
+def build_context(ctx: Context, index: int) -> bool:
     low = ctx.low(index)
     return e.BUILD in ctx.seen.marks or any(w in low for w in ("build", "compil", "install",
                                                                "wheel", "setup.py"))
 
 
-def _jobs(ctx: Context) -> Remedy:
-    jobs = ctx.build_jobs
+def jobs(ctx: Context) -> Remedy:
+    count = ctx.build_jobs
     pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
     memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
     return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
-                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={jobs} fits {memory}.",
-                  commands=[f"MAX_JOBS={jobs} NVCC_THREADS={BUILD_THREADS} pip install "
+                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={count} fits {memory}.",
+                  commands=[f"MAX_JOBS={count} NVCC_THREADS={BUILD_THREADS} pip install "
                             f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
 
 
-def _prebuilt(ctx: Context) -> Remedy:
+def prebuilt(ctx: Context) -> Remedy:
     exact = r.exact_wheel(ctx, replace_installed=False)
     if exact is not None:
         return exact
@@ -84,10 +83,10 @@ def _prebuilt(ctx: Context) -> Remedy:
 
 def memory(ctx: Context) -> List[Signal]:
     log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc", "mib mem"))
-                if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
+                if "cuda out of memory" not in ctx.low(i) and build_context(ctx, i)), None)
     prose = None if log else next(
         ((i, m) for i, m in ctx.find(_OOM_PROSE, ("memory", "ram", "oom"))
-         if "cuda out of memory" not in ctx.low(i) and _build_context(ctx, i)), None)
+         if "cuda out of memory" not in ctx.low(i) and build_context(ctx, i)), None)
     hit = log or prose
     if hit is None:
         return []
@@ -96,7 +95,7 @@ def memory(ctx: Context) -> List[Signal]:
     return [Signal("build_memory", Category.BUILD_RESOURCES,
                    "the flash-attn build ran out of memory: parallel nvcc jobs each take several "
                    "GB, and the kernel killed them (or the machine froze)", quotes,
-                   LOGGED if log else HINTED, [_jobs(ctx), _prebuilt(ctx)],
+                   LOGGED if log else HINTED, [jobs(ctx), prebuilt(ctx)],
                    needs=[] if ctx.memory_gib else [("the machine's memory and cores",
                                                      "free -g; nproc")])]
 
@@ -116,7 +115,7 @@ def parallel_failed(ctx: Context) -> List[Signal]:
     return [Signal("build_memory", Category.BUILD_RESOURCES,
                    f"a build with {hit[1].group(1)} parallel jobs failed without a compiler error "
                    "in the log: most often the kernel killed compilers for memory (each nvcc job "
-                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [_jobs(ctx), _prebuilt(ctx)],
+                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), prebuilt(ctx)],
                    needs=[("the first error of the full build log, and the machine's memory",
                            "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
 
@@ -125,7 +124,7 @@ def slow_build(ctx: Context) -> List[Signal]:
     ninja = ctx.first(_NO_NINJA, ("ninja",))
     slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
         "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long"))
-        if _build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
+        if build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
                                        or "wheel" in ctx.low(i))), None)
     hit = ninja or slow
     if hit is None:
@@ -140,44 +139,9 @@ def slow_build(ctx: Context) -> List[Signal]:
     return [Signal("build_slow", Category.BUILD_RESOURCES,
                    "the flash-attn build is compiling without ninja (serially), or far slower "
                    "than it should", quotes, LOGGED if ninja else HINTED,
-                   [ninja_fix, _prebuilt(ctx), _jobs(ctx)],
+                   [ninja_fix, prebuilt(ctx), jobs(ctx)],
                    needs=[("whether ninja works in the build environment",
                            "ninja --version; echo $?")])]
-
-
-# uv's own words in a build (astral-sh/uv, see errors.py's BUILD marks) and its documented fix
-# for flash-attn: astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300
-# (extra-build-dependencies, added in 0.8.4: crates/uv-settings, #14735).
-_UV = ("uv sync", "uv add", "uv pip", "uv lock", "uv run", "build backend", "failed to download "
-       "and build", "hint: this usually indicates a problem with the package or the build env")
-UV_DOCS = "astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300"
-UV_EXTRA_BUILD = ('[tool.uv.extra-build-dependencies]\n'
-                  'flash-attn = [{ requirement = "torch", match-runtime = true }]')
-
-
-def isolation(ctx: Context) -> List[Signal]:
-    hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
-                if _build_context(ctx, i) or e.BUILD in ctx.seen.marks), None)
-    if hit is None:
-        return []
-    missing = hit[1].group(1)
-    uv = ctx.has(*_UV) is not None
-    fixes = [Remedy(summary="Install the build's requirements first, then build without "
-                    "isolation so setup.py sees your torch.",
-                    commands=["pip install torch packaging ninja wheel",
-                              "pip install flash-attn --no-build-isolation"]), _prebuilt(ctx)]
-    if uv:
-        fixes.insert(0, Remedy(
-            summary="In a uv project, give flash-attn's isolated build the project's own torch "
-                    "(pyproject.toml, uv 0.8.4 or later: extra-build-dependencies with "
-                    "match-runtime, as uv's documentation shows for flash-attn), then sync again; "
-                    "with `uv pip`, install torch first and pass --no-build-isolation.",
-            code=UV_EXTRA_BUILD, commands=["uv sync"]))
-    return [Signal("build_isolation", Category.BUILD_ISOLATION,
-                   f"{'uv' if uv else 'pip'} built flash-attn in an isolated environment without "
-                   f"{missing}: flash-attn's setup.py imports torch, so it must build against your "
-                   "environment's torch", [ctx.quote(hit[0])], NAMED, fixes,
-                   details={"source": UV_DOCS} if uv else {})]
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:
@@ -187,7 +151,7 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
-                   NAMED, [_toolkit(ctx), _prebuilt(ctx)])]
+                   NAMED, [_toolkit(ctx), prebuilt(ctx)])]
 
 
 def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
@@ -215,7 +179,7 @@ def nvcc_version(ctx: Context) -> List[Signal]:
     return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
                    f"{shown} is older than flash-attn's setup.py accepts (CUDA {need} or newer): "
                    "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
-                   [_toolkit(ctx, need), _prebuilt(ctx)],
+                   [_toolkit(ctx, need), prebuilt(ctx)],
                    needs=[] if ctx.nvcc else [("the nvcc the build uses",
                                                "which nvcc; nvcc --version; echo $CUDA_HOME")])]
 
@@ -234,7 +198,7 @@ def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Sign
     remedies.append(Remedy(summary=f"Or build with nvcc {torch_cuda}: install CUDA toolkit "
                            f"{torch_cuda} and point CUDA_HOME at it.",
                            commands=[f"export CUDA_HOME=/usr/local/cuda-{torch_cuda}"]))
-    remedies.append(_prebuilt(ctx))
+    remedies.append(prebuilt(ctx))
     return Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
                   f"nvcc {nvcc} and the torch being built against (CUDA {torch_cuda}) have "
                   "different CUDA majors: torch's extension builder refuses the build",
@@ -251,15 +215,15 @@ def compiler(ctx: Context) -> List[Signal]:
                        [Remedy(summary=f"Build with gcc {top} (install it beside the default one).",
                                commands=[f"export CC=gcc-{top} CXX=g++-{top}",
                                          f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
-                        _prebuilt(ctx)])]
+                        prebuilt(ctx)])]
     old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++"))
-    if old is None or not _build_context(ctx, old[0]):
+    if old is None or not build_context(ctx, old[0]):
         return []
     return [Signal("compiler", Category.BUILD_TOOLCHAIN,
                    "the host compiler is too old for torch's C++17 headers",
                    dedupe([ctx.quote(old[0]), *ctx.quotes("gcc")]), NAMED,
                    [Remedy(summary="Build with gcc 9 or newer (torch's extensions need C++17).",
-                           commands=["export CC=gcc-11 CXX=g++-11"]), _prebuilt(ctx)])]
+                           commands=["export CC=gcc-11 CXX=g++-11"]), prebuilt(ctx)])]
 
 
 def architecture(ctx: Context) -> List[Signal]:
@@ -278,7 +242,7 @@ def architecture(ctx: Context) -> List[Signal]:
                    + (f", which needs nvcc {need} or newer" if need else ""),
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")]), NAMED,
                    [Remedy(summary=f"Use a newer CUDA toolkit{f' (>= {need})' if need else ''}"
-                           f"{narrow}."), _prebuilt(ctx)])]
+                           f"{narrow}."), prebuilt(ctx)])]
 
 
 def python_headers(ctx: Context) -> List[Signal]:
@@ -289,7 +253,7 @@ def python_headers(ctx: Context) -> List[Signal]:
     return [Signal("python_headers", Category.BUILD_TOOLCHAIN,
                    "the build cannot find Python's C headers (Python.h)", [ctx.quote(hit[0])], NAMED,
                    [Remedy(summary="Install the headers of the Python that builds.",
-                           commands=[f"apt-get install python{py}-dev"]), _prebuilt(ctx)])]
+                           commands=[f"apt-get install python{py}-dev"]), prebuilt(ctx)])]
 
 
 def _windows(ctx: Context) -> bool:
@@ -349,7 +313,7 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                        [r.force_build(ctx, "Elsewhere:"), r.sdpa("Or:")])]
     return [Signal("wheel_tag", Category.WRONG_WHEEL,
                    f"pip refuses {name} here: its Python ({python_tag}) or platform ({platform}) "
-                   "tag does not match this environment", quotes, NAMED, [_prebuilt(ctx)],
+                   "tag does not match this environment", quotes, NAMED, [prebuilt(ctx)],
                    needs=[("the Python version and platform", "python -VV; uname -m")])]
 
 
@@ -381,7 +345,7 @@ def local_pin(ctx: Context) -> List[Signal]:
                    f"pip cannot resolve {hit[1].group(1)}: the +cu..torch.. part names a wheel file "
                    "on the release page, not a version a package index has (the wheels' metadata "
                    "carries no local version, flash-attention#1423)", [ctx.quote(hit[0])], NAMED,
-                   [_prebuilt(ctx),
+                   [prebuilt(ctx),
                     Remedy(summary="Install that wheel by its URL instead of pinning it as a "
                            "version.", link=r.WHEELS_PAGE)])]
 
@@ -406,7 +370,7 @@ def no_prebuilt_wheel(ctx: Context) -> List[Signal]:
     return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
                    f"setup.py found no prebuilt wheel for this torch, CUDA, C++ ABI and Python"
                    f"{why}, so it compiles flash-attn from source (slow, and it needs nvcc)",
-                   dedupe(quotes), LOGGED - 15, [_prebuilt(ctx)], severity=Severity.WARNING)]
+                   dedupe(quotes), LOGGED - 15, [prebuilt(ctx)], severity=Severity.WARNING)]
 
 
 def build_failed(ctx: Context) -> List[Signal]:
@@ -417,7 +381,7 @@ def build_failed(ctx: Context) -> List[Signal]:
     return [Signal("build_failed", Category.BUILD_TOOLCHAIN,
                    "the flash-attn build failed, and the quoted output does not show why (the "
                    "cause is in the compiler's output above pip's summary)",
-                   [ctx.quote(hit[0])], WRAPPED, [_prebuilt(ctx)], severity=Severity.WARNING,
+                   [ctx.quote(hit[0])], WRAPPED, [prebuilt(ctx)], severity=Severity.WARNING,
                    needs=[("the compiler's own error, above pip's summary",
                            "pip install flash-attn --no-build-isolation -v 2>&1 | tail -n 200"),
                           ("the toolchain and the machine",

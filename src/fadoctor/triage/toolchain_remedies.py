@@ -48,7 +48,7 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
                             "`uv sync` then installs torch before building flash-attn. In a pixi "
                             'workspace: `no-build-isolation = ["flash-attn"]` under [pypi-options], '
                             f"with pytorch a conda dependency ({PIXI_DOCS})."))
-    return [*found, mech_build._prebuilt(ctx)]
+    return [*found, mech_build.prebuilt(ctx)]
 
 
 def resources(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
@@ -61,9 +61,9 @@ def resources(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
         "ptxas" if entry.source == "ptxas" else "the compiler")
     verb = "failed" if entry.source == "ptxas" else "died"
     return [Remedy(summary=f"{tool.strip(chr(39))} {verb} during the flash-attn build ({killed}; "
-                   f"{entry.location}). {mech_build._jobs(ctx).summary}",
-                   commands=mech_build._jobs(ctx).commands),
-            mech_build._prebuilt(ctx)]
+                   f"{entry.location}). {mech_build.jobs(ctx).summary}",
+                   commands=mech_build.jobs(ctx).commands),
+            mech_build.prebuilt(ctx)]
 
 
 def host_compiler(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
@@ -83,7 +83,7 @@ def host_compiler(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Re
     newer = _cuda_for_gcc(ctx, entry) if "gcc_max" in values else None
     risky = Remedy(summary="Or, at your own risk as nvcc's message says, skip the check: nvcc "
                    "reads extra flags from NVCC_APPEND_FLAGS.", commands=[f"export {UNSUPPORTED}"])
-    return [fix, *([newer] if newer else []), mech_build._prebuilt(ctx), risky]
+    return [fix, *([newer] if newer else []), mech_build.prebuilt(ctx), risky]
 
 
 def _cuda_for_gcc(ctx: Context, entry: Entry) -> Optional[Remedy]:
@@ -127,5 +127,5 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
         return loader(ctx, entry)
     return [Remedy(summary=f"ninja stops when a compile step fails ({entry.location}): the "
                    "compiler's own error is above its line. A compiler killed there means the "
-                   f"parallel jobs ran out of memory: {mech_build._jobs(ctx).summary}",
-                   commands=mech_build._jobs(ctx).commands), mech_build._prebuilt(ctx)]
+                   f"parallel jobs ran out of memory: {mech_build.jobs(ctx).summary}",
+                   commands=mech_build.jobs(ctx).commands), mech_build.prebuilt(ctx)]

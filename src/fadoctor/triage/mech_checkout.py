@@ -14,9 +14,9 @@ from fadoctor.triage.signal import NAMED, Signal
 # Dao-AILab/flash-attention@v2.8.3:.gitmodules: csrc/cutlass (NVIDIA/cutlass) and
 # csrc/composable_kernel (ROCm/composable_kernel).
 SOURCE = "Dao-AILab/flash-attention@v2.8.3:.gitmodules"
-_MISSING = re.compile(r"fatal error(?: C1083)?: (?:Cannot open include file: )?['\"]?"
-                      r"(cutlass|cute|ck_tile|ck)/[\w/.-]{1,120}['\"]?(?::? (?:No such file|file "
-                      r"not found))", re.I)
+_MISSING = re.compile(r"fatal error(?: C1083: Cannot open include file: ['\"]|: ['\"]?)"
+                      r"(cutlass|cute|ck_tile|ck)/[\w/.-]{1,120}['\"]?(?: C1083|:? (?:No such file|"
+                      r"file not found)|$)", re.I)
 _FOLDER = {"cutlass": "csrc/cutlass", "cute": "csrc/cutlass", "ck_tile": "csrc/composable_kernel",
            "ck": "csrc/composable_kernel"}
 

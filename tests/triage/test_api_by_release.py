@@ -151,3 +151,17 @@ def test_a_model_class_transformers_removed_names_the_release_that_removed_it(
     assert top.category == Category.VERSION_CONFLICT
     assert f"{removed} removed it" in top.message and removed == "4.48.0"
     assert f"transformers=={last}" in _commands(top)
+
+
+def test_a_release_in_a_gap_and_the_name_it_became(matrix: Matrix) -> None:
+    # written for this test: transformers.utils' is_flash_attn_available, absent from one release
+    # inside its span, and renamed is_flash_attn_2_available in the release that dropped it
+    hf = api("transformers")
+    have = hf.names["transformers.utils:is_flash_attn_available"]
+    gap = next(i for i in range(have[0], have[-1]) if i not in have)
+    text = (f"transformers=={hf.version(gap)}\nImportError: cannot import name "
+            "'is_flash_attn_available' from 'transformers.utils'\n")
+    top = _top(text, matrix)
+    after = hf.version(next(i for i in have if i > gap))
+    assert f"transformers=={after}" in _commands(top)
+    assert "from transformers.utils import is_flash_attn_2_available" in _commands(top)

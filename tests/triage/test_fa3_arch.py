@@ -69,3 +69,28 @@ def test_an_error_outranks_the_old_gpu_or_stops_the_guess(matrix: Matrix) -> Non
     # an error nothing explains: the old GPU is not offered as its cause
     bare = "GPU: Tesla V100-SXM2-32GB\nModuleNotFoundError: No module named 'torch'\n"
     assert all(d.category != Category.GPU_UNSUPPORTED for d in triage(bare, matrix).diagnosis)
+
+
+def test_an_xformers_fallback_error_on_turing_is_the_gpu(matrix: Matrix) -> None:
+    # vLLM runs XFormers where FlashAttention needs Ampere; the feature XFormers lacks is the
+    # symptom, the Turing GPU the cause
+    text = "ValueError: XFormers does not support attention logits soft capping.\nGPU: Quadro RTX 4000\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "Ampere" in top.remedies[0].summary
+
+
+def test_torch_without_the_arch_outranks_a_generic_no_kernel_image(matrix: Matrix) -> None:
+    text = ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current "
+            "PyTorch installation.\nRuntimeError: CUDA error: no kernel image is available for "
+            "execution on the device\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.message.startswith("torch has no kernels")
+    assert "the first release with them" in top.remedies[0].summary
+
+
+def test_no_kernel_image_with_no_flash_attention_in_sight_offers_torch_first(
+        matrix: Matrix) -> None:
+    text = ("RuntimeError: CUDA error: no kernel image is available for execution on the device "
+            "on my 5070 Ti\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.remedies[0].commands[0].startswith("python -m pip install torch==")

@@ -40,3 +40,13 @@ def test_pixi_gets_its_own_manifest_switch(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.BUILD_ISOLATION and top.message.startswith("pixi built")
     assert 'no-build-isolation = ["flash-attn"]' in (top.remedies[0].code or "")
+
+
+def test_a_requirements_step_failure_cut_before_its_error(matrix: Matrix) -> None:
+    # uv's wording at the requirement step, the traceback cut before the ImportError
+    text = ("# uv pip install --system flash-attn==2.6.1\nerror: Failed to prepare distributions\n"
+            "  Caused by: Failed to fetch wheel: flash-attn==2.6.1\n  Caused by: Build backend "
+            "failed to determine extra requires with `build_wheel()` with exit status: 1\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_ISOLATION
+    assert "uv pip install flash-attn --no-build-isolation" in top.remedies[0].commands

@@ -6,6 +6,7 @@ names the releases that have it and the pin or upgrade that fixes it (pure)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -126,6 +127,12 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
     if not have or _has(data, have, installed) or len(have) == latest + 1:
         return None  # no release has it, the installed one does, or all do: not a version
     stated = f" (installed: {data.dist} {installed})" if installed else ""
+    gap = _gap(data, have, installed)
+    if gap is not None:  # the installed release is one of a few in the span without it
+        return _signal(ctx, index, f"{what} is missing from {data.dist} {installed}, though the "
+                       f"releases around it have it ({gap} does)", [Remedy(
+                           summary=f"Move to {data.dist} {gap}, the nearest later release with "
+                           f"{what}.", commands=[_pin(data, gap)])], data)
     if last == latest or (installed is not None and installed < Version(data.version(first))):
         message = (f"{what} is in {data.dist} {data.version(first)} and later; the installed "
                    f"{data.dist} is older{stated}")
@@ -141,6 +148,15 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
                                        f"{data.dist}" if caller else "") + ".",
                      commands=[_pin(data, data.version(last))])
     return _signal(ctx, index, message, [fix], data)
+
+
+def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Optional[str]:
+    """The nearest later release with it, when the installed one falls inside its span."""
+    if installed is None:
+        return None
+    later = [i for i in have if Version(data.version(i)) > installed]
+    earlier = [i for i in have if Version(data.version(i)) < installed]
+    return data.version(later[0]) if later and earlier else None
 
 
 def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api) -> Signal:
@@ -233,6 +249,12 @@ def _name(ctx: Context, index: int, module: str, name: str) -> Optional[Signal]:
     signal = _finding(ctx, index, data, f"{name} in {module}", have, caller)
     if signal is None or have[-1] == len(data.tags) - 1:
         return signal
+    near = _renamed(data, module, name)
+    if near is not None:
+        signal.remedies.insert(0, Remedy(
+            summary=f"{module} has {near} at the latest release, the name {name} most likely "
+                    f"became: update the code that imports it{f' ({caller})' if caller else ''}.",
+            code=f"from {module} import {near}"))
     home = _home(name)
     if home is not None:  # removed from a re-export: the name still lives where it is defined
         signal.remedies.insert(0, Remedy(
@@ -240,6 +262,20 @@ def _name(ctx: Context, index: int, module: str, name: str) -> Optional[Signal]:
                     f"import {name} from {home}, which defines it, instead of {module}.",
             code=f"from {home} import {name}"))
     return signal
+
+
+def _renamed(data: Api, module: str, name: str) -> Optional[str]:
+    """The name `name` most likely became: a close name of the same module, at the latest release,
+    that first appeared in a release without `name` (the earliest such; is_flash_attn_available
+    -> is_flash_attn_2_available, both in transformers 4.35.0)."""
+    latest = len(data.tags) - 1
+    prefix = f"{module}:"
+    old = set(data.names.get(prefix + name, ()))
+    names = {k[len(prefix):]: have for k, have in data.names.items()
+             if k.startswith(prefix) and latest in have and k[len(prefix):] != name}
+    close = [n for n in difflib.get_close_matches(name, list(names), n=5, cutoff=0.8)
+             if names[n][0] not in old and names[n][0] > min(old, default=0)]
+    return min(close, key=lambda n: names[n][0], default=None)
 
 
 def _home(name: str) -> Optional[str]:

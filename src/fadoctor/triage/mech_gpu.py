@@ -15,6 +15,7 @@ from fadoctor.facts.model import Family
 from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.matrix.defects import Defect
+from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import remedies as r
@@ -85,7 +86,7 @@ def ampere_only(ctx: Context) -> List[Signal]:
 
 _FA2_WORDS = ("flash-attention 2", "flash attention 2", "flashattention-2", "flashattention 2",
               "flash_attention_2", "flash-attention-2", "flash-attn", "flash_attn", "flashattention",
-              "flash attention", "flash-attention", "fa2")
+              "flash attention", "flash-attention", "fa2", "xformers does not support")
 
 
 def pre_ampere(ctx: Context) -> List[Signal]:
@@ -95,14 +96,19 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     cc, floor = ctx.gpu_cc, ctx.matrix.family_support(Family.FA2).min_cc
     if cc is None or cc >= floor or ctx.amd or ctx.gpu is None or ctx.fa2 is not None:
         return []
-    if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
-        return []  # an error no mechanism explains: the GPU would be a guess
+    # an error no mechanism explains makes the GPU a guess, unless the error is the fallback's
+    # (vLLM runs XFormers where FlashAttention needs Ampere: "Cannot use FlashAttention-2
+    # backend for Volta and Turing GPUs", vllm/attention/selector.py)
+    if any(raised.kind not in ("warning", "log") and "xformers" not in raised.message.lower()
+           for raised in ctx.seen.raised):
+        return []
     mention = ctx.text.containing(_FA2_WORDS)
     if not mention:
         return []
     quotes = dedupe(sorted([ctx.gpu[2], ctx.quote(mention[0])], key=lambda q: q.line))
-    remedies = [r.sdpa(f"FlashAttention-2 needs compute capability {floor} or newer; PyTorch "
-                       "SDPA runs on this GPU.")]
+    remedies = [r.sdpa(f"FlashAttention-2 needs an Ampere or newer GPU (compute capability "
+                       f"{floor}); features that need it (a framework's soft-capping, sliding "
+                       "window) need such a GPU too. PyTorch SDPA runs on this one.")]
     if cc < Version("8.0"):
         remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
                                "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))
@@ -125,29 +131,41 @@ def torch_arch(ctx: Context) -> List[Signal]:
 
 
 def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
+    """The nearest torch release from the stated one up with kernels for `cc`; with no torch
+    stated, the newest, saying which release was the first."""
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+    first = next((rel for rel in releases if _variants(rel, cc)), None)
     stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
     if stated is not None:  # the nearest release from the stated one up: the smallest change
         releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
     else:
         releases.reverse()
     for rel in releases:
-        fitting = [v for v, archs in rel.arch_lists.items()
-                   if any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
-                          for a in archs.split(";"))]
+        fitting = _variants(rel, cc)
         if fitting:
             variant = max(fitting, key=lambda v: int(v[2:]))
             version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
+            since = (f" (torch {first.minor} was the first release with them, built for "
+                     f"{', '.join(sorted(_variants(first, cc)))})"
+                     if stated is None and first is not None and first is not rel else "")
             return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
-                           f"kernels for sm_{cc.major}{cc.minor}; then reinstall flash-attn for it.",
-                           commands=[torch_install(version, variant)])]
+                           f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
+                           "flash-attn for it.", commands=[torch_install(version, variant)])]
     return []
+
+
+def _variants(rel: TorchRelease, cc: Version) -> List[str]:
+    """The CUDA variants of a torch release whose arch list runs on `cc`."""
+    return [v for v, archs in rel.arch_lists.items()
+            if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
 
 
 def no_kernel_image(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NO_KERNEL, ("kernel image", "invalid device function"))
     if hit is None or ctx.amd:
         return []
+    if ctx.first(_TORCH_ARCH, ("is not compatible with the current pytorch",)) is not None:
+        return []  # torch says it has no kernels for this GPU (torch_arch): nothing else runs
     index = hit[0]
     quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
     if "image is invalid" in ctx.low(index):
@@ -228,6 +246,8 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
                                          "--no-build-isolation --no-cache-dir"]))
     remedies.append(r.force_build(ctx, "Or compile for this GPU only:"))
     remedies.append(r.sdpa("Meanwhile:"))
+    if cc is not None and not ctx.text.containing(("flash",)):
+        remedies[:0] = torch_with_arch(ctx, cc)  # nothing names flash-attention: torch first
     return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                   f"a CUDA binary has no kernels (SASS or PTX) for {_gpu_words(ctx)}: it was built "
                   "for other GPU architectures", quotes, NAMED, remedies,

@@ -10,7 +10,8 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import mech_build
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import LOGGED, NAMED, Signal
+from fadoctor.triage.text import Quote
 
 _NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja)'")
 # uv's own words in a build (astral-sh/uv, see errors.py's BUILD marks) and its documented fix
@@ -27,35 +28,65 @@ UV_EXTRA_BUILD = ('[tool.uv.extra-build-dependencies]\n'
                   'flash-attn = [{ requirement = "torch", match-runtime = true }]')
 
 
+# The step that runs flash-attn's setup.py to ask for its build requirements: setup.py imports
+# torch there, so under isolation it fails before any compiler runs (pip: "Getting requirements
+# to build wheel"; uv: "Build backend failed to determine (extra) requires", uv@0.5.0:
+# crates/uv-build-frontend/src/lib.rs:874).
+_REQUIRES_STEP = re.compile(r"Getting requirements to build wheel (?:\.\.\. error|did not run "
+                            r"successfully)|failed to determine (?:extra )?requires", re.I)
+
+
 def isolation(ctx: Context) -> List[Signal]:
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks), None)
     if hit is None:
-        return []
+        return _requires_step(ctx)
     missing = hit[1].group(1)
+    return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
+
+
+def _requires_step(ctx: Context) -> List[Signal]:
+    """The requirement step of a flash-attn build failed, and the report cuts before the error:
+    under isolation, setup.py's import of torch is what fails there."""
+    hit = ctx.first(_REQUIRES_STEP, ("getting requirements to build wheel",
+                                     "failed to determine"))
+    if hit is None or not ctx.text.containing(("flash-attn", "flash_attn", "flash attn")):
+        return []
+    return [_signal(ctx, [ctx.quote(hit[0])], "and its setup.py failed while asking for its "
+                    "build requirements", LOGGED)]
+
+
+def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int) -> Signal:
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
     uv = not pixi and ctx.has(*_UV) is not None
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
                     "isolation so setup.py sees your torch.",
                     commands=["pip install torch packaging ninja wheel",
-                              "pip install flash-attn --no-build-isolation"]), mech_build.prebuilt(ctx)]
+                              "pip install flash-attn --no-build-isolation"]),
+             mech_build.prebuilt(ctx)]
     if pixi:
         fixes.insert(0, Remedy(
             summary="In a pixi workspace, build flash-attn against the environment's torch: "
                     "list it under no-build-isolation in pixi.toml (pixi's manifest reference), "
                     "with torch a dependency, then install again.",
             code=PIXI_NO_ISOLATION, commands=["pixi install"]))
-    if uv:
+    if uv and ctx.has("uv pip") is not None:
+        fixes.insert(0, Remedy(
+            summary="With `uv pip`, install the build's requirements into the environment first, "
+                    "then build flash-attn without isolation (uv pip takes pip's "
+                    "--no-build-isolation).",
+            commands=["uv pip install torch setuptools wheel ninja packaging",
+                      "uv pip install flash-attn --no-build-isolation"]))
+    elif uv:
         fixes.insert(0, Remedy(
             summary="In a uv project, give flash-attn's isolated build the project's own torch "
                     "(pyproject.toml, uv 0.8.4 or later: extra-build-dependencies with "
-                    "match-runtime, as uv's documentation shows for flash-attn), then sync again; "
-                    "with `uv pip`, install torch first and pass --no-build-isolation.",
+                    "match-runtime, as uv's documentation shows for flash-attn), then sync again.",
             code=UV_EXTRA_BUILD, commands=["uv sync"]))
     frontend = "pixi" if pixi else "uv" if uv else "pip"
-    return [Signal("build_isolation", Category.BUILD_ISOLATION,
-                   f"{frontend} built flash-attn in an isolated environment without "
-                   f"{missing}: flash-attn's setup.py imports torch, so it must build against your "
-                   "environment's torch", [ctx.quote(hit[0])], NAMED, fixes,
-                   details={"source": PIXI_DOCS if pixi else UV_DOCS} if pixi or uv else {})]
+    return Signal("build_isolation", Category.BUILD_ISOLATION,
+                  f"{frontend} built flash-attn in an isolated environment {what}: flash-attn's "
+                  "setup.py imports torch, so it must build against your environment's torch",
+                  quotes, strength, fixes,
+                  details={"source": PIXI_DOCS if pixi else UV_DOCS} if pixi or uv else {})

@@ -66,6 +66,22 @@ CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
     (r"no CUDA-capable device is detected|CUDA driver is a stub library", "no_gpu"),
     (r"out of memory", "out_of_memory"),
 )
+# PyTorch SDPA's own checks of its flash and memory-efficient backends (sdp_utils: the C strings
+# of libtorch_cuda.so, and from 2.1 libtorch_cpu.so's shared checks). TORCH_WARN joins pieces: a
+# message is catalogued by its first piece ("... Attempting to run on a sm", then "7.5 gpu.").
+SDPA_FILES = ("torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cpu.so")
+SDPA_KINDS: Tuple[Tuple[str, str], ...] = (
+    (r"(?:Flash attention|Mem Efficient Attention) only supports (?:sm75 and sm8x gpu "
+     r"architectures|sm5x or greater gpu architectures|gpu architectures in the range "
+     r"\[sm\d+, sm\d+\])\. Attempting to run on a sm", "gpu_unsupported"),
+    (r"Flash attention currently doesn't support training with head_dim.*|Flash attention requires "
+     r"q,k,v to have the same last dimension.*|Memory Efficient Attention does not currently "
+     r"support head_dim == 128 on sm86", "head_dim_unsupported"),
+    (r"Flash attention kernel not used because:|Memory efficient kernel not used because:|"
+     r"No available kernel\.\s{1,2}Aborting execution\.", "kernel_failure"),
+)
+# Why a backend was passed over, or that none was left: corroborate the reason printed with them.
+SDPA_NOTES = r"not used because:|No available kernel"
 # c10_cuda_check_implementation appends cudaGetErrorString's text to this prefix.
 CUDA_ERROR = "CUDA error: "
 C10_CHECK = "pytorch/pytorch@0e4c6cd66277:c10/cuda/CUDAException.cpp:29"
@@ -146,6 +162,9 @@ def _read_wheel(path: Path) -> Dict[str, List[Row]]:
             out["c10"] = [(C10_FILE, 0, text) for text in binary_messages(data, C10_KINDS)]
             if b"\x00" + CUDA_ERROR.encode() + b"\x00" in data:
                 out["c10"].append((C10_FILE, 0, CUDA_ERROR))
+        for lib in (f for f in SDPA_FILES if f in names):
+            out.setdefault("sdpa", []).extend(
+                (lib, 0, text) for text in binary_messages(z.read(lib), SDPA_KINDS))
         for file in (n for n in names if re.search(r"/libcudart\.so\.[\d.]+$", n)):
             out.setdefault("cudart", []).extend(
                 (file, 0, CUDA_ERROR + text) for text in binary_messages(z.read(file), CUDART_KINDS))
@@ -186,11 +205,20 @@ def _location(family: str, release: str, file: str, line: int) -> str:
     return f"{where}:{line}" if line else where
 
 
+def printed_form(family: str, raw: str) -> str:
+    """The catalogued form of a recorded message: SDPA's C strings with their spacing collapsed
+    (torch 2.0-2.1 print "No available kernel.  Aborting", 2.2+ one space)."""
+    return " ".join(raw.split()) if family == "sdpa" else raw
+
+
 def _spans(family: str, data: Dict[str, object]) -> Dict[str, Tuple[List[str], str]]:
-    """printed -> (the releases that print it, oldest first; where the oldest prints it)."""
+    """printed -> (the releases that print it, oldest first; where the oldest prints it). A
+    message whose releases differ only in spacing ("No available kernel.  Aborting") is one:
+    the pattern allows either."""
     releases = [str(r) for r in data["releases"]]  # type: ignore[attr-defined]
     spans: Dict[str, Tuple[List[str], str]] = {}
-    for file, line, printed, runs in data["rows"]:  # type: ignore[attr-defined]
+    for file, line, raw, runs in data["rows"]:  # type: ignore[attr-defined]
+        printed = printed_form(family, raw)
         have = ex.tags_in_runs(releases, runs)
         earlier = spans.get(printed)
         where = _location(family, have[0], file, line)
@@ -216,7 +244,8 @@ def entries(recorded: Dict[str, Dict[str, object]],
     out: List[Dict[str, object]] = []
     for family, kinds, mechanism in (("torch", TORCH_KINDS, "torch_check"),
                                      ("c10", C10_KINDS, "torch_check"),
-                                     ("cudart", CUDART_KINDS, "cuda_runtime_error")):
+                                     ("cudart", CUDART_KINDS, "cuda_runtime_error"),
+                                     ("sdpa", SDPA_KINDS, "torch_sdpa_check")):
         data = recorded.get(family)
         if not data:
             continue
@@ -228,7 +257,7 @@ def entries(recorded: Dict[str, Dict[str, object]],
                 "pattern": pattern(printed.rstrip(".")), "location": where,
                 "first": have[0].rsplit("==", 1)[-1], "last": have[-1].rsplit("==", 1)[-1],
                 "mechanism": mechanism, "category": kind(printed, kinds),
-                "weight": "note" if re.search(NOTES, printed) else "corroborate"}
+                "weight": _weight(family, printed)}
             if family == "cudart":
                 entry["prefix"] = _prefix(recorded)
             if _captures(printed):
@@ -237,11 +266,30 @@ def entries(recorded: Dict[str, Dict[str, object]],
     return out
 
 
+def _weight(family: str, printed: str) -> str:
+    """SDPA's backend gates name their cause (the weight of flash-attention's own checks); its
+    "not used because" lines and every other torch message only corroborate."""
+    if family == "sdpa":
+        return "note" if re.search(SDPA_NOTES, printed) else ""
+    return "note" if re.search(NOTES, printed) else "corroborate"
+
+
 def load(path: Path) -> Dict[str, Dict[str, object]]:
     loaded: Dict[str, Dict[str, object]] = yaml.safe_load(path.read_text(encoding="utf-8"))
     return loaded
 
 
+def main(argv: List[str]) -> None:
+    """OUT WHEEL... [--only FAMILY,...]: record the wheels' messages into OUT; with --only, those
+    families are replaced and the others OUT holds are kept (one family re-read from the wheels
+    that carry it)."""
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+    args = [a for i, a in enumerate(argv) if a != "--only" and (i == 0 or argv[i - 1] != "--only")]
+    out, found = Path(args[0]), read([Path(p) for p in args[1:]])
+    if only is not None:
+        found = {**(load(out) if out.is_file() else {}), **{f: found[f] for f in only if f in found}}
+    out.write_text(yaml.safe_dump(found, width=200), encoding="utf-8")
+
+
 if __name__ == "__main__":
-    Path(sys.argv[1]).write_text(yaml.safe_dump(read([Path(p) for p in sys.argv[2:]]), width=200),
-                                 encoding="utf-8")
+    main(sys.argv[1:])

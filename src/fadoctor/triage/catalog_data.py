@@ -83,7 +83,7 @@ _LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setu
            "xformers": "xformers' flash-attn check",
            "vllm-fa": "vllm_flash_attn's FA version gate",
            "torch": "torch's check", "c10": "torch's CUDA check (c10)",
-           "cudart": "the CUDA runtime's error",
+           "cudart": "the CUDA runtime's error", "sdpa": "PyTorch SDPA's check",
            "hf": "transformers' flash-attention check",
            "vllm": "vLLM's attention backend choice", "sglang": "SGLang's attention backend",
            "sgl-kernel": "sgl-kernel's flash_attn gate",

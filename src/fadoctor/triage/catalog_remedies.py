@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
-from fadoctor.triage import hf_remedies, serve_remedies, wrapper_remedies
+from fadoctor.triage import hf_remedies, serve_remedies, torch_remedies, wrapper_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context, parse_version
@@ -182,6 +182,8 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
         return hf_remedies.for_entry(ctx, entry, category, values)
     if entry.source in serve_remedies.SERVING:
         return serve_remedies.serving(ctx, entry, category)
+    if entry.source == "sdpa":
+        return torch_remedies.sdpa(ctx, entry)
     if category == Category.GPU_UNSUPPORTED:
         return gpu(ctx, entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
 from packaging.version import InvalidVersion, Version
@@ -102,7 +103,36 @@ def _build(ctx: Context, entry: Entry) -> List[Remedy]:
                                     "nvcc -V"]), fitting])
 
 
+# torch/nn/attention/__init__.py:68 at torch 2.3.0 (sdpa_kernel; earlier releases have
+# torch.backends.cuda.sdp_kernel): which backends scaled_dot_product_attention may use.
+SDPA_ALLOW = ("from torch.nn.attention import SDPBackend, sdpa_kernel  # torch 2.3+\n"
+              "with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):\n"
+              "    out = F.scaled_dot_product_attention(q, k, v)")
+_SDPA_ON = re.compile(r"run on a sm (\d{1,2})\.(\d)")
+_SDPA_RANGE = re.compile(r"\[sm(\d+), sm(\d+)\]")
+
+
+def sdpa(ctx: Context, entry: Entry) -> List[Remedy]:
+    """PyTorch SDPA's own flash or memory-efficient backend refused the inputs or the GPU: let
+    SDPA choose another backend (it does unless code forces one), or a torch whose range covers
+    the GPU."""
+    allow = Remedy(summary="PyTorch's SDPA falls back to another backend by itself unless the code "
+                   "forces this one (sdpa_kernel(SDPBackend.FLASH_ATTENTION), or only "
+                   "enable_flash_sdp): allow the memory-efficient and math backends, which run "
+                   "on any GPU and head dim.", code=SDPA_ALLOW)
+    if entry.category != Category.GPU_UNSUPPORTED:
+        return [allow]
+    hit = ctx.first(_SDPA_ON, ("attempting to run on a sm",))  # "... on a sm 7.5 gpu."
+    cc = Version(f"{hit[1].group(1)}.{hit[1].group(2)}") if hit else ctx.gpu_cc
+    bounds = _SDPA_RANGE.search(entry.printed)
+    newer = (torch_with_arch(ctx, cc) if cc is not None and bounds is not None
+             and cc.major * 10 + cc.minor > int(bounds.group(2)) else [])
+    return [allow, *newer]
+
+
 def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
+    if entry.source == "sdpa":
+        return sdpa(ctx, entry)
     cc = ctx.gpu_cc or captured_cc(values)
     if entry.category == Category.NO_KERNEL_IMAGE:
         return _kernels(ctx, cc)

@@ -46,7 +46,8 @@ def launch(ctx: Context) -> List[Signal]:
                    f"a FlashAttention-3 kernel (flash-attention's hopper/) failed to launch on "
                    f"{_gpu(ctx)}: FA3 is built for sm_90a and, unless disabled, sm_80 only",
                    quotes, NAMED, _remedies(ctx, cc, index),
-                   details={"source": FA3_ARCHS},
+                   details={"source": f"{FA3_ARCHS}; {XFORMERS}" if _xformers(ctx, index)
+                            else FA3_ARCHS},
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
 
 
@@ -102,10 +103,14 @@ def _gpu(ctx: Context) -> str:
     return f"{name} (sm_{cc.major}{cc.minor})" if cc is not None else name
 
 
+def _xformers(ctx: Context, index: int) -> bool:
+    """The FA3 that failed is xformers' bundled one (its path, or the lines just above)."""
+    return "xformers" in " ".join(ctx.text.lower_lines[max(index - 3, 0):index + 1])
+
+
 def _remedies(ctx: Context, cc: Optional[Version], index: int) -> List[Remedy]:
-    near = " ".join(ctx.text.lower_lines[max(index - 3, 0):index + 1])
     found: List[Remedy] = []
-    if "xformers" in near:
+    if _xformers(ctx, index):
         found += [Remedy(summary="xformers 0.0.31 to 0.0.32.post2 send any GPU of sm_80 or newer "
                          "to their bundled FA3 (no upper bound); 0.0.33 stops at sm_90. Upgrade "
                          "xformers to 0.0.33 or later (it requires torch 2.9 or later).",

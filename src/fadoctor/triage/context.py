@@ -213,7 +213,12 @@ class Context:
         """The machine for the solver: what the text states; Linux x86_64 unless it says
         otherwise (the only platform flash-attn publishes wheels for)."""
         machine = self.seen.get(o.MACHINE) or "x86_64"
-        system = "windows" if "windows" in (self.seen.get(o.OS) or "").lower() else "linux"
+        stated = (self.seen.get(o.OS) or "").lower()
+        # no OS stated: a Windows wheel or a drive path in the text says Windows (not "windows"
+        # in prose, which WSL users write too)
+        windows = "windows" in stated or (not stated and bool(
+            self.text.containing(("win_amd64", ":\\"))))
+        system = "windows" if windows else "linux"
         cc = self.gpu_cc_exact
         return Machine(gpu_name=self.gpu[0] if self.gpu else None, gpu_cc=cc,
                        driver=self.driver, python=self.python, glibc=self.glibc,

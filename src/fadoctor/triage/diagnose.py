@@ -31,6 +31,7 @@ from fadoctor.triage import (
     mech_fa3,
     mech_gpu,
     mech_import,
+    mech_install,
     mech_isolation,
     mech_numerics,
     mech_toolchain,
@@ -66,6 +67,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.memory, mech_build.slow_build, mech_isolation.isolation, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
+    mech_install.invalid_wheel, mech_install.compiler_crash,
     mech_build.no_prebuilt_wheel, mech_build.build_failed, mech_build.parallel_failed,
     mech_wrappers.wrappers,
 )

@@ -27,7 +27,7 @@ _FAMILY_NEEDLES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "v
                    "maxwell")
 _NOT_STATING = ("or newer", "only support", "requires", "optimized for", "supports ",
                 "not supported")
-_AMD = re.compile(r"\b(gfx\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
+_AMD = re.compile(r"\b((?i:gfx)\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
                   r"MI\d{3}X?)\b")
 
 _SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
@@ -79,7 +79,7 @@ def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         if amd:
             seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
             if amd.group(1):
-                seen.state(o.AMD_ARCH, amd.group(1), text.quote(index), PROSE)
+                seen.state(o.AMD_ARCH, amd.group(1).lower(), text.quote(index), PROSE)
     for index in text.distinct(text.containing(("capability", "run on a sm"))):
         cc = _CC.search(text.lines[index])
         if cc:

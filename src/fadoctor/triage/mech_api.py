@@ -48,6 +48,7 @@ class Api:
     modules: Dict[str, Tuple[int, ...]]
     parameters: Dict[str, Dict[str, Tuple[int, ...]]]
     required: Dict[str, Dict[str, Tuple[int, ...]]]
+    environment: Dict[str, Tuple[int, ...]]  # the variables setup.py reads (flash_attn only)
 
     def version(self, index: int) -> str:
         return self.tags[index].lstrip("v")
@@ -80,7 +81,8 @@ def api(package: str) -> Api:
     return Api("flash-attn" if package == "flash_attn" else "transformers", source,
                tuple(raw["tags"]), {k: _indexes(v) for k, v in raw["names"].items()},
                {k: _indexes(v) for k, v in raw["modules"].items()},
-               table("parameters"), table("required"))
+               table("parameters"), table("required"),
+               {k: _indexes(v) for k, v in (raw.get("environment") or {}).items()})
 
 
 def _installed(ctx: Context, data: Api) -> Optional[Version]:
@@ -285,3 +287,20 @@ def _home(name: str) -> Optional[str]:
     keys = [k for k, have in data.names.items()
             if k.rsplit(":", 1)[1] == name and latest in have]
     return min((k.rsplit(":", 1)[0] for k in keys), key=len, default=None)
+
+
+_FLAG = re.compile(r"\b((?:FLASH_ATTENTION|FLASH_ATTN)_[A-Z0-9_]{2,40})=")
+
+
+def unread_flags(ctx: Context) -> Optional[Remedy]:
+    """A FLASH_ATTENTION_* variable the report sets that flash-attn's setup.py never reads (at
+    any release), with the ones it does read: a build told to do something it cannot hear."""
+    found = {m.group(1) for _, m in ctx.find(_FLAG, ("flash_attention_", "flash_attn_"))}
+    read = api("flash_attn").environment
+    unknown = sorted(f for f in found if f not in read)
+    if not unknown:
+        return None
+    ours = ", ".join(k for k in read if k.startswith(("FLASH_ATTENTION_", "FLASH_ATTN_")))
+    return Remedy(summary=f"flash-attn's setup.py reads no {', '.join(unknown)} at any release "
+                  f"(it reads {ours}): FLASH_ATTENTION_FORCE_BUILD=TRUE is what makes it compile "
+                  "instead of fetching a wheel.")

@@ -13,6 +13,7 @@ from fadoctor.install.machine import BUILD_THREADS
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e
+from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
@@ -367,10 +368,13 @@ def no_prebuilt_wheel(ctx: Context) -> List[Signal]:
             why = (f": flash-attn {version} built no {local} wheel" if pythons is None else
                    f": flash-attn {version}'s {local} wheels are for {', '.join(pythons)}, not "
                    f"{python}" if python not in pythons else "")
+    fixes = [prebuilt(ctx), *filter(None, [mech_api.unread_flags(ctx)]),
+             r.force_build(ctx, "If no wheel exists for this torch (a torch newer than the "
+                           "release's wheels), compile it here.")]
     return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
                    f"setup.py found no prebuilt wheel for this torch, CUDA, C++ ABI and Python"
                    f"{why}, so it compiles flash-attn from source (slow, and it needs nvcc)",
-                   dedupe(quotes), LOGGED - 15, [prebuilt(ctx)], severity=Severity.WARNING)]
+                   dedupe(quotes), LOGGED - 15, fixes, severity=Severity.WARNING)]
 
 
 def build_failed(ctx: Context) -> List[Signal]:

@@ -38,6 +38,7 @@ _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|
 # CompilerInstance.cpp, printDiagnosticStats:
 # "N errors generated when compiling for <target CPU>"): a build for a gfx arch outside every composable
 # kernel backend's list (setup.py's allowed archs, in the matrix) is the arch, not the code.
+_CK_ERROR = re.compile(r"[Uu]ndeclared identifier '(?:CK_TILE_\w{1,60}|ck_tile::\w{1,60})'()")
 _HIP_BUILD = re.compile(r"\berrors? generated when compiling for (gfx\w{2,8})")
 _GRAPH_BREAK = re.compile(r"[Gg]raph break|torch\._dynamo\.exc\.Unsupported|Dynamo does not know "
                           r"how to trace|PyCapsule\.(?:fwd|bwd|varlen_fwd)|hit config\."
@@ -311,6 +312,10 @@ def rocm(ctx: Context) -> List[Signal]:
         built = ctx.first(_HIP_BUILD, ("generated when compiling for gfx",))
         hit = built if built is not None and built[1].group(1) not in _ck_archs(ctx) \
             and ctx.has("flash", "composable_kernel", "ck_tile") else None
+    if hit is None:  # composable_kernel's own code fails to compile for a named arch outside it
+        ck_error = ctx.first(_CK_ERROR, ("undeclared identifier",))
+        named = ctx.seen.get("amd_arch")
+        hit = ck_error if ck_error is not None and named and named not in _ck_archs(ctx) else None
     if hit is None:
         return []
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")

@@ -1,0 +1,59 @@
+"""Install failures read from their own words: pip's invalid wheel, gcc's internal compiler error
+(not the kernel's kill), composable_kernel failing for an arch outside it, and a FLASH_ATTENTION_*
+variable setup.py never reads; a Windows path keeps Linux wheels out of the remedies."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+from fadoctor.triage.mech_api import api
+
+
+def _said(top) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(f"{r.summary} {' '.join(r.commands)}" for r in top.remedies)
+
+
+def test_an_invalid_wheel_file(matrix: Matrix) -> None:
+    text = ("ERROR: Wheel 'flash-attn' located at /tmp/w/flash_attn-2.8.3-cp312-cp312-linux_x86_64"
+            ".whl is invalid.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.WRONG_WHEEL and "Git LFS" in top.message
+    assert "head -c 200 /tmp/w/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl" in _said(top)
+
+
+def test_on_windows_no_linux_wheel_is_offered(matrix: Matrix) -> None:
+    text = ("torch 2.6.0+cu124\nERROR: Wheel 'flash-attn' located at C:\\w\\flash_attn-2.7.4-"
+            "cp310-cp310-win_amd64.whl is invalid.\n")
+    assert "linux_x86_64.whl" not in _said(triage(text, matrix).diagnosis[0])
+
+
+def test_gccs_internal_compiler_error_is_the_compiler(matrix: Matrix) -> None:
+    text = ("nvcc: Cuda compilation tools, release 12.4, V12.4.131\nBuilding wheel for flash-attn\n"
+            "csrc/flash_attn/src/flash_fwd_hdim64_fp16_sm80.cu:12:1: internal compiler error: in "
+            "maybe_undo_parenthesized_ref, at cp/semantics.c:1740\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_TOOLCHAIN and "compiler crashed" in top.message
+    assert "export CC=gcc-13 CXX=g++-13" in _said(top)  # nvcc 12.4's host_config.h bound
+
+
+def test_an_internal_compiler_error_killed_is_memory(matrix: Matrix) -> None:
+    text = ("Building wheel for flash-attn\ng++: internal compiler error: Killed (program "
+            "cc1plus)\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.BUILD_RESOURCES
+
+
+def test_composable_kernel_failing_for_an_arch_outside_it(matrix: Matrix) -> None:
+    text = ("GPU: GFX1151\nerror: use of undeclared identifier 'CK_TILE_BUFFER_RESOURCE_3RD_DWORD'"
+            "\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.ROCM and "gfx1151" in top.message
+
+
+def test_a_flag_setup_py_never_reads(matrix: Matrix) -> None:
+    assert "FLASH_ATTENTION_FORCE_BUILD" in api("flash_attn").environment
+    text = ("FLASH_ATTENTION_BUILD_FROM_SOURCE=1 pip install flash-attn --no-build-isolation\n"
+            "Precompiled wheel not found. Building from source...\n")
+    said = _said(triage(text, matrix).diagnosis[0])
+    assert "reads no FLASH_ATTENTION_BUILD_FROM_SOURCE" in said
+    assert "FLASH_ATTENTION_FORCE_BUILD=TRUE" in said

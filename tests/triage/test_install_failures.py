@@ -57,3 +57,28 @@ def test_a_flag_setup_py_never_reads(matrix: Matrix) -> None:
     said = _said(triage(text, matrix).diagnosis[0])
     assert "reads no FLASH_ATTENTION_BUILD_FROM_SOURCE" in said
     assert "FLASH_ATTENTION_FORCE_BUILD=TRUE" in said
+
+
+def test_a_ck_device_op_refusing_a_pre_mi200_gpu(matrix: Matrix) -> None:
+    text = ("It works on my MI250 but fails on the Mi50:\nRuntimeError: DeviceGroupedMultihead"
+            "AttentionForward_Xdl_CShuffle_V2<256, 128, 128, 32, 8, 8> does not support this "
+            "problem\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.ROCM
+    # on an MI250 alone the same words are about the problem's shape, not the GPU
+    alone = text.replace("It works on my MI250 but fails on the Mi50:\n", "GPU: MI250X\n")
+    assert all(d.category != Category.ROCM for d in triage(alone, matrix).diagnosis)
+
+
+def test_flash_attention_2_asked_with_only_flash_attn_4(matrix: Matrix) -> None:
+    text = ("- `transformers==5.3.0`\n- `flash-attn-4==4.0.0b4`\n"
+            'model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="flash_attention_2")\n')
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert 'attn_implementation="flash_attention_4"' in (top.remedies[0].code or "")
+    assert "transformers>=5.4.0" in " ".join(top.remedies[0].commands)
+
+
+def test_fa3_on_a_blackwell_gpu_in_prose(matrix: Matrix) -> None:
+    text = "Running FA3 on GB200 (sm_100) gives CUDA error: unspecified launch failure\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "Blackwell" in top.message

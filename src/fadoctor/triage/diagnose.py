@@ -55,7 +55,8 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
-    mech_api.keyword, mech_api.required, mech_api.names, mech_dsl.dsl_api, mech_vllm.selector,
+    mech_api.keyword, mech_api.required, mech_api.names, mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,
+    mech_vllm.selector,
     mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,

@@ -1,16 +1,19 @@
-"""flash-attn-4 against an nvidia-cutlass-dsl it was not written for: a Python API error (a
-call's arguments, a missing attribute or name) raised where FA4's CuTe code calls the DSL. The
-version each flash-attn-4 beta declares comes from the matrix's fa4_releases (pure)."""
+"""flash-attn-4 against what surrounds it: an nvidia-cutlass-dsl it was not written for (a Python
+API error raised where FA4's CuTe code calls the DSL; the version each beta declares comes from
+the matrix's fa4_releases), and transformers asked for flash_attention_2 with only flash-attn-4
+installed (pure)."""
 
 from __future__ import annotations
 
 import re
 from typing import List
 
-from fadoctor.report import Category
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
 from fadoctor.triage import serve_remedies
-from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.signal import IMPLIED, LOGGED, Signal, dedupe
 
 _API_ERROR = re.compile(
     r"TypeError: [\w.]{1,60}\(\) (?:takes \d+|got an unexpected keyword|missing \d+ required)|"
@@ -38,3 +41,37 @@ def dsl_api(ctx: Context) -> List[Signal]:
                            ("the flash-attn-4 and nvidia-cutlass-dsl versions",
                             "python -m pip show flash-attn-4 nvidia-cutlass-dsl")])]
     return []
+
+
+# transformers==5.4.0:transformers/modeling_utils.py:4840 adds attn_implementation
+# "flash_attention_4", backed by flash-attn-4's flash_attn.cute; utils/import_utils.py:948-957
+# tells it apart from flash-attn 2 by the distribution name. flash_attention_2 needs flash-attn 2's
+# own flash_attn API, which flash-attn-4 does not install.
+FA4_IN_HF = "transformers==5.4.0:transformers/modeling_utils.py:4840, utils/import_utils.py:948"
+
+
+def fa4_as_fa2(ctx: Context) -> List[Signal]:
+    """flash-attn-4 installed and no flash-attn 2, with flash_attention_2 asked for."""
+    fa4 = ctx.package("flash-attn-4", "flash-attn4")
+    asked = ctx.has("flash_attention_2")
+    if fa4 is None or asked is None or ctx.package("flash-attn", "flash_attn") is not None:
+        return []
+    stated = ctx.package("transformers")
+    old = stated is not None and parse_version(stated.value) is not None \
+        and parse_version(stated.value) < Version("5.4.0")  # type: ignore[operator]
+    fixes = [Remedy(summary="transformers 5.4.0 and later run flash-attn-4 as "
+                    'attn_implementation="flash_attention_4"' + (f" (installed: transformers "
+                                                                  f"{stated.value})" if old and
+                                                                  stated else "") + ".",
+                    code='model = AutoModelForCausalLM.from_pretrained(name, '
+                         'attn_implementation="flash_attention_4")',
+                    commands=['pip install --upgrade "transformers>=5.4.0"'] if old or stated
+                    is None else []),
+             Remedy(summary="Or install flash-attn 2 for flash_attention_2 (flash-attn-4 provides "
+                    "flash_attn.cute, not flash-attn 2's API).",
+                    commands=['pip install "flash-attn>=2,<3" --no-build-isolation'])]
+    return [Signal("fa4_as_fa2", Category.VERSION_CONFLICT,
+                   "flash_attention_2 asks for flash-attn 2, but only flash-attn-4 is installed: "
+                   "it provides flash_attn.cute, not flash-attn 2's API",
+                   dedupe(sorted([fa4.quote, asked], key=lambda q: q.line)), IMPLIED, fixes,
+                   details={"source": FA4_IN_HF})]

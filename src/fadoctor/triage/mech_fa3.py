@@ -51,20 +51,27 @@ def launch(ctx: Context) -> List[Signal]:
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
 
 
+_FA3_WORDS = ("fa3", "flash-attention-3", "flash_attn_3", "flash-attn3", "flash_attn3",
+              "flash attention 3", "flashattention-3", "hopper/", "flash_attn_interface")
+
+
 def hopper_only(ctx: Context) -> List[Signal]:
-    """The report says the FA3 it runs is Hopper-only, and names another GPU."""
-    hit = ctx.first(_HOPPER_ONLY, ("hopper", "h100", "sm90", "sm_90"))
+    """The report says the FA3 it runs is Hopper-only, and names another GPU; or it runs FA3 on
+    a Blackwell GPU, which no FA3 build has kernels for."""
     cc = ctx.gpu_cc
-    if hit is None or cc is None or cc.major == 9 or not ctx.text.containing(
-            ("fa3", "flash-attention-3", "flash_attn_3", "flash-attn3", "flash_attn3",
-             "flash attention 3", "flashattention-3", "hopper/")):
+    fa3 = ctx.text.containing(_FA3_WORDS)
+    if cc is None or cc.major == 9 or not fa3:
         return []
-    index, _ = hit
-    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
-                   f"the FlashAttention-3 build used is Hopper-only, and {_gpu(ctx)} is not a "
-                   "Hopper GPU", dedupe([ctx.quote(index), ctx.gpu[2]]) if ctx.gpu else
-                   [ctx.quote(index)], HINTED, _remedies(ctx, cc, index),
-                   details={"source": FA3_ARCHS})]
+    said = ctx.first(_HOPPER_ONLY, ("hopper", "h100", "sm90", "sm_90"))
+    if said is None and cc.major < 10:
+        return []
+    index = said[0] if said is not None else fa3[0]
+    message = (f"the FlashAttention-3 build used is Hopper-only, and {_gpu(ctx)} is not a Hopper "
+               "GPU" if said is not None else f"FlashAttention-3 is run on {_gpu(ctx)}: no FA3 "
+               "build has kernels for Blackwell (sm_80 and sm_90a only)")
+    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED, message,
+                   dedupe([ctx.quote(index), ctx.gpu[2]]) if ctx.gpu else [ctx.quote(index)],
+                   HINTED, _remedies(ctx, cc, index), details={"source": FA3_ARCHS})]
 
 
 def not_installed(ctx: Context) -> List[Signal]:

@@ -38,7 +38,12 @@ _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|
 # CompilerInstance.cpp, printDiagnosticStats:
 # "N errors generated when compiling for <target CPU>"): a build for a gfx arch outside every composable
 # kernel backend's list (setup.py's allowed archs, in the matrix) is the arch, not the code.
-_CK_ERROR = re.compile(r"[Uu]ndeclared identifier '(?:CK_TILE_\w{1,60}|ck_tile::\w{1,60})'()")
+# composable_kernel failing to build for an arch (its CK_TILE_* macros undefined there), or its
+# device op refusing the GPU at run time ("Device…Attention…<…> does not support this problem",
+# an XDL kernel on a GPU without XDL instructions, such as gfx906).
+_CK_ERROR = re.compile(r"[Uu]ndeclared identifier '(?:CK_TILE_\w{1,60}|ck_tile::\w{1,60})'()|"
+                       r"Device\w{0,80}Attention\w{0,80}<[^>\n]{0,400}> does not support this "
+                       r"problem()")
 _HIP_BUILD = re.compile(r"\berrors? generated when compiling for (gfx\w{2,8})")
 _GRAPH_BREAK = re.compile(r"[Gg]raph break|torch\._dynamo\.exc\.Unsupported|Dynamo does not know "
                           r"how to trace|PyCapsule\.(?:fwd|bwd|varlen_fwd)|hit config\."
@@ -313,9 +318,12 @@ def rocm(ctx: Context) -> List[Signal]:
         hit = built if built is not None and built[1].group(1) not in _ck_archs(ctx) \
             and ctx.has("flash", "composable_kernel", "ck_tile") else None
     if hit is None:  # composable_kernel's own code fails to compile for a named arch outside it
-        ck_error = ctx.first(_CK_ERROR, ("undeclared identifier",))
+        ck_error = ctx.first(_CK_ERROR, ("undeclared identifier", "does not support this problem"))
         named = ctx.seen.get("amd_arch")
-        hit = ck_error if ck_error is not None and named and named not in _ck_archs(ctx) else None
+        outside = bool(named and named not in _ck_archs(ctx)) or (
+            ck_error is not None and "this problem" in ck_error[1].group(0)
+            and ctx.has("mi50", "mi60", "mi100", "radeon", "rx 6", "rx 7", "rx 9") is not None)
+        hit = ck_error if ck_error is not None and outside else None
     if hit is None:
         return []
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")

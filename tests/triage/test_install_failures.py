@@ -15,11 +15,11 @@ def _said(top) -> str:  # type: ignore[no-untyped-def]
 
 
 def test_an_invalid_wheel_file(matrix: Matrix) -> None:
-    text = ("ERROR: Wheel 'flash-attn' located at /tmp/w/flash_attn-2.8.3-cp312-cp312-linux_x86_64"
+    text = ("ERROR: Wheel 'flash-attn' located at /data/wheels/flash_attn-2.8.3-cp312-cp312-linux_x86_64"
             ".whl is invalid.\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.WRONG_WHEEL and "Git LFS" in top.message
-    assert "head -c 200 /tmp/w/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl" in _said(top)
+    assert "head -c 200 /data/wheels/flash_attn-2.8.3-cp312-cp312-linux_x86_64.whl" in _said(top)
 
 
 def test_on_windows_no_linux_wheel_is_offered(matrix: Matrix) -> None:

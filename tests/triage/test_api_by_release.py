@@ -116,9 +116,9 @@ def test_what_is_not_a_release_difference_is_left_to_the_others(matrix: Matrix,
     assert not [m for m in said if re.search(r"is in (?:flash-attn|transformers) \d", m)]
 
 
-def test_the_data_files_are_what_the_generators_write() -> None:
-    # the generators need upstream (a flash-attention clone, transformers wheels); offline, the
-    # files must at least be the generators' own rendering of themselves
+def test_the_data_files_are_in_the_generators_own_rendering() -> None:
+    # regenerating needs upstream (a flash-attention clone, transformers wheels: `--check`);
+    # offline, each file must be what its generator's render() writes for its own content
     sys.path.insert(0, str(ROOT / "tools"))
     import gen_fa_api
     import gen_hf_api

@@ -57,8 +57,8 @@ def fa4_as_fa2(ctx: Context) -> List[Signal]:
     if fa4 is None or asked is None or ctx.package("flash-attn", "flash_attn") is not None:
         return []
     stated = ctx.package("transformers")
-    old = stated is not None and parse_version(stated.value) is not None \
-        and parse_version(stated.value) < Version("5.4.0")  # type: ignore[operator]
+    release = parse_version(stated.value) if stated is not None else None
+    old = release is not None and release < Version("5.4.0")
     fixes = [Remedy(summary="transformers 5.4.0 and later run flash-attn-4 as "
                     'attn_implementation="flash_attention_4"' + (f" (installed: transformers "
                                                                   f"{stated.value})" if old and

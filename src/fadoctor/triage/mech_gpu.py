@@ -140,19 +140,19 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     """The nearest torch release from the stated one up with kernels for `cc`; with no torch
     stated, the newest, saying which release was the first."""
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
-    first = next((rel for rel in releases if _variants(rel, cc)), None)
+    first = next((rel for rel in releases if variants(rel, cc)), None)
     stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
     if stated is not None:  # the nearest release from the stated one up: the smallest change
         releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
     else:
         releases.reverse()
     for rel in releases:
-        fitting = _variants(rel, cc)
+        fitting = variants(rel, cc)
         if fitting:
             variant = max(fitting, key=lambda v: int(v[2:]))
             version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
             since = (f" (torch {first.minor} was the first release with them, built for "
-                     f"{', '.join(sorted(_variants(first, cc)))})"
+                     f"{', '.join(sorted(variants(first, cc)))})"
                      if stated is None and first is not None and first is not rel else "")
             return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
                            f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
@@ -160,7 +160,7 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     return []
 
 
-def _variants(rel: TorchRelease, cc: Version) -> List[str]:
+def variants(rel: TorchRelease, cc: Version) -> List[str]:
     """The CUDA variants of a torch release whose arch list runs on `cc`."""
     return [v for v, archs in rel.arch_lists.items()
             if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]

@@ -8,13 +8,12 @@ from typing import Dict, List, Optional
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_gpu import torch_with_arch
+from fadoctor.triage.mech_gpu import torch_with_arch, variants
 
 PINS = "fadoctor fix --print-pins"
 
@@ -33,8 +32,7 @@ def captured_cc(values: Dict[str, str]) -> Optional[Version]:
 def _last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
     """The newest torch release whose build still has kernels for a GPU it dropped."""
     for rel in sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True):
-        fitting = [v for v, archs in rel.arch_lists.items()
-                   if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
+        fitting = variants(rel, cc)
         if fitting:
             variant = max(fitting, key=lambda v: int(v[2:]))
             return [Remedy(summary=f"torch {rel.latest_patch} ({variant}) is the newest release "

@@ -76,6 +76,14 @@ def index_args(torch_version: str) -> List[str]:
     return ["--index-url", url(torch_index(variant.group(1)))] if variant else []
 
 
+def extra_index_args(torch_version: str) -> List[str]:
+    """`--extra-index-url` of PyTorch's index for a local-version torch: with `torch==X` (no
+    local label) pip then takes X+variant from there, and every other package from the default
+    index (vLLM is not on PyTorch's)."""
+    variant = _VARIANT.search(torch_version)
+    return ["--extra-index-url", url(torch_index(variant.group(1)))] if variant else []
+
+
 def torch_install(torch_version: str, variant: str) -> str:
     return command("pip", "install", requirement("torch", f"{torch_version}+{variant}"),
                    "--index-url", url(torch_index(variant)))

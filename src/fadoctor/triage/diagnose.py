@@ -37,6 +37,7 @@ from fadoctor.triage import (
     mech_toolchain,
     mech_vllm,
     mech_wrappers,
+    mech_xformers,
 )
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
@@ -61,6 +62,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
     mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,
+    mech_xformers.no_operator,
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.not_installed, mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,

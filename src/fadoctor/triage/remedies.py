@@ -9,7 +9,7 @@ from typing import List, Optional
 from packaging.version import Version
 
 from fadoctor.checks.remedies import remedy, sdpa_fallback
-from fadoctor.install.torch import TorchBuild, torch_install
+from fadoctor.install.torch import TorchBuild, extra_index_args, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, name, requirement
@@ -149,8 +149,12 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
             "pip", "install", "--no-build-isolation", "--no-binary", name(owner), name(owner))])]
     # The release built for this torch: the resolver picks the one whose torch pin the installed
     # torch meets; --no-cache-dir keeps pip from reusing the wheel it has; torch never moves.
+    # a local-version torch (2.2.0+cu121) is on PyTorch's index only: pin its public version and
+    # add that index, so `==` matches the +variant build there
     return [remedy(reinstall, lambda: [command("pip", "install", "--upgrade", "--no-cache-dir",
-                                               name(owner), requirement("torch", pinned))]),
+                                               name(owner),
+                                               requirement("torch", pinned.split("+")[0]),
+                                               *extra_index_args(pinned))]),
             remedy(build, lambda: [command("pip", "install", "--no-build-isolation",
                                            "--no-binary", name(owner), name(owner))])]
 

@@ -37,24 +37,29 @@ def order(tag: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", tag))
 
 
-def read_tag(git_dir: str, tag: str) -> Optional[Dict[str, str]]:
+def read_tag(git_dir: str, tag: str) -> Optional[Dict[str, object]]:
     """The bounds a tag sets (the first assignment of each name, the class's own, not the
     later per-feature raises of version_required), with where."""
-    found: Dict[str, str] = {}
+    found: Dict[str, object] = {}
     where: List[str] = []
+    optional = None  # whether reading flash-attn's version is guarded (TE 1.12: FA optional)
     files = _git(git_dir, "ls-tree", "-r", "--name-only", tag, "transformer_engine/pytorch")
     for path in (p for p in files.split() if p.endswith(".py") and "attention" in p):
         text = _git(git_dir, "show", f"{tag}:{path}")
         if "flash" not in text:
             continue
-        for number, line in enumerate(text.splitlines(), 1):
+        lines = text.splitlines()
+        for number, line in enumerate(lines, 1):
+            if 'get_pkg_version("flash-attn")' in line and optional is None:
+                optional = any(b.strip() == "try:" for b in lines[max(number - 4, 0):number - 1])
             hit = _BOUND.match(line)
             if hit and _NAMES[hit.group(1)] not in found:
                 found[_NAMES[hit.group(1)]] = hit.group(2)
                 where.append(f"{path}:{number}")
     if "min" not in found:
         return None
-    return {**found, "where": f"{REPO}@{tag}:" + ", ".join(sorted(set(where)))}
+    return {**found, "flash_attn_optional": bool(optional),
+            "where": f"{REPO}@{tag}:" + ", ".join(sorted(set(where)))}
 
 
 def generate(git_dir: str) -> Dict[str, object]:

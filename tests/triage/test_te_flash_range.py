@@ -51,3 +51,25 @@ def test_a_minimum_names_the_floor(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.VERSION_CONFLICT
     assert "flash-attn>=2.0.6" in _said(top)
+
+
+def test_te_before_1_12_without_flash_attn_names_the_release_that_made_it_optional(
+        matrix: Matrix) -> None:
+    text = ('  File "/venv/lib/python3.8/site-packages/transformer_engine/pytorch/attention.py", '
+            "line 74, in <module>\n"
+            '    _flash_attn_version = PkgVersion(get_pkg_version("flash-attn"))\n'
+            "importlib.metadata.PackageNotFoundError: flash-attn\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+    assert "optional from 1.12" in top.message  # the first tag whose read is under try:
+    assert "transformer_engine[pytorch]>=1.12" in _said(top)
+
+
+def test_the_stated_te_release_pins_its_newest_flash_attn(matrix: Matrix) -> None:
+    text = ("transformer-engine==1.9.0\n"
+            "  File \"/venv/lib/python3.10/site-packages/transformer_engine/__init__.py\"\n"
+            "importlib.metadata.PackageNotFoundError: No package metadata was found for "
+            "flash-attn\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+    assert "flash-attn==2.5.8" in _said(top)

@@ -45,6 +45,51 @@ def _v(text: Optional[str]) -> Optional[Version]:
         return None
 
 
+_NOT_FOUND = re.compile(r"PackageNotFoundError:? (?:No package metadata was found for )?"
+                        r"['\"]?flash[-_]attn['\"]?\s*$")
+
+
+def required(ctx: Context) -> List[Signal]:
+    """Transformer Engine before 1.12 reads flash-attn's version at import: without flash-attn
+    installed, `import transformer_engine.pytorch` raises PackageNotFoundError."""
+    hit = ctx.first(_NOT_FOUND, ("packagenotfounderror",))
+    if hit is None or not ctx.text.containing(("transformer_engine", "transformer-engine")):
+        return []
+    index, _ = hit
+    optional = [v for v, row in sorted(releases().items()) if row.get("flash_attn_optional")
+                == "True"]
+    te = _te(ctx)
+    row = releases().get(te) if te is not None else None
+    fixes: List[Remedy] = []
+    if row is not None and row.get("max"):
+        fixes.append(Remedy(summary=f"Install flash-attn {row['max']}, the newest this "
+                            f"Transformer Engine {te} accepts (>= {row['min']}).",
+                            commands=[command("pip", "install",
+                                              requirement("flash-attn", row["max"]),
+                                              "--no-build-isolation")]))
+    else:
+        fixes.append(Remedy(summary="Install a flash-attn release in the range this Transformer "
+                            "Engine accepts (its attention.py sets _flash_attn_version_required "
+                            "and, from 1.7, _flash_attn_max_version)."))
+    if optional:
+        fixes.append(Remedy(summary=f"Or upgrade Transformer Engine to {optional[0]} or later: "
+                            "it imports without flash-attn (and uses its fused attention) — on "
+                            "a GPU flash-attn does not support (before Ampere), the way out.",
+                            commands=[command("pip", "install", "--no-build-isolation",
+                                              f"transformer_engine[pytorch]>={optional[0]}")]))
+    where = releases()[optional[0]]["where"] if optional else "NVIDIA/TransformerEngine"
+    return [Signal("te_flash_range", Category.NOT_INSTALLED,
+                   "Transformer Engine reads flash-attn's version when imported"
+                   + (f" (up to {_before(optional[0])}; optional from {optional[0]}, {where})"
+                      if optional else "") + ", and flash-attn is not installed",
+                   [ctx.quote(index)], NAMED, fixes, details={"source": where})]
+
+
+def _before(version: Version) -> str:
+    earlier = [v for v in releases() if v < version]
+    return str(max(earlier)) if earlier else str(version)
+
+
 def refused(ctx: Context) -> List[Signal]:
     hit = ctx.first(_RANGE, ("supported flash-attn versions",))
     low: Optional[Version] = None

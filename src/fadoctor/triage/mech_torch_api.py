@@ -1,0 +1,109 @@
+"""A caller needs a torch API the installed torch does not have (`module 'torch.library' has no
+attribute 'wrap_triton'`): the torch releases that define each name come from torch's wheels
+(data/torch_api.yaml, tools/gen_torch_api.py), and where flash-attn first calls it from its
+release tags; the fix is a torch that has it, or the caller's last release before it (pure)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import yaml
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import observed as o
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api import api
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_DATA = Path(__file__).resolve().parent.parent / "data" / "torch_api.yaml"
+_SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "torch_api.yaml"
+_ATTR = re.compile(r"module '(torch(?:\.\w{1,40}){0,4})' has no attribute '(\w{1,60})'")
+_IMPORT = re.compile(r"cannot import name '(\w{1,60})' from '(torch(?:\.\w{1,40}){0,4})'")
+_FRAME = re.compile(r"[/\\](?:site|dist)-packages[/\\](\w+)[/\\]")
+
+
+@lru_cache(maxsize=1)
+def _table() -> Tuple[Dict[str, Dict[str, List[Optional[str]]]], Dict[str, str], List[str]]:
+    path = _DATA if _DATA.is_file() else _SOURCE_TREE
+    raw = yaml.load(path.read_text(encoding="utf-8"),
+                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return raw["modules"], raw.get("flash_attn_uses", {}), raw["releases"]
+
+
+def missing(ctx: Context) -> List[Signal]:
+    found = ctx.first(_ATTR, ("has no attribute",))
+    if found is not None:
+        index, module, name = found[0], found[1].group(1), found[1].group(2)
+    else:
+        found = ctx.first(_IMPORT, ("cannot import name",))
+        if found is None:
+            return []
+        index, module, name = found[0], found[1].group(2), found[1].group(1)
+    modules, uses, releases = _table()
+    span = modules.get(module, {}).get(name)
+    if span is None:
+        return []
+    first, last = str(span[0]), span[1]
+    dotted = f"{module}.{name}"
+    caller = _caller(ctx, index)
+    flash = dotted in uses and (caller in (None, "flash_attn") or ctx.fa2 is not None)
+    who = "flash-attn" if flash else (caller or "the caller")
+    torch = ctx.torch
+    quotes = dedupe([ctx.quote(index), *ctx.quotes(o.TORCH)])
+    if first != releases[0] and (last is None or torch is None or torch <= Version(last)):
+        # added in `first`: the installed torch is older than the caller expects
+        older = torch is not None and torch < Version(first)
+        message = (f"{who} calls {dotted}, which torch defines from {first} on"
+                   + (f"; torch {torch} is older" if older else
+                      "; the installed torch is older" if torch is None else "")
+                   + (f" (flash-attn calls it from {uses[dotted]})" if flash else ""))
+        remedies = [Remedy(summary=f"Install torch {first} or later (the flash-attention build "
+                           "must then match that torch), or:",
+                           commands=[command("pip", "install", f"torch>={first}")])]
+        if flash:
+            before = _release_before(uses[dotted])
+            if before is not None:
+                remedies.insert(0, Remedy(
+                    summary=f"Keep this torch and pin flash-attn {before}, the last release "
+                            f"before flash-attn called {dotted}.",
+                    commands=[command("pip", "install", requirement("flash-attn", before),
+                                      "--no-build-isolation")]))
+        elif caller:
+            remedies.append(Remedy(summary=f"Or pin the {caller} release written for this torch "
+                                   f"(one from before it called {dotted})."))
+        return [Signal("torch_api", Category.VERSION_CONFLICT, message, quotes, NAMED, remedies,
+                       details={"source": "torch's wheels at each minor release (torch_api.yaml)"
+                                + (f"; {uses[dotted]}" if flash else "")})]
+    if last is not None:
+        message = (f"{who} calls {dotted}, which torch removed after {last}"
+                   + (f"; torch {torch} is newer" if torch is not None else ""))
+        return [Signal("torch_api", Category.VERSION_CONFLICT, message, quotes, NAMED,
+                       [Remedy(summary=f"Upgrade {who} to a release written for this torch, or "
+                               f"use torch {last} or older.",
+                               commands=[command("pip", "install", f"torch<={last}.999")])],
+                       details={"source": "torch's wheels at each minor release"})]
+    return []
+
+
+def _caller(ctx: Context, index: int) -> Optional[str]:
+    for line in range(index, max(index - 40, -1), -1):
+        found = _FRAME.search(ctx.text.lines[line])
+        if found and found.group(1) != "torch":
+            return found.group(1)
+    return None
+
+
+def _release_before(where: str) -> Optional[str]:
+    """The flash-attn release just before the tag of `where` (repo@tag:path:line)."""
+    tag = where.split("@", 1)[1].split(":", 1)[0]
+    data = api("flash_attn")
+    tags = list(data.tags)
+    if tag not in tags:
+        return None
+    earlier = [t for t in tags[:tags.index(tag)] if re.match(r"^v\d+\.\d+\.\d+(\.post\d+)?$", t)]
+    return earlier[-1].lstrip("v") if earlier else None

@@ -64,7 +64,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_import.missing_libraries, mech_import.glibc_versions,
     mech_import.missing_module, mech_wrappers.renamed_api, mech_wrappers.platform,
-    mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.built_for,
+    mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.container_cuda, mech_wrappers.built_for,
     mech_xformers.no_operator, mech_te.refused, mech_te.required,
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.not_installed, mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,

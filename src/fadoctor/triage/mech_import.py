@@ -48,7 +48,13 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     if abi is not None:
         if owner is not None:
             abi.message = f"{owner}: {abi.message}"
-            abi.remedies = r.rebuild_other(ctx, owner)
+            want = abi.details["torch_cxx11_abi"]
+            abi.remedies = [Remedy(
+                summary=f"{owner}'s binary and torch differ in the C++ ABI: rebuild {owner} from "
+                        f"source against this torch (its build takes torch's "
+                        f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
+                        f"is {1 - want}, the one {owner} was built against."),
+                *r.rebuild_other(ctx, owner)]
         return [abi]
     if symbol is not None and not is_torch_symbol(symbol):
         shown = _demangled(symbol)
@@ -84,7 +90,11 @@ def owner_of(library: str) -> Optional[str]:
         if marker in library:
             top = library.split(marker, 1)[1].split("/", 1)[0]
             return _OTHERS.get(top.split(".", 1)[0])
-    return _OTHERS.get(library.rsplit("/", 1)[-1].split(".", 1)[0])
+    parts = library.split("/")
+    # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the package directory holding the
+    # binary, else the binary's own name
+    return _OTHERS.get(parts[-2]) if len(parts) >= 2 and parts[-2] in _OTHERS else \
+        _OTHERS.get(parts[-1].split(".", 1)[0])
 
 
 def _is_cuda_library(library: str) -> bool:

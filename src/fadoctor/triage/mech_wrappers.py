@@ -256,3 +256,33 @@ def driver(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Install the NVIDIA driver, or start the container with the "
                            "GPUs passed through (docker run --gpus all).",
                            commands=["nvidia-smi"])])]
+
+
+# nvidia-container-cli refuses to start a CUDA image whose NVIDIA_REQUIRE_CUDA the host driver
+# does not meet: NVIDIA/libnvidia-container src/dsl.c (dsl_evaluate: "unsatisfied condition: %s"),
+# with ", please update your driver to a newer version, or use an earlier cuda container" added
+# by its caller.
+_CONTAINER = re.compile(r"unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
+CONTAINER_SOURCE = "NVIDIA/libnvidia-container:src/dsl.c (dsl_evaluate)"
+
+
+def container_cuda(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CONTAINER, ("unsatisfied condition",))
+    if hit is None:
+        return []
+    index, found = hit
+    cuda = Version(found.group(1))
+    toolkit = ctx.matrix.toolkit_driver(cuda)
+    need = f" {toolkit.min_driver} or newer (CUDA {cuda}'s own driver)" if toolkit else ""
+    # the newest CUDA whose own driver the stated one meets: the newest image base it can run
+    runs = [t.cuda for t in ctx.matrix.cuda_driver.toolkits
+            if ctx.driver is not None and ctx.driver >= t.min_driver]
+    older = f" (this driver runs CUDA {max(runs)} images)" if runs else ""
+    return [Signal("driver", Category.DRIVER_TOO_OLD,
+                   f"the container image needs CUDA {cuda} (its NVIDIA_REQUIRE_CUDA), and the "
+                   "host's NVIDIA driver is older than that CUDA needs: nvidia-container-cli "
+                   "refuses to start it", dedupe([ctx.quote(index), *ctx.quotes("driver")]), NAMED,
+                   [Remedy(summary=f"Upgrade the host's NVIDIA driver to{need or ' a newer one'}."),
+                    Remedy(summary=f"Or use an image (an earlier tag) built on an older CUDA"
+                           f"{older}.")],
+                   details={"source": CONTAINER_SOURCE})]

@@ -144,6 +144,8 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
     if owner is None:  # the report does not say which package: no command to guess
         return [Remedy(summary=reinstall), Remedy(summary=build)]
     pinned = installed or (str(ctx.torch) if ctx.torch else None)
+    if pinned is not None and "+" in pinned and not extra_index_args(pinned):
+        pinned = None  # a source or vendor build (2.5.1+gita8d6afb): no index has it to pin
     if pinned is None:  # a bare reinstall would move torch to the newest release: no command
         return [Remedy(summary=reinstall), remedy(build, lambda: [command(
             "pip", "install", "--no-build-isolation", "--no-binary", name(owner), name(owner))])]

@@ -1,0 +1,48 @@
+"""torch's C++ ABI as a report states it, another package's binary of the other ABI in a source
+checkout, and nvidia-container-cli refusing an image whose CUDA the driver does not meet. The
+texts are written for these tests in the shapes Python, the loader and the CLI print."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def _said(top) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(c for r in top.remedies for c in [r.summary, *r.commands, r.code or ""])
+
+
+def test_an_old_abi_binary_of_a_checkout_against_a_cxx11_torch(matrix: Matrix) -> None:
+    text = ("ImportError: /workspace/src/vllm/_C.abi3.so: undefined symbol: "
+            "_ZN5torch3jit17parseSchemaOrNameERKSsb\n"
+            "Version: 2.5.1+gita8d6afb\n"
+            ">>> print(torch._C._GLIBCXX_USE_CXX11_ABI)\nTrue\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.CXX11_ABI_MISMATCH
+    assert top.message.startswith("vllm:")
+    said = _said(top)
+    assert "_GLIBCXX_USE_CXX11_ABI=1" in said
+    # a source-built torch is on no index: no command pins it
+    assert "torch==2.5.1" not in said
+
+
+def test_the_compile_flag_states_torch_abi(matrix: Matrix) -> None:
+    text = ("  CXX_FLAGS= -D_GLIBCXX_USE_CXX11_ABI=0 -fabi-version=11\n"
+            "ImportError: /opt/conda/lib/python3.10/site-packages/xformers/_C.so: undefined "
+            "symbol: _ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_"
+            "traitsIcESaIcEEE\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.CXX11_ABI_MISMATCH
+    assert "xformers" in top.message
+
+
+def test_a_container_whose_cuda_the_driver_does_not_meet(matrix: Matrix) -> None:
+    text = ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please "
+            "update your driver to a newer version, or use an earlier cuda container: unknown.\n"
+            "Driver Version: 530.30.02\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DRIVER_TOO_OLD
+    said = _said(top)
+    assert "550.54.14" in said  # CUDA 12.4's own driver, from the matrix
+    assert "CUDA 12.1 images" in said

@@ -46,3 +46,21 @@ def test_a_container_whose_cuda_the_driver_does_not_meet(matrix: Matrix) -> None
     said = _said(top)
     assert "550.54.14" in said  # CUDA 12.4's own driver, from the matrix
     assert "CUDA 12.1 images" in said
+
+
+def test_a_tesla_model_written_without_tesla(matrix: Matrix) -> None:
+    # NVIDIA's table names it "Tesla P40"; people write "p40"
+    text = "How do I disable flash_attn? I have p40 GPUs and it won't work.\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "Tesla P40" in top.message and "sm_61" in top.message
+
+
+def test_another_package_built_for_another_cuda_names_that_package(matrix: Matrix) -> None:
+    text = ("torch 2.0.1+cu118\n    from vllm import cuda_utils\n"
+            "ImportError: libcudart.so.12: cannot open shared object file: No such file or "
+            "directory\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.CUDA_RUNTIME_MISMATCH
+    assert top.message.startswith("vllm's binary")
+    assert "flash-attn" not in _said(top)

@@ -78,12 +78,23 @@ class GpuSpec(Entry):
     def regex(self) -> str:
         if self.pattern is not None:
             return self.pattern
-        words = r"[\s_-]*".join(re.escape(w) for w in self.name.split())  # "TITAN V", "titanV"
-        return rf"(?<![\w-]){words}(?![\w])"
+        names = self.name.split()
+        # "Tesla P40" is written "P40" as often: NVIDIA dropped the Tesla brand from Ampere on
+        tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
+            and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
+        words = r"[\s_-]*".join(re.escape(w) for w in (names[1:] if tesla else names))
+        return rf"(?<![\w-]){tesla}{words}(?![\w])"  # "TITAN V", "titanV"
+
+    @property
+    def key_word(self) -> str:
+        """The word every way of writing the name holds (the model's, for "Tesla P40")."""
+        names = self.name.split()
+        return names[1] if len(names) == 2 and names[0] == "Tesla" and \
+            re.match(r"^[A-Z]\d{2,3}$", names[1]) else names[0]
 
     def match_length(self, device: str) -> Optional[int]:
         """How much of `device` this entry's pattern matches (None: it does not)."""
-        if self.pattern is None and self.name.split()[0].lower() not in device.lower():
+        if self.pattern is None and self.key_word.lower() not in device.lower():
             return None  # cheap test first: resolve_gpu tries every entry
         found = re.search(self.regex, device, flags=re.IGNORECASE)
         return len(found.group(0)) if found else None

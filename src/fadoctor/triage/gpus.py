@@ -39,7 +39,8 @@ class GpuFinder:
 
     def __init__(self, matrix: Matrix) -> None:
         self.matrix = matrix
-        words = {g.name.split()[0].lower() for g in matrix.gpus}
+        words = {g.name.split()[0].lower() for g in matrix.gpus} | \
+            {g.key_word.lower() for g in matrix.gpus}
         # Lines worth resolving: a model's first word (short ones only after a space).
         self.needles = tuple(sorted({w if len(w) > 2 else f" {w}" for w in words}
                                     | {"nvidia", "rtx", "gtx", "tesla", "dgx"}

@@ -217,9 +217,12 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     lib = found.group(1)
     diagnosis = missing_library(lib)
     quotes = [ctx.quote(index)]
-    if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes)]
     module = _importing(ctx, index)
+    if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
+        owner = _OTHERS.get(module or "")
+        if owner is not None:
+            quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
+        return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
     if module in CSRC:
         return [Signal("missing_library", diagnosis.category,
                        f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
@@ -248,7 +251,8 @@ def _importing(ctx: Context, index: int) -> Optional[str]:
     return None
 
 
-def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote]) -> Signal:
+def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote],
+                  owner: Optional[str] = None) -> Signal:
     have = ctx.torch_cuda.major if ctx.torch_cuda is not None else None
     present = [s for s in ctx.seen.libraries if s.value.startswith(lib.split(".so")[0] + ".so")]
     if have is None and present:
@@ -262,10 +266,22 @@ def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quo
     else:
         message = (f"the binary links {lib}, a CUDA runtime the dynamic loader does not find "
                    "here: it was built for another CUDA version")
-    remedies: List[Optional[Remedy]] = [r.exact_wheel(ctx)]
     # With torch's CUDA unknown the advice still holds: the build must match torch's CUDA.
     cuda = f"CUDA {have} (the cu{have} wheels)" if have is not None else \
         "the CUDA your torch uses (torch.version.cuda)"
+    if owner is not None:  # another package's binary (vLLM's, xformers'): its CUDA, not FA's
+        message = message.replace("the binary", f"{owner}'s binary").replace(
+            "install a flash-attn build", f"install a {owner} build")
+        fixes: List[Optional[Remedy]] = [
+            r.torch_for_cuda(ctx, int(built)) if built is not None and built.isdigit() else None,
+            Remedy(summary=f"Or install the {owner} build for {cuda} (its CUDA-variant wheel), "
+                   f"or an earlier {owner} release built for it; {owner}'s release notes name "
+                   "the CUDA of each wheel.")]
+        return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
+                      r.keep(fixes), details={"library": lib, "cuda_major": built,
+                                              "owner": owner},
+                      needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
+    remedies: List[Optional[Remedy]] = [r.exact_wheel(ctx)]
     remedies.append(Remedy(summary=f"Reinstall flash-attn built for {cuda}; do not mix in "
                                "binaries built for another CUDA (a conda package, a wheel from "
                                "another machine).",

@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
-from fadoctor.triage import hf_remedies, serve_remedies, torch_remedies, wrapper_remedies
+from fadoctor.triage import hf_remedies, serve_remedies, switches, torch_remedies, wrapper_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context, parse_version
@@ -57,8 +57,10 @@ def vllm_fa(entry: Entry) -> Remedy:
 
 
 def gpu(ctx: Context, entry: Entry, cc: Optional[Version]) -> List[Remedy]:
-    found = [r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "
-                    'attn_implementation="sdpa" (or "eager"), which runs on any GPU.')]
+    found = r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:")
+                    if cc is None or cc < Version("8.0") else None,
+                    r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "
+                           'attn_implementation="sdpa" (or "eager"), which runs on any GPU.')])
     ampere = cc is not None and Version("8.0") <= cc < Version("9.0")
     later = _later_release(ctx, entry, cc)
     if later is not None:

@@ -19,6 +19,7 @@ from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import remedies as r
+from fadoctor.triage import switches
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -77,7 +78,8 @@ def ampere_only(ctx: Context) -> List[Signal]:
                                          "--no-cache-dir"])], details={"source": gate.source})]
     if cc is not None and cc >= floor:
         return []  # the named GPU is Ampere or newer: the message is about another device
-    remedies = [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")]
+    remedies = r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
+                       r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])
     if cc is None or cc >= Version("7.5"):
         remedies.append(Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its own, "
                                "older API (transformers uses only 2.x).",
@@ -112,9 +114,11 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     if not mention:
         return []
     quotes = dedupe(sorted([ctx.gpu[2], ctx.quote(mention[0])], key=lambda q: q.line))
-    remedies = [r.sdpa(f"FlashAttention-2 needs an Ampere or newer GPU (compute capability "
-                       f"{floor}); features that need it (a framework's soft-capping, sliding "
-                       "window) need such a GPU too. PyTorch SDPA runs on this one.")]
+    remedies = r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
+                       r.sdpa(f"FlashAttention-2 needs an Ampere or newer GPU (compute capability "
+                              f"{floor}); features that need it (a framework's soft-capping, "
+                              "sliding window) need such a GPU too. PyTorch SDPA runs on this "
+                              "one.")])
     if cc < Version("8.0"):
         remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
                                "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))

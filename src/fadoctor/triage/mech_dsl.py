@@ -13,7 +13,7 @@ from packaging.version import Version
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import serve_remedies
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import IMPLIED, LOGGED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, LOGGED, RAISED_IN, Signal, dedupe
 
 _API_ERROR = re.compile(
     r"TypeError: [\w.]{1,60}\(\) (?:takes \d+|got an unexpected keyword|missing \d+ required)|"
@@ -75,3 +75,44 @@ def fa4_as_fa2(ctx: Context) -> List[Signal]:
                    "it provides flash_attn.cute, not flash-attn 2's API",
                    dedupe(sorted([fa4.quote, asked], key=lambda q: q.line)), IMPLIED, fixes,
                    details={"source": FA4_IN_HF})]
+
+
+_FA4_CODE = ("flash_attn/cute", "flash_attn\\cute", "flash_attn.cute", "flash-attn-4",
+             "flash_attn_4", "flashattentionforward", "flashattentionbackward")
+_PY_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(\w+Error|AssertionError|Exception)\b:?")
+
+
+def beta_failure(ctx: Context) -> List[Signal]:
+    """An exception raised inside flash-attn-4's CuTe code (its traceback's frames, or the report
+    runs flash_attn.cute) that no other mechanism explains: a beta's bug or a case it does not
+    handle yet; betas change weekly, so the newest published one comes first (the weakest
+    finding: any message that names a cause outranks it)."""
+    if not ctx.text.containing(_FA4_CODE):
+        return []
+    raised = next((r for r in ctx.seen.raised if r.kind not in ("warning", "log")
+                   and (any("flash_attn/cute" in f.replace("\\", "/") for f in r.frames)
+                        or _PY_ERROR.match(ctx.text.lines[r.index]))), None)
+    if raised is None:
+        return []
+    published = sorted((r for r in ctx.matrix.fa4_releases if r.published),
+                       key=lambda r: r.version)
+    stated = ctx.package("flash-attn-4", "flash-attn4")
+    newest = published[-1] if published else None
+    fixes: List[Remedy] = []
+    have = parse_version(stated.value) if stated is not None else None
+    if newest is not None and (have is None or have < newest.version):
+        fixes.append(Remedy(
+            summary=f"Upgrade to the newest flash-attn-4 beta, {newest.version} (betas fix "
+                    "kernel paths from one week to the next; add the [cu13] extra on CUDA 13).",
+            commands=[f'pip install --upgrade "{newest.distribution}=={newest.version}"']))
+    fixes.append(Remedy(summary="If the newest beta fails the same way, it is a flash-attn-4 bug "
+                        "for this GPU or these shapes: report it upstream with this traceback; "
+                        "meanwhile use flash-attn 2.x (Ampere to Blackwell) or PyTorch SDPA "
+                        '(attn_implementation="sdpa").'))
+    quotes = dedupe([raised.quote, *([stated.quote] if stated else []),
+                     *([ctx.gpu[2]] if ctx.gpu else [])])
+    return [Signal("fa4_beta", Category.KERNEL_FAILURE,
+                   f"flash-attn-4{f' {stated.value}' if stated else ''} failed inside its CuTe "
+                   f"kernels{f' on {ctx.gpu[0]}' if ctx.gpu else ''} "
+                   f"({raised.kind}: {raised.message[:80]})", quotes, RAISED_IN, fixes,
+                   details={"source": "the matrix's fa4_releases (tools/gen_fa4_betas.py)"})]

@@ -12,10 +12,15 @@ from fadoctor.triage.text import Quote
 # mechanism; a tool's log line that does; stated versions that imply it; a wrapper's message,
 # which hides the real error; prose that only hints at it.
 NAMED, LOGGED, IMPLIED, WRAPPED, HINTED = 90, 80, 60, 40, 30
+# An exception raised inside one package's code, whose message names no cause: the package
+# (a beta) is the suspect, below any message that names one.
+RAISED_IN = 45
 
 STRENGTH_WORDS = {NAMED: "the quoted error message itself names this mechanism",
                   LOGGED: "the quoted build or log output shows this mechanism",
                   IMPLIED: "the versions the report states imply it",
+                  RAISED_IN: "the error was raised inside this package's own code, and no "
+                             "message names another cause",
                   WRAPPED: "a wrapper's message says so, and such messages hide the real error",
                   HINTED: "the report's own words describe it, without an error message"}
 

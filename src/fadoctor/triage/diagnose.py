@@ -75,7 +75,8 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_install.invalid_wheel, mech_install.compiler_crash,
-    mech_build.no_prebuilt_wheel, mech_build.build_failed, mech_build.parallel_failed,
+    mech_build.no_prebuilt_wheel, mech_build.no_wheel_for_torch, mech_build.build_failed,
+    mech_build.parallel_failed,
     mech_wrappers.wrappers, mech_dsl.beta_failure,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"

@@ -64,3 +64,17 @@ def test_another_package_built_for_another_cuda_names_that_package(matrix: Matri
     assert top.category == Category.CUDA_RUNTIME_MISMATCH
     assert top.message.startswith("vllm's binary")
     assert "flash-attn" not in _said(top)
+
+
+def test_a_cuda_runtime_named_in_a_title_against_torchs_cuda(matrix: Matrix) -> None:
+    text = ("libcudart.so.13 required when installing vllm with torch-backend=cu129\n"
+            "[pip3] torch==2.11.0+cu129\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "CUDA 13" in top.message and "cu130" in _said(top)
+
+
+def test_a_framework_falling_back_because_flash_attn_is_not_ready(matrix: Matrix) -> None:
+    text = "[QwenVL] Flash-Attn auto mode: dependency not ready, using SDPA\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED

@@ -17,7 +17,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.observed import Stated
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
@@ -368,3 +368,24 @@ def _glibc_defects(ctx: Context, need: Version) -> List[Remedy]:
             continue
         out.append(Remedy(summary=f"flash-attn {defect.versions}: {defect.remedy}"))
     return out
+
+
+_CUDART_NAMED = re.compile(r"\blibcudart\.so\.(\d{2})\b")
+
+
+def cuda_runtime_named(ctx: Context) -> List[Signal]:
+    """A report that names a CUDA runtime (libcudart.so.13) of another major than torch's CUDA,
+    without the loader's own line (a title, prose): the binary that wants it was built for
+    another CUDA than the installed torch."""
+    if ctx.first(_MISSING_LIB, ("cannot open shared object",)) is not None:
+        return []  # the loader's line: missing_libraries reads it
+    hit = ctx.first(_CUDART_NAMED, ("libcudart.so.",))
+    have = ctx.torch_cuda
+    if hit is None or have is None or str(have.major) == hit[1].group(1):
+        return []
+    index, found = hit
+    low = ctx.low(index)
+    owner = next((dist for top, dist in _OTHERS.items() if top in low), None)
+    signal = _cuda_runtime(ctx, found.group(0), found.group(1), [ctx.quote(index)], owner)
+    signal.strength = IMPLIED
+    return [signal]

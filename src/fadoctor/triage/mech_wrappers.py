@@ -32,7 +32,8 @@ WRAPPERS = {"transformers": "transformers", "vllm": "vllm", "unsloth": "unsloth"
 
 _NOT_THERE = re.compile(
     r"(flash[\s_-]?att\w*(?:[\s_-]?2)?|\bFA2\b)[^\n]{0,80}?\b(not installed|not found|not "
-    r"available|seems to be broken|is broken|could not be imported|cannot be imported)|"
+    r"available|seems to be broken|is broken|could not be imported|cannot be imported|"
+    r"(?:dependency |package )?not ready|unavailable)|"
     r"(cannot|could not|unable to) use flash[\s_-]?att|"
     r"packages that were not found in your environment:[^\n]*flash_attn|"
     r"No module named '(flash_attn)'", re.IGNORECASE)

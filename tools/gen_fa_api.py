@@ -88,6 +88,13 @@ def read_module(text: str, package: bool, interface: bool = False, imports: bool
             yield node.name, _params(node)
         elif isinstance(node, ast.ClassDef) and _public(node.name):
             yield node.name, None
+        elif isinstance(node, ast.Import) and interface:
+            # the compiled extension an interface module binds (`import flash_attn_2_cuda as
+            # flash_attn_cuda`, `flash_attn_gpu` from 2.7.3): callers import it from there
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                if _public(name) and name != "torch":
+                    yield name, None
         elif isinstance(node, ast.ImportFrom) and (imports or (package and _own(node))):
             for alias in node.names:
                 name = alias.asname or alias.name

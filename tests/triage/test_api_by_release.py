@@ -165,3 +165,15 @@ def test_a_release_in_a_gap_and_the_name_it_became(matrix: Matrix) -> None:
     after = hf.version(next(i for i in have if i > gap))
     assert f"transformers=={after}" in _commands(top)
     assert "from transformers.utils import is_flash_attn_2_available" in _commands(top)
+
+
+def test_quoted_framework_code_importing_a_renamed_extension_alias(matrix: Matrix) -> None:
+    # written for this test: a framework's probe quoted in prose, with the installed release
+    text = ("unsloth thinks flash-attn is broken with flash-attn 2.7.3. It checks:\n"
+            "from flash_attn.flash_attn_interface import flash_attn_cuda\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    said = " ".join(c for r in top.remedies for c in [r.summary, *r.commands])
+    # interface.py binds the compiled module as flash_attn_cuda up to 2.7.0.post2, then
+    # flash_attn_gpu (read at the tags by tools/gen_fa_api.py)
+    assert "2.7.0.post2" in said and "pip install --upgrade unsloth" in said

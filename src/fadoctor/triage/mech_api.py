@@ -17,8 +17,9 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import switches
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data"
@@ -304,3 +305,31 @@ def unread_flags(ctx: Context) -> Optional[Remedy]:
     return Remedy(summary=f"flash-attn's setup.py reads no {', '.join(unknown)} at any release "
                   f"(it reads {ours}): FLASH_ATTENTION_FORCE_BUILD=TRUE is what makes it compile "
                   "instead of fetching a wheel.")
+
+
+_CODE_IMPORT = re.compile(r"^\W{0,6}from\s+(flash_attn(?:\.\w{1,60}){1,3})\s+import\s+(\w{1,80})\s*"
+                          r"(?:`|$)")
+
+
+def code_imports(ctx: Context) -> List[Signal]:
+    """A framework's code, quoted in the report, imports a flash-attn name the stated release
+    does not have (unsloth probing `flash_attn_interface.flash_attn_cuda`, which 2.7.3 renamed):
+    the code was written for other releases."""
+    if ctx.fa2 is None or not ctx.fa2_exact:
+        return []
+    data = api("flash_attn")
+    for index, found in ctx.find(_CODE_IMPORT, ("from flash_attn",)):
+        module, name = found.group(1), found.group(2)
+        have = data.names.get(f"{module}:{name}", ())
+        caller = next((s.framework for s in switches.named(ctx)), None)
+        signal = _finding(ctx, index, data, f"{name} in {module}", have, caller)
+        if signal is not None:
+            signal.strength = IMPLIED  # the quoted code and the stated release imply it
+            if caller is not None:
+                signal.remedies.insert(0, Remedy(
+                    summary=f"Upgrade {caller}: its code imports {name} from {module}, which "
+                            f"flash-attn {ctx.fa2} no longer has (a release of {caller} written "
+                            "for this flash-attn probes the new name).",
+                    commands=[f"pip install --upgrade {caller}"]))
+            return [signal]
+    return []

@@ -414,7 +414,10 @@ def no_wheel_for_torch(ctx: Context) -> List[Signal]:
     if stated is None and newest is not None:
         return []  # some release has wheels for this torch: not this mechanism's case
     which = f"flash-attn {stated.version}" if stated is not None else "no flash-attn release"
-    fixes: List[Remedy] = [r.force_build(ctx, f"{which} has no official wheel for torch {minor}:")]
+    fixes: List[Remedy] = [r.force_build(ctx, f"{which} has no official wheel for torch {minor}:"
+                                         if stated is not None else
+                                         f"No flash-attn release has an official wheel for torch "
+                                         f"{minor}:")]
     community = _community(ctx, minor)
     if community is not None:
         fixes.append(community)

@@ -87,7 +87,8 @@ def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
     FlashAttention-2 backend for Volta and Turing GPUs", "... for dtype other than ...")."""
     low, quotes = ctx.low(index), [ctx.quote(index)]
     old_gpu = ctx.gpu_cc is not None and ctx.gpu_cc < Version("8.0") and not ctx.amd
-    if any(w in low for w in ("volta", "turing", "compute capability", " gpus", "gpu ")) or (
+    if any(w in low for w in ("volta", "turing", "compute capability")) \
+            or re.search(r"(?<![\w.-])gpus?\b", low) or (
             old_gpu and any(w in low for w in ("this device", "this gpu"))):
         return Signal("wrapper", Category.GPU_UNSUPPORTED,
                       "the framework will not use FlashAttention-2 on this GPU: it needs Ampere "

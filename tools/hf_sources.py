@@ -11,7 +11,7 @@ import re
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import message_extract as ex
 import yaml
@@ -95,9 +95,10 @@ def _logged(node: ast.AST) -> Optional[ast.expr]:
     return None
 
 
-def messages(text: str) -> Iterator[Tuple[int, str]]:
+def messages(text: str, logged: Optional[Set[str]] = None) -> Iterator[Tuple[int, str]]:
     """(line, printed) of each raise, assert and log call in one file, a function's bound
-    strings put in place."""
+    strings put in place; those of log calls (a warning the run goes on after) are added to
+    `logged`."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -112,7 +113,10 @@ def messages(text: str) -> Iterator[Tuple[int, str]]:
                 continue
             printed = ex._py_text(_Bind(names).visit(copy.deepcopy(message)))
             if printed and printed.strip():
-                yield node.lineno, " ".join(printed.replace("{{", "{").replace("}}", "}").split())
+                printed = " ".join(printed.replace("{{", "{").replace("}}", "}").split())
+                if logged is not None and isinstance(node, ast.Call):
+                    logged.add(printed)
+                yield getattr(node, "lineno", 0), printed
 
 
 def _kernels_pin(text: str) -> Optional[str]:
@@ -126,7 +130,8 @@ def _kernels_pin(text: str) -> Optional[str]:
     return found.group(1) if found else None
 
 
-def read_wheel(path: Path) -> Tuple[List[Tuple[str, int, str]], Optional[str]]:
+def read_wheel(path: Path, logged: Optional[Set[str]] = None
+               ) -> Tuple[List[Tuple[str, int, str]], Optional[str]]:
     """The environment messages about flash-attention in one wheel, and its `kernels` pin."""
     rows: List[Tuple[str, int, str]] = []
     pin = None
@@ -141,7 +146,7 @@ def read_wheel(path: Path) -> Tuple[List[Tuple[str, int, str]], Optional[str]]:
             if not ABOUT.search(text):
                 continue
             seen = set()
-            for line, printed in messages(text):
+            for line, printed in messages(text, logged):
                 if ABOUT.search(printed) and kind(printed) and printed not in seen:
                     seen.add(printed)
                     rows.append((name, line, printed))
@@ -154,15 +159,18 @@ def read(wheel_dir: Path) -> Dict[str, object]:
     tags = [p.name.split("-")[1] for p in wheels]
     rows: Dict[Tuple[str, int, str], List[int]] = {}
     pins: Dict[str, List[int]] = {}
+    logged: Set[str] = set()
     for index, wheel in enumerate(wheels):
-        found, pin = read_wheel(wheel)
+        found, pin = read_wheel(wheel, logged)
         for row in found:
             rows.setdefault(row, []).append(index)
         if pin:
             pins.setdefault(pin, []).append(index)
     return {"package": "transformers", "tags": tags,
             "rows": [[*row, ex.tag_runs(i)] for row, i in rows.items()],
-            "kernels": [[pin, ex.tag_runs(i)] for pin, i in pins.items()]}
+            "kernels": [[pin, ex.tag_runs(i)] for pin, i in pins.items()],
+            # the messages transformers only logs (warnings the run goes on after), never raises
+            "logged": sorted({printed for _, _, printed in rows} & logged)}
 
 
 # What a placeholder states (the first test on its name that matches wins).
@@ -255,6 +263,8 @@ def entries(pattern: object, path: Path = FIXTURE) -> List[Dict[str, object]]:
             entry["captures"] = _captures(printed)
         if corroborates(printed):
             entry["weight"] = "defer"
+        elif printed in set(data.get("logged") or []):  # type: ignore[call-overload]
+            entry["weight"] = "logged"  # a warning: any error the report shows outranks it
         elif WRAPS.search(printed):
             entry["weight"] = "wrapped"
         entry["remedy"] = REMEDY[str(kind(printed))]

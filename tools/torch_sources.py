@@ -58,8 +58,11 @@ C10_KINDS: Tuple[Tuple[str, str], ...] = (
 # cudaGetErrorString's strings that say something about this stack; torch prints them after
 # c10's "CUDA error: " (C10_CUDA_CHECK, below).
 CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
-    (r"no kernel image is available for execution on the device|invalid device function|device "
-     r"kernel image is invalid", "no_kernel_image"),
+    (r"no kernel image is available for execution on the device|invalid device function",
+     "no_kernel_image"),
+    # cudaErrorInvalidKernelImage: an image for this GPU that the driver cannot load (compressed
+    # in a mode it does not know, or from a newer toolkit), not a missing architecture
+    (r"device kernel image is invalid", "driver_too_old"),
     (r"the provided PTX was compiled with an unsupported toolchain\.|CUDA driver version is "
      r"insufficient for CUDA runtime version|forward compatibility was attempted on non supported "
      r"HW|system has unsupported display driver / cuda driver combination", "driver_too_old"),

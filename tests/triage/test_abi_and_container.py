@@ -78,3 +78,25 @@ def test_a_framework_falling_back_because_flash_attn_is_not_ready(matrix: Matrix
     text = "[QwenVL] Flash-Attn auto mode: dependency not ready, using SDPA\n"
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.NOT_INSTALLED
+
+
+def test_a_name_model_code_binds_only_when_flash_attn_imports(matrix: Matrix) -> None:
+    text = ("    assert flash_attn_unpadded_func is not None, (\n"
+            "NameError: name 'flash_attn_unpadded_func' is not defined\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+
+
+def test_an_invalid_kernel_image_without_versions_names_the_driver_floor_defects(
+        matrix: Matrix) -> None:
+    text = ("You are attempting to use Flash Attention 2.0 with a model not initialized on GPU. "
+            "Make sure to move the model to GPU after initializing it on CPU with "
+            "`model.to('cuda')`.\n"
+            "Error during batch processing: CUDA error: device kernel image is invalid\n")
+    result = triage(text, matrix)
+    top = result.diagnosis[0]
+    # the transformers warning is logged (the run went on); the CUDA error is the cause
+    assert top.category == Category.DRIVER_TOO_OLD
+    assert "2.8.2" in _said(top)
+    # "Flash Attention 2.0" names a generation, not a flash-attn release
+    assert "flash-attn==2.0" not in _said(top)

@@ -112,3 +112,13 @@ def test_no_block_no_finding(matrix: Matrix) -> None:
     text = "`cutlassF` is not supported because:\n    dtype=torch.float32 (supported: {})\n"
     assert all(d.details.get("source", "").find("xformers/ops/fmha/common.py") < 0
                for d in triage(text, matrix).diagnosis)
+
+
+def test_the_flash_operator_forced_on_a_volta_in_xformers_0_0_16_wording(matrix: Matrix) -> None:
+    text = ("ValueError: Operator `memory_efficient_attention` does not support inputs:\n"
+            "     query       : shape=(1, 4101, 32, 128) (torch.float16)\n"
+            "`flshattF` is not supported because:\n"
+            "    requires a GPU with compute capability > 7.5\nV100 GPU\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "cutlass" in _said(top)

@@ -357,6 +357,9 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
                    "nvcc": o.NVCC, "driver": o.DRIVER}[word]
             seen.state(key, value, quote(), PROSE)
         else:
+            if word.startswith("flash") and re.fullmatch(r"[234](?:\.0)?", value) \
+                    and not re.search(r"==|>=|version", found.group(0), re.IGNORECASE):
+                continue  # "Flash Attention 2.0" / "FlashAttention 3": a generation, not a release
             seen.package(_package_name(word, value), value, quote(), PROSE)
 
 

@@ -11,7 +11,8 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
-from fadoctor.triage import torch_remedies
+from fadoctor.triage import remedies as r
+from fadoctor.triage import mech_wrappers, torch_remedies
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
@@ -29,13 +30,16 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     """The entry whose printed form matches the longest text: one message's printed form can be
     the prefix of a later release's longer one (vllm-flash-attn's FA3 gate gained "and Blackwell
     archs"), and the longer is the one the report shows. Ties go to catalog order. Weighted
-    entries (torch's, the toolchain's) are matched apart (`corroborating`, mech_toolchain)."""
+    entries (torch's, the toolchain's) are matched apart (`corroborating`, mech_toolchain). A
+    logged warning is taken only where no error entry matches."""
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
-    longest = -1
+    longest: Tuple[bool, int] = (False, -1)
     for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped", "logged")):
         hit = ctx.first(entry.pattern, (entry.needle,))
-        if hit is not None and len(hit[1].group(0)) > longest:
-            longest = len(hit[1].group(0))
+        # an error outranks a logged warning however long (the run went on after the warning)
+        key = (entry.weight != "logged", len(hit[1].group(0))) if hit is not None else None
+        if hit is not None and key is not None and key > longest:
+            longest = key
             best = hit[0], entry, {k: v for k, v in hit[1].groupdict().items() if v}
     return best
 
@@ -137,6 +141,19 @@ def api_names(ctx: Context) -> List[Signal]:
     index, found = hit
     name = found.group(1)
     stated = ctx.fa_quote()
+    if "is not defined" in ctx.text.lines[index][found.end():found.end() + 20] \
+            and ctx.fa2 is None and mech_wrappers.installed_quote(ctx) is None:
+        # NameError: model code binds the name only when its guarded `from flash_attn import`
+        # succeeds: the import failed, flash-attn is missing (or broken) in this environment
+        return [Signal("api_names", Category.NOT_INSTALLED,
+                       f"{name} was never bound: the code imports it from flash_attn only when "
+                       "that import succeeds, and here it failed (flash-attn is not installed, "
+                       "or its import breaks)", [ctx.quote(index)], NAMED,
+                       [Remedy(summary="Install flash-attn built for this torch, CUDA and Python "
+                               "(`fadoctor fix --print-pins` names the exact wheel), or, if it is "
+                               "installed, import it to see the error the model code hid.",
+                               commands=["pip install flash-attn --no-build-isolation",
+                                         r.REVEAL_IMPORT])])]
     quotes = sorted({ctx.quote(index), *([stated] if stated is not None else [])},
                     key=lambda q: q.line)
     if "unpadded" in name:

@@ -210,7 +210,7 @@ def _invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     in a mode it does not know, or from a newer toolkit), not a missing arch. A known defect of
     the stated flash-attn with a driver floor that the stated driver does not clear names it."""
     if ctx.fa2 is None:
-        return None
+        return _invalid_image_unstated(ctx, quotes)
     for defect in ctx.matrix.defects_for(ctx.fa2):
         if defect.min_driver is None or defect.matches(driver=ctx.driver) is False:
             continue
@@ -226,6 +226,27 @@ def _invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
                       details={"source": defect.source},
                       needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
     return None
+
+
+def _invalid_image_unstated(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
+    """The flash-attn release is not stated: the known defects whose kernels need a newer
+    driver to load are the candidates, each with its fix."""
+    floors = [d for d in ctx.matrix.known_defects if d.min_driver is not None
+              and d.matches(driver=ctx.driver) is not False]
+    if not floors:
+        return None
+    return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
+                  "the CUDA binary's kernels are in a form this NVIDIA driver cannot load "
+                  "(cudaErrorInvalidKernelImage: built by a newer toolkit, or compressed in a mode "
+                  "the driver does not know), not a missing architecture",
+                  dedupe([*quotes, *ctx.quotes("driver")]), LOGGED,
+                  [Remedy(summary="Upgrade the NVIDIA driver, or:"),
+                   *(Remedy(summary=f"If the flash-attn installed is {d.versions}: {d.summary} "
+                            f"{d.remedy} (needs driver {d.min_driver} or newer; {d.id})")
+                     for d in floors)],
+                  details={"source": "; ".join(d.source for d in floors)},
+                  needs=[("the driver and the flash-attn version",
+                          "nvidia-smi; pip show flash-attn")])
 
 
 def _unaffected_after(ctx: Context, defect: Defect) -> List[str]:

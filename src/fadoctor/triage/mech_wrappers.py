@@ -62,7 +62,7 @@ def wrappers(ctx: Context) -> List[Signal]:
     reason = _fallback_reason(ctx, index)
     if reason is not None:
         return [reason]
-    installed = _installed(ctx)
+    installed = installed_quote(ctx)
     if installed is None:
         return [Signal(
             "wrapper", Category.NOT_INSTALLED,
@@ -109,7 +109,8 @@ def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
     return None
 
 
-def _installed(ctx: Context) -> Optional[Quote]:
+def installed_quote(ctx: Context) -> Optional[Quote]:
+    """The line that says flash-attn is installed (a version listed, or the words)."""
     stated = ctx.package("flash-attn", "flash-attn-2", "flash-attn-3", "flash-attn-4")
     if stated is not None:
         return stated.quote

@@ -20,7 +20,8 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 SOURCE = ("facebookresearch/xformers@v0.0.35:xformers/ops/fmha/common.py:421-497 "
           "(not_supported_reasons; the same wording from v0.0.16, `(too old)` from v0.0.23, "
           "`(too new)` at v0.0.35), xformers/ops/fmha/dispatch.py:_run_priority_list; "
-          "@v0.0.23:xformers/ops/fmha/cutlass.py:325 (bf16 on pre-A100)")
+          "@v0.0.23:xformers/ops/fmha/cutlass.py:325 (bf16 on pre-A100); "
+          "@v0.0.16:xformers/ops/fmha/flash.py:212 (the flash operator's bare compute capability)")
 
 _HEAD = re.compile(r"(?:No operator found for|Operator) `(memory_efficient_attention\w{0,30}|"
                    r"\w{1,60})`(?: with inputs| does not support inputs)")
@@ -33,6 +34,9 @@ _REASONS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
     ("device", re.compile(r"device=(\w{1,10}) \(supported: ")),
     ("too_old", re.compile(r"requires (?:a )?device with capability >?=? ?\((\d+), ?(\d+)\) but "
                            r"your GPU has capability \((\d+), ?(\d+)\) \(too old\)")),
+    # v0.0.16-v0.0.20's flash.py: no capability of the GPU in the reason
+    ("too_old_bare", re.compile(r"requires a GPU with compute capability (?:> ?|==? ?)(\d+)\.(\d+)"
+                                r"(?! \(A100\))(?!.*for 'query)")),
     ("too_new", re.compile(r"requires (?:a )?device with capability <?=? ?\((\d+), ?(\d+)\) but "
                            r"your GPU has capability \((\d+), ?(\d+)\) \(too new\)")),
     ("bf16_old", re.compile(r"bf16 is only supported on A100\+ GPUs")),
@@ -43,6 +47,10 @@ _REASONS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
 )
 # the order that breaks a tie in how many operators a reason refuses: the more basic cause first
 _PRIORITY = [name for name, _ in _REASONS]
+
+
+def _pattern(family: str) -> re.Pattern[str]:
+    return dict(_REASONS)[family]
 
 
 def no_operator(ctx: Context) -> List[Signal]:
@@ -118,7 +126,7 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
                 "another torch or CUDA than the one installed, or is a CPU build",
                 [*r.rebuild_other(ctx, "xformers", _torch_of(ctx)), sdpa])
     if family == "device":
-        found = _REASONS[1][1].search(text)
+        found = _pattern("device").search(text)
         device = found.group(1) if found else "cpu"
         return (Category.TORCH_CPU_ONLY,
                 f"the tensors are on {device}, and xformers' operators run on CUDA only: torch "
@@ -127,8 +135,19 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
                         "print(torch.version.cuda, torch.cuda.is_available())\"` says None or "
                         "False now), then move the model to the GPU.",
                         commands=[r.REVEAL_TORCH]), sdpa])
+    if family == "too_old_bare":
+        found = _pattern(family).search(text)
+        floor = f"{found.group(1)}.{found.group(2)}" if found else "8.0"
+        gpu = f"{ctx.gpu[0]} (compute capability {ctx.gpu[1]})" if ctx.gpu and ctx.gpu[1] \
+            else "this GPU"
+        return (Category.GPU_UNSUPPORTED,
+                f"xformers' flash operator needs a GPU of compute capability above {floor} "
+                f"(Ampere, sm80, or newer), and {gpu} is older",
+                [Remedy(summary="Do not force the flash operator (op=MemoryEfficientAttentionFlash"
+                        "AttentionOp / flshattF): let xformers dispatch, and its cutlass operator "
+                        "(cutlassF) runs on pre-Ampere GPUs."), sdpa])
     if family in ("too_old", "too_new"):
-        found = _REASONS[_PRIORITY.index(family)][1].search(text)
+        found = _pattern(family).search(text)
         if found is None:
             return None
         need = f"{found.group(1)}.{found.group(2)}"
@@ -153,7 +172,7 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
                 [Remedy(summary="Run in float16 on this GPU (torch_dtype=torch.float16), not "
                         "bfloat16."), sdpa])
     if family == "dtype":
-        found = _REASONS[5][1].search(text)
+        found = _pattern("dtype").search(text)
         got = found.group(1) if found else (dtype or "this dtype")
         supported = found.group(2) if found else "torch.float16, torch.bfloat16"
         return (Category.DTYPE_UNSUPPORTED,
@@ -172,7 +191,7 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
 def _limit(lines: Dict[str, List[int]], ctx: Context) -> Optional[int]:
     """The largest head dim any refusing operator names."""
     limits = [int(m.group(1)) for i in lines.get("head_dim", [])
-              for m in [_REASONS[6][1].search(ctx.text.lines[i])] if m and m.group(1)]
+              for m in [_pattern("head_dim").search(ctx.text.lines[i])] if m and m.group(1)]
     return max(limits) if limits else None
 
 

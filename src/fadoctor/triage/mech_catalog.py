@@ -11,8 +11,8 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
-from fadoctor.triage import remedies as r
 from fadoctor.triage import mech_wrappers, torch_remedies
+from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe

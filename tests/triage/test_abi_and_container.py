@@ -100,3 +100,15 @@ def test_an_invalid_kernel_image_without_versions_names_the_driver_floor_defects
     assert "2.8.2" in _said(top)
     # "Flash Attention 2.0" names a generation, not a flash-attn release
     assert "flash-attn==2.0" not in _said(top)
+
+
+def test_another_packages_binary_names_the_torch_its_release_requires(matrix: Matrix) -> None:
+    # vllm 0.3.2's wheel metadata requires torch==2.1.2 (data/ext_torch.yaml, from the index)
+    text = ("torch : 2.2.1\nvllm: 0.3.2\n"
+            "ImportError: /usr/local/lib/python3.10/dist-packages/vllm/_C.cpython-310-x86_64-linux-"
+            "gnu.so: undefined symbol: _ZN2at4_ops15to_dtype_layout4callERKNS_6TensorE\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    said = _said(top)
+    assert "torch==2.1.2" in said  # what vllm 0.3.2 requires
+    assert "vllm==0.4.1" in said  # the newest release whose metadata requires torch 2.2.1

@@ -59,7 +59,8 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
-    mech_api.keyword, mech_api.required, mech_api.names, mech_api.code_imports, mech_torch_api.missing,
+    mech_api.keyword, mech_api.required, mech_api.names, mech_api.code_imports,
+    mech_api.model_without_flash, mech_torch_api.missing,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,
     mech_vllm.selector,
     mech_catalog.corroborating,
@@ -72,7 +73,8 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,
     mech_numerics.nan,
-    mech_build.memory, mech_build.slow_build, mech_isolation.isolation, mech_build.nvcc_missing,
+    mech_build.memory, mech_build.slow_build, mech_isolation.match_runtime,
+    mech_isolation.isolation, mech_build.msvc_preprocessor, mech_build.nvcc_missing,
     mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_install.invalid_wheel, mech_install.compiler_crash,

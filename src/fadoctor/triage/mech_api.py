@@ -333,3 +333,35 @@ def code_imports(ctx: Context) -> List[Signal]:
                     commands=[f"pip install --upgrade {caller}"]))
             return [signal]
     return []
+
+
+# transformers' own check of a model class: modeling_utils.py raises it when the class does not
+# set _supports_flash_attn_2 (transformers==4.36.0:transformers/modeling_utils.py:1383, "... yet.
+# Please open an issue on GitHub ..."; 4.48.0:1649, "... Please request to add support where the
+# model is hosted ..."). With trust_remote_code the class is the Hub repo's own modeling file.
+_MODEL_NO_FLASH = re.compile(r"(\w{1,80}) does not support Flash Attention 2(?:\.0)? yet")
+MODEL_NO_FLASH_SOURCE = ("transformers==4.36.0:transformers/modeling_utils.py:1383; "
+                         "transformers==4.48.0:transformers/modeling_utils.py:1649")
+
+
+def model_without_flash(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MODEL_NO_FLASH, ("does not support flash attention",))
+    if hit is None:
+        return []
+    index, found = hit
+    model = found.group(1)
+    fixes = [Remedy(summary=f"{model}'s modeling code does not declare flash-attention support "
+                    "(_supports_flash_attn_2): update the model code — with trust_remote_code, "
+                    "re-download the model repository's latest modeling files (a newer revision "
+                    "may add it); for a model transformers ships, a transformers release that "
+                    "supports it."),
+             Remedy(summary="Or do not ask for flash-attention for this model: remove "
+                    "attn_implementation=\"flash_attention_2\" (or the framework's flash flag, "
+                    "such as use_flash_attn / --flash_attn) and load it with SDPA or eager.")]
+    switch = switches.remedy(ctx, "The framework's own switch:")
+    if switch is not None:
+        fixes.insert(1, switch)
+    return [Signal("api", Category.VERSION_CONFLICT,
+                   f"transformers refuses flash-attention for {model}: the model class does not "
+                   "support it (its code predates it, or never had it)", [ctx.quote(index)],
+                   NAMED, fixes, details={"source": MODEL_NO_FLASH_SOURCE})]

@@ -262,7 +262,12 @@ def python_headers(ctx: Context) -> List[Signal]:
 def _windows(ctx: Context) -> bool:
     """The report's machine runs Windows: it says so, or its paths have drive letters."""
     stated = str(ctx.seen.get("os") or "").lower()
-    return "windows" in stated or ctx.first(_DRIVE_PATH, (":\\",)) is not None
+    return "windows" in stated or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
+        or ctx.first(_ON_WINDOWS, ("windows",)) is not None
+
+
+# "I'm on Windows 11", "using windows 10": the person says where they run it
+_ON_WINDOWS = re.compile(r"\b(?:on|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b", re.I)
 
 
 def uv_platform(ctx: Context) -> List[Signal]:
@@ -305,9 +310,10 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                        f"pip refuses {name} on this Windows machine: the platform tag is right, so "
                        f"its Python tag is not: the wheel is for {python_tag} (Python {wanted})",
                        quotes, NAMED,
-                       [Remedy(summary=f"Install it with a Python {wanted} interpreter (a new "
-                               "environment), or take the wheel built for this interpreter's "
-                               "cpXY tag.", commands=[f"conda create -n fa python={wanted}"])],
+                       [Remedy(summary=f"Take the wheel built for this interpreter's Python tag "
+                               f"(cpXY = its version: cp310 for Python 3.10, `python -VV` says "
+                               f"which), or install it with a Python {wanted} interpreter (a new "
+                               "environment).", commands=[f"conda create -n fa python={wanted}"])],
                        needs=[("the interpreter's version", "python -VV")])]
     if platform != "linux_x86_64" or (ctx.seen.get("machine") or "x86_64") != "x86_64":
         return [Signal("wheel_tag", Category.PLATFORM_UNSUPPORTED,
@@ -445,3 +451,28 @@ def _community(ctx: Context, minor: str) -> Optional[Remedy]:
                           f"Python and CUDA from its release {row[3]}), e.g. {row[4]}.",
                           commands=[f'pip install --no-deps "{group.url(row)}"'])
     return None
+
+
+# CCCL (CUDA 12.8+'s libcu++) refuses MSVC's traditional preprocessor: its
+# cuda/std/__cccl/preprocessor.h `#error`s and asks for /Zc:preprocessor, which CUDA's host
+# compiler only gets when passed on. MSVC reads extra options from the CL environment variable
+# (Microsoft's "CL environment variables" documentation); nvcc forwards -Xcompiler options.
+_ZC = re.compile(r"traditional preprocessor is used[^\n]{0,80}|pass `?/Zc:preprocessor`? to cl\.exe")
+
+
+def msvc_preprocessor(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ZC, ("traditional preprocessor", "/zc:preprocessor"))
+    if hit is None:
+        return []
+    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                   "CUDA's CCCL headers need MSVC's conforming preprocessor (/Zc:preprocessor), "
+                   "and this build runs cl.exe with the traditional one",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Pass /Zc:preprocessor to the host compiler: MSVC reads extra "
+                           "options from the CL environment variable, and nvcc forwards "
+                           "-Xcompiler ones (set both in the shell that builds).",
+                           commands=["set CL=/Zc:preprocessor",
+                                     'set NVCC_APPEND_FLAGS=-Xcompiler "/Zc:preprocessor"'])],
+                   details={"source": "CCCL in the CUDA toolkit's include tree: "
+                                      "cccl/cuda/std/__cccl/preprocessor.h (its message for "
+                                      "MSVC's traditional preprocessor)"})]

@@ -18,15 +18,20 @@ from fadoctor.triage.signal import IMPLIED, LOGGED, RAISED_IN, Signal, dedupe
 _API_ERROR = re.compile(
     r"TypeError: [\w.]{1,60}\(\) (?:takes \d+|got an unexpected keyword|missing \d+ required)|"
     r"AttributeError: (?:module|type object|'\w{1,40}' object) '?[\w.]{0,80}'? has no attribute|"
-    r"ImportError: cannot import name '\w{1,80}' from '(?:cutlass|cuda\.bindings)[\w.]{0,80}'")
+    r"ImportError: cannot import name '\w{1,80}' from '(?:cutlass|cuda\.bindings)[\w.]{0,80}'|"
+    # the DSL refusing FA4's kernel code at compile time: its own error classes (DSLRuntimeError,
+    # DSLOperationBuildError: strings of nvidia-cutlass-dsl-libs-base 4.6.0's binaries), its
+    # typed diagnostics (error[TYPE_...]), or an op kind this DSL release does not accept
+    r"\bDSL\w{0,30}Error\b|error\[TYPE_[A-Z_]{2,40}\]|TypeError\(?'?Unsupported [\w ]{1,60}op kind")
 # Where FA4 meets the DSL: its sources, the DSL's package and its MLIR dialects.
 _NEAR = ("flash_attn/cute", "flash_attn.cute", "/cutlass/", "cutlass.", "nvvm.", "cutedsl",
-         "cute dsl", "_mlir")
+         "cute dsl", "_mlir", "cutlass-dsl", "cutlass_dsl", "flash-attn-4", "fa4-cute", "tcgen05")
 _WINDOW = 15
 
 
 def dsl_api(ctx: Context) -> List[Signal]:
-    for index, found in ctx.find(_API_ERROR, ("typeerror", "attributeerror", "importerror")):
+    for index, found in ctx.find(_API_ERROR, ("typeerror", "attributeerror", "importerror",
+                                              "dsl", "error[type_")):
         lines = ctx.text.lower_lines[max(index - _WINDOW, 0):index + _WINDOW]
         if not any(n in line for line in lines for n in _NEAR) and "cutlass" not in found.group(0):
             continue

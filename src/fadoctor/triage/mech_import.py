@@ -14,14 +14,17 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
-_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol:?\s*"
-                        r"([A-Za-z_$][\w$.@]{0,511})?")
+# the symbol after the loader's colon; without the colon only a mangled or C-looking name (a
+# title's "undefined symbol error" names none)
+_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol"
+                        r"(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
 # The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
 # locale or an issue tracker changed it.
@@ -37,8 +40,8 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     hits = list(ctx.find(_UNDEFINED, ("undefined symbol",)))
     if not hits:
         return []
-    index, found = next(((i, m) for i, m in hits if m.group(2)), hits[0])
-    library, symbol = found.group(1) or "", found.group(2)
+    index, found = next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0])
+    library, symbol = found.group(1) or "", found.group(2) or found.group(3)
     quotes = [ctx.quote(index)]
     if symbol is not None and ("libtorch" in library or "libc10" in library
                                or _CUDA_SYMBOL.match(symbol) or _is_cuda_library(library)):
@@ -71,6 +74,16 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     if owner is not None:
         mismatch.message = f"{owner}: {mismatch.message}"
         mismatch.remedies = r.rebuild_other(ctx, owner)
+        if e.FROM_SOURCE in ctx.seen.marks or ctx.has("source build", "fresh build",
+                                                      "built from source", "build from source"):
+            # built here against this very torch and still unresolved: its source calls a torch
+            # C++ API this torch changed, so a newer release of its source is the fix
+            mismatch.remedies.insert(0, Remedy(
+                summary=f"It was built from source against this torch and still needs the "
+                        f"symbol: {owner}'s source calls a torch C++ API this torch changed. "
+                        f"Upgrade {owner} to a release (or its main branch) written for this "
+                        "torch, then rebuild it.",
+                commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
     return [mismatch]
 
 

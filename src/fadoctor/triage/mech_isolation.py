@@ -90,3 +90,39 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int) -> Sign
                   "setup.py imports torch, so it must build against your environment's torch",
                   quotes, strength, fixes,
                   details={"source": PIXI_DOCS if pixi else UV_DOCS} if pixi or uv else {})
+
+
+# astral-sh/uv@0.8.12:crates/uv-build-frontend/src/error.rs (#15292): match-runtime needs the
+# package's static metadata; docs/concepts/projects/config.md (0.12.5, "Dynamic metadata") gives
+# [[tool.uv.dependency-metadata]] for a flash-attn without it; uv 0.11.0 read flash-attn's
+# `Dynamic` fields case-insensitively and 0.11.1 reverted that (CHANGELOG.md at 0.11.1, #18692).
+_MATCH_RUNTIME = re.compile(r"was declared with `match-runtime = true`, but `([\w.-]{1,60})` does "
+                            r"not declare static metadata")
+MATCH_RUNTIME_SOURCE = ("astral-sh/uv@0.8.12:crates/uv-build-frontend/src/error.rs (#15292); "
+                        "@0.12.5:docs/concepts/projects/config.md:345-395; @0.11.1:CHANGELOG.md "
+                        "(#18692)")
+
+
+def match_runtime(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MATCH_RUNTIME, ("match-runtime",))
+    if hit is None:
+        return []
+    index, found = hit
+    package = found.group(1)
+    uv = ctx.package("uv")
+    fixes = [Remedy(summary="If this began with uv 0.11.0, it is that release's reading of "
+                    "flash-attn's `Dynamic` metadata, reverted in 0.11.1: upgrade uv "
+                    "(uv self update), or keep the uv that worked.",
+                    commands=["uv self update"]),
+             Remedy(summary=f"Or give uv {package}'s metadata up front, as uv's documentation "
+                    "shows for flash-attn, so it need not build it to resolve:",
+                    code=f'[[tool.uv.dependency-metadata]]\nname = "{package}"\n'
+                         'version = "2.8.3"\nrequires-dist = ["torch", "einops"]'),
+             Remedy(summary=f"Or pin torch exactly and give {package} that pin as its extra build "
+                    "dependency instead of match-runtime:",
+                    code=f'[tool.uv.extra-build-dependencies]\n{package} = ["torch==<your torch>"]')]
+    return [Signal("isolation", Category.BUILD_ISOLATION,
+                   f"uv cannot match {package}'s build-time torch to the runtime one: "
+                   "match-runtime needs static metadata, and uv read it as dynamic",
+                   [ctx.quote(index), *([uv.quote] if uv else [])], NAMED, fixes,
+                   details={"source": MATCH_RUNTIME_SOURCE})]

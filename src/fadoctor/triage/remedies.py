@@ -13,6 +13,7 @@ from fadoctor.install.torch import TorchBuild, extra_index_args, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, name, requirement
+from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
@@ -134,13 +135,24 @@ def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:
 def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] = None
                   ) -> List[Remedy]:
     """An extension of another package (vLLM, xformers, torchvision...) built for another torch.
-    The package's name comes from the report: its commands are built only from a valid name."""
+    The package's name comes from the report: its commands are built only from a valid name.
+    Where the package index's metadata is known (ext_torch), the torch its stated release
+    requires, and its release that requires the installed torch, come first."""
+    stated = ctx.package(owner) if owner else None
+    torch_now = installed or (str(ctx.torch) if ctx.torch else None)
+    known = ext_torch.remedies(owner, stated.value if stated else None, torch_now) \
+        if owner else []
+    return [*known, *_rebuild_other(ctx, owner, installed)]
+
+
+def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] = None
+                   ) -> List[Remedy]:
     torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
     what = owner or "the package"
     reinstall = (f"{what}'s compiled extension was built for another torch than the "
                  f"installed{torch}: install the {what} release built for this torch (its "
                  "requirements name the torch it was built with), or the torch it names.")
-    build = f"Or build {what} from source against this torch."
+    build = f"Or rebuild {what} from source against this torch."
     if owner is None:  # the report does not say which package: no command to guess
         return [Remedy(summary=reinstall), Remedy(summary=build)]
     pinned = installed or (str(ctx.torch) if ctx.torch else None)

@@ -1,0 +1,75 @@
+"""transformers refusing flash-attention for a model class, uv's match-runtime check, CCCL's
+MSVC preprocessor check, flash-attn-4 against the DSL's compile errors, a Windows wheel of
+another Python, a source build that still misses a torch symbol, and a title's "undefined
+symbol" that names none. The texts are written for these tests in the shapes the tools print."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def _said(top) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(c for r in top.remedies for c in [r.summary, *r.commands, r.code or ""])
+
+
+def test_a_model_class_without_flash_attention(matrix: Matrix) -> None:
+    text = "ValueError: QWenLMHeadModel does not support Flash Attention 2.0 yet.\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "model code" in _said(top) and "attn_implementation" in _said(top)
+
+
+def test_uv_match_runtime_without_static_metadata(matrix: Matrix) -> None:
+    text = ("  \u00d7 Failed to download and build `flash-attn==2.8.3`\n"
+            "  ╰─▶ Extra build requirement `torch` was declared with `match-runtime = true`, but "
+            "`flash-attn` does not declare static metadata, making runtime-matching impossible\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_ISOLATION
+    said = _said(top)
+    assert "uv self update" in said and "tool.uv.dependency-metadata" in said
+
+
+def test_msvc_traditional_preprocessor(matrix: Matrix) -> None:
+    text = ("cccl/cuda/std/__cccl/preprocessor.h(20): fatal error C1189: #error: MSVC/cl.exe with "
+            "traditional preprocessor is used ... pass `/Zc:preprocessor` to cl.exe\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_TOOLCHAIN
+    assert "set CL=/Zc:preprocessor" in _said(top)
+
+
+def test_the_dsl_refusing_fa4_kernel_code(matrix: Matrix) -> None:
+    text = ("nvidia-cutlass-dsl==4.6.0\nflash-attn-4==4.0.0b30\n"
+            "cutlass.base_dsl.common.DSLUserCodeError:\n"
+            "error[TYPE_UNSTABLE_JOIN]: `n_block_first` has type `None` on one path and `Int32` "
+            "on another.\n    --> flash_attn/cute/flash_fwd_sm100.py:1484\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "nvidia-cutlass-dsl" in _said(top)
+
+
+def test_a_windows_wheel_of_another_python(matrix: Matrix) -> None:
+    text = ("I'm on Windows 11. ERROR: flash_attn-2.5.9.post1+cu122torch2.3.1cxx11abiFALSE-cp39-"
+            "cp39-win_amd64.whl is not a supported wheel on this platform.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.WRONG_WHEEL
+    assert "cp310" in _said(top)
+
+
+def test_a_source_build_that_still_misses_a_torch_symbol(matrix: Matrix) -> None:
+    text = ("I did a fresh source build against torch 2.6.\n"
+            "ImportError: /ws/causal-conv1d/causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so: "
+            "undefined symbol: _ZN3c104cuda9SetDeviceEab\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert "Upgrade causal-conv1d" in _said(top)
+
+
+def test_a_title_saying_undefined_symbol_names_no_symbol(matrix: Matrix) -> None:
+    text = ("Installation fails with flash-attention undefined symbol error\n"
+            "- PyTorch: 2.5.1\n"
+            "/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so:"
+            " undefined symbol: _ZNK3c1011StorageImpl27throw_data_ptr_access_errorEv\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    assert "StorageImpl" in top.message

@@ -134,8 +134,10 @@ def test_a_package_the_report_does_not_name_gets_no_guessed_command(matrix: Matr
     named = triage("xFormers was built for:\n    PyTorch 2.1.0 with CUDA 1201 (you have 2.3.0)\n",
                    matrix)
     [found] = [d for d in named.diagnosis if d.category == Category.TORCH_VERSION_MISMATCH]
-    # The release built for the installed torch, torch pinned: a bare --force-reinstall moved it.
-    assert found.remedies[0].commands == [
+    # The release whose index metadata requires the installed torch (data/ext_torch.yaml)...
+    assert found.remedies[0].commands == ["python -m pip install xformers==0.0.26.post1"]
+    # ...then the resolver's pick with torch pinned: a bare --force-reinstall moved it.
+    assert found.remedies[1].commands == [
         "python -m pip install --upgrade --no-cache-dir xformers torch==2.3.0"]
 
 

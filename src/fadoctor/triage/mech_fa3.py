@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
+from fadoctor.triage import switches
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
@@ -138,3 +139,28 @@ def _remedies(ctx: Context, cc: Optional[Version], index: int) -> List[Remedy]:
             commands=['pip install "flash-attn>=2.8.0" --no-build-isolation']))
     found.append(r.sdpa("Or fall back to PyTorch SDPA, which runs on any GPU."))
     return found
+
+
+# A framework feature only its FlashAttention-3 path has (vLLM's attention sinks: "Sinks are only
+# supported in FlashAttention 3"), on a GPU FA3 has no kernels for (FA3_ARCHS: sm_90a, and sm_80
+# unless disabled): the framework must take another backend for that model on this GPU.
+_FA3_ONLY = re.compile(r"(?:only|just) (?:be )?supported (?:in|with|by|on|for) (?:the )?"
+                       r"(?:FlashAttention|Flash Attention|FA)[ -]?(?:v)?3", re.I)
+
+
+def fa3_only_feature(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FA3_ONLY, ("supported",))
+    if hit is None:
+        return []
+    cc = ctx.gpu_cc
+    if cc is not None and cc.major == 9:
+        return []
+    index, _ = hit
+    fixes = r.keep([switches.remedy(ctx, "Take a backend that has the feature on this GPU:"),
+                    r.sdpa("Or, outside a serving framework:")])
+    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
+                   f"the feature this model needs runs only on the FlashAttention-3 path, and "
+                   f"{_gpu(ctx)} has no FA3 kernels (FA3 is built for Hopper, sm_90a)",
+                   dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
+                   details={"source": FA3_ARCHS},
+                   needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]

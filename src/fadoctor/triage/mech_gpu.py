@@ -32,7 +32,10 @@ _DTYPE = re.compile(r"only supports? (?:fp16 and bf16|fp16/bf16|half|float16 and
                     r"bfloat16 is only supported on Ampere", re.I)
 _HEAD_DIM = re.compile(r"head[ _]?dim(?:ension)?\s*(?:>|at most|is|must)?\s*(\d+)?[^\n]{0,40}?"
                        r"(?:backward )?(?:requires|only supports|at most|multiple of)\s*([\w/ ]+)?|"
-                       r"head_size that is a multiple of 8", re.I)
+                       r"head_size that is a multiple of 8|"
+                       # a wrapper's words: "FlashAttention only supports head dimensions up to 256"
+                       r"only supports? head[ _]?dim(?:ension)?s? (?:up to|at most|<=) ?()(\d+)",
+                       re.I)
 _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|"
                    r"hipErrorNoBinaryForGpu|HIP error: invalid device function", re.I)
 # HIP clang's closing line of a failed device compile (llvm-project clang/lib/Frontend/

@@ -43,6 +43,8 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     index, found = next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0])
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
     quotes = [ctx.quote(index)]
+    if symbol is not None and _DRIVER_API.match(symbol):
+        return [_driver_api(ctx, library, symbol, quotes)]
     if symbol is not None and ("libtorch" in library or "libc10" in library
                                or _CUDA_SYMBOL.match(symbol) or _is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]
@@ -58,6 +60,9 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
                         f"is {1 - want}, the one {owner} was built against."),
                 *r.rebuild_other(ctx, owner)]
+            other = _other_abi_wheel(ctx, owner, want)
+            if other is not None:
+                abi.remedies.insert(0, other)
         return [abi]
     if symbol is not None and not is_torch_symbol(symbol):
         shown = _demangled(symbol)
@@ -85,6 +90,25 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         "torch, then rebuild it.",
                 commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
     return [mismatch]
+
+
+_ABI_WHEEL = re.compile(r"([A-Za-z0-9_.]+)-([\w.]+\+[\w.]*cxx11abi(?:TRUE|FALSE)[\w.-]*\.whl)")
+
+
+def _other_abi_wheel(ctx: Context, owner: str, want: int) -> Optional[Remedy]:
+    """The owner's wheel the report names (mamba_ssm-1.0.1+cu118torch1.12cxx11abiTRUE-...whl),
+    with the C++ ABI torch uses instead: the same build's other file."""
+    dist = owner.replace("-", "_").lower()
+    for _, found in ctx.find(_ABI_WHEEL, ("cxx11abi",)):
+        if found.group(1).lower() != dist:
+            continue
+        name = found.group(0)
+        other = name.replace("cxx11abiTRUE", "cxx11abiFALSE") if not want else \
+            name.replace("cxx11abiFALSE", "cxx11abiTRUE")
+        if other != name:
+            return Remedy(summary=f"Take the same release's wheel built with torch's C++ ABI: "
+                          f"{other} (not {name}), from the same release page.")
+    return None
 
 
 # Compiled modules of packages other than flash-attention, by the top-level name in the path.
@@ -203,6 +227,30 @@ def _wheel_torch(ctx: Context) -> Optional[str]:
         return None
     local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0])
     return local.torch if local else None
+
+
+# The CUDA driver API (cuInit, cuGreenCtxCreate...): libcuda.so, which the NVIDIA driver installs,
+# not the toolkit; its functions are versioned by the driver (cuda.h maps them to _v2/_v3 names)
+_DRIVER_API = re.compile(r"^cu[A-Z][A-Za-z]+(?:_v\d+)?$")
+
+
+def _driver_api(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
+    """A binary needs a CUDA driver API function the installed libcuda.so lacks: the NVIDIA
+    driver is older than the CUDA the binary was built with."""
+    cuda = ctx.torch_cuda
+    toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
+    need = f" {toolkit.min_driver} or newer (CUDA {cuda}'s own driver, the CUDA torch is built " \
+        "with)" if toolkit else " one as new as the CUDA the binary was built with"
+    return Signal(
+        "undefined_symbol", Category.DRIVER_TOO_OLD,
+        f"{_name(library)} calls the CUDA driver API function {symbol}, which the installed "
+        "NVIDIA driver's libcuda.so does not have: the driver is older than the CUDA it was "
+        "built with", dedupe([*quotes, *ctx.quotes("driver", "torch")]), NAMED,
+        [Remedy(summary=f"Upgrade the NVIDIA driver to{need}."),
+         Remedy(summary="Or install the package's build for an older CUDA (one this driver "
+                "runs), with the torch of that CUDA.")],
+        details={"library": library, "symbol": symbol},
+        needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
 
 
 def _broken_cuda_stack(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:

@@ -13,7 +13,7 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.signal import LOGGED, NAMED, Signal
 from fadoctor.triage.text import Quote
 
-_NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja)'")
+_NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja|setuptools)'")
 # uv's own words in a build (astral-sh/uv, see errors.py's BUILD marks) and its documented fix
 # for flash-attn: astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300
 # (extra-build-dependencies, added in 0.8.4: crates/uv-settings, #14735).

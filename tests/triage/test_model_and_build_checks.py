@@ -73,3 +73,40 @@ def test_a_title_saying_undefined_symbol_names_no_symbol(matrix: Matrix) -> None
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.TORCH_VERSION_MISMATCH
     assert "StorageImpl" in top.message
+
+
+def test_a_cuda_driver_api_symbol_is_the_driver(matrix: Matrix) -> None:
+    text = ("ImportError: /venv/lib/python3.11/site-packages/sgl_kernel/common_ops.abi3.so: "
+            "undefined symbol: cuGreenCtxDestroy\nCUDA Driver Version: 535.86.10\n"
+            "PyTorch: 2.7.1+cu126\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DRIVER_TOO_OLD
+    assert "560.28.03" in _said(top)  # CUDA 12.6's own driver, from the matrix
+
+
+def test_jetson_thor_with_a_release_wheel_needs_the_main_branch(matrix: Matrix) -> None:
+    # no release's setup.py emits sm_110 (v2.8.3:setup.py:179-191); main adds it
+    text = ("Jetson Thor: Flash Attention TORCH_USE_CUDA_DSA problem\n"
+            "flash-attn                2.8.3+cu130torch2.10\ntorch                     2.10.0+cu130\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NO_KERNEL_IMAGE
+    assert "FLASH_ATTN_CUDA_ARCHS=110" in _said(top)
+
+
+def test_the_logged_fp32_warning_under_mixed_precision_is_harmless(matrix: Matrix) -> None:
+    text = ("Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the "
+            "current dype in Qwen3ForCausalLM is torch.float32. You should run training or "
+            "inference using Automatic Mixed-Precision via the `with torch.autocast(device_type="
+            "'torch_device'):` decorator, or load the model with the `torch_dtype` argument.\n"
+            "Is this an issue?\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DTYPE_UNSUPPORTED
+    assert "harmless" in _said(top)
+
+
+def test_a_feature_only_the_fa3_path_has_on_an_ada_gpu(matrix: Matrix) -> None:
+    text = ("vllm serve openai/gpt-oss-20b\nGPU: NVIDIA GeForce RTX 4090\n"
+            "AssertionError: Sinks are only supported in FlashAttention 3\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "TRITON_ATTN" in _said(top)

@@ -72,7 +72,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.fa3_only_feature, mech_fa3.not_installed,
     mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
-    mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,
+    mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere, mech_gpu.no_release_kernels,
     mech_numerics.nan,
     mech_build.memory, mech_build.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_build.msvc_preprocessor, mech_build.nvcc_missing,

@@ -136,6 +136,16 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
                        f"{floor.group(1) if floor else 'the floor it names'}: install a newer "
                        f"CUDA build of torch (`{PINS}` picks one), or "
                        'attn_implementation="eager".', commands=[PINS])]
+    if category == Category.DTYPE_UNSUPPORTED and entry.weight == "logged":
+        # transformers logs this at load when the weights are float32 and goes on: under mixed
+        # precision the attention itself receives bf16/fp16 tensors
+        return [Remedy(summary="transformers logs this when the model is loaded in float32 and "
+                       "goes on: if training or inference runs under mixed precision "
+                       "(torch.autocast, FSDP MixedPrecision, Trainer bf16=True), the attention "
+                       "gets bf16/fp16 tensors and the warning is harmless, safe to ignore. "
+                       "Otherwise load the weights in bf16:",
+                       code='model = AutoModelForCausalLM.from_pretrained(\n    name, '
+                            'torch_dtype=torch.bfloat16, attn_implementation="flash_attention_2")')]
     return [Remedy(summary="FlashAttention runs only in fp16 or bf16: load the model with "
                    "torch_dtype=torch.bfloat16 (or float16), or run under torch.autocast.",
                    code='model = AutoModelForCausalLM.from_pretrained(\n    name, '

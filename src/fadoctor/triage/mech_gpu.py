@@ -392,3 +392,45 @@ def graph_breaks(ctx: Context) -> List[Signal]:
                    "there", dedupe([ctx.quote(hit[0]), *filter(None, [ctx.fa_quote()])]),
                    LOGGED, remedies)]
 
+
+
+_CUDA_FAILED = ("torch_use_cuda_dsa", "cuda error", "cuda kernel errors")
+
+
+def no_release_kernels(ctx: Context) -> List[Signal]:
+    """A CUDA error (its TORCH_USE_CUDA_DSA hint) with flash-attn on a GPU whose arch no
+    flash-attn release's wheels carry kernels for (the matrix's archs per release): the wheel
+    cannot run there, whatever it was built for; only a build for this arch can."""
+    cc, fa2 = ctx.gpu_cc_exact, ctx.fa2
+    if cc is None or fa2 is None or ctx.amd or cc < Version("8.0"):
+        return []
+    hit = ctx.text.containing(_CUDA_FAILED)
+    if not hit:
+        return []
+    first = first_release_with_kernels(ctx.matrix, cc)
+    if first is not None and first.version <= fa2:
+        return []
+    arch = f"{cc.major}{cc.minor}"
+    target = (cc.major, cc.minor)
+    builds = any(arch_runs_on(a, target) for rel in ctx.matrix.flash_attn_releases
+                 for a in rel.build_archs)
+    if not builds:
+        # no release's setup.py emits a -gencode for it (v2.8.3:setup.py:179-191: sm_80, 90, 100,
+        # 120); the main branch's add_cuda_gencodes adds 110 (Thor) (flash_attn_facts.md §1.4)
+        fixes = [Remedy(summary=f"No flash-attn release's setup.py compiles for sm_{arch} (v2.8.3 "
+                        "emits sm_80/90/100/120 only), so a source build of a release has no "
+                        f"kernels for it either; flash-attention's main branch adds {arch} "
+                        "(add_cuda_gencodes): build that on this machine.",
+                        commands=[f"MAX_JOBS={ctx.build_jobs} FLASH_ATTN_CUDA_ARCHS={arch} pip "
+                                  "install --no-build-isolation "
+                                  '"git+https://github.com/Dao-AILab/flash-attention.git"']),
+                 r.sdpa("Meanwhile:")]
+    else:
+        fixes = r.keep([r.force_build(ctx, f"Build flash-attn from source for sm_{arch} on this "
+                                           "machine:"), r.sdpa("Meanwhile:")])
+    return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                   f"no flash-attn release's prebuilt wheels carry kernels for {_gpu_words(ctx)}; "
+                   f"flash-attn {ctx.fa2} fails there with a CUDA error",
+                   dedupe([ctx.quote(hit[0]), ctx.gpu[2], *([q] if (q := ctx.fa_quote()) else [])])
+                   if ctx.gpu else [ctx.quote(hit[0])], HINTED, fixes,
+                   details={"source": "the matrix's flash_attn_releases archs"})]

@@ -110,3 +110,17 @@ def test_a_feature_only_the_fa3_path_has_on_an_ada_gpu(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED
     assert "TRITON_ATTN" in _said(top)
+
+
+def test_gpus_older_than_ampere_in_prose_are_no_ampere_gpu(matrix: Matrix) -> None:
+    text = "flash-attn >= 2.0.0 breaks exllamav2 support on GPUs older than Ampere\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "older than Ampere" in top.message
+
+
+def test_an_unchecked_macos_box_is_not_macos(matrix: Matrix) -> None:
+    text = ("Stuck at Building wheel for flash-attn for over an hour\n"
+            "### Which Operating Systems are you using?\n- [x] Linux\n- [ ] macOS\n- [ ] Windows\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category != Category.PLATFORM_UNSUPPORTED

@@ -26,7 +26,8 @@ _FAMILY = re.compile(r"\b(Blackwell|Hopper|Ada(?= Lovelace)|Ampere|Turing|Volta|
 _FAMILY_NEEDLES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
                    "maxwell")
 _NOT_STATING = ("or newer", "only support", "requires", "optimized for", "supports ",
-                "not supported")
+                "not supported", "older than", "newer than", "pre-ampere", "pre ampere",
+                "before ampere", "or later")
 _AMD = re.compile(r"\b((?i:gfx)\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
                   r"MI\d{3}X?)\b")
 

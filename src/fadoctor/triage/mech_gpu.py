@@ -105,6 +105,8 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     explains more: the GPU itself is the cause (the weakest finding: any message outranks it).
     With a flash-attn version stated, the checks (FAD112) say it from the facts."""
     cc, floor = ctx.gpu_cc, ctx.matrix.family_support(Family.FA2).min_cc
+    if ctx.gpu is None and not ctx.amd:
+        return _older_than_ampere_in_prose(ctx, floor)
     if cc is None or cc >= floor or ctx.amd or ctx.gpu is None or ctx.fa2 is not None:
         return []
     # an error no mechanism explains makes the GPU a guess, unless the error is the fallback's
@@ -128,6 +130,25 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
                    f"{_gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
                    f"capability {floor} or newer", quotes, HINTED, remedies)]
+
+
+_OLDER = re.compile(r"(?:GPUs?|cards?)\s+(?:that are\s+)?older than Ampere|pre-?Ampere\s+"
+                    r"(?:GPUs?|cards?|hardware)", re.I)
+
+
+def _older_than_ampere_in_prose(ctx: Context, floor: Version) -> List[Signal]:
+    """No GPU named, but the report says it runs on GPUs older than Ampere."""
+    hit = ctx.first(_OLDER, ("older than ampere", "pre-ampere", "preampere", "pre ampere"))
+    if hit is None or not ctx.text.containing(_FA2_WORDS):
+        return []
+    return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
+                   f"the GPUs are older than Ampere: FlashAttention-2 needs compute capability "
+                   f"{floor} or newer", [ctx.quote(hit[0])], HINTED,
+                   r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
+                           r.sdpa("PyTorch SDPA runs on these GPUs."),
+                           Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
+                                  "own, older API.", commands=['pip install "flash-attn<2"'])]),
+                   needs=[("the GPU model", r.REVEAL_GPU)])]
 
 
 def torch_arch(ctx: Context) -> List[Signal]:

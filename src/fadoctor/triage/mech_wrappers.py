@@ -176,10 +176,16 @@ def _rename_remedies(ctx: Context, caller: Optional[str], since: str) -> List[Re
     return out
 
 
+_UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]")
+
+
 def platform(ctx: Context) -> List[Signal]:
     """flash-attention on a platform it does not build for: Windows (no official wheels; a build
     needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
-    mac = ctx.first(_MAC, ("darwin", "macos", "mac os", "apple m", "mps", "macbook"))
+    # an issue form's unchecked box ("- [ ] macOS") says the opposite
+    mac = next(((i, m) for i, m in ctx.find(_MAC, ("darwin", "macos", "mac os", "apple m", "mps",
+                                                    "macbook"))
+                if not _UNCHECKED.match(ctx.text.lines[i])), None)
     if mac is not None and ctx.has("flash"):
         return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
                        "flash-attention needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "

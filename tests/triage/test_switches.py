@@ -37,3 +37,11 @@ def test_no_framework_no_switch(matrix: Matrix) -> None:
     text = "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\nGPU: Tesla T4\n"
     top = triage(text, matrix).diagnosis[0]
     assert "Turn flash-attention off in the framework" not in _said(top)
+
+
+def test_a_vllm_without_the_xformers_backend_gets_no_command_for_it(matrix: Matrix) -> None:
+    text = ("vllm==0.14.0\nvllm serve x\nGPU: Tesla T4\n"
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert "VLLM_ATTENTION_BACKEND=XFORMERS" not in [c for r in top.remedies for c in r.commands]
+    assert "TRITON_ATTN" in _said(top)

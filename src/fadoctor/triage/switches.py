@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from packaging.version import InvalidVersion, Version
+
 from fadoctor.report import Remedy
 from fadoctor.triage.context import Context
 
@@ -20,6 +22,10 @@ class Switch:
     summary: str
     commands: Tuple[str, ...]
     source: str
+    # the distribution whose stated version decides, and the last release the commands work
+    # with (vLLM's XFORMERS backend: through 0.11.0, gone in 0.12.0)
+    dist: str = ""
+    commands_until: str = ""
 
 
 SWITCHES = (
@@ -46,7 +52,8 @@ SWITCHES = (
            "encoder, --mm-encoder-attn-backend TORCH_SDPA (from 0.12).",
            ("export VLLM_ATTENTION_BACKEND=XFORMERS",),
            "vllm-project/vllm@v0.4.1:vllm/attention/selector.py:82; "
-           "@v0.13.0:vllm/engine/arg_utils.py:727; @v0.12.0:vllm/engine/arg_utils.py:955"),
+           "@v0.13.0:vllm/engine/arg_utils.py:727; @v0.12.0:vllm/engine/arg_utils.py:955",
+           dist="vllm", commands_until="0.11.0"),
     Switch("SGLang", ("sglang",),
            "In SGLang: --attention-backend torch_native (PyTorch SDPA, from 0.4.0) or triton "
            "(from 0.3.1); for a vision encoder, --mm-attention-backend sdpa (from 0.4.7).", (),
@@ -85,5 +92,13 @@ def remedy(ctx: Context, why: str = "") -> Optional[Remedy]:
     if not found:
         return None
     switch = found[0]
+    commands = list(switch.commands)
+    stated = ctx.package(switch.dist) if switch.dist else None
+    if stated is not None and switch.commands_until:
+        try:
+            if Version(stated.value.split("+")[0]) > Version(switch.commands_until):
+                commands = []  # that release no longer has what the command sets
+        except InvalidVersion:
+            pass
     return Remedy(summary=f"{why} {switch.summary} ({switch.source})".strip(),
-                  commands=list(switch.commands))
+                  commands=commands)

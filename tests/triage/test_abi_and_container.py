@@ -112,3 +112,11 @@ def test_another_packages_binary_names_the_torch_its_release_requires(matrix: Ma
     said = _said(top)
     assert "torch==2.1.2" in said  # what vllm 0.3.2 requires
     assert "vllm==0.4.1" in said  # the newest release whose metadata requires torch 2.2.1
+
+
+def test_an_unknown_binary_in_a_report_without_flash_attn_gets_no_flash_attn_remedy(
+        matrix: Matrix) -> None:
+    text = "ImportError: libfoo_ops.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\ntorch 2.6.0\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    assert "flash-attn" not in _said(top)

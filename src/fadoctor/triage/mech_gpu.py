@@ -124,6 +124,7 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                               f"{floor}); features that need it (a framework's soft-capping, "
                               "sliding window) need such a GPU too. PyTorch SDPA runs on this "
                               "one.")])
+    remedies.append(_UNINSTALL)
     if cc < Version("8.0"):
         remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
                                "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))
@@ -132,6 +133,11 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                    f"capability {floor} or newer", quotes, HINTED, remedies)]
 
 
+# frameworks that take flash-attn whenever it imports (transformers' auto choice, unsloth,
+# exllamav2...) fall back once it is gone
+_UNINSTALL = Remedy(summary="Or uninstall flash-attn: frameworks that use it whenever it is "
+                    "installed fall back to another attention without it.",
+                    commands=["pip uninstall -y flash-attn"])
 _OLDER = re.compile(r"(?:GPUs?|cards?)\s+(?:that are\s+)?older than Ampere|pre-?Ampere\s+"
                     r"(?:GPUs?|cards?|hardware)", re.I)
 
@@ -146,6 +152,7 @@ def _older_than_ampere_in_prose(ctx: Context, floor: Version) -> List[Signal]:
                    f"{floor} or newer", [ctx.quote(hit[0])], HINTED,
                    r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
                            r.sdpa("PyTorch SDPA runs on these GPUs."),
+                           _UNINSTALL,
                            Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
                                   "own, older API.", commands=['pip install "flash-attn<2"'])]),
                    needs=[("the GPU model", r.REVEAL_GPU)])]

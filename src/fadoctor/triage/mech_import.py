@@ -76,6 +76,11 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                        r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]),
                        details={"symbol": symbol, "demangled": shown})]
     mismatch = _torch_mismatch(ctx, library, symbol, quotes)
+    if owner is None and library and _name(library) not in _FA_BINARIES \
+            and not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
+        # a binary not flash-attention's, in a report that does not mention flash-attn: no
+        # flash-attn remedy; the package is unknown, so no command either
+        mismatch.remedies = r.rebuild_other(ctx, None)
     if owner is not None:
         mismatch.message = f"{owner}: {mismatch.message}"
         mismatch.remedies = r.rebuild_other(ctx, owner)
@@ -111,13 +116,20 @@ def _other_abi_wheel(ctx: Context, owner: str, want: int) -> Optional[Remedy]:
     return None
 
 
+# flash-attention's own compiled modules (2.x, 1.x, FA3, the csrc/ extensions)
+_FA_BINARIES = {"flash_attn_2_cuda", "flash_attn_cuda", "flash_attn_gpu", "flash_attn_3_cuda",
+                "_C", "dropout_layer_norm", "rotary_emb", "fused_dense_lib", "xentropy_cuda_lib",
+                "fused_softmax_lib", "layer_norm", "the extension"}
+
+
 # Compiled modules of packages other than flash-attention, by the top-level name in the path.
 _OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
            "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
            "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
            "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
-           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel"}
+           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
+           "common_ops": "sgl-kernel"}
 
 
 def owner_of(library: str) -> Optional[str]:

@@ -150,7 +150,7 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
     torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
     what = owner or "the package"
     reinstall = (f"{what}'s compiled extension was built for another torch than the "
-                 f"installed{torch}: install the {what} release built for this torch (its "
+                 f"installed{torch}: install the release of {what} built for this torch (its "
                  "requirements name the torch it was built with), or the torch it names.")
     build = f"Or rebuild {what} from source against this torch."
     if owner is None:  # the report does not say which package: no command to guess

@@ -108,6 +108,8 @@ def loader(ctx: Context, entry: Entry) -> List[Remedy]:
                        "(manylinux tag no newer than its glibc), or run on a newer OS image.",
                        commands=["ldd --version", r.REVEAL_IMPORT])]
     if entry.category.value == "torch_version_mismatch":
+        if not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
+            return r.rebuild_other(ctx, None)  # not flash-attention's binary: no flash-attn fix
         return [r.reinstall(ctx, "The extension was compiled against another torch."),
                 *r.keep([r.exact_wheel(ctx)])]
     return [Remedy(summary="The loader found no file for a library the extension links: import "

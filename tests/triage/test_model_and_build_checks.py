@@ -124,3 +124,11 @@ def test_an_unchecked_macos_box_is_not_macos(matrix: Matrix) -> None:
             "### Which Operating Systems are you using?\n- [x] Linux\n- [ ] macOS\n- [ ] Windows\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category != Category.PLATFORM_UNSUPPORTED
+
+
+def test_a_toolkit_of_another_major_than_torchs_cuda_in_prose(matrix: Matrix) -> None:
+    text = ("I want to install flash-attn.\ntorch.__version__  = 2.1.2+cu118\n"
+            "cuda version: 12.0\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_TOOLCHAIN
+    assert "torch==2.1.2+cu121" in _said(top)

@@ -76,7 +76,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_numerics.nan,
     mech_build.memory, mech_build.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_build.msvc_preprocessor, mech_build.nvcc_missing,
-    mech_build.nvcc_version, mech_build.compiler, mech_build.architecture,
+    mech_build.nvcc_version, mech_build.toolkit_major_prose, mech_build.compiler, mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_install.invalid_wheel, mech_install.compiler_crash,
     mech_build.no_prebuilt_wheel, mech_build.no_wheel_for_torch, mech_build.build_failed,

@@ -47,7 +47,8 @@ _PROSE = re.compile(
     r"(?<![A-Za-z0-9_/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|"
     r"rocm|ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
     # "torch version is 2.5", and in Chinese prose "torch版本为2.10.0" (version is), and the fullwidth colon
-    r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\u7248\u672c[\u4e3a\u662f]?|\uff1a))*\s*"
+    r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\.__version__|\u7248\u672c[\u4e3a\u662f]?|"
+    r"\uff1a))*\s*"
     r"(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
 _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",

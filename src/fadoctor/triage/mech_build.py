@@ -18,7 +18,7 @@ from fadoctor.triage import mech_api
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
                       r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
@@ -476,3 +476,32 @@ def msvc_preprocessor(ctx: Context) -> List[Signal]:
                    details={"source": "CCCL in the CUDA toolkit's include tree: "
                                       "cccl/cuda/std/__cccl/preprocessor.h (its message for "
                                       "MSVC's traditional preprocessor)"})]
+
+
+_FA_INSTALL = ("flash-attn", "flash_attn", "flash attn", "flashattention", "fa ", " fa.")
+
+
+def toolkit_major_prose(ctx: Context) -> List[Signal]:
+    """The report states a CUDA toolkit (nvcc, or 'CUDA version') of another major than torch's
+    CUDA, about installing flash-attention: a build needs nvcc of torch's CUDA major
+    (torch/utils/cpp_extension.py _check_cuda_version raises on a major mismatch, pytorch@0011ec5c;
+    flash_attn_facts.md §1.3), so one of the two must move."""
+    have, torch_cuda = ctx.nvcc or parse_version(ctx.seen.get(o.CUDA)), ctx.torch_cuda
+    if have is None or torch_cuda is None or have.major == torch_cuda.major \
+            or not ctx.text.containing(_FA_INSTALL):
+        return []
+    if ctx.first(_NVCC_VS_TORCH, ("mismatches the version",)) is not None:
+        return []  # cpp_extension's own message: nvcc_version reads it
+    quotes = dedupe([*ctx.quotes("nvcc", "cuda", "torch", "torch_cuda")])
+    if not quotes:
+        return []
+    return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
+                   f"the CUDA toolkit here is {have.major}.x and torch is built for CUDA "
+                   f"{torch_cuda}: building flash-attn needs nvcc of torch's CUDA major "
+                   "(cpp_extension refuses another major)", quotes, IMPLIED,
+                   r.keep([r.torch_for_cuda(ctx, have.major),
+                           Remedy(summary=f"Or install CUDA toolkit {torch_cuda} beside it and "
+                                  "point CUDA_HOME at it for the build."),
+                           prebuilt(ctx)]),
+                   details={"source": "pytorch/pytorch@0011ec5c:torch/utils/cpp_extension.py "
+                                      "(_check_cuda_version)"})]

@@ -132,3 +132,11 @@ def test_a_toolkit_of_another_major_than_torchs_cuda_in_prose(matrix: Matrix) ->
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.BUILD_TOOLCHAIN
     assert "torch==2.1.2+cu121" in _said(top)
+
+
+def test_a_feature_with_sm90_kernels_only_on_a_blackwell_gpu(matrix: Matrix) -> None:
+    text = ("gpt-oss not running on RTX5090 [ERROR] Assertion failed: The attention sinks is only "
+            "supported on SM90\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "Hopper" in _said(top)

@@ -145,7 +145,8 @@ def _remedies(ctx: Context, cc: Optional[Version], index: int) -> List[Remedy]:
 # supported in FlashAttention 3"), on a GPU FA3 has no kernels for (FA3_ARCHS: sm_90a, and sm_80
 # unless disabled): the framework must take another backend for that model on this GPU.
 _FA3_ONLY = re.compile(r"(?:only|just) (?:be )?supported (?:in|with|by|on|for) (?:the )?"
-                       r"(?:FlashAttention|Flash Attention|FA)[ -]?(?:v)?3", re.I)
+                       r"(?:(?:FlashAttention|Flash Attention|FA)[ -]?(?:v)?3|SM ?_?90a?\b|Hopper)",
+                       re.I)
 
 
 def fa3_only_feature(ctx: Context) -> List[Signal]:
@@ -157,10 +158,15 @@ def fa3_only_feature(ctx: Context) -> List[Signal]:
         return []
     index, _ = hit
     fixes = r.keep([switches.remedy(ctx, "Take a backend that has the feature on this GPU:"),
+                    Remedy(summary="Or run it on a Hopper GPU (H100, H200, H20), or on a release "
+                           "of the framework that adds the feature for this GPU's architecture."),
                     r.sdpa("Or, outside a serving framework:")])
+    hopper_named = re.search(r"SM ?_?90|Hopper", hit[1].group(0), re.I) is not None
+    what = ("the feature this model needs has kernels for Hopper (SM90) only" if hopper_named
+            else "the feature this model needs runs only on the FlashAttention-3 path")
     return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
-                   f"the feature this model needs runs only on the FlashAttention-3 path, and "
-                   f"{_gpu(ctx)} has no FA3 kernels (FA3 is built for Hopper, sm_90a)",
+                   f"{what}, and {_gpu(ctx)} is not Hopper (FA3-class kernels are built for "
+                   "sm_90a): use a backend or release that has the feature for this GPU",
                    dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
                    details={"source": FA3_ARCHS},
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]

@@ -140,3 +140,13 @@ def test_a_feature_with_sm90_kernels_only_on_a_blackwell_gpu(matrix: Matrix) -> 
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED
     assert "Hopper" in _said(top)
+
+
+def test_flash_attn_1_under_transformers_4_34_from_its_env_listing(matrix: Matrix) -> None:
+    text = ("- `transformers` version: 4.34.0\n- PyTorch version (GPU?): 2.1.0+cu121 (True)\n"
+            "Name: flash-attn\nVersion: 1.0.9\n")
+    result = triage(text, matrix)
+    assert "2.1.0+cu121" in str(result.environment.torch)  # the env listing's PyTorch line
+    top = result.diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "transformers>=4.35.0" in _said(top)

@@ -60,7 +60,7 @@ from fadoctor.triage.text import Quote, split
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
     mech_api.keyword, mech_api.required, mech_api.names, mech_api.code_imports,
-    mech_api.model_without_flash, mech_torch_api.missing,
+    mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,
     mech_vllm.selector,
     mech_catalog.corroborating,

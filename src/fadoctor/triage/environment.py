@@ -98,6 +98,8 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         line = text.lines[index]
         _prose(line, line.lower(), _Lazy(text, index), seen)
     _torch_abi(text, seen)
+    for index in text.distinct(text.containing(("version",))):
+        _hf_env(text.lines[index], _Lazy(text, index), seen)
     read_paths(text, seen)
     read_hardware(text, seen, gpus)
     for kind, count in seen.rows.items():
@@ -127,6 +129,24 @@ def _torch_abi(text: Pasted, seen: Observed) -> None:
             seen.state(o.TORCH_ABI, "true" if value in ("true", "1") else "false",
                        text.quote(index), TOOL)
             return
+
+
+# `transformers-cli env` (the issue template of transformers and many HF projects):
+# "- `transformers` version: 4.34.0", "- PyTorch version (GPU?): 2.1.0+cu121 (True)"
+_HF_ENV = re.compile(r"^\s*-\s*`?([A-Za-z][\w.-]{0,40})`?\s+version(?:\s*\((?:GPU|CPU)\?\))?:"
+                     r"\s*(\d+(?:\.\d+){1,3}(?:[\w.+-]{0,30})?)")
+
+
+def _hf_env(line: str, quote: _Lazy, seen: Observed) -> None:
+    found = _HF_ENV.match(line)
+    if found is None:
+        return
+    name, version = found.group(1), found.group(2)
+    if name.lower() in ("python", "platform", "tensorflow", "flax", "jax", "jaxlib"):
+        if name.lower() == "python":
+            seen.state(o.PYTHON, version, quote(), TOOL)
+        return
+    _package(name, version, quote(), seen, TOOL)
 
 
 class _Lazy:

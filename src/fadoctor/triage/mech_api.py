@@ -365,3 +365,34 @@ def model_without_flash(ctx: Context) -> List[Signal]:
                    f"transformers refuses flash-attention for {model}: the model class does not "
                    "support it (its code predates it, or never had it)", [ctx.quote(index)],
                    NAMED, fixes, details={"source": MODEL_NO_FLASH_SOURCE})]
+
+
+# transformers 4.34.x imports flash-attn 2.x's API whenever a flash_attn package is installed:
+# transformers==4.34.1:transformers/utils/import_utils.py:74 (`_is_package_available("flash_attn")`
+# only) and models/llama/modeling_llama.py:44-46 (`from flash_attn import flash_attn_func`);
+# 4.35.0's import_utils.py:74 also requires flash_attn >= 2 (version.parse).
+FA1_UNDER_434 = ("transformers==4.34.1:transformers/utils/import_utils.py:74, "
+                 "models/llama/modeling_llama.py:44-46; transformers==4.35.0:"
+                 "transformers/utils/import_utils.py:74")
+
+
+def fa1_under_transformers_434(ctx: Context) -> List[Signal]:
+    stated = ctx.package("transformers")
+    if stated is None or ctx.fa2 is None or ctx.fa2 >= Version("2.0"):
+        return []
+    try:
+        release = Version(stated.value)
+    except InvalidVersion:
+        return []
+    if not Version("4.34.0") <= release < Version("4.35.0"):
+        return []
+    quotes = dedupe([stated.quote, *([q] if (q := ctx.fa_quote()) else [])])
+    return [Signal("api", Category.VERSION_CONFLICT,
+                   f"transformers {release} imports flash-attn 2.x's functions whenever a "
+                   f"flash_attn package is installed, and flash-attn {ctx.fa2} (1.x) lacks them: "
+                   "importing the models fails", quotes, IMPLIED,
+                   [Remedy(summary="Upgrade transformers to 4.35.0 or later (it checks for "
+                           "flash-attn 2.x before importing it), or flash-attn to 2.x, or "
+                           "uninstall flash-attn 1.x.",
+                           commands=['pip install --upgrade "transformers>=4.35.0"'])],
+                   details={"source": FA1_UNDER_434})]

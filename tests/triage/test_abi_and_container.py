@@ -120,3 +120,12 @@ def test_an_unknown_binary_in_a_report_without_flash_attn_gets_no_flash_attn_rem
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.TORCH_VERSION_MISMATCH
     assert "flash-attn" not in _said(top)
+
+
+def test_a_torch_with_no_official_wheel_gets_a_community_wheel_of_its_python(
+        matrix: Matrix) -> None:
+    text = ("torch==2.9.1+cu128\nflash-attn==2.8.3\n"
+            "ImportError: /venv/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-"
+            "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEab\n")
+    said = _said(triage(text, matrix).diagnosis[0])
+    assert "cu128torch2.9-cp312-cp312" in said

@@ -424,7 +424,7 @@ def no_wheel_for_torch(ctx: Context) -> List[Signal]:
                                          if stated is not None else
                                          f"No flash-attn release has an official wheel for torch "
                                          f"{minor}:")]
-    community = _community(ctx, minor)
+    community = community_wheel(ctx, minor)
     if community is not None:
         fixes.append(community)
     word = ctx.text.containing(_WHEEL_WORDS)[0]
@@ -436,7 +436,7 @@ def no_wheel_for_torch(ctx: Context) -> List[Signal]:
                    details={"source": "the matrix's flash_attn_releases (release assets)"})]
 
 
-def _community(ctx: Context, minor: str) -> Optional[Remedy]:
+def community_wheel(ctx: Context, minor: str) -> Optional[Remedy]:
     """A community wheel for this torch minor (and CUDA variant, when stated)."""
     variant = ctx.torch_variant
     for group in ctx.matrix.community_wheels:
@@ -444,6 +444,8 @@ def _community(ctx: Context, minor: str) -> Optional[Remedy]:
             continue
         rows = [w for w in group.wheels if w[1] == minor
                 and (variant is None or f"cu{w[2].replace('.', '')}" == variant)]
+        python = f"cp{ctx.python.major}{ctx.python.minor}" if ctx.python else None
+        rows = [w for w in rows if w[0] == python] or ([] if python else rows)
         if rows:
             row = rows[-1]
             return Remedy(summary=f"Or a community wheel of flash-attn {group.version} built for "

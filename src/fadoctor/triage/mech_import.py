@@ -222,7 +222,12 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
                               "--no-cache-dir"]) if newest else None
     source = r.force_build(ctx, "A wheel matches one torch build: a nightly, a container's or a "
                            "source-built torch matches none.")
-    out = r.keep([first, pinned, r.reinstall(ctx)])
+    community = None
+    if first is None and newest is None and ctx.torch is not None:
+        # no official wheel for this torch at all: a community wheel built for it, if listed
+        from fadoctor.triage.mech_build import community_wheel
+        community = community_wheel(ctx, f"{ctx.torch.major}.{ctx.torch.minor}")
+    out = r.keep([first, pinned, r.reinstall(ctx), community])
     out.insert(0 if ctx.torch_is_nightly or "from_source" in ctx.seen.marks else len(out), source)
     needs = [] if ctx.torch else [("the torch version and build", r.REVEAL_TORCH)]
     if symbol is None:

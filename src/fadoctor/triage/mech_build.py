@@ -10,15 +10,13 @@ from typing import List, Optional
 from packaging.version import Version
 
 from fadoctor.install.machine import BUILD_THREADS
-from fadoctor.install.wheels import newest_release_with_wheel
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e
 from fadoctor.triage import mech_api
-from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import HINTED, IMPLIED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
                       r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
@@ -398,112 +396,3 @@ def build_failed(ctx: Context) -> List[Signal]:
                            "pip install flash-attn --no-build-isolation -v 2>&1 | tail -n 200"),
                           ("the toolchain and the machine",
                            "nvcc --version; gcc --version; ninja --version; free -g; nproc")])]
-
-
-_WHEEL_WORDS = ("wheel", ".whl", "prebuilt", "pre-built", "precompiled", "pre-compiled",
-                "\u7f16\u8bd1\u5305", "\u9884\u7f16\u8bd1")  # 编译包, 预编译: a compiled package
-_FA_WORDS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
-             "flashattention")
-
-
-def no_wheel_for_torch(ctx: Context) -> List[Signal]:
-    """The report asks for a flash-attn wheel for a torch no release has official wheels for
-    (the matrix's wheel table): there is none to find; build it, or take a community wheel."""
-    if ctx.torch is None or not ctx.text.containing(_WHEEL_WORDS) \
-            or not ctx.text.containing(_FA_WORDS):
-        return []
-    minor = f"{ctx.torch.major}.{ctx.torch.minor}"
-    stated = ctx.matrix.fa_release(ctx.fa2) if ctx.fa2 is not None else None
-    if stated is not None and minor in stated.wheel_torch:
-        return []
-    newest = newest_release_with_wheel(ctx.matrix, ctx.torch)
-    if stated is None and newest is not None:
-        return []  # some release has wheels for this torch: not this mechanism's case
-    which = f"flash-attn {stated.version}" if stated is not None else "no flash-attn release"
-    fixes: List[Remedy] = [r.force_build(ctx, f"{which} has no official wheel for torch {minor}:"
-                                         if stated is not None else
-                                         f"No flash-attn release has an official wheel for torch "
-                                         f"{minor}:")]
-    community = community_wheel(ctx, minor)
-    if community is not None:
-        fixes.append(community)
-    word = ctx.text.containing(_WHEEL_WORDS)[0]
-    return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
-                   f"{which} publishes an official wheel for torch {minor}"
-                   if stated is None else f"flash-attn {stated.version}'s official wheels are for "
-                   f"torch {', '.join(stated.wheel_torch)}, not {minor}: there is no wheel to find",
-                   dedupe([ctx.quote(word), *ctx.quotes(o.TORCH)]), HINTED, fixes,
-                   details={"source": "the matrix's flash_attn_releases (release assets)"})]
-
-
-def community_wheel(ctx: Context, minor: str) -> Optional[Remedy]:
-    """A community wheel for this torch minor (and CUDA variant, when stated)."""
-    variant = ctx.torch_variant
-    for group in ctx.matrix.community_wheels:
-        if group.platform != "linux_x86_64" or group.family.value != "fa2":
-            continue
-        rows = [w for w in group.wheels if w[1] == minor
-                and (variant is None or f"cu{w[2].replace('.', '')}" == variant)]
-        python = f"cp{ctx.python.major}{ctx.python.minor}" if ctx.python else None
-        rows = [w for w in rows if w[0] == python] or ([] if python else rows)
-        if rows:
-            row = rows[-1]
-            return Remedy(summary=f"Or a community wheel of flash-attn {group.version} built for "
-                          f"torch {minor} (third-party, by {group.repo}; pick the file of your "
-                          f"Python and CUDA from its release {row[3]}), e.g. {row[4]}.",
-                          commands=[f'pip install --no-deps "{group.url(row)}"'])
-    return None
-
-
-# CCCL (CUDA 12.8+'s libcu++) refuses MSVC's traditional preprocessor: its
-# cuda/std/__cccl/preprocessor.h `#error`s and asks for /Zc:preprocessor, which CUDA's host
-# compiler only gets when passed on. MSVC reads extra options from the CL environment variable
-# (Microsoft's "CL environment variables" documentation); nvcc forwards -Xcompiler options.
-_ZC = re.compile(r"traditional preprocessor is used[^\n]{0,80}|pass `?/Zc:preprocessor`? to cl\.exe")
-
-
-def msvc_preprocessor(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ZC, ("traditional preprocessor", "/zc:preprocessor"))
-    if hit is None:
-        return []
-    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
-                   "CUDA's CCCL headers need MSVC's conforming preprocessor (/Zc:preprocessor), "
-                   "and this build runs cl.exe with the traditional one",
-                   [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary="Pass /Zc:preprocessor to the host compiler: MSVC reads extra "
-                           "options from the CL environment variable, and nvcc forwards "
-                           "-Xcompiler ones (set both in the shell that builds).",
-                           commands=["set CL=/Zc:preprocessor",
-                                     'set NVCC_APPEND_FLAGS=-Xcompiler "/Zc:preprocessor"'])],
-                   details={"source": "CCCL in the CUDA toolkit's include tree: "
-                                      "cccl/cuda/std/__cccl/preprocessor.h (its message for "
-                                      "MSVC's traditional preprocessor)"})]
-
-
-_FA_INSTALL = ("flash-attn", "flash_attn", "flash attn", "flashattention", "fa ", " fa.")
-
-
-def toolkit_major_prose(ctx: Context) -> List[Signal]:
-    """The report states a CUDA toolkit (nvcc, or 'CUDA version') of another major than torch's
-    CUDA, about installing flash-attention: a build needs nvcc of torch's CUDA major
-    (torch/utils/cpp_extension.py _check_cuda_version raises on a major mismatch, pytorch@0011ec5c;
-    flash_attn_facts.md §1.3), so one of the two must move."""
-    have, torch_cuda = ctx.nvcc or parse_version(ctx.seen.get(o.CUDA)), ctx.torch_cuda
-    if have is None or torch_cuda is None or have.major == torch_cuda.major \
-            or not ctx.text.containing(_FA_INSTALL):
-        return []
-    if ctx.first(_NVCC_VS_TORCH, ("mismatches the version",)) is not None:
-        return []  # cpp_extension's own message: nvcc_version reads it
-    quotes = dedupe([*ctx.quotes("nvcc", "cuda", "torch", "torch_cuda")])
-    if not quotes:
-        return []
-    return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
-                   f"the CUDA toolkit here is {have.major}.x and torch is built for CUDA "
-                   f"{torch_cuda}: building flash-attn needs nvcc of torch's CUDA major "
-                   "(cpp_extension refuses another major)", quotes, IMPLIED,
-                   r.keep([r.torch_for_cuda(ctx, have.major),
-                           Remedy(summary=f"Or install CUDA toolkit {torch_cuda} beside it and "
-                                  "point CUDA_HOME at it for the build."),
-                           prebuilt(ctx)]),
-                   details={"source": "pytorch/pytorch@0011ec5c:torch/utils/cpp_extension.py "
-                                      "(_check_cuda_version)"})]

@@ -5,7 +5,7 @@ torch.compile graph breaks (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 from packaging.version import Version
 
@@ -14,10 +14,10 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.facts.model import Family
 from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
-from fadoctor.matrix.defects import Defect
 from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
+from fadoctor.triage import mech_kernel_image as kernel_image
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
@@ -210,7 +210,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
     index = hit[0]
     quotes = dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])])
     if "image is invalid" in ctx.low(index):
-        invalid = _invalid_image(ctx, quotes)
+        invalid = kernel_image.invalid_image(ctx, quotes)
         if invalid is not None:
             return [invalid]
     folder = _CSRC_PATH.search(ctx.text.lines[index])
@@ -234,58 +234,6 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        "kernels for it", quotes, NAMED,
                        [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
     return [_fa_kernels(ctx, quotes)]
-
-
-def _invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
-    """cudaErrorInvalidKernelImage: the binary has an image this driver cannot load (compressed
-    in a mode it does not know, or from a newer toolkit), not a missing arch. A known defect of
-    the stated flash-attn with a driver floor that the stated driver does not clear names it."""
-    if ctx.fa2 is None:
-        return _invalid_image_unstated(ctx, quotes)
-    for defect in ctx.matrix.defects_for(ctx.fa2):
-        if defect.min_driver is None or defect.matches(driver=ctx.driver) is False:
-            continue
-        stated = ctx.fa_quote()
-        return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
-                      f"flash-attn {ctx.fa2}'s kernels need NVIDIA driver {defect.min_driver} or "
-                      f"newer to load ({defect.id}); the driver here is "
-                      f"{ctx.driver or 'not stated, and older drivers fail exactly so'}",
-                      dedupe([*quotes, *([stated] if stated else [])]), NAMED,
-                      [Remedy(summary=f"{defect.summary} {defect.remedy}",
-                              commands=[f'pip install "flash-attn=={after}" --no-build-isolation'
-                                        for after in _unaffected_after(ctx, defect)])],
-                      details={"source": defect.source},
-                      needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
-    return None
-
-
-def _invalid_image_unstated(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
-    """The flash-attn release is not stated: the known defects whose kernels need a newer
-    driver to load are the candidates, each with its fix."""
-    floors = [d for d in ctx.matrix.known_defects if d.min_driver is not None
-              and d.matches(driver=ctx.driver) is not False]
-    if not floors:
-        return None
-    return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
-                  "the CUDA binary's kernels are in a form this NVIDIA driver cannot load "
-                  "(cudaErrorInvalidKernelImage: built by a newer toolkit, or compressed in a mode "
-                  "the driver does not know), not a missing architecture",
-                  dedupe([*quotes, *ctx.quotes("driver")]), LOGGED,
-                  [Remedy(summary="Upgrade the NVIDIA driver, or:"),
-                   *(Remedy(summary=f"If the flash-attn installed is {d.versions}: {d.summary} "
-                            f"{d.remedy} (needs driver {d.min_driver} or newer; {d.id})")
-                     for d in floors)],
-                  details={"source": "; ".join(d.source for d in floors)},
-                  needs=[("the driver and the flash-attn version",
-                          "nvidia-smi; pip show flash-attn")])
-
-
-def _unaffected_after(ctx: Context, defect: Defect) -> List[str]:
-    """The first release after the stated one that the defect spares (none if none is known)."""
-    later = sorted(rel.version for rel in ctx.matrix.flash_attn_releases
-                   if ctx.fa2 is not None and rel.version > ctx.fa2
-                   and not rel.version.is_prerelease and not defect.affects(rel.version))
-    return [str(later[0])] if later else []
 
 
 def _torch_lacks(ctx: Context, cc: Version) -> bool:
@@ -419,46 +367,3 @@ def graph_breaks(ctx: Context) -> List[Signal]:
                    "torch.compile cannot trace into the flash-attention call and breaks the graph "
                    "there", dedupe([ctx.quote(hit[0]), *filter(None, [ctx.fa_quote()])]),
                    LOGGED, remedies)]
-
-
-
-_CUDA_FAILED = ("torch_use_cuda_dsa", "cuda error", "cuda kernel errors")
-
-
-def no_release_kernels(ctx: Context) -> List[Signal]:
-    """A CUDA error (its TORCH_USE_CUDA_DSA hint) with flash-attn on a GPU whose arch no
-    flash-attn release's wheels carry kernels for (the matrix's archs per release): the wheel
-    cannot run there, whatever it was built for; only a build for this arch can."""
-    cc, fa2 = ctx.gpu_cc_exact, ctx.fa2
-    if cc is None or fa2 is None or ctx.amd or cc < Version("8.0"):
-        return []
-    hit = ctx.text.containing(_CUDA_FAILED)
-    if not hit:
-        return []
-    first = first_release_with_kernels(ctx.matrix, cc)
-    if first is not None and first.version <= fa2:
-        return []
-    arch = f"{cc.major}{cc.minor}"
-    target = (cc.major, cc.minor)
-    builds = any(arch_runs_on(a, target) for rel in ctx.matrix.flash_attn_releases
-                 for a in rel.build_archs)
-    if not builds:
-        # no release's setup.py emits a -gencode for it (v2.8.3:setup.py:179-191: sm_80, 90, 100,
-        # 120); the main branch's add_cuda_gencodes adds 110 (Thor) (flash_attn_facts.md §1.4)
-        fixes = [Remedy(summary=f"No flash-attn release's setup.py compiles for sm_{arch} (v2.8.3 "
-                        "emits sm_80/90/100/120 only), so a source build of a release has no "
-                        f"kernels for it either; flash-attention's main branch adds {arch} "
-                        "(add_cuda_gencodes): build that on this machine.",
-                        commands=[f"MAX_JOBS={ctx.build_jobs} FLASH_ATTN_CUDA_ARCHS={arch} pip "
-                                  "install --no-build-isolation "
-                                  '"git+https://github.com/Dao-AILab/flash-attention.git"']),
-                 r.sdpa("Meanwhile:")]
-    else:
-        fixes = r.keep([r.force_build(ctx, f"Build flash-attn from source for sm_{arch} on this "
-                                           "machine:"), r.sdpa("Meanwhile:")])
-    return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
-                   f"no flash-attn release's prebuilt wheels carry kernels for {_gpu_words(ctx)}; "
-                   f"flash-attn {ctx.fa2} fails there with a CUDA error",
-                   dedupe([ctx.quote(hit[0]), ctx.gpu[2], *([q] if (q := ctx.fa_quote()) else [])])
-                   if ctx.gpu else [ctx.quote(hit[0])], HINTED, fixes,
-                   details={"source": "the matrix's flash_attn_releases archs"})]

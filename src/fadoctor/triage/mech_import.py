@@ -17,6 +17,16 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_symbols import (
+    DRIVER_API,
+    FA_BINARIES,
+    OTHERS,
+    binary_name,
+    driver_api,
+    is_cuda_library,
+    other_abi_wheel,
+    owner_of,
+)
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -43,10 +53,10 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     index, found = next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0])
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
     quotes = [ctx.quote(index)]
-    if symbol is not None and _DRIVER_API.match(symbol):
-        return [_driver_api(ctx, library, symbol, quotes)]
+    if symbol is not None and DRIVER_API.match(symbol):
+        return [driver_api(ctx, library, symbol, quotes)]
     if symbol is not None and ("libtorch" in library or "libc10" in library
-                               or _CUDA_SYMBOL.match(symbol) or _is_cuda_library(library)):
+                               or _CUDA_SYMBOL.match(symbol) or is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]
     owner = owner_of(library)
     abi = _abi_mismatch(ctx, symbol, quotes)
@@ -60,7 +70,7 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
                         f"is {1 - want}, the one {owner} was built against."),
                 *r.rebuild_other(ctx, owner)]
-            other = _other_abi_wheel(ctx, owner, want)
+            other = other_abi_wheel(ctx, owner, want)
             if other is not None:
                 abi.remedies.insert(0, other)
         return [abi]
@@ -72,11 +82,11 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         if re.match(r"^_?Py", symbol):
             what = (f"needs the Python C-API symbol {symbol}: it was built for another Python "
                     "version")
-        return [Signal("undefined_symbol", category, f"{_name(library)} {what}", quotes, NAMED,
+        return [Signal("undefined_symbol", category, f"{binary_name(library)} {what}", quotes, NAMED,
                        r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]),
                        details={"symbol": symbol, "demangled": shown})]
     mismatch = _torch_mismatch(ctx, library, symbol, quotes)
-    if owner is None and library and _name(library) not in _FA_BINARIES \
+    if owner is None and library and binary_name(library) not in FA_BINARIES \
             and not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
         # a binary not flash-attention's, in a report that does not mention flash-attn: no
         # flash-attn remedy; the package is unknown, so no command either
@@ -95,65 +105,6 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         "torch, then rebuild it.",
                 commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
     return [mismatch]
-
-
-_ABI_WHEEL = re.compile(r"([A-Za-z0-9_.]+)-([\w.]+\+[\w.]*cxx11abi(?:TRUE|FALSE)[\w.-]*\.whl)")
-
-
-def _other_abi_wheel(ctx: Context, owner: str, want: int) -> Optional[Remedy]:
-    """The owner's wheel the report names (mamba_ssm-1.0.1+cu118torch1.12cxx11abiTRUE-...whl),
-    with the C++ ABI torch uses instead: the same build's other file."""
-    dist = owner.replace("-", "_").lower()
-    for _, found in ctx.find(_ABI_WHEEL, ("cxx11abi",)):
-        if found.group(1).lower() != dist:
-            continue
-        name = found.group(0)
-        other = name.replace("cxx11abiTRUE", "cxx11abiFALSE") if not want else \
-            name.replace("cxx11abiFALSE", "cxx11abiTRUE")
-        if other != name:
-            return Remedy(summary=f"Take the same release's wheel built with torch's C++ ABI: "
-                          f"{other} (not {name}), from the same release page.")
-    return None
-
-
-# flash-attention's own compiled modules (2.x, 1.x, FA3, the csrc/ extensions)
-_FA_BINARIES = {"flash_attn_2_cuda", "flash_attn_cuda", "flash_attn_gpu", "flash_attn_3_cuda",
-                "_C", "dropout_layer_norm", "rotary_emb", "fused_dense_lib", "xentropy_cuda_lib",
-                "fused_softmax_lib", "layer_norm", "the extension"}
-
-
-# Compiled modules of packages other than flash-attention, by the top-level name in the path.
-_OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
-           "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
-           "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
-           "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
-           "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
-           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
-           "common_ops": "sgl-kernel"}
-
-
-def owner_of(library: str) -> Optional[str]:
-    """The distribution a failing binary belongs to when it is not a flash-attention family
-    (None: flash-attention's, or unknown)."""
-    for marker in ("site-packages/", "dist-packages/"):
-        if marker in library:
-            top = library.split(marker, 1)[1].split("/", 1)[0]
-            return _OTHERS.get(top.split(".", 1)[0])
-    parts = library.split("/")
-    # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the package directory holding the
-    # binary, else the binary's own name
-    return _OTHERS.get(parts[-2]) if len(parts) >= 2 and parts[-2] in _OTHERS else \
-        _OTHERS.get(parts[-1].split(".", 1)[0])
-
-
-def _is_cuda_library(library: str) -> bool:
-    base = library.rsplit("/", 1)[-1]
-    return base.startswith(("libcu", "libnv", "libnccl", "libcudnn"))
-
-
-def _name(library: str) -> str:
-    base = library.rsplit("/", 1)[-1]
-    return base.split(".")[0] if base else "the extension"
 
 
 def _demangled(symbol: str) -> str:
@@ -209,7 +160,7 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
                     ) -> Signal:
     shown = _demangled(symbol) if symbol else None
     built_for = _wheel_torch(ctx)
-    message = (f"{_name(library)} needs a PyTorch C++ symbol"
+    message = (f"{binary_name(library)} needs a PyTorch C++ symbol"
                + (f" ({shown})" if shown else "") + " that the installed torch"
                + (f" {ctx.torch}" if ctx.torch else "") + " does not export: it was compiled "
                "against another torch build" + (f" (its wheel is for torch {built_for})"
@@ -225,7 +176,7 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
     community = None
     if first is None and newest is None and ctx.torch is not None:
         # no official wheel for this torch at all: a community wheel built for it, if listed
-        from fadoctor.triage.mech_build import community_wheel
+        from fadoctor.triage.mech_wheels import community_wheel
         community = community_wheel(ctx, f"{ctx.torch.major}.{ctx.torch.minor}")
     out = r.keep([first, pinned, r.reinstall(ctx), community])
     out.insert(0 if ctx.torch_is_nightly or "from_source" in ctx.seen.marks else len(out), source)
@@ -246,36 +197,12 @@ def _wheel_torch(ctx: Context) -> Optional[str]:
     return local.torch if local else None
 
 
-# The CUDA driver API (cuInit, cuGreenCtxCreate...): libcuda.so, which the NVIDIA driver installs,
-# not the toolkit; its functions are versioned by the driver (cuda.h maps them to _v2/_v3 names)
-_DRIVER_API = re.compile(r"^cu[A-Z][A-Za-z]+(?:_v\d+)?$")
-
-
-def _driver_api(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
-    """A binary needs a CUDA driver API function the installed libcuda.so lacks: the NVIDIA
-    driver is older than the CUDA the binary was built with."""
-    cuda = ctx.torch_cuda
-    toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
-    need = f" {toolkit.min_driver} or newer (CUDA {cuda}'s own driver, the CUDA torch is built " \
-        "with)" if toolkit else " one as new as the CUDA the binary was built with"
-    return Signal(
-        "undefined_symbol", Category.DRIVER_TOO_OLD,
-        f"{_name(library)} calls the CUDA driver API function {symbol}, which the installed "
-        "NVIDIA driver's libcuda.so does not have: the driver is older than the CUDA it was "
-        "built with", dedupe([*quotes, *ctx.quotes("driver", "torch")]), NAMED,
-        [Remedy(summary=f"Upgrade the NVIDIA driver to{need}."),
-         Remedy(summary="Or install the package's build for an older CUDA (one this driver "
-                "runs), with the torch of that CUDA.")],
-        details={"library": library, "symbol": symbol},
-        needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
-
-
 def _broken_cuda_stack(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
     """torch's own libraries, or CUDA's, miss a symbol: libraries of two CUDA (or torch) builds
     are mixed — a system CUDA on LD_LIBRARY_PATH ahead of torch's nvidia-* wheels."""
     return Signal(
         "undefined_symbol", Category.CUDA_RUNTIME_MISMATCH,
-        f"{_name(library)} needs {symbol}, which the CUDA libraries loaded with it lack: "
+        f"{binary_name(library)} needs {symbol}, which the CUDA libraries loaded with it lack: "
         "libraries from different CUDA or torch builds are mixed (often a system CUDA on "
         "LD_LIBRARY_PATH shadowing the nvidia-* wheels torch depends on)",
         quotes, NAMED,
@@ -297,7 +224,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        owner = _OTHERS.get(module or "")
+        owner = OTHERS.get(module or "")
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
@@ -463,7 +390,7 @@ def cuda_runtime_named(ctx: Context) -> List[Signal]:
         return []
     index, found = hit
     low = ctx.low(index)
-    owner = next((dist for top, dist in _OTHERS.items() if top in low), None)
+    owner = next((dist for top, dist in OTHERS.items() if top in low), None)
     signal = _cuda_runtime(ctx, found.group(0), found.group(1), [ctx.quote(index)], owner)
     signal.strength = IMPLIED
     return [signal]

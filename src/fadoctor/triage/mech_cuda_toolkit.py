@@ -1,0 +1,67 @@
+"""The CUDA toolkit a build uses against what it needs: MSVC's preprocessor under CUDA's CCCL
+headers, and a toolkit of another major than torch's CUDA stated in prose (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import observed as o
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_build import _NVCC_VS_TORCH, prebuilt
+from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
+
+# CCCL (CUDA 12.8+'s libcu++) refuses MSVC's traditional preprocessor: its
+# cuda/std/__cccl/preprocessor.h `#error`s and asks for /Zc:preprocessor, which CUDA's host
+# compiler only gets when passed on. MSVC reads extra options from the CL environment variable
+# (Microsoft's "CL environment variables" documentation); nvcc forwards -Xcompiler options.
+_ZC = re.compile(r"traditional preprocessor is used[^\n]{0,80}|pass `?/Zc:preprocessor`? to cl\.exe")
+
+
+def msvc_preprocessor(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ZC, ("traditional preprocessor", "/zc:preprocessor"))
+    if hit is None:
+        return []
+    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                   "CUDA's CCCL headers need MSVC's conforming preprocessor (/Zc:preprocessor), "
+                   "and this build runs cl.exe with the traditional one",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Pass /Zc:preprocessor to the host compiler: MSVC reads extra "
+                           "options from the CL environment variable, and nvcc forwards "
+                           "-Xcompiler ones (set both in the shell that builds).",
+                           commands=["set CL=/Zc:preprocessor",
+                                     'set NVCC_APPEND_FLAGS=-Xcompiler "/Zc:preprocessor"'])],
+                   details={"source": "CCCL in the CUDA toolkit's include tree: "
+                                      "cccl/cuda/std/__cccl/preprocessor.h (its message for "
+                                      "MSVC's traditional preprocessor)"})]
+
+
+_FA_INSTALL = ("flash-attn", "flash_attn", "flash attn", "flashattention", "fa ", " fa.")
+
+
+def toolkit_major_prose(ctx: Context) -> List[Signal]:
+    """The report states a CUDA toolkit (nvcc, or 'CUDA version') of another major than torch's
+    CUDA, about installing flash-attention: a build needs nvcc of torch's CUDA major
+    (torch/utils/cpp_extension.py _check_cuda_version raises on a major mismatch, pytorch@0011ec5c;
+    flash_attn_facts.md §1.3), so one of the two must move."""
+    have, torch_cuda = ctx.nvcc or parse_version(ctx.seen.get(o.CUDA)), ctx.torch_cuda
+    if have is None or torch_cuda is None or have.major == torch_cuda.major \
+            or not ctx.text.containing(_FA_INSTALL):
+        return []
+    if ctx.first(_NVCC_VS_TORCH, ("mismatches the version",)) is not None:
+        return []  # cpp_extension's own message: nvcc_version reads it
+    quotes = dedupe([*ctx.quotes("nvcc", "cuda", "torch", "torch_cuda")])
+    if not quotes:
+        return []
+    return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
+                   f"the CUDA toolkit here is {have.major}.x and torch is built for CUDA "
+                   f"{torch_cuda}: building flash-attn needs nvcc of torch's CUDA major "
+                   "(cpp_extension refuses another major)", quotes, IMPLIED,
+                   r.keep([r.torch_for_cuda(ctx, have.major),
+                           Remedy(summary=f"Or install CUDA toolkit {torch_cuda} beside it and "
+                                  "point CUDA_HOME at it for the build."),
+                           prebuilt(ctx)]),
+                   details={"source": "pytorch/pytorch@0011ec5c:torch/utils/cpp_extension.py "
+                                      "(_check_cuda_version)"})]

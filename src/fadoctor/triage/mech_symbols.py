@@ -1,0 +1,95 @@
+"""Which package a failing binary belongs to, read from its path and name, and two of the
+loader's cases that name their own fix: a CUDA driver API function the driver lacks, and the
+owner's wheel of the other C++ ABI (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+ABI_WHEEL = re.compile(r"([A-Za-z0-9_.]+)-([\w.]+\+[\w.]*cxx11abi(?:TRUE|FALSE)[\w.-]*\.whl)")
+
+
+def other_abi_wheel(ctx: Context, owner: str, want: int) -> Optional[Remedy]:
+    """The owner's wheel the report names (mamba_ssm-1.0.1+cu118torch1.12cxx11abiTRUE-...whl),
+    with the C++ ABI torch uses instead: the same build's other file."""
+    dist = owner.replace("-", "_").lower()
+    for _, found in ctx.find(ABI_WHEEL, ("cxx11abi",)):
+        if found.group(1).lower() != dist:
+            continue
+        name = found.group(0)
+        other = name.replace("cxx11abiTRUE", "cxx11abiFALSE") if not want else \
+            name.replace("cxx11abiFALSE", "cxx11abiTRUE")
+        if other != name:
+            return Remedy(summary=f"Take the same release's wheel built with torch's C++ ABI: "
+                          f"{other} (not {name}), from the same release page.")
+    return None
+
+
+# flash-attention's own compiled modules (2.x, 1.x, FA3, the csrc/ extensions)
+FA_BINARIES = {"flash_attn_2_cuda", "flash_attn_cuda", "flash_attn_gpu", "flash_attn_3_cuda",
+                "_C", "dropout_layer_norm", "rotary_emb", "fused_dense_lib", "xentropy_cuda_lib",
+                "fused_softmax_lib", "layer_norm", "the extension"}
+
+
+# Compiled modules of packages other than flash-attention, by the top-level name in the path.
+OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
+           "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
+           "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
+           "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
+           "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
+           "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
+           "common_ops": "sgl-kernel"}
+
+
+def owner_of(library: str) -> Optional[str]:
+    """The distribution a failing binary belongs to when it is not a flash-attention family
+    (None: flash-attention's, or unknown)."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in library:
+            top = library.split(marker, 1)[1].split("/", 1)[0]
+            return OTHERS.get(top.split(".", 1)[0])
+    parts = library.split("/")
+    # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the package directory holding the
+    # binary, else the binary's own name
+    return OTHERS.get(parts[-2]) if len(parts) >= 2 and parts[-2] in OTHERS else \
+        OTHERS.get(parts[-1].split(".", 1)[0])
+
+
+def is_cuda_library(library: str) -> bool:
+    base = library.rsplit("/", 1)[-1]
+    return base.startswith(("libcu", "libnv", "libnccl", "libcudnn"))
+
+
+def binary_name(library: str) -> str:
+    base = library.rsplit("/", 1)[-1]
+    return base.split(".")[0] if base else "the extension"
+
+
+# The CUDA driver API (cuInit, cuGreenCtxCreate...): libcuda.so, which the NVIDIA driver installs,
+# not the toolkit; its functions are versioned by the driver (cuda.h maps them to _v2/_v3 names)
+DRIVER_API = re.compile(r"^cu[A-Z][A-Za-z]+(?:_v\d+)?$")
+
+
+def driver_api(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
+    """A binary needs a CUDA driver API function the installed libcuda.so lacks: the NVIDIA
+    driver is older than the CUDA the binary was built with."""
+    cuda = ctx.torch_cuda
+    toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
+    need = f" {toolkit.min_driver} or newer (CUDA {cuda}'s own driver, the CUDA torch is built " \
+        "with)" if toolkit else " one as new as the CUDA the binary was built with"
+    return Signal(
+        "undefined_symbol", Category.DRIVER_TOO_OLD,
+        f"{binary_name(library)} calls the CUDA driver API function {symbol}, which the installed "
+        "NVIDIA driver's libcuda.so does not have: the driver is older than the CUDA it was "
+        "built with", dedupe([*quotes, *ctx.quotes("driver", "torch")]), NAMED,
+        [Remedy(summary=f"Upgrade the NVIDIA driver to{need}."),
+         Remedy(summary="Or install the package's build for an older CUDA (one this driver "
+                "runs), with the torch of that CUDA.")],
+        details={"library": library, "symbol": symbol},
+        needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])

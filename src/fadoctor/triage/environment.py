@@ -98,7 +98,8 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         line = text.lines[index]
         _prose(line, line.lower(), _Lazy(text, index), seen)
     _torch_abi(text, seen)
-    for index in text.distinct(text.containing(("version",))):
+    for index in text.distinct(text.containing(("` version:", "version (gpu?):",
+                                                 "version (cpu?):"))):
         _hf_env(text.lines[index], _Lazy(text, index), seen)
     read_paths(text, seen)
     read_hardware(text, seen, gpus)

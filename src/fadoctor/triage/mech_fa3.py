@@ -150,7 +150,9 @@ _FA3_ONLY = re.compile(r"(?:only|just) (?:be )?supported (?:in|with|by|on|for) (
 
 
 def fa3_only_feature(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_FA3_ONLY, ("supported",))
+    hit = ctx.first(_FA3_ONLY, ("flashattention 3", "flashattention-3", "flashattention3",
+                                "flash attention 3", "fa3", "fa 3", "fa-3", "fav3", "fa v3",
+                                "sm90", "sm 90", "sm_90", "hopper"))
     if hit is None:
         return []
     cc = ctx.gpu_cc

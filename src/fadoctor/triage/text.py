@@ -89,24 +89,34 @@ class Pasted:
 
     def _containing(self, needles: Sequence[str], first: bool) -> List[int]:
         found: Set[int] = set()
-        lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
         for needle in needles:
-            count = lower.count(needle) if needle else 0
-            if count == 0:
-                continue
-            if count > len(lines) // 16:
-                hits = [i for i, line in enumerate(lines) if needle in line]
+            hits = self._needle(needle)
+            if hits:
                 found.update(hits[:1] if first else hits)
-                continue
-            at = lower.find(needle)
-            while at != -1:
-                index = bisect_right(starts, at) - 1
-                found.add(index)
-                if first:
-                    break
-                at = lower.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
         out = sorted(found)
         return out[:1] if first else out
+
+    def _needle(self, needle: str) -> List[int]:
+        """The pieces holding one needle, found once per text: mechanisms and catalog entries
+        ask for the same needles in different sets."""
+        memo: Dict[str, List[int]] = self.__dict__.setdefault("_needles", {})
+        if needle in memo:
+            return memo[needle]
+        lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
+        hits: List[int] = []
+        limit = len(lines) // 16
+        # one pass: find each hit from the next piece on; a needle in many pieces is taken line
+        # by line instead (a find and a bisect per hit cost more than `in` over each line)
+        at = lower.find(needle) if needle else -1
+        while at != -1:
+            index = bisect_right(starts, at) - 1
+            hits.append(index)
+            if len(hits) > limit:
+                hits = [i for i, line in enumerate(lines) if needle in line]
+                break
+            at = lower.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
+        memo[needle] = hits
+        return hits
 
     def distinct(self, indexes: List[int]) -> List[int]:
         """The first piece of each distinct content: a repeated line states nothing new."""

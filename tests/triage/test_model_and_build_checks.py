@@ -29,6 +29,7 @@ def test_uv_match_runtime_without_static_metadata(matrix: Matrix) -> None:
     assert top.category == Category.BUILD_ISOLATION
     said = _said(top)
     assert "uv self update" in said and "tool.uv.dependency-metadata" in said
+    assert 'version = "2.8.3"' in said  # the release uv was building
 
 
 def test_msvc_traditional_preprocessor(matrix: Matrix) -> None:

@@ -110,6 +110,12 @@ def match_runtime(ctx: Context) -> List[Signal]:
     index, found = hit
     package = found.group(1)
     uv = ctx.package("uv")
+    # the release uv was building ("Failed to download and build `flash-attn==2.8.3`"), else the
+    # one the report states: its metadata is what uv must be given
+    built = ctx.first(re.compile(r"build `" + re.escape(package) + r"==([\w.]{1,30})`"),
+                      ("build `",))
+    stated = ctx.package(package)
+    version = built[1].group(1) if built else (stated.value if stated else "<its version>")
     fixes = [Remedy(summary="If this began with uv 0.11.0, it is that release's reading of "
                     "flash-attn's `Dynamic` metadata, reverted in 0.11.1: upgrade uv "
                     "(uv self update), or keep the uv that worked.",
@@ -117,7 +123,7 @@ def match_runtime(ctx: Context) -> List[Signal]:
              Remedy(summary=f"Or give uv {package}'s metadata up front, as uv's documentation "
                     "shows for flash-attn, so it need not build it to resolve:",
                     code=f'[[tool.uv.dependency-metadata]]\nname = "{package}"\n'
-                         'version = "2.8.3"\nrequires-dist = ["torch", "einops"]'),
+                         f'version = "{version}"\nrequires-dist = ["torch", "einops"]'),
              Remedy(summary=f"Or pin torch exactly and give {package} that pin as its extra build "
                     "dependency instead of match-runtime:",
                     code=f'[tool.uv.extra-build-dependencies]\n{package} = ["torch==<your torch>"]')]

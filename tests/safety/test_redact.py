@@ -64,3 +64,15 @@ def test_a_token_used_as_the_url_user_name_is_redacted() -> None:
     text = "Looking in indexes: https://s3cr3tv4lue@mirror.example/simple and https://u:p@h.example/"
     assert redact(text) == ("Looking in indexes: https://<redacted>@mirror.example/simple and "
                             "https://<redacted>@h.example/")
+
+
+@pytest.mark.parametrize("text, secret", [
+    # Letters that re.IGNORECASE takes for ASCII ones: the literal guard in front of each
+    # pattern must take them too, or a secret behind them would go through unredacted.
+    ("pa\u017f\u017fword: hunter2hunter2", "hunter2hunter2"),       # long s
+    ("to\u212aen=0123456789abcdef", "0123456789abcdef"),           # Kelvin sign
+    ("Author\u0131zation: Bearer abcdefgh12345678", "abcdefgh12345678"),  # dotless i
+    ("AUTHORIZATION: token abcdefgh12345678", "abcdefgh12345678"),
+])
+def test_case_folded_keywords_are_still_found(text: str, secret: str) -> None:
+    assert secret not in redact(text)

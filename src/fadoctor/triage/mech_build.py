@@ -9,27 +9,14 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.install.machine import BUILD_THREADS
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e
 from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
 
-_OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
-                      r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
-                      r"out of memory allocating|virtual memory exhausted|"
-                      # top(1) during the build: under 1000 MiB of RAM left
-                      r"MiB Mem\s{0,4}:\s{0,4}\d{1,9}(?:\.\d)? total,\s{0,4}\d{1,3}(?:\.\d)? free", re.I)
-_OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
-                        r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
-                        r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)", re.I)
-_NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:command )?not found|"
-                       r"no module named '?ninja|falling back to using the slow distutils", re.I)
-_SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
-                   r"never finish\w*|(?:takes?|taking) (?:so|very|too) long)\b", re.I)
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
                         r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
@@ -63,16 +50,6 @@ def build_context(ctx: Context, index: int) -> bool:
                                                                "wheel", "setup.py"))
 
 
-def jobs(ctx: Context) -> Remedy:
-    count = ctx.build_jobs
-    pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
-    memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
-    return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
-                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={count} fits {memory}.",
-                  commands=[f"MAX_JOBS={count} NVCC_THREADS={BUILD_THREADS} pip install "
-                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
-
-
 def prebuilt(ctx: Context) -> Remedy:
     exact = r.exact_wheel(ctx, replace_installed=False)
     if exact is not None:
@@ -80,69 +57,6 @@ def prebuilt(ctx: Context) -> Remedy:
     return Remedy(summary="Skip compiling: install the prebuilt .whl for your torch, CUDA, C++ ABI "
                   "and Python from the release page (`fadoctor fix --print-pins` names it).",
                   commands=["fadoctor fix --print-pins"], link=r.WHEELS_PAGE)
-
-
-def memory(ctx: Context) -> List[Signal]:
-    log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc", "mib mem"))
-                if "cuda out of memory" not in ctx.low(i) and build_context(ctx, i)), None)
-    prose = None if log else next(
-        ((i, m) for i, m in ctx.find(_OOM_PROSE, ("memory", "ram", "oom"))
-         if "cuda out of memory" not in ctx.low(i) and build_context(ctx, i)), None)
-    hit = log or prose
-    if hit is None:
-        return []
-    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("memory_gib"),
-                     *([ctx.seen.marks[e.BUILD].quote] if e.BUILD in ctx.seen.marks else [])])
-    return [Signal("build_memory", Category.BUILD_RESOURCES,
-                   "the flash-attn build ran out of memory: parallel nvcc jobs each take several "
-                   "GB, and the kernel killed them (or the machine froze)", quotes,
-                   LOGGED if log else HINTED, [jobs(ctx), prebuilt(ctx)],
-                   needs=[] if ctx.memory_gib else [("the machine's memory and cores",
-                                                     "free -g; nproc")])]
-
-
-_PARALLEL = re.compile(r"(?:['\"\s]-j\s?=?\s?|--parallel\s|MAX_JOBS=)(\d{2,3})\b[^\n]{0,400}?"
-                       r"(?:non-zero exit status|failed|error)", re.I)
-_COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?error")
-
-
-def parallel_failed(ctx: Context) -> List[Signal]:
-    """A build run with many parallel jobs (-j=64) failed and the log shows no compiler error: the
-    compilers were most likely killed for memory (the weakest finding: a real error outranks it)."""
-    hit = next(((i, m) for i, m in ctx.find(_PARALLEL, ("-j", "--parallel", "max_jobs"))
-                if int(m.group(1)) >= 16), None)
-    if hit is None or ctx.first(_COMPILER_ERROR, ("error",)) is not None:
-        return []
-    return [Signal("build_memory", Category.BUILD_RESOURCES,
-                   f"a build with {hit[1].group(1)} parallel jobs failed without a compiler error "
-                   "in the log: most often the kernel killed compilers for memory (each nvcc job "
-                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), prebuilt(ctx)],
-                   needs=[("the first error of the full build log, and the machine's memory",
-                           "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
-
-
-def slow_build(ctx: Context) -> List[Signal]:
-    ninja = ctx.first(_NO_NINJA, ("ninja",))
-    slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
-        "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long"))
-        if build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
-                                       or "wheel" in ctx.low(i))), None)
-    hit = ninja or slow
-    if hit is None:
-        return []
-    quotes = dedupe([ctx.quote(hit[0]), *([ctx.seen.marks[e.FROM_SOURCE].quote]
-                                          if e.FROM_SOURCE in ctx.seen.marks else [])])
-    ninja_fix = Remedy(summary="Without a working ninja, torch's extension builder compiles one "
-                       "file at a time: the flash-attn build takes hours instead of minutes. "
-                       "Install ninja and check that it runs (it must print a version).",
-                       commands=["pip uninstall -y ninja", "pip install ninja",
-                                 "ninja --version"])
-    return [Signal("build_slow", Category.BUILD_RESOURCES,
-                   "the flash-attn build is compiling without ninja (serially), or far slower "
-                   "than it should", quotes, LOGGED if ninja else HINTED,
-                   [ninja_fix, prebuilt(ctx), jobs(ctx)],
-                   needs=[("whether ninja works in the build environment",
-                           "ninja --version; echo $?")])]
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:

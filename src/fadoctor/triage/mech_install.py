@@ -20,7 +20,7 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 PIP_INVALID = "pypa/pip@26.2.1:src/pip/_internal/exceptions.py:471"
 _INVALID = re.compile(r"Wheel '[\w.-]{1,80}' located at ([^\n]{1,300}?) is invalid\.")
 # cc1plus's own words (the string "internal compiler error: " in g++-12 12.2.0-14+deb12u1's
-# cc1plus); "internal compiler error: Killed" is the kernel's OOM kill (mech_build.memory).
+# cc1plus); "internal compiler error: Killed" is the kernel's OOM kill (mech_resources.memory).
 GCC_ICE = "g++-12 12.2.0-14+deb12u1:/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus"
 _ICE = re.compile(r"internal compiler error: (?!killed|Killed|Segmentation fault \(program "
                   r"cicc\))")

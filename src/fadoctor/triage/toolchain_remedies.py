@@ -8,7 +8,7 @@ import re
 from typing import Dict, List, Optional
 
 from fadoctor.report import Remedy
-from fadoctor.triage import mech_build
+from fadoctor.triage import mech_build, mech_resources
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry
@@ -61,8 +61,8 @@ def resources(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
         "ptxas" if entry.source == "ptxas" else "the compiler")
     verb = "failed" if entry.source == "ptxas" else "died"
     return [Remedy(summary=f"{tool.strip(chr(39))} {verb} during the flash-attn build ({killed}; "
-                   f"{entry.location}). {mech_build.jobs(ctx).summary}",
-                   commands=mech_build.jobs(ctx).commands),
+                   f"{entry.location}). {mech_resources.jobs(ctx).summary}",
+                   commands=mech_resources.jobs(ctx).commands),
             mech_build.prebuilt(ctx)]
 
 
@@ -129,5 +129,5 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
         return loader(ctx, entry)
     return [Remedy(summary=f"ninja stops when a compile step fails ({entry.location}): the "
                    "compiler's own error is above its line. A compiler killed there means the "
-                   f"parallel jobs ran out of memory: {mech_build.jobs(ctx).summary}",
-                   commands=mech_build.jobs(ctx).commands), mech_build.prebuilt(ctx)]
+                   f"parallel jobs ran out of memory: {mech_resources.jobs(ctx).summary}",
+                   commands=mech_resources.jobs(ctx).commands), mech_build.prebuilt(ctx)]

@@ -1,0 +1,163 @@
+"""Build resources: compilers killed for memory, a machine frozen by parallel nvcc jobs, and a
+build that takes hours (no ninja, or no prebuilt wheel matched), for flash-attn or for the other
+packages that compile CUDA through torch's extension builder (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from fadoctor.install.machine import BUILD_THREADS
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env, requirement
+from fadoctor.triage import errors as e
+from fadoctor.triage import ext_torch
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_build import build_context, prebuilt
+from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+
+_OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
+                      r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
+                      r"out of memory allocating|virtual memory exhausted|"
+                      # top(1) during the build: under 1000 MiB of RAM left
+                      r"MiB Mem\s{0,4}:\s{0,4}\d{1,9}(?:\.\d)? total,\s{0,4}\d{1,3}(?:\.\d)? free", re.I)
+_OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
+                        r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
+                        r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)|\bfreez(?:es|ing|e)\b|"
+                        r"\bfroze\b|slows? down (?:my|the(?: whole)?) (?:computer|machine|system|pc)|"
+                        r"how much (?:memory|ram)", re.I)
+_NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:command )?not found|"
+                       r"no module named '?ninja|falling back to using the slow distutils", re.I)
+_SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
+                   r"never finish\w*|(?:takes?|taking) (?:so|very|too) long|"
+                   r"(?:always|still|keeps?) (?:building|compiling))\b", re.I)
+_PARALLEL = re.compile(r"(?:['\"\s]-j\s?=?\s?|--parallel\s|MAX_JOBS=)(\d{2,3})\b[^\n]{0,400}?"
+                       r"(?:non-zero exit status|failed|error)", re.I)
+_COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?error")
+_JOBS_SAID = re.compile(r"\bMAX_JOBS=(\d{1,3})\b")
+# Packages that compile CUDA with torch's BuildExtension, which reads MAX_JOBS
+# (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, _get_num_workers).
+_COMPILED = ("flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "transformer-engine",
+             "sageattention", "deepspeed")
+_BUILT = re.compile(r"(?:building wheels? for|build(?:ing)?|compil(?:e|ing)|install(?:ing)?)\s+"
+                    r"(?:\w+\s+){0,2}?(flash[-_]attn|xformers|mamba[-_]ssm|causal[-_]conv1d|apex|"
+                    r"transformer[-_]engine|sageattention|deepspeed)\b", re.I)
+
+
+def built(ctx: Context) -> str:
+    """The package the log builds: the first one named in a build or install line, else
+    flash-attn."""
+    hit = ctx.first(_BUILT, ("build", "compil", "install"))
+    name = hit[1].group(1).lower().replace("_", "-") if hit else "flash-attn"
+    return name if name in _COMPILED else "flash-attn"
+
+
+def jobs(ctx: Context) -> Remedy:
+    count, package = ctx.build_jobs, built(ctx)
+    memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
+    if package != "flash-attn":
+        return Remedy(summary=f"Bound the parallel compile jobs: torch's extension builder starts "
+                      f"one nvcc per core, each needing several GB; MAX_JOBS={count} fits {memory}.",
+                      commands=[command(env("MAX_JOBS", count), "pip", "install", package,
+                                        "--no-build-isolation", "--no-cache-dir")])
+    pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
+    return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
+                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={count} fits {memory}.",
+                  commands=[f"MAX_JOBS={count} NVCC_THREADS={BUILD_THREADS} pip install "
+                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
+
+
+def wheel_instead(ctx: Context) -> Remedy:
+    """Skip the build: flash-attn's prebuilt wheel, or the other package's release built for the
+    stated torch (from its index metadata), never compiled."""
+    package = built(ctx)
+    if package == "flash-attn":
+        return prebuilt(ctx)
+    fits = ext_torch.releases_for(package, ctx.torch) if ctx.torch is not None else []
+    pinned = requirement(package, fits[-1][0]) if fits else package
+    return Remedy(summary=f"Skip compiling: install a prebuilt wheel of {package}"
+                  + (f" (the newest release whose metadata accepts torch {ctx.torch})" if fits else "")
+                  + "; --only-binary makes pip refuse to build it.",
+                  commands=[command("pip", "install", pinned, f"--only-binary={package}")])
+
+
+def _memory_hit(ctx: Context) -> Tuple[Optional[Tuple[int, re.Match[str]]], bool]:
+    """The line showing the build ran out of memory, and whether it is a log line (not prose).
+    A line counts in a build: its own words say so, or the report shows a build elsewhere."""
+    somewhere = e.BUILD in ctx.seen.marks or e.FROM_SOURCE in ctx.seen.marks or bool(
+        ctx.first(_BUILT, ("build", "compil", "install")))
+
+    def building(index: int, prose: bool) -> bool:
+        # prose ("it froze") says a build only in its own words: a training run freezes too
+        return "cuda out of memory" not in ctx.low(index) and (
+            build_context(ctx, index) or (somewhere and not prose))
+    log = next(((i, m) for i, m in ctx.find(_OOM_LOG, ("kill", "memory", "bad_alloc", "mib mem"))
+                if building(i, False)), None)
+    if log is not None:
+        return log, True
+    return next(((i, m) for i, m in ctx.find(_OOM_PROSE, (
+        "memory", "ram", "oom", "freez", "froze", "slow")) if building(i, True)), None), False
+
+
+def _tried_fewer_jobs(ctx: Context) -> Optional[int]:
+    """The line where the reporter shows builds with different MAX_JOBS: one passed, one did not."""
+    said = list(ctx.find(_JOBS_SAID, ("max_jobs",)))
+    counts = {int(m.group(1)) for _, m in said}
+    return said[0][0] if len(counts) > 1 else None
+
+
+def memory(ctx: Context) -> List[Signal]:
+    hit, logged = _memory_hit(ctx)
+    tried = _tried_fewer_jobs(ctx)
+    if hit is None and tried is None:
+        return []
+    first = hit[0] if hit is not None else tried
+    assert first is not None
+    quotes = dedupe([ctx.quote(first), *([ctx.quote(tried)] if tried is not None else []),
+                     *ctx.quotes("memory_gib"),
+                     *([ctx.seen.marks[e.BUILD].quote] if e.BUILD in ctx.seen.marks else [])])
+    return [Signal("build_memory", Category.BUILD_RESOURCES,
+                   f"the {built(ctx)} build ran out of memory: parallel nvcc jobs each take several "
+                   "GB, and the kernel killed them (or the machine froze)", quotes,
+                   LOGGED if logged else HINTED, [jobs(ctx), wheel_instead(ctx)],
+                   needs=[] if ctx.memory_gib else [("the machine's memory and cores",
+                                                     "free -g; nproc")])]
+
+
+def parallel_failed(ctx: Context) -> List[Signal]:
+    """A build run with many parallel jobs (-j=64) failed and the log shows no compiler error: the
+    compilers were most likely killed for memory (the weakest finding: a real error outranks it)."""
+    hit = next(((i, m) for i, m in ctx.find(_PARALLEL, ("-j", "--parallel", "max_jobs"))
+                if int(m.group(1)) >= 16), None)
+    if hit is None or ctx.first(_COMPILER_ERROR, ("error",)) is not None:
+        return []
+    return [Signal("build_memory", Category.BUILD_RESOURCES,
+                   f"a build with {hit[1].group(1)} parallel jobs failed without a compiler error "
+                   "in the log: most often the kernel killed compilers for memory (each nvcc job "
+                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), wheel_instead(ctx)],
+                   needs=[("the first error of the full build log, and the machine's memory",
+                           "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
+
+
+def slow_build(ctx: Context) -> List[Signal]:
+    ninja = ctx.first(_NO_NINJA, ("ninja",))
+    slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
+        "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long", "always", "still",
+        "keep")) if build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
+                                               or "wheel" in ctx.low(i))), None)
+    hit = ninja or slow
+    if hit is None:
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.seen.marks[e.FROM_SOURCE].quote]
+                                          if e.FROM_SOURCE in ctx.seen.marks else [])])
+    ninja_fix = Remedy(summary="Without a working ninja, torch's extension builder compiles one "
+                       "file at a time: the build takes hours instead of minutes. "
+                       "Install ninja and check that it runs (it must print a version).",
+                       commands=["pip uninstall -y ninja", "pip install ninja",
+                                 "ninja --version"])
+    return [Signal("build_slow", Category.BUILD_RESOURCES,
+                   f"the {built(ctx)} build is compiling without ninja (serially), or far slower "
+                   "than it should", quotes, LOGGED if ninja else HINTED,
+                   [ninja_fix, wheel_instead(ctx), jobs(ctx)],
+                   needs=[("whether ninja works in the build environment",
+                           "ninja --version; echo $?")])]

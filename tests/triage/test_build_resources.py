@@ -1,0 +1,62 @@
+"""Build resources read from what people write: a machine frozen by a source build, a build that
+never ends, a reporter who found that fewer MAX_JOBS pass; the package being built is the one
+the remedies name, and a training run that freezes is not a build."""
+
+from __future__ import annotations
+
+from typing import List
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Finding
+from fadoctor.triage.diagnose import triage
+
+
+def _said(finding: Finding) -> str:
+    return " ".join(c for r in finding.remedies for c in [r.summary, *r.commands])
+
+
+def _top(text: str, matrix: Matrix) -> Finding:
+    found: List[Finding] = triage(text, matrix).diagnosis
+    assert found, text
+    return found[0]
+
+
+# each written for this test, in the words such reports use
+def test_a_source_build_freezing_the_machine_is_memory_for_that_package(matrix: Matrix) -> None:
+    top = _top("Building xformers from source freezes my whole computer.\n", matrix)
+    assert top.category == Category.BUILD_RESOURCES
+    said = _said(top)
+    assert "MAX_JOBS=" in said and "pip install xformers" in said
+    assert "--only-binary=xformers" in said and "flash-attn" not in said
+
+
+def test_a_build_that_never_ends_names_the_prebuilt_wheel(matrix: Matrix) -> None:
+    top = _top("flash_attn is always building, why?\n", matrix)
+    assert top.category == Category.BUILD_RESOURCES
+    assert "prebuilt" in _said(top) and "ninja" in _said(top)
+
+
+def test_fewer_jobs_passing_is_memory(matrix: Matrix) -> None:
+    text = ("MAX_JOBS=4 pip install flash-attn --no-build-isolation works.\n"
+            "MAX_JOBS=16 pip install flash-attn --no-build-isolation raises errors.\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_RESOURCES
+    assert "MAX_JOBS=" in _said(top)
+
+
+def test_top_showing_no_free_memory_beside_an_install_is_memory(matrix: Matrix) -> None:
+    text = ("pip install flash-attn --no-build-isolation fails\n"
+            "MiB Mem : 128686.2 total,    571.3 free, 128028.8 used,     86.1 buff/cache\n")
+    assert _top(text, matrix).category == Category.BUILD_RESOURCES
+
+
+def test_a_training_run_that_freezes_is_not_a_build(matrix: Matrix) -> None:
+    text = ("I installed it with pip install flash-attn --no-build-isolation.\n"
+            "Training with attn_implementation=flash_attention_2 freezes after 10 steps.\n")
+    assert all(d.category != Category.BUILD_RESOURCES for d in triage(text, matrix).diagnosis)
+
+
+def test_the_pinned_xformers_release_accepts_the_stated_torch(matrix: Matrix) -> None:
+    top = _top("torch 2.5.1\nBuilding wheel for xformers (setup.py) ... \nKilled\n", matrix)
+    assert top.category == Category.BUILD_RESOURCES
+    assert "xformers==0.0.29.post1 --only-binary=xformers" in _said(top)

@@ -38,6 +38,8 @@ class Source:
     mechanism: str
 
 
+# Benchmarks and tests beside a package's modules: their messages are about their own options.
+_NOT_RUN = re.compile(r"^(?:bench|test)\w*\.py$")
 V2, FA4 = r"^v\d+\.\d+\.\d+(?:\.post\d+)?$", r"^fa4-v4\.\d+\.\d+\.beta\d+$"
 SOURCES = (
     Source("fa-csrc", V2, ("csrc/flash_attn/flash_api.cpp", "csrc/flash_attn/fmha_api.cpp"),
@@ -67,7 +69,7 @@ KINDS: Tuple[Tuple[str, str], ...] = (
     (r"GPU archs of|\bgfx\d|ROCm", "rocm"),
     (r"[Oo]nly supported on CUDA \d|CUDA_HOME|MSVC is required", "build_toolchain"),
     (r"Unsupported platform", "platform_unsupported"),
-    (r"head ?dim|headdim|head_size|head_dim", "head_dim_unsupported"),
+    (r"head ?dim|headdim|head[ _]size|head_dim", "head_dim_unsupported"),
     (r"is_sm\d|Ampere|Hopper|Blackwell|compute capability|GPUs? or newer|\bSM ?\d{2,3}\b|"
      r"\bSM ?\d{1,3}\.x\b", "gpu_unsupported"),
     (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16|float16 or bfloat16|support fp8",
@@ -139,7 +141,8 @@ def excerpts(git_dir: str) -> Dict[str, List[Row]]:
         files = _git(git_dir, "ls-tree", "-r", "--name-only", tag).stdout.split()
         for source in (s for s in SOURCES if re.match(s.tags, tag)):
             seen = set()
-            for path in (f for p in source.paths for f in files if fnmatch(f, p)):
+            for path in (f for p in source.paths for f in files if fnmatch(f, p)
+                         and not _NOT_RUN.match(f.rsplit("/", 1)[-1])):
                 for line, printed in relevant(source, _git(git_dir, "show", f"{tag}:{path}").stdout):
                     if source.name == "fa-csrc" or printed not in seen:
                         seen.add(printed)

@@ -175,3 +175,11 @@ def test_the_report_split_is_the_url_hash() -> None:
         expect = yaml.safe_load((case / "expect.yaml").read_text(encoding="utf-8"))
         assert expect["source"].startswith("https://github.com/"), case
         assert Category(expect["category"]) and expect["remedy_any_of"], case
+
+
+def test_an_fa3_head_size_list_is_named_in_the_remedy(matrix: Matrix) -> None:
+    # FA3's literal check (Dao-AILab/flash-attention@v2.6.2:hopper/flash_api.cpp:300)
+    top = triage("RuntimeError: Only support head size 64, 128, and 256 for now\n",
+                 matrix).diagnosis[0]
+    assert top.category == Category.HEAD_DIM_UNSUPPORTED
+    assert "head dim 64, 128, and 256 only" in top.remedies[0].summary

@@ -110,15 +110,21 @@ def _later_release(ctx: Context, entry: Entry, cc: Optional[Version]) -> Optiona
                   commands=[f'pip install "flash-attn>={first_fa.version}" --no-build-isolation'])
 
 
+# The head dims a literal message lists: "head size 64, 128, and 256", "head dimension at most 256".
+_HEAD_LIMITS = re.compile(r"head[ _]?(?:size|dim)\w*\s+((?:at most |up to |<= ?)?\d+"
+                          r"(?:(?:,\s|,?\s(?:and|or)\s)\d+){0,8})")
+
+
 def head_dim(entry: Entry) -> List[Remedy]:
     why = ("flash-attn 1.x's backward needs sm80 for head dim > 64; flash-attn 2.x supports "
            "head dim up to 256 forward and backward (256 on consumer GPUs from 2.5.5): upgrade."
            if fa1(entry) else "Head dim 256 backward on consumer GPUs (without dropout) works "
            "from flash-attn 2.5.5: upgrade.")
     if entry.source.startswith(("fa3", "fa4")):
-        why = (f"This head dim is outside what {entry.source.upper()} at {entry.last} compiles "
-               "(the message names the limits): use a supported head dim, or flash-attn 2.x "
-               "(head dim up to 256).")
+        limits = _HEAD_LIMITS.search(entry.printed)
+        named = f": head dim {limits.group(1)} only" if limits else " (the message names the limits)"
+        why = (f"This head dim is outside what {entry.source.upper()} at {entry.last} compiles"
+               f"{named}. Use a supported head dim, or flash-attn 2.x (head dim up to 256).")
     lifted = Remedy(summary=why, commands=['pip install --upgrade "flash-attn>=2.5.5" '
                                            "--no-build-isolation"])
     return [lifted, r.sdpa("Or use SDPA for this head dim on this GPU.")]

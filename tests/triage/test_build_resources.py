@@ -60,3 +60,14 @@ def test_the_pinned_xformers_release_accepts_the_stated_torch(matrix: Matrix) ->
     top = _top("torch 2.5.1\nBuilding wheel for xformers (setup.py) ... \nKilled\n", matrix)
     assert top.category == Category.BUILD_RESOURCES
     assert "xformers==0.0.29.post1 --only-binary=xformers" in _said(top)
+
+
+# Not a build: kept here with the other prose-read findings of this change.
+def test_an_asserted_availability_flag_is_a_hidden_import_failure(matrix: Matrix) -> None:
+    # written for this test, in the shape of a video model's guarded import and its assert
+    said = ("  File \"wan/modules/attention.py\", line 112, in flash_attention\n"
+            "    assert FLASH_ATTN_2_AVAILABLE\nAssertionError\n")
+    assert _top(said, matrix).category == Category.NOT_INSTALLED
+    listed = _top("flash-attn 2.7.4.post1\ntorch 2.6.0\n" + said, matrix)
+    assert listed.category == Category.TORCH_VERSION_MISMATCH
+    assert "import flash_attn, flash_attn_2_cuda" in _said(listed)

@@ -92,7 +92,9 @@ def test_flash_attn_missing_defers_to_the_hand_mechanism(entry: Entry, matrix: M
     assert alone.category == Category.NOT_INSTALLED and "flash-attn" in _said(alone)
     listed = triage(f"flash-attn                2.7.4.post1\nImportError: {_example(entry)}\n",
                     matrix).diagnosis[0]
-    assert listed.category == Category.VERSION_CONFLICT
+    # the import that fails hides its error; most often a binary built for another torch
+    assert listed.category == Category.TORCH_VERSION_MISMATCH
+    assert "import flash_attn, flash_attn_2_cuda" in _said(listed) and "--no-cache-dir" in _said(listed)
 
 
 def test_failed_import_ranks_below_the_import_error_it_wraps(matrix: Matrix) -> None:

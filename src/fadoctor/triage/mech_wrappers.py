@@ -36,7 +36,9 @@ _NOT_THERE = re.compile(
     r"(?:dependency |package )?not ready|unavailable)|"
     r"(cannot|could not|unable to) use flash[\s_-]?att|"
     r"packages that were not found in your environment:[^\n]*flash_attn|"
-    r"No module named '(flash_attn)'", re.IGNORECASE)
+    r"No module named '(flash_attn)'|"
+    # a guarded import's flag asserted (Wan's `assert FLASH_ATTN_2_AVAILABLE`): the import failed
+    r"\bassert\s+(?:\w+\.)*\w*flash_?attn\w*_available\b", re.IGNORECASE)
 _RENAMED = re.compile(r"from\s+(flash_attn[\w.]*)\s+import\s+(\w+)|"
                       r"cannot import name '(\w+)' from '(flash_attn[\w.]*)'")
 _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?installed|"
@@ -72,12 +74,14 @@ def wrappers(ctx: Context) -> List[Signal]:
             needs=[("whether flash-attn is installed there, and whether it imports",
                     'pip show flash-attn; python -c "import flash_attn"')])]
     return [Signal(
-        "wrapper", Category.VERSION_CONFLICT,
+        "wrapper", Category.TORCH_VERSION_MISMATCH,
         "the framework says flash-attn is missing or broken, but the report shows it installed: "
-        "its import fails, and the framework's message hides the real error",
+        "its import fails, and the framework's message hides the real error (most often a "
+        "flash-attn binary built for another torch: an undefined symbol)",
         dedupe([*quotes, installed]), WRAPPED,
         [Remedy(summary="Import it directly to see the real error, then triage that output.",
-                commands=[r.REVEAL_IMPORT])],
+                commands=[r.REVEAL_IMPORT]),
+         r.reinstall(ctx, "If it is an undefined symbol:")],
         severity=Severity.WARNING,
         needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
 

@@ -30,6 +30,8 @@ _HOPPER_ONLY = re.compile(r"Hopper[- ]only|only (?:supports?|for|runs? on|works?
                           r"(?:the )?(?:Hopper|H100|sm_?90)|requires? (?:a )?Hopper", re.I)
 # hopper/setup.py: the package flash_attn_3 (its extension flash_attn_3._C, earlier
 # flash_attn_3_cuda) and the top-level module flash_attn_interface (py_modules, v2.8.3:636).
+BUILD_FA3 = ("git clone --recursive https://github.com/Dao-AILab/flash-attention && cd "
+             "flash-attention/hopper && MAX_JOBS=4 python setup.py install")
 _NOT_THERE = re.compile(r"No module named ['\"](flash_attn_interface|flash_attn_3(?:_cuda)?)\b")
 
 
@@ -91,9 +93,7 @@ def not_installed(ctx: Context) -> List[Signal]:
     fixes += [Remedy(summary="FlashAttention-3 is not part of the flash-attn wheel: build it from "
                      "flash-attention's hopper/ directory (README), which installs the "
                      "flash_attn_3 package and the flash_attn_interface module.",
-                     commands=["git clone --recursive https://github.com/Dao-AILab/flash-attention"
-                               " && cd flash-attention/hopper && MAX_JOBS=4 python setup.py "
-                               "install"]),
+                     commands=[BUILD_FA3]),
               Remedy(summary="Or install a prebuilt flash_attn_3 wheel for this torch and CUDA, "
                      "if one exists (fadoctor fix --print-pins lists the sources it knows).",
                      commands=["fadoctor fix --print-pins"]),

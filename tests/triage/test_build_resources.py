@@ -71,3 +71,21 @@ def test_an_asserted_availability_flag_is_a_hidden_import_failure(matrix: Matrix
     listed = _top("flash-attn 2.7.4.post1\ntorch 2.6.0\n" + said, matrix)
     assert listed.category == Category.TORCH_VERSION_MISMATCH
     assert "import flash_attn, flash_attn_2_cuda" in _said(listed)
+
+
+def test_a_compile_said_to_take_a_lot_of_ram_is_memory(matrix: Matrix) -> None:
+    text = "impossible to compile it (a lot of RAM): around 260GB with every core\n"
+    assert _top(text, matrix).category == Category.BUILD_RESOURCES
+
+
+def test_missing_cudnn_headers_name_cudnn_path(matrix: Matrix) -> None:
+    text = ("torch/include/ATen/cudnn/cudnn-wrapper.h:3:10: fatal error: cudnn.h: No such file "
+            "or directory\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN and "CUDNN_PATH" in _said(top)
+    assert "nvcc" not in top.message
+
+
+def test_an_arch_typed_in_lower_case_names_the_nvcc_that_knows_it(matrix: Matrix) -> None:
+    top = _top("nvcc fatal unsupported gpu architecture 'compute_86'\n", matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN and "nvcc 11.1" in top.message

@@ -46,3 +46,11 @@ def test_another_caller_is_named_from_its_frame(matrix: Matrix) -> None:
 def test_a_name_torch_always_had_is_no_finding(matrix: Matrix) -> None:
     text = "AttributeError: module 'torch.cuda' has no attribute 'is_available'\n"
     assert all("torch defines" not in d.message for d in triage(text, matrix).diagnosis)
+
+
+def test_a_torch_module_the_installed_torch_lacks(matrix: Matrix) -> None:
+    # written for this test: torch's wheels define torch.nn.attention from 2.3.0 (torch_api.yaml)
+    top = triage("torch 2.1.2+cu118\nModuleNotFoundError: No module named 'torch.nn.attention'\n",
+                 matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "from 2.3.0" in top.message and "torch>=2.3.0" in " ".join(top.remedies[0].commands)

@@ -11,6 +11,7 @@ from packaging.version import Version
 
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.safety.shell import command
 from fadoctor.triage import errors as e
 from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
@@ -27,7 +28,14 @@ _GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) a
 _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
                       r"C\+\+17 (?:or later )?(?:compatible )?compiler is required", re.I)
 _ARCH = re.compile(r"(?:Unsupported gpu architecture |Value )'(?:compute|sm)_(\d+)\w?'"
-                   r"(?: is not defined for option 'gpu-architecture')?")
+                   r"(?: is not defined for option 'gpu-architecture')?", re.I)
+# The first CUDA whose nvcc knows each arch that flash-attn's setup.py does not build for:
+# pytorch/pytorch@189579e2:cmake/Modules_CUDA_fix/upstream/FindCUDA/select_compute_arch.cmake
+# (Turing after 9.5, Ampere 8.0 after 10.5, 8.6 from 11.1).
+_FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1"}
+# torch's extension builder adds $CUDNN_HOME/include (or $CUDNN_PATH's) to the include path, and
+# nothing else for cuDNN (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, CUDNN_HOME)
+_CUDNN_H = re.compile(r"\bcudnn(?:_\w{1,30})?\.h: No such file")
 _PYTHON_H = re.compile(r"Python\.h: No such file or directory")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 # uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
@@ -67,6 +75,22 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
                    NAMED, [_toolkit(ctx), prebuilt(ctx)])]
+
+
+def cudnn_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUDNN_H, ("cudnn",))
+    if hit is None:
+        return []
+    return [Signal("cudnn_missing", Category.BUILD_TOOLCHAIN,
+                   "the build found no cuDNN headers: torch's extension builder looks for them "
+                   "only under CUDNN_HOME (or CUDNN_PATH) and the CUDA toolkit",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Point CUDNN_PATH (and CUDNN_HOME) at the cuDNN install, the "
+                           "directory holding include/cudnn.h, before building (a cluster's cuDNN "
+                           "module, or pip's cuDNN wheel: the folder this command prints), "
+                           "then build again.",
+                           commands=[command("python", "-c", "import nvidia.cudnn as m; "
+                                             "print(m.__path__[0])")])])]
 
 
 def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
@@ -148,7 +172,7 @@ def architecture(ctx: Context) -> List[Signal]:
     digits = hit[1].group(1)
     newest = max(ctx.matrix.flash_attn_releases, key=lambda rel: rel.version)
     need = next((nvcc for arch, nvcc in newest.build_archs.items()
-                 if arch.removeprefix("sm_") == digits), None)
+                 if arch.removeprefix("sm_") == digits), _FIRST_NVCC.get(digits))
     cc = ctx.gpu_cc_exact
     narrow = (f" or build only for this GPU: {newest.arch_env}={cc.major}{cc.minor}"
               if cc is not None and newest.arch_env else "")

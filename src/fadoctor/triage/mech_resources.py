@@ -25,7 +25,9 @@ _OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+
                         r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
                         r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)|\bfreez(?:es|ing|e)\b|"
                         r"\bfroze\b|slows? down (?:my|the(?: whole)?) (?:computer|machine|system|pc)|"
-                        r"how much (?:memory|ram)", re.I)
+                        r"how much (?:memory|ram)|(?:a lot|lots|too much) (?:of )?(?:ram|memory)|"
+                        r"\b(?:uses?|using|takes?|eats?|needs?)\s(?:up\s)?(?:around\s|about\s|over\s|"
+                        r"up to\s)?\d{2,4}\s?GB\b", re.I)
 _NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:command )?not found|"
                        r"no module named '?ninja|falling back to using the slow distutils", re.I)
 _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
@@ -96,7 +98,7 @@ def _memory_hit(ctx: Context) -> Tuple[Optional[Tuple[int, re.Match[str]]], bool
     if log is not None:
         return log, True
     return next(((i, m) for i, m in ctx.find(_OOM_PROSE, (
-        "memory", "ram", "oom", "freez", "froze", "slow")) if building(i, True)), None), False
+        "memory", "ram", "oom", "freez", "froze", "slow", "gb")) if building(i, True)), None), False
 
 
 def _tried_fewer_jobs(ctx: Context) -> Optional[int]:

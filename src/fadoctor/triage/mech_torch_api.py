@@ -24,6 +24,7 @@ _DATA = Path(__file__).resolve().parent.parent / "data" / "torch_api.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "torch_api.yaml"
 _ATTR = re.compile(r"module '(torch(?:\.\w{1,40}){0,4})' has no attribute '(\w{1,60})'")
 _IMPORT = re.compile(r"cannot import name '(\w{1,60})' from '(torch(?:\.\w{1,40}){0,4})'")
+_MODULE = re.compile(r"No module named '(torch(?:\.\w{1,40}){1,4})'")
 _FRAME = re.compile(r"[/\\](?:site|dist)-packages[/\\](\w+)[/\\]")
 
 
@@ -35,21 +36,40 @@ def _table() -> Tuple[Dict[str, Dict[str, List[Optional[str]]]], Dict[str, str],
     return raw["modules"], raw.get("flash_attn_uses", {}), raw["releases"]
 
 
-def missing(ctx: Context) -> List[Signal]:
+def _module_span(module: str) -> Optional[List[Optional[str]]]:
+    """The torch releases a module exists in: from the first that defines any name in it to the
+    last that still does (None: still there)."""
+    spans = [s for s in _table()[0].get(module, {}).values() if s and s[0]]
+    if not spans:
+        return None
+    lasts = [s[1] for s in spans]
+    first = min((str(s[0]) for s in spans), key=Version)
+    return [first, None if None in lasts else max((str(v) for v in lasts), key=Version)]
+
+
+def _named(ctx: Context) -> Optional[Tuple[int, str, List[Optional[str]]]]:
+    """The line, the dotted name the report says torch lacks, and the releases that have it."""
     found = ctx.first(_ATTR, ("has no attribute",))
     if found is not None:
-        index, module, name = found[0], found[1].group(1), found[1].group(2)
+        module, name = found[1].group(1), found[1].group(2)
     else:
         found = ctx.first(_IMPORT, ("cannot import name",))
         if found is None:
-            return []
-        index, module, name = found[0], found[1].group(2), found[1].group(1)
-    modules, uses, releases = _table()
-    span = modules.get(module, {}).get(name)
-    if span is None:
+            gone = ctx.first(_MODULE, ("no module named 'torch.",))
+            span = _module_span(gone[1].group(1)) if gone else None
+            return (gone[0], gone[1].group(1), span) if gone and span else None
+        module, name = found[1].group(2), found[1].group(1)
+    span = _table()[0].get(module, {}).get(name)
+    return (found[0], f"{module}.{name}", span) if span is not None else None
+
+
+def missing(ctx: Context) -> List[Signal]:
+    named = _named(ctx)
+    if named is None:
         return []
+    index, dotted, span = named
+    _, uses, releases = _table()
     first, last = str(span[0]), span[1]
-    dotted = f"{module}.{name}"
     caller = _caller(ctx, index)
     flash = dotted in uses and (caller in (None, "flash_attn") or ctx.fa2 is not None)
     who = "flash-attn" if flash else (caller or "the caller")

@@ -10,7 +10,9 @@ from typing import List, Optional
 
 from packaging.version import Version
 
+from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
@@ -49,6 +51,11 @@ _MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|MacBook|mps)\b", re.IG
 _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
+# A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
+# report names one, says its torch is CPU-only, or runs on Windows, where pip's default torch
+# has no CUDA: the torch is the CPU build.
+_NO_GPU = re.compile(r"No NVIDIA GPU found", re.I)
+_CPU_PROSE = re.compile(r"\bCPU[ -]ONLY\b", re.I)
 _OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
                          r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
 _NO_DRIVER = re.compile(r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver|"
@@ -226,18 +233,50 @@ def built_for(ctx: Context) -> List[Signal]:
                   ((i, _BUILT_FOR.search(line)) for i, line in ctx.text.window(index, 2, 0))
                   if m), None)
     name = owner.lower() if owner else None
+    if found.group(2).endswith("+cpu"):
+        return _cpu_torch(ctx, index, found.group(1), name)
     return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
                    f"{name or 'the package'}'s extensions were built for torch {found.group(1)}, "
                    f"but torch {found.group(2)} is installed: they cannot load",
                    [ctx.quote(index)], NAMED, r.rebuild_other(ctx, name, found.group(2)))]
 
 
+def _cpu_torch(ctx: Context, index: int, built: str, owner: Optional[str]) -> List[Signal]:
+    """A package built for a CUDA torch, next to a CPU-only torch: the torch is what is wrong."""
+    variant = re.search(r"\+(cu\d+|rocm[\d.]+)$", built)
+    fixes = [Remedy(summary=f"The installed torch is a CPU-only build; {owner or 'the package'} "
+                    f"was built for torch {built}: install that CUDA build of torch.",
+                    commands=[torch_install(built.split("+")[0], variant.group(1))])] \
+        if variant else []
+    return [Signal("built_for", Category.TORCH_CPU_ONLY,
+                   f"the installed torch is a CPU-only build, while {owner or 'the package'} was "
+                   f"built for torch {built}", [ctx.quote(index)], NAMED,
+                   [*fixes, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
+                                   "for the CUDA your driver runs (`fadoctor fix` picks it).",
+                                   commands=["fadoctor fix --print-pins"])])]
+
+
+def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
+    """With the driver unknown: the CUDA 12 build, which runs on every driver from the matrix's
+    CUDA 12 floor on (minor-version compatibility)."""
+    floor, build = ctx.matrix.driver_floor(12), r.torch_for_cuda(ctx, 12)
+    if floor is None or build is None:
+        return None
+    return build.model_copy(update={"summary": f"{build.summary} It runs on any driver from "
+                                    f"{floor.min_driver} on (nvidia-smi shows yours)."})
+
+
 def torch_cpu(ctx: Context) -> List[Signal]:
     hit = ctx.first(_CPU, ("not compiled with cuda",))
     if hit is None:
-        return []
+        hit = ctx.first(_NO_GPU, ("no nvidia gpu found",))
+        if hit is None or not (ctx.gpu or e.WINDOWS in ctx.seen.marks
+                               or ctx.first(_CPU_PROSE, ("cpu only", "cpu-only"))):
+            return []
     driver_cuda = parse_version(ctx.seen.get("driver_cuda"))
     fitting = r.torch_for_cuda(ctx, driver_cuda.major) if driver_cuda is not None else None
+    if fitting is None:
+        fitting = _cuda12_torch(ctx)
     return [Signal(
         "torch_cpu", Category.TORCH_CPU_ONLY,
         "the installed torch is a CPU-only build: no CUDA, so no flash-attention",

@@ -39,3 +39,10 @@ def test_no_gpu_found_on_a_machine_with_one_is_a_cpu_torch(matrix: Matrix) -> No
 def test_no_gpu_found_alone_is_not_read_as_a_cpu_torch(matrix: Matrix) -> None:
     text = "NotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently only supports GPUs!\n"
     assert all(d.category != Category.TORCH_CPU_ONLY for d in triage(text, matrix).diagnosis)
+
+
+def test_no_gpu_found_behind_a_driver_too_old_is_the_driver(matrix: Matrix) -> None:
+    text = ("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+            "version 11080).\nNotImplementedError: Unsloth: No NVIDIA GPU found? Unsloth currently "
+            "only supports GPUs!\nGPU: RTX 3090\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.DRIVER_TOO_OLD

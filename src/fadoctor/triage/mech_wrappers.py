@@ -15,7 +15,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 # Names callers import from flash_attn that a release renamed (flash_attn_facts.md §4, from
@@ -267,11 +267,14 @@ def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
 
 
 def torch_cpu(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CPU, ("not compiled with cuda",))
+    hit, strength = ctx.first(_CPU, ("not compiled with cuda",)), NAMED
     if hit is None:
-        hit = ctx.first(_NO_GPU, ("no nvidia gpu found",))
-        if hit is None or not (ctx.gpu or e.WINDOWS in ctx.seen.marks
-                               or ctx.first(_CPU_PROSE, ("cpu only", "cpu-only"))):
+        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found",)), HINTED
+        driver = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver")) or ctx.first(
+            _NO_DRIVER, ("nvidia driver", "cuda-capable"))
+        if hit is None or driver is not None or not (
+                ctx.gpu or e.WINDOWS in ctx.seen.marks
+                or ctx.first(_CPU_PROSE, ("cpu only", "cpu-only"))):
             return []
     driver_cuda = parse_version(ctx.seen.get("driver_cuda"))
     fitting = r.torch_for_cuda(ctx, driver_cuda.major) if driver_cuda is not None else None
@@ -280,7 +283,7 @@ def torch_cpu(ctx: Context) -> List[Signal]:
     return [Signal(
         "torch_cpu", Category.TORCH_CPU_ONLY,
         "the installed torch is a CPU-only build: no CUDA, so no flash-attention",
-        dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+        dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), strength,
         r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
                                 "for the CUDA your driver runs (`fadoctor fix` picks it).",
                                 commands=["fadoctor fix --print-pins"])]),

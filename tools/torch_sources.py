@@ -263,10 +263,22 @@ def entries(recorded: Dict[str, Dict[str, object]],
                 "weight": _weight(family, printed)}
             if family == "cudart":
                 entry["prefix"] = _prefix(recorded)
+                entry["pattern"] = _bare_too(printed, pattern)
             if _captures(printed):
                 entry["captures"] = _captures(printed)
             out.append(entry)
     return out
+
+
+def _bare_too(printed: str, pattern: Callable[[str], str]) -> str:
+    """The runtime's own string is printed bare by every program that is not torch (cudaGetErrorString
+    after its own prefix): torch's "CUDA error: " is optional where the string alone is distinctive
+    (four words or more: not "out of memory", "invalid device function")."""
+    bare = printed[len(CUDA_ERROR):] if printed.startswith(CUDA_ERROR) else printed
+    whole = pattern(printed.rstrip("."))
+    if len(bare.split()) < 4 or bare == printed:
+        return whole
+    return "(?:" + pattern(CUDA_ERROR.strip()) + r"\s{1,4})?" + pattern(bare.rstrip("."))
 
 
 def _weight(family: str, printed: str) -> str:

@@ -87,9 +87,11 @@ def test_patterns_are_bounded() -> None:
         assert "(" not in rest.replace(r"\(", ""), entry.id
         assert entry.pattern.search(_example(entry.printed)), entry.id
         preface = _PREFACE.match(entry.pattern.pattern)
-        if preface is not None:
-            bare = _example(entry.printed).split(" due to the following error: ", 1)[1]
-            assert entry.pattern.search(bare[0].lower() + bare[1:]), entry.id
+        if preface is not None:  # transformers' lead-in, or torch's "CUDA error: " (cudart)
+            bare = re.split(r" due to the following error: |^CUDA error: ",
+                            _example(entry.printed), maxsplit=1)[1]
+            assert entry.pattern.search(bare) or entry.pattern.search(bare[0].lower() + bare[1:]), \
+                entry.id
 
 
 def test_every_wrapper_message_at_every_tag_is_catalogued() -> None:
@@ -183,3 +185,11 @@ def test_an_fa3_head_size_list_is_named_in_the_remedy(matrix: Matrix) -> None:
                  matrix).diagnosis[0]
     assert top.category == Category.HEAD_DIM_UNSUPPORTED
     assert "head dim 64, 128, and 256 only" in top.remedies[0].summary
+
+
+def test_the_runtime_string_without_torchs_prefix_is_read(matrix: Matrix) -> None:
+    # a program that is not torch prints cudaGetErrorString's text after its own prefix
+    text = ("[cudaErrorUnsupportedPtxVersion] the provided PTX was compiled with an unsupported "
+            "toolchain. in expression cudaGetLastError()\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DRIVER_TOO_OLD and "driver" in top.remedies[0].summary

@@ -129,3 +129,12 @@ def test_a_torch_with_no_official_wheel_gets_a_community_wheel_of_its_python(
             "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEab\n")
     said = _said(triage(text, matrix).diagnosis[0])
     assert "cu128torch2.9-cp312-cp312" in said
+
+
+def test_a_name_never_bound_with_flash_attn_installed_is_the_callers_check(
+        matrix: Matrix) -> None:
+    text = ("flash-attn 2.0.4 is installed\n"
+            "NameError: name 'flash_attn_func' is not defined\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "import flash_attn, flash_attn_2_cuda" in _said(top)

@@ -89,3 +89,12 @@ def test_missing_cudnn_headers_name_cudnn_path(matrix: Matrix) -> None:
 def test_an_arch_typed_in_lower_case_names_the_nvcc_that_knows_it(matrix: Matrix) -> None:
     top = _top("nvcc fatal unsupported gpu architecture 'compute_86'\n", matrix)
     assert top.category == Category.BUILD_TOOLCHAIN and "nvcc 11.1" in top.message
+
+
+def test_no_torch_in_a_traceback_through_setup_py_is_isolation(matrix: Matrix) -> None:
+    # written for this test, in the shape of pip's unpacked sdist folder on Windows
+    text = ('File "C:\\Users\\u\\AppData\\Local\\Temp\\pip-install-7czi\\flash-attn_6da8\\setup.py",'
+            ' line 19, in <module>\n          import torch\n'
+            "      ModuleNotFoundError: No module named 'torch'\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_ISOLATION and "--no-build-isolation" in _said(top)

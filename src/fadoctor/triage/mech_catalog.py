@@ -16,6 +16,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 # A message the catalog sources names its check and release: stronger than a hand-written signature
 # and its corroborations.
@@ -125,6 +126,23 @@ def fold(signals: List[Signal]) -> List[Signal]:
     return out
 
 
+def _unbound(ctx: Context, name: str, quotes: List[Quote]) -> Signal:
+    """A NameError with flash-attn installed: the caller binds the name only when its own check
+    passes (a minimum flash-attn version, or an import that must succeed), and it did not."""
+    have = f"flash-attn {ctx.fa2}" if ctx.fa2 is not None else "the installed flash-attn"
+    return Signal("api_names", Category.VERSION_CONFLICT,
+                  f"{name} was never bound although flash-attn is installed: the caller imports "
+                  f"it only when its own check passes (a minimum version {have} may be below, "
+                  "or an import that fails)", quotes, HINTED,
+                  [Remedy(summary="Import it directly: an error here is the cause; none means the "
+                          f"caller wants a newer flash-attn than {have}.",
+                          commands=[r.REVEAL_IMPORT]),
+                   r.exact_wheel(ctx) or Remedy(
+                       summary="Upgrade to the newest flash-attn built for this torch (or pin the "
+                       "caller's release written for this flash-attn).",
+                       commands=["fadoctor fix --print-pins"])])
+
+
 # flash-attn's README at v2.0.0 ("Upgrading from FlashAttention (1.x) to FlashAttention-2"):
 # flash_attn_unpadded_* were renamed flash_attn_varlen_*, and flash_attn_func /
 # flash_attn_qkvpacked_func / flash_attn_kvpacked_func are 2.x's.
@@ -156,6 +174,8 @@ def api_names(ctx: Context) -> List[Signal]:
                                          r.REVEAL_IMPORT])])]
     quotes = sorted({ctx.quote(index), *([stated] if stated is not None else [])},
                     key=lambda q: q.line)
+    if "is not defined" in ctx.text.lines[index][found.end():found.end() + 20]:
+        return [_unbound(ctx, name, quotes)]
     if "unpadded" in name:
         renamed = name.replace("unpadded", "varlen")
         return [Signal("api_names", Category.VERSION_CONFLICT,

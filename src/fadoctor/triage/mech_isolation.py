@@ -38,11 +38,19 @@ _REQUIRES_STEP = re.compile(r"Getting requirements to build wheel (?:\.\.\. erro
 
 def isolation(ctx: Context) -> List[Signal]:
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
-                if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks), None)
+                if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
+                or _under_setup_py(ctx, i)), None)
     if hit is None:
         return _requires_step(ctx)
     missing = hit[1].group(1)
     return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
+
+
+def _under_setup_py(ctx: Context, index: int) -> bool:
+    """The import failed in a traceback through a package's setup.py, or in the folder pip
+    unpacks a source distribution into to build it."""
+    return any("setup.py" in line or "pip-install-" in line or "pip-req-build-" in line
+               for _, line in ctx.text.window(index, 6, 0))
 
 
 def _requires_step(ctx: Context) -> List[Signal]:

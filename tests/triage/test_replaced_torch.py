@@ -1,0 +1,31 @@
+"""pip replacing the installed torch while installing a package with compiled torch extensions:
+the remedy is that package's release whose metadata requires the installed torch (read from
+data/ext_torch.yaml, never typed here)."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage import ext_torch
+from fadoctor.triage.diagnose import triage
+
+# written for this test, in pip's words
+LOG = ("pip install -U xformers\n"
+       "Installing collected packages: torch, xformers\n"
+       "  Attempting uninstall: torch\n"
+       "    Found existing installation: torch 2.4.1\n"
+       "    Uninstalling torch-2.4.1:\n")
+
+
+def test_the_release_requiring_the_installed_torch_is_pinned(matrix: Matrix) -> None:
+    top = triage(LOG, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    newest = ext_torch.releases_for("xformers", Version("2.4.1"))[-1][0]
+    assert f"xformers=={newest}" in " ".join(c for r in top.remedies for c in r.commands)
+
+
+def test_asking_for_torch_by_name_is_not_this(matrix: Matrix) -> None:
+    text = LOG.replace("pip install -U xformers", "pip install -U torch xformers")
+    assert all(d.category != Category.VERSION_CONFLICT for d in triage(text, matrix).diagnosis)

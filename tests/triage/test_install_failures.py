@@ -82,3 +82,22 @@ def test_fa3_on_a_blackwell_gpu_in_prose(matrix: Matrix) -> None:
     text = "Running FA3 on GB200 (sm_100) gives CUDA error: unspecified launch failure\n"
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED and "Blackwell" in top.message
+
+
+def _enoent(path: str) -> str:
+    return ("ERROR: Could not install packages due to an OSError: [Errno 2] No such file or "
+            f"directory: '{path}'\n")
+
+
+def test_a_windows_path_over_max_path_is_long_paths(matrix: Matrix) -> None:
+    # written for this test: 260 characters with single backslashes (doubled in pip's repr)
+    deep = "C:\\Users\\u\\AppData\\Local\\Temp\\pip-install-x\\flash-attn_" + "a" * 32 + "\\csrc\\"
+    path = (deep + "b" * (259 - len(deep)) + ".h")[:260]
+    top = triage(_enoent(path.replace("\\", "\\\\")), matrix).diagnosis[0]
+    assert top.category == Category.PLATFORM_UNSUPPORTED
+    assert "LongPathsEnabled" in " ".join(top.remedies[0].commands)
+
+
+def test_a_short_missing_path_is_not_long_paths(matrix: Matrix) -> None:
+    said = triage(_enoent("C:\\\\Users\\\\u\\\\x.h" + "\\\\y" * 90), matrix).diagnosis
+    assert all("longer than Windows allows" not in d.message for d in said)

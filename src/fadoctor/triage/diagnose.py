@@ -88,7 +88,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.compiler,
     mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
-    mech_install.invalid_wheel, mech_install.compiler_crash,
+    mech_install.invalid_wheel, mech_install.compiler_crash, mech_install.long_paths,
     mech_replaced_torch.replaced,
     mech_build.no_prebuilt_wheel, mech_wheels.no_wheel_for_torch, mech_build.build_failed,
     mech_resources.parallel_failed,

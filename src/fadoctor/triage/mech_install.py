@@ -1,6 +1,7 @@
-"""Two install failures no catalogued message names: a file pip calls an invalid wheel (often a
-Git LFS pointer or a saved web page), and the host compiler crashing on flash-attention's sources
-(an internal compiler error that is not a kill for memory) (pure)."""
+"""Install failures no catalogued message names: a file pip calls an invalid wheel (often a Git
+LFS pointer or a saved web page), the host compiler crashing on flash-attention's sources (an
+internal compiler error that is not a kill for memory), and a path over Windows' 260-character
+limit (pure)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import List
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import mech_build
 from fadoctor.triage.catalog_data import entries
 from fadoctor.triage.context import Context
@@ -19,6 +21,13 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 # wheel", since pip 22.0).
 PIP_INVALID = "pypa/pip@26.2.1:src/pip/_internal/exceptions.py:471"
 _INVALID = re.compile(r"Wheel '[\w.-]{1,80}' located at ([^\n]{1,300}?) is invalid\.")
+# pip's hint for an ENOENT on Windows whose filename is over 260 characters
+# (pypa/pip@23.2.1:src/pip/_internal/commands/install.py:762-776, create_os_error_message): the
+# unpacked sdist's deepest header (composable_kernel's) passes the limit under %TEMP%.
+_FILESYSTEM_KEY = r"HKLM\SYSTEM\CurrentControlSet\Control\FileSystem"
+PIP_LONG_PATHS = "pypa/pip@23.2.1:src/pip/_internal/commands/install.py:762-776"
+_NO_SUCH = re.compile(r"(?:\[Errno 2\] No such file or directory|\[WinError 206\][^:\n]{0,80}):"
+                      r" '([A-Za-z]:[^'\n]{200,2000})'|Windows Long Path support")
 # cc1plus's own words (the string "internal compiler error: " in g++-12 12.2.0-14+deb12u1's
 # cc1plus); "internal compiler error: Killed" is the kernel's OOM kill (mech_resources.memory).
 GCC_ICE = "g++-12 12.2.0-14+deb12u1:/usr/lib/gcc/x86_64-linux-gnu/12/cc1plus"
@@ -75,3 +84,24 @@ def _other_gcc(ctx: Context) -> Remedy:
                   f"({gate.location if gate else 'crt/host_config.h'}), as nvcc's host compiler.",
                   commands=[f"export CC=gcc-{top} CXX=g++-{top}",
                             f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"])
+
+
+def long_paths(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_SUCH, ("no such file or directory", "winerror 206", "long path"))
+    if hit is None:
+        return []
+    path = hit[1].group(1)
+    # The log doubles each backslash of a Windows path in its repr. MAX_PATH (260) counts the
+    # terminating NUL, so 259 characters is the longest path that works (Microsoft's "Maximum
+    # Path Length Limitation"); pip's own hint waits for more than 260.
+    if path is not None and len(path.replace("\\\\", "\\")) < 260:
+        return []
+    return [Signal("long_paths", Category.PLATFORM_UNSUPPORTED,
+                   "a file's path is longer than Windows allows (260 characters) unless long paths "
+                   "are enabled: pip could not unpack or install it", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Enable Windows long paths (in PowerShell as administrator; then "
+                           "open a new one), or build from a shorter folder (pip's TMPDIR).",
+                           commands=[command("reg", "add", _FILESYSTEM_KEY, "/v",
+                                             "LongPathsEnabled", "/t", "REG_DWORD", "/d", "1",
+                                             "/f")])],
+                   details={"source": PIP_LONG_PATHS})]

@@ -193,3 +193,12 @@ def test_the_runtime_string_without_torchs_prefix_is_read(matrix: Matrix) -> Non
             "toolchain. in expression cudaGetLastError()\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.DRIVER_TOO_OLD and "driver" in top.remedies[0].summary
+
+
+def test_a_message_retyped_in_another_case_without_its_stop_is_read(matrix: Matrix) -> None:
+    # flash-attn-4's FP8 gate (fa4-v4.0.0.beta10:flash_attn/cute/interface.py:470), as retyped
+    text = ('assert arch // 10 == 10, "FP8 is only supported on SM100 (compute capability 10.x) '
+            'for FA4 CuTE"\n')
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "compute capability 1.0" not in top.message  # "10.x" names a family, not a GPU

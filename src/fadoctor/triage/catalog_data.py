@@ -99,12 +99,19 @@ def _needle(printed: str, pattern: str) -> str:
     return max(words or [printed], key=len).lower()
 
 
+def _compiled(pattern: str) -> Pattern[str]:
+    """A catalogued pattern as reports quote it: people retype messages in another case ("FA4
+    CuTE") and leave off the closing full stop; the words themselves must all be there."""
+    return re.compile(pattern[:-2] + r"\.?" if pattern.endswith(r"\.") else pattern, re.I)
+
+
 @lru_cache(maxsize=1)
 def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the catalog is 400 entries
     loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)["messages"]
-    return tuple(Entry(e["id"], e["printed"], re.compile(e["pattern"]), _needle(e["printed"], e["pattern"]),
+    return tuple(Entry(e["id"], e["printed"], _compiled(e["pattern"]),
+                       _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
                        tuple((str(a[0]), str(a[1]), str(a[2]), str(a[3]))

@@ -19,7 +19,8 @@ _SO_PATH = re.compile(r"^\s*(/\S+/(lib[\w+-]+\.so(?:\.\d+)*))\s*$")
 _MEMORY = re.compile(r"(?<![\d.])(\d{1,12}(?:\.\d{1,6})?)\s{0,8}(?:GB|GiB|G)\b"
                      r"(?:\s*(?:of\s+)?(?:RAM|memory|system memory))",
                      re.IGNORECASE)
-_CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b|"
+# "capability 8.6", "capability: 86", "sm_90"; never "capability 10.x" (a family, not one GPU)
+_CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b(?!\.\w)|"
                  r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)
 _FAMILY = re.compile(r"\b(Blackwell|Hopper|Ada(?= Lovelace)|Ampere|Turing|Volta|Pascal|Maxwell)\b",
                      re.IGNORECASE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import cudnn_sources
 import cutlass_dsl_sources as dsl
 import serve_sources as serve
 import torch_sources
@@ -70,7 +71,8 @@ def other_entries() -> List[Dict[str, object]]:
     return [*torch_sources.entries(torch_sources.load(TORCH_EXCERPTS), pattern),
             *build_sources.entries(build_sources.load(fixtures / "build_excerpts.yaml"), pattern,
                                    remedy),
-            *hf_sources.entries(pattern), *serve.entries(serve.load(), pattern)]
+            *hf_sources.entries(pattern), *serve.entries(serve.load(), pattern),
+            *cudnn_sources.entries(pattern)]
 
 
 def with_dsl(catalog: List[Dict[str, object]], pattern: object) -> List[Dict[str, object]]:

@@ -67,7 +67,7 @@ class Entry:
     @property
     def source(self) -> str:
         """The id's prefix: fa-csrc, fa-setup, fa-py, fa3, fa3-py, fa4, fa4-import, xformers, vllm-fa,
-        torch, c10, cudart, hf, vllm, sglang, sgl-kernel, cutlass-dsl, or a toolchain source's
+        torch, c10, cudart, hf, vllm, sglang, sgl-kernel, cutlass-dsl, cudnn, or a toolchain source's
         (TOOLCHAIN)."""
         return self.id.rsplit("-", 1)[0]
 
@@ -88,6 +88,7 @@ _LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setu
            "vllm": "vLLM's attention backend choice", "sglang": "SGLang's attention backend",
            "sgl-kernel": "sgl-kernel's flash_attn gate",
            "cutlass-dsl": "an nvidia-cutlass-dsl module",
+           "cudnn": "cuDNN's fused-attention check",
            **TOOLCHAIN}
 
 

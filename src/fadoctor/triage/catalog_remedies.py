@@ -10,7 +10,14 @@ from packaging.version import Version
 
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
-from fadoctor.triage import hf_remedies, serve_remedies, switches, torch_remedies, wrapper_remedies
+from fadoctor.triage import (
+    cudnn_remedies,
+    hf_remedies,
+    serve_remedies,
+    switches,
+    torch_remedies,
+    wrapper_remedies,
+)
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context, parse_version
@@ -192,6 +199,8 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
         return serve_remedies.serving(ctx, entry, category)
     if entry.source == "sdpa":
         return torch_remedies.sdpa(ctx, entry)
+    if entry.source == "cudnn":
+        return cudnn_remedies.for_entry(ctx, entry, category)
     if category == Category.GPU_UNSUPPORTED:
         return gpu(ctx, entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:

@@ -24,6 +24,7 @@ from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, 
 from fadoctor.safety.shell import Installer
 from fadoctor.triage import (
     mech_api,
+    mech_arch_list,
     mech_build,
     mech_catalog,
     mech_checkout,
@@ -80,7 +81,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,
-    mech_kernel_image.no_release_kernels,
+    mech_kernel_image.no_release_kernels, mech_arch_list.built_for_others,
     mech_numerics.nan,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_build.nvcc_missing,

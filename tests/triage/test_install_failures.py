@@ -101,3 +101,23 @@ def test_a_windows_path_over_max_path_is_long_paths(matrix: Matrix) -> None:
 def test_a_short_missing_path_is_not_long_paths(matrix: Matrix) -> None:
     said = triage(_enoent("C:\\\\Users\\\\u\\\\x.h" + "\\\\y" * 90), matrix).diagnosis
     assert all("longer than Windows allows" not in d.message for d in said)
+
+
+def test_another_packages_wheel_for_another_platform_names_that_package(matrix: Matrix) -> None:
+    # written for this test, in pip's words, on an Arm host
+    text = ("Trying on a GB200 node.\nnvidia_cutlass_dsl-4.0.0.dev1-cp312-cp312-manylinux_2_28_x86_64"
+            ".whl is not a supported wheel on this platform.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.WRONG_WHEEL
+    said = _said(top)
+    assert "--only-binary nvidia-cutlass-dsl nvidia-cutlass-dsl" in said and "aarch64" in said
+    assert "flash-attn" not in said
+
+
+def test_a_symbol_missing_from_another_packages_binary_reinstalls_that_package(
+        matrix: Matrix) -> None:
+    text = ("ImportError: cutlass/python/CuTeDSL/cutlass/_mlir/_mlir_libs/_mlirDialectsCuda.cpython-"
+            "310-aarch64-linux-gnu.so: undefined symbol: mlirTypeIsACudaLaunchConfigType\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert "--force-reinstall --no-cache-dir nvidia-cutlass-dsl" in " ".join(top.remedies[0].commands)
+    assert "flash-attn" not in _said(top)

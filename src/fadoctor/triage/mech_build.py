@@ -17,6 +17,7 @@ from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
@@ -233,6 +234,8 @@ def wheel_tags(ctx: Context) -> List[Signal]:
         return []
     python_tag, platform = parts[-3], parts[-1]
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("python", "os", "machine")])
+    if not parts[0].lower().startswith("flash_attn"):
+        return [_other_wheel(ctx, parts[0], parts[1], platform, quotes)]
     have = ctx.python
     if have is not None and python_tag.startswith("cp") and python_tag != \
             f"cp{have.major}{have.minor}":
@@ -260,6 +263,28 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                    f"pip refuses {name} here: its Python ({python_tag}) or platform ({platform}) "
                    "tag does not match this environment", quotes, NAMED, [prebuilt(ctx)],
                    needs=[("the Python version and platform", "python -VV; uname -m")])]
+
+
+_ARM_HOST = re.compile(r"\b(?:aarch64|arm64|sbsa|GB200|GB300|GH200|GB10|Grace|Jetson|DGX Spark)\b",
+                       re.I)
+
+
+def _other_wheel(ctx: Context, dist: str, version: str, platform: str, quotes: List[Quote]
+                 ) -> Signal:
+    """Another package's wheel refused here: pip picks that package's release with a wheel for
+    this platform and Python by itself when asked for the package, not the file."""
+    project = dist.replace("_", "-")
+    arm = ctx.first(_ARM_HOST, ("aarch64", "arm64", "sbsa", "gb200", "gb300", "gh200", "gb10",
+                                "grace", "jetson", "dgx spark"))
+    want = " (an aarch64 wheel, for this Arm host)" if arm and "aarch64" not in platform else ""
+    return Signal("wheel_tag", Category.WRONG_WHEEL,
+                  f"pip refuses {project} {version}'s wheel for {platform} on this machine",
+                  dedupe([*quotes, *([ctx.quote(arm[0])] if arm else [])]), NAMED,
+                  [Remedy(summary=f"Ask pip for the package, not that file: it takes the newest "
+                          f"{project} release with a wheel for this platform and Python{want}; "
+                          "if it finds none, no release has one yet.",
+                          commands=[command("pip", "install", "--upgrade", "--only-binary",
+                                            project, project)])])
 
 
 def _python_wheel(ctx: Context, name: str, tag: str, have: Version) -> List[Remedy]:

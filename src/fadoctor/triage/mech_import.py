@@ -26,6 +26,7 @@ from fadoctor.triage.mech_symbols import (
     is_cuda_library,
     other_abi_wheel,
     owner_of,
+    reinstall_owner,
 )
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
@@ -82,9 +83,10 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         if re.match(r"^_?Py", symbol):
             what = (f"needs the Python C-API symbol {symbol}: it was built for another Python "
                     "version")
+        fixes = r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]) \
+            if owner is None else [reinstall_owner(owner)]
         return [Signal("undefined_symbol", category, f"{binary_name(library)} {what}", quotes, NAMED,
-                       r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]),
-                       details={"symbol": symbol, "demangled": shown})]
+                       fixes, details={"symbol": symbol, "demangled": shown})]
     mismatch = _torch_mismatch(ctx, library, symbol, quotes)
     if owner is None and library and binary_name(library) not in FA_BINARIES \
             and not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):

@@ -44,7 +44,9 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
            "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
            "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
-           "common_ops": "sgl-kernel"}
+           "common_ops": "sgl-kernel",
+           # the CuTe DSL's MLIR bindings (nvidia-cutlass-dsl installs cutlass/_mlir)
+           "_mlir": "nvidia-cutlass-dsl"}
 
 
 def owner_of(library: str) -> Optional[str]:
@@ -55,10 +57,17 @@ def owner_of(library: str) -> Optional[str]:
             top = library.split(marker, 1)[1].split("/", 1)[0]
             return OTHERS.get(top.split(".", 1)[0])
     parts = library.split("/")
-    # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the package directory holding the
-    # binary, else the binary's own name
-    return OTHERS.get(parts[-2]) if len(parts) >= 2 and parts[-2] in OTHERS else \
-        OTHERS.get(parts[-1].split(".", 1)[0])
+    # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the nearest package directory above
+    # the binary that names one, else the binary's own name
+    return next((OTHERS[p] for p in reversed(parts[:-1]) if p in OTHERS),
+                OTHERS.get(parts[-1].split(".", 1)[0]))
+
+
+def reinstall_owner(owner: str) -> Remedy:
+    return Remedy(summary=f"The binary and the libraries it loads come from different builds of "
+                  f"{owner} (or from another package installed over it): reinstall {owner} from "
+                  "one source, without pip's cache.",
+                  commands=[f"pip install --force-reinstall --no-cache-dir {owner}"])
 
 
 def is_cuda_library(library: str) -> bool:

@@ -44,3 +44,20 @@ def test_a_cmake_arch_for_another_gpu(matrix: Matrix) -> None:
 def test_an_arch_list_that_runs_here_is_not_this(setting: str, matrix: Matrix) -> None:
     text = f"GPU: NVIDIA H100 80GB HBM3\n{setting} pip install flash-attn\n"
     assert all(d.category != Category.NO_KERNEL_IMAGE for d in triage(text, matrix).diagnosis)
+
+
+def test_tcgen05_code_on_a_gb10_cannot_run(matrix: Matrix) -> None:
+    # written for this test, in the words of the CuTe DSL's arch check
+    text = ("GPU: NVIDIA GB10\ncutlass.cute.nvgpu.tcgen05.mma.MmaF16BF16Op rejects Arch.sm_121a\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "tcgen05" in top.message
+
+
+def test_tcgen05_on_a_b200_is_not_this(matrix: Matrix) -> None:
+    text = "GPU: NVIDIA B200\ntcgen05.mma failed with an illegal instruction\n"
+    assert all("tcgen05" not in d.message for d in triage(text, matrix).diagnosis)
+
+
+def test_a_binary_built_for_other_archs_says_so(matrix: Matrix) -> None:
+    text = 'FATAL: kernel built for sm80-sm100, but running on sm121\n'
+    assert triage(text, matrix).diagnosis[0].category == Category.NO_KERNEL_IMAGE

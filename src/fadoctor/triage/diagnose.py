@@ -82,6 +82,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,
     mech_kernel_image.no_release_kernels, mech_arch_list.built_for_others,
+    mech_arch_list.datacenter_blackwell_only,
     mech_numerics.nan,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_build.nvcc_missing,

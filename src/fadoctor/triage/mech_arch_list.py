@@ -12,9 +12,10 @@ from typing import List, Optional, Tuple
 
 from packaging.version import Version
 
+from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 # One arch: (major, minor, suffix, ptx)
 Arch = Tuple[int, int, str, bool]
@@ -77,3 +78,60 @@ def built_for_others(ctx: Context) -> List[Signal]:
                                "GPU, never runs on it), then rebuild from a clean build folder.",
                                commands=fix)])]
     return []
+
+
+# NVIDIA PTX ISA 9.2, tcgen05 instructions, "Target ISA Notes": sm_100a, sm_101a (sm_110a from
+# PTX 9.0), and the sm_100f / sm_110f families; never sm_120 (GeForce and RTX PRO Blackwell, GB10).
+_TCGEN05 = re.compile(r"\btcgen05\b|blackwell_fmha\b", re.I)
+_SM12X = re.compile(r"\bsm_?12\d[af]?\b", re.I)
+# A binary's own words: "kernel built for sm80-sm100, but running on sm121"
+_BUILT_RUNNING = re.compile(r"built for (sm_?\d{2,3}[af]?(?:\s?-\s?sm_?\d{2,3}[af]?)?)[^\n]{0,40}?"
+                            r"running on (sm_?\d{2,3}[af]?)", re.I)
+
+
+def _sm12x(ctx: Context) -> Optional[Tuple[str, Optional[int]]]:
+    """The consumer/GB10 Blackwell the report names: (its name, the quote line)."""
+    cc = ctx.gpu_cc_exact
+    if ctx.gpu is not None and cc is not None and cc.major == 12:
+        return f"the {ctx.gpu[0]} (sm_{cc.major}{cc.minor})", None
+    said = ctx.first(_SM12X, ("sm_12", "sm12"))
+    return (said[1].group(0), said[0]) if said else None
+
+
+def datacenter_blackwell_only(ctx: Context) -> List[Signal]:
+    """Code for sm_100's tcgen05 tensor cores (flash-attn-4's SM100 path, CUTLASS's Blackwell
+    FMHA examples) on a GPU of the sm_12x family, which has none."""
+    built = ctx.first(_BUILT_RUNNING, ("running on",))
+    if built is not None:
+        return [Signal("arch_list", Category.NO_KERNEL_IMAGE,
+                       f"the binary was built for {built[1].group(1)}, and this GPU is "
+                       f"{built[1].group(2)}: none of its kernels runs here",
+                       [ctx.quote(built[0])], NAMED,
+                       [Remedy(summary=f"Build it for this GPU ({built[1].group(2)}), from a "
+                               "source whose kernels support that architecture, or use PyTorch "
+                               "SDPA (attn_implementation=\"sdpa\") meanwhile.")])]
+    hit = ctx.first(_TCGEN05, ("tcgen05", "blackwell_fmha"))
+    gpu = _sm12x(ctx) if hit is not None else None
+    if hit is None or gpu is None:
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.quote(gpu[1])] if gpu[1] is not None else []),
+                     *([ctx.gpu[2]] if ctx.gpu else [])])
+    return [Signal("tcgen05", Category.GPU_UNSUPPORTED,
+                   f"this code uses tcgen05 (the tensor cores of sm_100/sm_103/sm_110: B200, "
+                   f"GB200, B300, Thor), which {gpu[0]} does not have: it cannot run there",
+                   quotes, NAMED,
+                   [_for_sm12x(ctx)],
+                   details={"source": "NVIDIA PTX ISA 9.2, tcgen05 instructions, Target ISA Notes"})]
+
+
+def _for_sm12x(ctx: Context) -> Remedy:
+    cc = ctx.gpu_cc_exact
+    first = first_release_with_kernels(ctx.matrix, cc) if cc is not None and cc.major == 12 \
+        else None
+    fa2 = (f"flash-attn {first.version} or later (the first release that compiles for "
+           f"sm_{cc.major}{cc.minor}; its wheels are for Linux x86_64, so on an Arm host such as "
+           "GB10 it is built from source)" if first is not None and cc is not None
+           else "flash-attn 2.x")
+    return Remedy(summary=f"On sm_12x use kernels written for it: {fa2}, CUTLASS's SM80/SM120 "
+                  "examples, or PyTorch SDPA (attn_implementation=\"sdpa\").",
+                  commands=["fadoctor fix --print-pins"])

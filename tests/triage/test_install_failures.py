@@ -121,3 +121,17 @@ def test_a_symbol_missing_from_another_packages_binary_reinstalls_that_package(
     top = triage(text, matrix).diagnosis[0]
     assert "--force-reinstall --no-cache-dir nvidia-cutlass-dsl" in " ".join(top.remedies[0].commands)
     assert "flash-attn" not in _said(top)
+
+
+def test_a_windows_procedure_not_found_is_a_wheel_for_another_torch(matrix: Matrix) -> None:
+    text = ("torch 2.7.1+cu128 on Windows 11\nImportError: DLL load failed while importing "
+            "flash_attn_2_cuda: The specified procedure could not be found.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    assert "--no-build-isolation --no-cache-dir" in _said(top) and "sdpa" in _said(top)
+
+
+def test_a_windows_missing_dependency_dll_is_not_read_as_a_torch_mismatch(matrix: Matrix) -> None:
+    text = ("ImportError: DLL load failed while importing flash_attn_2_cuda: The specified module "
+            "could not be found.\n")
+    assert triage(text, matrix).diagnosis[0].category != Category.TORCH_VERSION_MISMATCH

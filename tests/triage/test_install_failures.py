@@ -135,3 +135,35 @@ def test_a_windows_missing_dependency_dll_is_not_read_as_a_torch_mismatch(matrix
     text = ("ImportError: DLL load failed while importing flash_attn_2_cuda: The specified module "
             "could not be found.\n")
     assert triage(text, matrix).diagnosis[0].category != Category.TORCH_VERSION_MISMATCH
+
+
+def test_an_arm_host_is_offered_no_x86_64_wheel(matrix: Matrix) -> None:
+    text = ("GPU: NVIDIA GB10\nPyTorch: 2.10.0+cu130\nWhere is the flash-attn wheel for torch "
+            "2.10? flash-attn fails to find a symbol.\n")
+    said = " ".join(_said(d) for d in triage(text, matrix).diagnosis)
+    assert "x86_64" not in said.replace("Linux x86_64", "")
+
+
+def test_a_symbol_not_found_in_prose_is_a_torch_mismatch(matrix: Matrix) -> None:
+    text = ("PyTorch: 2.10.0+cu130\nflash-attn installed with no issues, but it is failing to find "
+            "a symbol within the package\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.TORCH_VERSION_MISMATCH
+
+
+def test_a_binary_named_before_undefined_symbol_without_a_colon_is_its_package(
+        matrix: Matrix) -> None:
+    text = ("PyTorch 2.12.1+cu130\n1. sm100/common_ops.abi3.so — undefined symbol (PyTorch C10 ABI "
+            "mismatch)\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    assert "sgl-kernel" in _said(top) and "flash-attn" not in _said(top)
+
+
+def test_an_arm_wheel_linked_in_prose_is_not_an_arm_host(matrix: Matrix) -> None:
+    from fadoctor.triage.context import Context
+    from fadoctor.triage.observed import Observed
+    from fadoctor.triage.text import split
+    linked = split("wheel: [direct link aarch64](https://example.org/x-linux_aarch64.whl)\n")
+    assert Context(linked, Observed(), matrix).arm_host is None
+    said = split("| Arch | aarch64 |\n")
+    assert Context(said, Observed(), matrix).arm_host is not None

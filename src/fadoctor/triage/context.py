@@ -24,6 +24,12 @@ ARCH_FAMILY_CC = {"maxwell": "5.0", "pascal": "6.0", "volta": "7.0", "turing": "
                   "ampere": "8.0", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0"}
 
 
+_ARM_HOST = re.compile(r"\b(?:aarch64|arm64|sbsa|GB200|GB300|GH200|GB10|Grace|Jetson|DGX Spark)\b",
+                       re.I)
+_ARM_NEEDLES = ("aarch64", "arm64", "sbsa", "gb200", "gb300", "gh200", "gb10", "grace", "jetson",
+                "dgx spark")
+
+
 def parse_version(text: Optional[str]) -> Optional[Version]:
     if not text:
         return None
@@ -226,6 +232,18 @@ class Context:
                        torch=self.torch, torch_cxx11_abi=self.torch_abi,
                        memory_gib=self.memory_gib,
                        cpus=int(self.seen.get(o.CPUS) or 0) or None)
+
+    @cached_property
+    def arm_host(self) -> Optional[Quote]:
+        """The line saying the machine is an Arm (aarch64) host: the machine stated, or a system
+        only built that way (Grace: GH200, GB200, GB300; GB10; Jetson)."""
+        machine = self.seen.get(o.MACHINE)
+        if machine in ("aarch64", "arm64"):
+            return next(iter(self.quotes(o.MACHINE)), None)
+        # a line with a link or a wheel's name mentions files, not this machine
+        found = next((f for f in self.find(_ARM_HOST, _ARM_NEEDLES)
+                      if "http" not in self.low(f[0]) and ".whl" not in self.low(f[0])), None)
+        return self.quote(found[0]) if found else None
 
     @property
     def build_jobs(self) -> int:

@@ -265,21 +265,16 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                    needs=[("the Python version and platform", "python -VV; uname -m")])]
 
 
-_ARM_HOST = re.compile(r"\b(?:aarch64|arm64|sbsa|GB200|GB300|GH200|GB10|Grace|Jetson|DGX Spark)\b",
-                       re.I)
-
-
 def _other_wheel(ctx: Context, dist: str, version: str, platform: str, quotes: List[Quote]
                  ) -> Signal:
     """Another package's wheel refused here: pip picks that package's release with a wheel for
     this platform and Python by itself when asked for the package, not the file."""
     project = dist.replace("_", "-")
-    arm = ctx.first(_ARM_HOST, ("aarch64", "arm64", "sbsa", "gb200", "gb300", "gh200", "gb10",
-                                "grace", "jetson", "dgx spark"))
+    arm = ctx.arm_host
     want = " (an aarch64 wheel, for this Arm host)" if arm and "aarch64" not in platform else ""
     return Signal("wheel_tag", Category.WRONG_WHEEL,
                   f"pip refuses {project} {version}'s wheel for {platform} on this machine",
-                  dedupe([*quotes, *([ctx.quote(arm[0])] if arm else [])]), NAMED,
+                  dedupe([*quotes, *([arm] if arm else [])]), NAMED,
                   [Remedy(summary=f"Ask pip for the package, not that file: it takes the newest "
                           f"{project} release with a wheel for this platform and Python{want}; "
                           "if it finds none, no release has one yet.",

@@ -22,6 +22,7 @@ from fadoctor.triage.mech_symbols import (
     FA_BINARIES,
     OTHERS,
     binary_name,
+    demangled,
     driver_api,
     is_cuda_library,
     other_abi_wheel,
@@ -33,9 +34,12 @@ from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 # the symbol after the loader's colon; without the colon only a mangled or C-looking name (a
-# title's "undefined symbol error" names none)
-_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?undefined symbol"
+# title's "undefined symbol error" names none; nor does "failing to find a symbol" in prose)
+_UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefined symbol|"
+                        r"(?:fail\w{0,3} to find|can'?t find|cannot find|could not find) (?:a |the )?"
+                        r"symbol)"
                         r"(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
+_SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
 # The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
 # locale or an issue tracker changed it.
@@ -48,11 +52,14 @@ _IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
 
 
 def undefined_symbols(ctx: Context) -> List[Signal]:
-    hits = list(ctx.find(_UNDEFINED, ("undefined symbol",)))
+    hits = list(ctx.find(_UNDEFINED, ("undefined symbol", " symbol")))
     if not hits:
         return []
     index, found = next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0])
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
+    if not library:  # "sm100/common_ops.abi3.so — undefined symbol": the binary named before it
+        named = _SO.findall(ctx.text.lines[index][:found.start()])
+        library = named[-1] if named else ""
     quotes = [ctx.quote(index)]
     if symbol is not None and DRIVER_API.match(symbol):
         return [driver_api(ctx, library, symbol, quotes)]
@@ -76,7 +83,7 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                 abi.remedies.insert(0, other)
         return [abi]
     if symbol is not None and not is_torch_symbol(symbol):
-        shown = _demangled(symbol)
+        shown = demangled(symbol)
         category = Category.WRONG_WHEEL
         what = (f"needs {shown}, which no library it loads defines: it was built for another "
                 "environment")
@@ -107,12 +114,6 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         "torch, then rebuild it.",
                 commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
     return [mismatch]
-
-
-def _demangled(symbol: str) -> str:
-    from fadoctor.probes.symbols import demangle
-
-    return demangle([symbol])[symbol] if symbol.startswith("_Z") else symbol
 
 
 def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Optional[Signal]:
@@ -160,7 +161,7 @@ def _installed_wheel(ctx: Context) -> Optional[Stated]:
 
 def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: List[Quote]
                     ) -> Signal:
-    shown = _demangled(symbol) if symbol else None
+    shown = demangled(symbol) if symbol else None
     built_for = _wheel_torch(ctx)
     message = (f"{binary_name(library)} needs a PyTorch C++ symbol"
                + (f" ({shown})" if shown else "") + " that the installed torch"

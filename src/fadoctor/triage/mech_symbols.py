@@ -70,6 +70,12 @@ def reinstall_owner(owner: str) -> Remedy:
                   commands=[f"pip install --force-reinstall --no-cache-dir {owner}"])
 
 
+def demangled(symbol: str) -> str:
+    from fadoctor.probes.symbols import demangle
+
+    return demangle([symbol])[symbol] if symbol.startswith("_Z") else symbol
+
+
 def is_cuda_library(library: str) -> bool:
     base = library.rsplit("/", 1)[-1]
     return base.startswith(("libcu", "libnv", "libnccl", "libcudnn"))

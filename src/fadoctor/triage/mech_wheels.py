@@ -52,7 +52,8 @@ def community_wheel(ctx: Context, minor: str) -> Optional[Remedy]:
     """A community wheel for this torch minor (and CUDA variant, when stated)."""
     variant = ctx.torch_variant
     for group in ctx.matrix.community_wheels:
-        if group.platform != "linux_x86_64" or group.family.value != "fa2":
+        platform = "linux_aarch64" if ctx.arm_host else "linux_x86_64"
+        if group.platform != platform or group.family.value != "fa2":
             continue
         rows = [w for w in group.wheels if w[1] == minor
                 and (variant is None or f"cu{w[2].replace('.', '')}" == variant)]

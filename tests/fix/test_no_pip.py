@@ -41,3 +41,12 @@ def test_a_uv_made_environment_gets_uv_commands_that_work(tmp_path: Path,
     ran = run_line(line, tmp_path, 300)
     assert ran.returncode == 0, ran.tail
     assert "einops" in freeze(python) and "pip" not in freeze(python)
+
+
+def test_a_traceback_through_a_user_site_names_no_interpreter() -> None:
+    # ~/.local/lib/python3.10/site-packages is the user site of a system python: its prefix has
+    # no bin/python, so remedies keep `python -m pip`
+    from fadoctor.install.into import named_in
+    assert named_in("/home/u/.local/lib/python3.10/site-packages/flash_attn/__init__.py") is None
+    venv = named_in("/opt/venv/lib/python3.10/site-packages/flash_attn/__init__.py")
+    assert venv is not None and venv.python == "/opt/venv/bin/python"

@@ -49,7 +49,10 @@ def named_in(text: str) -> Optional[Installer]:
     prefixes = {m.group(1) for m in _SITE.finditer(text)}
     if len(prefixes) != 1:
         return None
-    return Installer(python=f"{prefixes.pop()}/bin/python", pip=True, known=True)
+    prefix = prefixes.pop()
+    if prefix.endswith("/.local"):
+        return None  # the user site of some system python, whose path the text does not give
+    return Installer(python=f"{prefix}/bin/python", pip=True, known=True)
 
 
 def remedy_into(remedy: Remedy, inst: Installer) -> Remedy:

@@ -24,6 +24,7 @@ from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, 
 from fadoctor.safety.shell import Installer
 from fadoctor.triage import (
     mech_api,
+    mech_api_required,
     mech_arch_list,
     mech_build,
     mech_catalog,
@@ -41,6 +42,7 @@ from fadoctor.triage import (
     mech_numerics,
     mech_replaced_torch,
     mech_resources,
+    mech_stale_ext,
     mech_te,
     mech_toolchain,
     mech_torch_api,
@@ -66,7 +68,7 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
-    mech_api.keyword, mech_api.required, mech_api.names, mech_api.code_imports,
+    mech_api.keyword, mech_api_required.required, mech_api.names, mech_api.code_imports,
     mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,
     mech_vllm.selector,
@@ -77,7 +79,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_wrappers.torch_cpu, mech_wrappers.driver, mech_wrappers.container_cuda, mech_wrappers.built_for,
     mech_xformers.no_operator, mech_kernels.no_variant, mech_te.refused, mech_te.required,
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.fa3_only_feature, mech_fa3.not_installed,
-    mech_fa3_return.returned,
+    mech_fa3_return.returned, mech_stale_ext.stale,
     mech_checkout.submodule,
     mech_gpu.torch_arch, mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.rocm, mech_gpu.graph_breaks, mech_gpu.pre_ampere,

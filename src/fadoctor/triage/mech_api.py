@@ -195,30 +195,6 @@ def keyword(ctx: Context) -> List[Signal]:
     return []
 
 
-def required(ctx: Context) -> List[Signal]:
-    """`f() missing 1 required positional argument: 'x'`: a release made x required and the
-    caller was written for the releases before."""
-    for index, found in ctx.find(_MISSING, ("required",)):
-        function, argument = found.groups()
-        data = _package(ctx, index, function)
-        if data is None:
-            continue
-        have = sorted({i for key in data.functions(function)
-                       for i in data.required.get(key, {}).get(argument, ())})
-        if not have or have[0] == 0:
-            continue
-        before = data.version(have[0] - 1)
-        caller = _caller(ctx, index, "flash_attn") or "the caller"
-        message = (f"{data.dist} {data.version(have[0])} made {argument!r} a required argument of "
-                   f"{function}(); {caller} was written for {data.dist} {before} or earlier")
-        fixes = [Remedy(summary=f"Downgrade {data.dist} to {before} (<= {before}), the last release "
-                        f"whose {function}() {caller} calls correctly, or upgrade {caller} to a "
-                        f"release that passes {argument!r}.",
-                        commands=[_pin(data, before)])]
-        return [_signal(ctx, index, message, fixes, data)]
-    return []
-
-
 def names(ctx: Context) -> List[Signal]:
     """`cannot import name 'x' from 'm'`, `module 'm' has no attribute 'x'`, `No module named
     'flash_attn.m'`: the releases that have it."""

@@ -19,8 +19,10 @@ from fadoctor.triage.signal import HINTED, Signal, dedupe
 # returns (out, softmax_lse) again. No release tag of the repository lies between them.
 DROPPED_LSE = "Dao-AILab/flash-attention@ed209409:hopper/flash_attn_interface.py:307,406"
 LSE_KWARG = "Dao-AILab/flash-attention@203b9b3d:hopper/flash_attn_interface.py"
-_FA3 = re.compile(r"flash_attn_interface|flash_attn_3|FLASH_ATTN_3|\bfa3\b|FlashAttention-?3",
-                  re.I)
+# FA3's top-level module (hopper/ installs flash_attn_interface), not flash-attn 2's
+# flash_attn/flash_attn_interface.py
+_FA3 = re.compile(r"(?<![/\\.])\bflash_attn_interface\b|hopper[/\\]flash_attn_interface|"
+                  r"flash_attn_3|FLASH_ATTN_3|\bfa3\b|FlashAttention-?3", re.I)
 # a tensor unpacked into names, or a pair taken as one
 _PAIR_EXPECTED = re.compile(r"(?:not enough|too many) values to unpack \(expected [2-9]")
 _TENSOR_EXPECTED = re.compile(r"too many values to unpack \(expected 1\)|'tuple' object has no "

@@ -181,7 +181,7 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
         # no official wheel for this torch at all: a community wheel built for it, if listed
         from fadoctor.triage.mech_wheels import community_wheel
         community = community_wheel(ctx, f"{ctx.torch.major}.{ctx.torch.minor}")
-    out = r.keep([first, pinned, r.reinstall(ctx), community])
+    out = r.keep([r.no_flash_gpu(ctx), first, pinned, r.reinstall(ctx), community])
     out.insert(0 if ctx.torch_is_nightly or "from_source" in ctx.seen.marks else len(out), source)
     needs = [] if ctx.torch else [("the torch version and build", r.REVEAL_TORCH)]
     if symbol is None:

@@ -55,6 +55,17 @@ def exact_wheel(ctx: Context, replace_installed: bool = True,
                   f'pip install --no-deps "{wheel.url}"', "pip install einops"])
 
 
+def no_flash_gpu(ctx: Context) -> Optional[Remedy]:
+    """On a GPU older than Ampere no flash-attn 2.x kernel runs, so mending its binary gains
+    nothing: take it out, and the model code falls back to SDPA or eager."""
+    gpu, cc = ctx.gpu, ctx.gpu_cc
+    if gpu is None or cc is None or cc >= Version("8.0") or ctx.amd:
+        return None
+    return Remedy(summary=f"The {gpu[0]} (compute capability {cc}) cannot run FlashAttention-2 "
+                  "at all (Ampere or newer): uninstall flash-attn so the model code falls back to "
+                  "SDPA or eager attention.", commands=["pip uninstall -y flash-attn"])
+
+
 def reinstall(ctx: Context, why: str = "") -> Remedy:
     version = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
     return Remedy(

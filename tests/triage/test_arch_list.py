@@ -61,3 +61,8 @@ def test_tcgen05_on_a_b200_is_not_this(matrix: Matrix) -> None:
 def test_a_binary_built_for_other_archs_says_so(matrix: Matrix) -> None:
     text = 'FATAL: kernel built for sm80-sm100, but running on sm121\n'
     assert triage(text, matrix).diagnosis[0].category == Category.NO_KERNEL_IMAGE
+
+
+def test_a_framework_refusing_the_capability(matrix: Matrix) -> None:
+    top = triage("GPU with CUDA capability 7 0 is not supported\n", matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "7.0" in top.message

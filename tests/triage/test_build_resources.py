@@ -98,3 +98,12 @@ def test_no_torch_in_a_traceback_through_setup_py_is_isolation(matrix: Matrix) -
             "      ModuleNotFoundError: No module named 'torch'\n")
     top = _top(text, matrix)
     assert top.category == Category.BUILD_ISOLATION and "--no-build-isolation" in _said(top)
+
+
+def test_a_source_build_said_to_download_its_own_torch_is_isolation(matrix: Matrix) -> None:
+    text = ("How to change the torch version when building vllm from source?\n"
+            "When `pip install -e .`, the building process automatically downloads and installs "
+            "`torch == 2.1.2`.\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_ISOLATION
+    assert "pip install -e . --no-build-isolation" in _said(top) and "flash-attn" not in _said(top)

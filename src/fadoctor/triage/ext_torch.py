@@ -46,10 +46,13 @@ def _version(text: str) -> Optional[Version]:
 
 def releases_for(package: str, torch: Version) -> List[Tuple[Version, str]]:
     """The package's releases whose metadata accepts this torch, oldest first."""
+    # a torch stated as major.minor ("pytorch 2.4") is any patch release of it
+    patches = [torch.base_version] if len(torch.release) > 2 else \
+        [f"{torch.major}.{torch.minor}.{p}" for p in range(10)]
     out = []
     for release, text in table().get(package, {}).items():
         spec, version = _spec(text), _version(release)
-        if spec is not None and version is not None and spec.contains(torch.base_version):
+        if spec is not None and version is not None and any(spec.contains(p) for p in patches):
             out.append((version, text))
     return sorted(out)
 

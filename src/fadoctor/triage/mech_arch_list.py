@@ -135,3 +135,25 @@ def _for_sm12x(ctx: Context) -> Remedy:
     return Remedy(summary=f"On sm_12x use kernels written for it: {fa2}, CUTLASS's SM80/SM120 "
                   "examples, or PyTorch SDPA (attn_implementation=\"sdpa\").",
                   commands=["fadoctor fix --print-pins"])
+
+
+# A framework's own refusal of the GPU's compute capability (text-generation-inference's
+# flash-attention check: "GPU with CUDA capability {major} {minor} is not supported")
+_REFUSED = re.compile(r"(?:GPU|device) with (?:CUDA |compute )?(?:is )?capability (\d{1,2})[ .,](\d) "
+                      r"is not supported", re.I)
+
+
+def capability_refused(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_REFUSED, ("capability",))
+    if hit is None:
+        return []
+    cc = Version(f"{hit[1].group(1)}.{hit[1].group(2)}")
+    old = cc < Version("8.0")
+    return [Signal("capability_refused", Category.GPU_UNSUPPORTED,
+                   f"the framework refuses flash-attention on compute capability {cc}"
+                   + (": its kernels need Ampere (8.0) or newer" if old else ""),
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="This GPU is too old for flash-attention: the framework falls "
+                           "back to its non-flash implementation (slower), or run on an Ampere or "
+                           "newer GPU." if old else "Run on a GPU the framework's flash-attention "
+                           "build supports, or its non-flash implementation.")])]

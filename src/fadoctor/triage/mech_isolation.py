@@ -8,9 +8,9 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
-from fadoctor.triage import mech_build
+from fadoctor.triage import mech_build, mech_resources
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, NAMED, Signal
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal
 from fadoctor.triage.text import Quote
 
 _NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja|setuptools)'")
@@ -41,7 +41,7 @@ def isolation(ctx: Context) -> List[Signal]:
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
     if hit is None:
-        return _requires_step(ctx)
+        return _requires_step(ctx) or _pulls_torch(ctx)
     missing = hit[1].group(1)
     return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
 
@@ -51,6 +51,24 @@ def _under_setup_py(ctx: Context, index: int) -> bool:
     unpacks a source distribution into to build it."""
     return any("setup.py" in line or "pip-install-" in line or "pip-req-build-" in line
                for _, line in ctx.text.window(index, 6, 0))
+
+
+# "When `pip install -e .`, the building process automatically downloads and installs torch"
+_PULLS = re.compile(r"\bbuil\w{0,6}\b[^\n]{0,80}?\b(?:download|install|pull|fetch)(?:s|es|ing|ed)?\b"
+                    r"[^\n]{0,30}?\btorch\b", re.I)
+
+
+def _pulls_torch(ctx: Context) -> List[Signal]:
+    """A source build said, in prose, to download its own torch: pip's isolated build
+    environment, filled from the package's pinned build requirements."""
+    if e.FROM_SOURCE not in ctx.seen.marks:
+        return []
+    hit = ctx.first(_PULLS, ("torch",))
+    if hit is None:
+        return []
+    return [_signal(ctx, [ctx.quote(hit[0]), ctx.seen.marks[e.FROM_SOURCE].quote],
+                    "and its own torch: pip filled it from the package's pinned build "
+                    "requirements", HINTED)]
 
 
 def _requires_step(ctx: Context) -> List[Signal]:
@@ -68,11 +86,15 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int) -> Sign
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
     uv = not pixi and ctx.has(*_UV) is not None
+    package = mech_resources.built(ctx)
+    local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
+    target = ("-e ." if local is not None and "-e ." in local.text else ".") \
+        if local is not None and package != "flash-attn" else package
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
                     "isolation so setup.py sees your torch.",
-                    commands=["pip install torch packaging ninja wheel",
-                              "pip install flash-attn --no-build-isolation"]),
-             mech_build.prebuilt(ctx)]
+                    commands=["pip install torch packaging ninja wheel setuptools",
+                              f"pip install {target} --no-build-isolation"]),
+             *([mech_build.prebuilt(ctx)] if package == "flash-attn" else [])]
     if pixi:
         fixes.insert(0, Remedy(
             summary="In a pixi workspace, build flash-attn against the environment's torch: "
@@ -94,7 +116,7 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int) -> Sign
             code=UV_EXTRA_BUILD, commands=["uv sync"]))
     frontend = "pixi" if pixi else "uv" if uv else "pip"
     return Signal("build_isolation", Category.BUILD_ISOLATION,
-                  f"{frontend} built flash-attn in an isolated environment {what}: flash-attn's "
+                  f"{frontend} built {package} in an isolated environment {what}: {package}'s "
                   "setup.py imports torch, so it must build against your environment's torch",
                   quotes, strength, fixes,
                   details={"source": PIXI_DOCS if pixi else UV_DOCS} if pixi or uv else {})

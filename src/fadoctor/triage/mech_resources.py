@@ -40,10 +40,11 @@ _JOBS_SAID = re.compile(r"\bMAX_JOBS=(\d{1,3})\b")
 # Packages that compile CUDA with torch's BuildExtension, which reads MAX_JOBS
 # (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, _get_num_workers).
 _COMPILED = ("flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "transformer-engine",
-             "sageattention", "deepspeed")
+             "sageattention", "deepspeed", "vllm", "sglang", "sgl-kernel", "flashinfer-python")
 _BUILT = re.compile(r"(?:building wheels? for|build(?:ing)?|compil(?:e|ing)|install(?:ing)?)\s+"
                     r"(?:\w+\s+){0,2}?(flash[-_]attn|xformers|mamba[-_]ssm|causal[-_]conv1d|apex|"
-                    r"transformer[-_]engine|sageattention|deepspeed)\b", re.I)
+                    r"transformer[-_]engine|sageattention|deepspeed|vllm|sglang|sgl[-_]kernel|"
+                    r"flashinfer(?:-python)?)\b", re.I)
 
 
 def built(ctx: Context) -> str:
@@ -51,6 +52,7 @@ def built(ctx: Context) -> str:
     flash-attn."""
     hit = ctx.first(_BUILT, ("build", "compil", "install"))
     name = hit[1].group(1).lower().replace("_", "-") if hit else "flash-attn"
+    name = "flashinfer-python" if name == "flashinfer" else name
     return name if name in _COMPILED else "flash-attn"
 
 

@@ -13,6 +13,7 @@ from packaging.version import Version
 from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import errors as e
+from fadoctor.triage import mech_windows
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
@@ -205,7 +206,7 @@ def platform(ctx: Context) -> List[Signal]:
     dll = ctx.first(_DLL, ("dll load failed",))
     if dll is not None and (dll[1].group(1) or "").startswith("flash_attn") \
             and "module could not be found" not in ctx.low(dll[0]):
-        return [_windows_symbol(ctx, dll[0])]
+        return [mech_windows.dll_symbol(ctx, dll[0])]
     build = ctx.first(_MSVC, ("visual c++", "msvc", "cl.exe", "vcvars", "visual studio"))
     hit = dll or build
     if hit is None or not (ctx.has("flash") or (hit[1].group(1) or "").startswith("flash")):
@@ -219,24 +220,6 @@ def platform(ctx: Context) -> List[Signal]:
         "this torch and CUDA exactly", [ctx.quote(hit[0])], NAMED,
         [Remedy(summary="Run under WSL2 or Linux, where the official wheels install."),
          r.sdpa("Or, on Windows:")])]
-
-
-def _windows_symbol(ctx: Context, index: int) -> Signal:
-    """Windows' "DLL load failed while importing flash_attn_2_cuda" (with "The specified procedure
-    could not be found", or no reason): the Windows form of an undefined symbol, a wheel built for
-    another torch (a missing dependency DLL says "module could not be found" instead)."""
-    torch = f" {ctx.torch}" if ctx.torch else ""
-    return Signal("windows_symbol", Category.TORCH_VERSION_MISMATCH,
-                  "Windows cannot load flash_attn_2_cuda: a function it needs is missing from the "
-                  f"installed torch{torch} (Windows' form of an undefined symbol): the wheel was "
-                  "built for another torch", dedupe([ctx.quote(index), *ctx.quotes("torch")]),
-                  NAMED,
-                  [Remedy(summary="Replace it with a flash-attn wheel built for exactly this torch, "
-                          "CUDA and Python (Windows wheels come from third parties: match all "
-                          "three), or rebuild it against this torch.",
-                          commands=["pip uninstall -y flash-attn",
-                                    "pip install flash-attn --no-build-isolation --no-cache-dir"]),
-                   r.sdpa("Or uninstall flash-attn and run with PyTorch SDPA:")])
 
 
 _BUILT_FOR = re.compile(r"(?<!\w)(\w{1,100}) was built for:?\s*$|(?<!\w)(\w{1,100}) was built for:?"

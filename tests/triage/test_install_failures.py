@@ -167,3 +167,13 @@ def test_an_arm_wheel_linked_in_prose_is_not_an_arm_host(matrix: Matrix) -> None
     assert Context(linked, Observed(), matrix).arm_host is None
     said = split("| Arch | aarch64 |\n")
     assert Context(said, Observed(), matrix).arm_host is not None
+
+
+def test_a_missing_cuda_runtime_of_another_packages_binary_names_that_package(
+        matrix: Matrix) -> None:
+    text = ("Attempted: /v/lib/python3.12/site-packages/sgl_kernel/sm100/common_ops.abi3.so\n"
+            "- ImportError: libnvrtc.so.12: cannot open shared object file: No such file or "
+            "directory\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.CUDA_RUNTIME_MISMATCH and "sgl-kernel" in top.message
+    assert "flash-attn" not in _said(top)

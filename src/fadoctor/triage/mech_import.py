@@ -26,6 +26,7 @@ from fadoctor.triage.mech_symbols import (
     driver_api,
     is_cuda_library,
     other_abi_wheel,
+    owner_in_text,
     owner_of,
     reinstall_owner,
 )
@@ -227,7 +228,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        owner = OTHERS.get(module or "")
+        owner = OTHERS.get(module or "") or owner_in_text(ctx)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]

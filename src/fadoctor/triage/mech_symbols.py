@@ -63,6 +63,18 @@ def owner_of(library: str) -> Optional[str]:
                 OTHERS.get(parts[-1].split(".", 1)[0]))
 
 
+_PACKAGED_SO = re.compile(r"[/\\](?:site|dist)-packages[/\\][^\s'\"]{1,300}?\.(?:so|pyd)\b")
+
+
+def owner_in_text(ctx: Context) -> Optional[str]:
+    """The one package other than flash-attention whose compiled files the report's paths name
+    (sgl_kernel/sm100/common_ops.abi3.so): the binary that failed to load, when no line says."""
+    owners = {owner_of(m.group(0).replace("\\", "/")) for _, m in
+              ctx.find(_PACKAGED_SO, ("site-packages", "dist-packages"))}
+    owners.discard(None)
+    return owners.pop() if len(owners) == 1 else None
+
+
 def reinstall_owner(owner: str) -> Remedy:
     return Remedy(summary=f"The binary and the libraries it loads come from different builds of "
                   f"{owner} (or from another package installed over it): reinstall {owner} from "

@@ -62,7 +62,8 @@ def hopper_only(ctx: Context) -> List[Signal]:
     """The report says the FA3 it runs is Hopper-only, and names another GPU; or it runs FA3 on
     a Blackwell GPU, which no FA3 build has kernels for."""
     cc = ctx.gpu_cc
-    fa3 = ctx.text.containing(_FA3_WORDS)
+    # a version listing that says FA3 is "not installed" does not run it
+    fa3 = [i for i in ctx.text.containing(_FA3_WORDS) if "not installed" not in ctx.low(i)]
     if cc is None or cc.major == 9 or not fa3:
         return []
     said = ctx.first(_HOPPER_ONLY, ("hopper", "h100", "sm90", "sm_90"))

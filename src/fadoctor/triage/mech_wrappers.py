@@ -64,7 +64,10 @@ _NO_DRIVER = re.compile(r"Found no NVIDIA driver|couldn't communicate with the N
 
 
 def wrappers(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_NOT_THERE, ("flash", "fa2"))
+    # a dumped configuration ({'flash_attn_3_version': 'not installed', ...}) lists versions, it
+    # does not report a framework's check
+    hit = next(((i, m) for i, m in ctx.find(_NOT_THERE, ("flash", "fa2"))
+                if ctx.text.lines[i].count("': ") < 3), None)
     if hit is None:
         return []
     index, _ = hit

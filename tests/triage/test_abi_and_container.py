@@ -138,3 +138,15 @@ def test_a_name_never_bound_with_flash_attn_installed_is_the_callers_check(
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.VERSION_CONFLICT
     assert "import flash_attn, flash_attn_2_cuda" in _said(top)
+
+
+def test_a_flash_attn_class_never_bound_names_the_releases_that_define_it(matrix: Matrix) -> None:
+    # FlashMHA: flash_attn/flash_attention.py up to 1.0.9 (data/flash_attn_api.yaml)
+    top = triage("NameError: name 'FlashMHA' is not defined\n", matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+    assert "flash-attn==1.0.9" in _said(top)
+
+
+def test_an_unrelated_name_never_bound_is_not_flash_attn(matrix: Matrix) -> None:
+    said = triage("NameError: name 'rearrange' is not defined\n", matrix).diagnosis
+    assert all("never bound" not in d.message for d in said)

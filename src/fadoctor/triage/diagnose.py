@@ -70,6 +70,7 @@ from fadoctor.triage.text import Quote, split
 # Every mechanism, most specific first (the order only breaks exact ties in ranking).
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names,
+    mech_catalog.unbound_classes,
     mech_api.keyword, mech_api_required.required, mech_api.names, mech_api.code_imports,
     mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,

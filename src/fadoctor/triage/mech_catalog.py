@@ -11,7 +11,7 @@ from packaging.version import Version
 
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import catalog_remedies as cr
-from fadoctor.triage import mech_wrappers, torch_remedies
+from fadoctor.triage import mech_api, mech_wrappers, torch_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
@@ -196,3 +196,37 @@ def api_names(ctx: Context) -> List[Signal]:
                            commands=['pip install --upgrade "flash-attn>=2" '
                                      "--no-build-isolation"])],
                    details={"source": _API_SOURCE})]
+
+
+_NOT_DEFINED = re.compile(r"name '(\w{1,60})' is not defined")
+
+
+def unbound_classes(ctx: Context) -> List[Signal]:
+    """`NameError: name 'FlashMHA' is not defined`: a flash-attn name the caller imports under a
+    guard (the releases that define it, from data/flash_attn_api.yaml), never bound here."""
+    data = mech_api.api("flash_attn")
+    for index, found in ctx.find(_NOT_DEFINED, ("is not defined",)):
+        name = found.group(1)
+        if name.startswith("flash_attn_") or not re.search(r"flash|mha", name, re.I):
+            continue  # flash_attn_* names are api_names'; others are not flash-attn's
+        have = sorted({i for key, runs in data.names.items() if key.rsplit(":", 1)[-1] == name
+                       for i in runs})
+        if not have:
+            continue
+        if ctx.fa2 is not None or mech_wrappers.installed_quote(ctx) is not None:
+            return [_unbound(ctx, name, [ctx.quote(index)])]
+        last = data.version(have[-1])
+        gone = have[-1] < len(data.tags) - 1
+        return [Signal("api_names", Category.NOT_INSTALLED,
+                       f"{name} was never bound: the code imports it from flash_attn only when "
+                       "that import succeeds, and here flash-attn is missing"
+                       + (f" (flash-attn defines {name} up to {last} only)" if gone else ""),
+                       [ctx.quote(index)], NAMED,
+                       [Remedy(summary=f"Install flash-attn {last}, the last release with "
+                               f"{name}, which the code was written for." if gone else
+                               "Install flash-attn built for this torch, CUDA and Python.",
+                               commands=[f'pip install "flash-attn=={last}" --no-build-isolation'
+                                         if gone else "pip install flash-attn --no-build-isolation"]),
+                        r.sdpa("Or run without it:")],
+                       details={"source": "data/flash_attn_api.yaml"})]
+    return []

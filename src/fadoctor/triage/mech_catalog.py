@@ -204,11 +204,11 @@ _NOT_DEFINED = re.compile(r"name '(\w{1,60})' is not defined")
 def unbound_classes(ctx: Context) -> List[Signal]:
     """`NameError: name 'FlashMHA' is not defined`: a flash-attn name the caller imports under a
     guard (the releases that define it, from data/flash_attn_api.yaml), never bound here."""
-    data = mech_api.api("flash_attn")
     for index, found in ctx.find(_NOT_DEFINED, ("is not defined",)):
         name = found.group(1)
         if name.startswith("flash_attn_") or not re.search(r"flash|mha", name, re.I):
             continue  # flash_attn_* names are api_names'; others are not flash-attn's
+        data = mech_api.api("flash_attn")  # read only when a report shows such a name
         have = sorted({i for key, runs in data.names.items() if key.rsplit(":", 1)[-1] == name
                        for i in runs})
         if not have:

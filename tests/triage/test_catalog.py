@@ -202,3 +202,14 @@ def test_a_message_retyped_in_another_case_without_its_stop_is_read(matrix: Matr
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED
     assert "compute capability 1.0" not in top.message  # "10.x" names a family, not a GPU
+
+
+def test_a_build_without_uneven_head_dims_names_the_flag_and_the_framework_switch(
+        matrix: Matrix) -> None:
+    text = ('  File "/root/vllm/vllm/attention/backends/flash_attn.py", line 803, in forward\n'
+            "RuntimeError: This flash attention build does not support headdim not being a "
+            "multiple of 32.\n")
+    top = triage(text, matrix).diagnosis[0]
+    said = " ".join(r.summary for r in top.remedies)
+    assert top.category == Category.HEAD_DIM_UNSUPPORTED
+    assert "FLASHATTENTION_DISABLE_UNEVEN_K" in said and "VLLM_ATTENTION_BACKEND" in said

@@ -122,7 +122,19 @@ _HEAD_LIMITS = re.compile(r"head[ _]?(?:size|dim)\w*\s+((?:at most |up to |<= ?)
                           r"(?:(?:,\s|,?\s(?:and|or)\s)\d+){0,8})")
 
 
-def head_dim(entry: Entry) -> List[Remedy]:
+# flash_api.cpp at v2.8.3:153: under FLASHATTENTION_DISABLE_UNEVEN_K a build leaves out head dims
+# that are not a multiple of 32 (builds that trim their kernels, as vLLM's does)
+UNEVEN_K = "Dao-AILab/flash-attention@v2.8.3:csrc/flash_attn/flash_api.cpp:153"
+
+
+def head_dim(ctx: Context, entry: Entry) -> List[Remedy]:
+    switch = switches.remedy(ctx, "Take another attention backend in the framework:")
+    if "multiple of 32" in entry.printed:
+        return r.keep([switch, Remedy(
+            summary="This flash-attention build was compiled with FLASHATTENTION_DISABLE_UNEVEN_K "
+                    f"({UNEVEN_K}): head dims that are not a multiple of 32 are left out of it. "
+                    "Use another attention backend for this model, or a flash-attn build without "
+                    "that flag (the official wheels)."), r.sdpa("Or use SDPA:")])
     why = ("flash-attn 1.x's backward needs sm80 for head dim > 64; flash-attn 2.x supports "
            "head dim up to 256 forward and backward (256 on consumer GPUs from 2.5.5): upgrade."
            if fa1(entry) else "Head dim 256 backward on consumer GPUs (without dropout) works "
@@ -134,7 +146,7 @@ def head_dim(entry: Entry) -> List[Remedy]:
                f"{named}. Use a supported head dim, or flash-attn 2.x (head dim up to 256).")
     lifted = Remedy(summary=why, commands=['pip install --upgrade "flash-attn>=2.5.5" '
                                            "--no-build-isolation"])
-    return [lifted, r.sdpa("Or use SDPA for this head dim on this GPU.")]
+    return r.keep([lifted, switch, r.sdpa("Or use SDPA for this head dim on this GPU.")])
 
 
 def dtype() -> List[Remedy]:
@@ -204,7 +216,7 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
     if category == Category.GPU_UNSUPPORTED:
         return gpu(ctx, entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:
-        return head_dim(entry)
+        return head_dim(ctx, entry)
     if category == Category.ROCM:
         return rocm(values)
     if category == Category.BUILD_TOOLCHAIN:

@@ -60,8 +60,9 @@ def _signal(ctx: Context, lines: List[int], older: bool) -> Signal:
     if older:
         message = ("the installed FlashAttention-3 returns (out, softmax_lse), while the caller "
                    "takes one tensor: FA3 builds from before 2025-07-11 return the pair")
-        fixes = [Remedy(summary="Take the output from the pair the installed FA3 returns "
-                        "(out, _ = flash_attn_func(...)), or install FA3 from a newer commit of "
+        fixes = [Remedy(summary="Take the output from the (out, softmax_lse) tuple the installed "
+                        "FA3 returns (unpack it, out, _ = flash_attn_func(...), or take [0]), or "
+                        "install FA3 from a newer commit of "
                         f"hopper/, which returns the tensor alone ({DROPPED_LSE}).",
                         commands=[BUILD_FA3])]
     else:

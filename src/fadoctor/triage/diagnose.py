@@ -41,6 +41,7 @@ from fadoctor.triage import (
     mech_kernel_image,
     mech_kernels,
     mech_numerics,
+    mech_prior,
     mech_replaced_torch,
     mech_resources,
     mech_stale_ext,
@@ -120,6 +121,8 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     report = evaluate(to_facts(ctx), matrix)
     checks = _unknown_as_skipped(report.checks, unknown_checks(ctx))
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
+    if not candidates:  # the last resort: what the GPU alone makes likely
+        candidates = [s for prior in mech_prior.PRIORS for s in _run(prior, ctx)]
     return _result(ctx, candidates, checks, _environment(ctx),
                    named_in(ctx.text.joined) or UNKNOWN)
 

@@ -15,6 +15,8 @@ NAMED, LOGGED, IMPLIED, WRAPPED, HINTED = 90, 80, 60, 40, 30
 # An exception raised inside one package's code, whose message names no cause: the package
 # (a beta) is the suspect, below any message that names one.
 RAISED_IN = 45
+# No message shows any cause: the GPU the report names makes one likely (a last resort).
+GUESSED = 20
 
 STRENGTH_WORDS = {NAMED: "the quoted error message itself names this mechanism",
                   LOGGED: "the quoted build or log output shows this mechanism",
@@ -22,7 +24,9 @@ STRENGTH_WORDS = {NAMED: "the quoted error message itself names this mechanism",
                   RAISED_IN: "the error was raised inside this package's own code, and no "
                              "message names another cause",
                   WRAPPED: "a wrapper's message says so, and such messages hide the real error",
-                  HINTED: "the report's own words describe it, without an error message"}
+                  HINTED: "the report's own words describe it, without an error message",
+                  GUESSED: "a guess: no message shows a cause, and this is the likeliest one on "
+                           "the GPU the report names"}
 
 
 @dataclass

@@ -1,0 +1,82 @@
+"""The last resort, run only when no mechanism found a cause: a report that names a Blackwell
+GPU (compute capability 10.0 or newer) and says something failed, with no error message that
+explains it. Binaries built before CUDA 12.8 carry no code for these GPUs (nvcc 12.8 is the
+first to target sm_100 and sm_120), so such a binary is the likeliest cause; the finding says it
+is a guess from the GPU, and what would confirm it (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_gpu import torch_with_arch
+from fadoctor.triage.mech_symbols import OTHERS, owner_in_text
+from fadoctor.triage.signal import GUESSED, Signal, dedupe
+
+_BLACKWELL = Version("10.0")
+# A failure said in words or printed (English and the Chinese most reports here use).
+_FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?:es|ed)?|"
+                     r"not (?:work(?:ing)?|supported|compatible)|incompatib\w*|compatibility)\b"
+                     r"|失败|报错|错误|不支持|不兼容", re.I)
+_FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
+                   "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")
+# Import names of packages that ship CUDA binaries, to their distributions (flash-attn first:
+# it is what most of these reports are about).
+_BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS}
+_NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _BINARIES), key=len,
+                                                      reverse=True)) + r")(?![\w-])", re.I)
+
+
+def blackwell(ctx: Context) -> List[Signal]:
+    """A Blackwell GPU named and a failure said, nothing else read."""
+    if ctx.gpu is None or ctx.amd:
+        return []
+    name, cc, gpu_quote = ctx.gpu
+    if cc is None or cc < _BLACKWELL:
+        return []
+    failed = ctx.first(_FAILED, _FAILED_NEEDLES)
+    if failed is None:
+        return []
+    sm = f"sm_{cc.major}{cc.minor}"
+    package = _package(ctx)
+    remedies: List[Optional[Remedy]] = [*torch_with_arch(ctx, cc)]
+    if package == "flash-attn":
+        remedies.append(r.force_build(ctx, f"Then flash-attn with {sm} code:"))
+    else:
+        remedies.append(Remedy(summary=f"Then {package or 'the package that failed'} built with "
+                               f"{sm} code: its release whose wheels were built with CUDA 12.8 or "
+                               f"newer, or a build from source against that torch with "
+                               f'TORCH_CUDA_ARCH_LIST="{cc.major}.{cc.minor}".'))
+    remedies.append(r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch."))
+    quotes = dedupe([gpu_quote, ctx.quote(failed[0])])
+    return [Signal("blackwell_prior", Category.NO_KERNEL_IMAGE,
+                   f"no message names the cause, but the report names {name} ({sm}) and a "
+                   f"failure: on Blackwell GPUs that is most often a binary ("
+                   f"{package or 'torch or the package that failed'}) built before CUDA 12.8, "
+                   f"with no {sm} code", quotes, GUESSED, r.keep(remedies), Severity.WARNING,
+                   needs=[("the error itself: the whole traceback or log",
+                           'python -c "import torch, flash_attn" 2>&1 | tail -n 40'),
+                          ("the archs torch was built for",
+                           'python -c "import torch; print(torch.__version__, '
+                           'torch.cuda.get_arch_list())"')])]
+
+
+def _package(ctx: Context) -> Optional[str]:
+    """The package that failed: the one whose compiled files the paths show, else the binary
+    package the report names first (its title first)."""
+    owner = owner_in_text(ctx)
+    if owner is not None:
+        return owner
+    for line in ctx.text.lines:
+        found = _NAMES.search(line)
+        if found:
+            return _BINARIES[found.group(1).lower()]
+    return None
+
+
+PRIORS = (blackwell,)

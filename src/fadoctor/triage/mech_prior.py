@@ -1,8 +1,9 @@
 """The last resort, run only when no mechanism found a cause: a report that names a Blackwell
 GPU (compute capability 10.0 or newer) and says something failed, with no error message that
-explains it. Binaries built before CUDA 12.8 carry no code for these GPUs (nvcc 12.8 is the
-first to target sm_100 and sm_120), so such a binary is the likeliest cause; the finding says it
-is a guess from the GPU, and what would confirm it (pure)."""
+explains it. Binaries built before CUDA 12.8 carry no code for these GPUs (no earlier nvcc
+targets sm_100 or sm_120: flash-attention's setup.py adds them only for nvcc >= 12.8, v2.7.3 to
+v2.8.3), so such a binary is the likeliest cause; the finding says it is a guess from the GPU,
+and what would confirm it (pure)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,8 @@ _FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not suppo
                    "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")
 # Import names of packages that ship CUDA binaries, to their distributions (flash-attn first:
 # it is what most of these reports are about).
-_BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS}
+_BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS,
+             "tensorrt_llm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
 _NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _BINARIES), key=len,
                                                       reverse=True)) + r")(?![\w-])", re.I)
 
@@ -44,7 +45,7 @@ def blackwell(ctx: Context) -> List[Signal]:
     if failed is None:
         return []
     sm = f"sm_{cc.major}{cc.minor}"
-    package = _package(ctx)
+    package = package_in(ctx)
     remedies: List[Optional[Remedy]] = [*torch_with_arch(ctx, cc)]
     if package == "flash-attn":
         remedies.append(r.force_build(ctx, f"Then flash-attn with {sm} code:"))
@@ -67,14 +68,17 @@ def blackwell(ctx: Context) -> List[Signal]:
                            'torch.cuda.get_arch_list())"')])]
 
 
-def _package(ctx: Context) -> Optional[str]:
-    """The package that failed: the one whose compiled files the paths show, else the binary
-    package the report names first (its title first)."""
+def package_in(ctx: Context, line: str = "") -> Optional[str]:
+    """The package that failed: the one `line` (the error) names, else the one whose compiled
+    files the paths show, else the binary package the report names first (its title first)."""
+    found = _NAMES.search(line)
+    if found:
+        return _BINARIES[found.group(1).lower()]
     owner = owner_in_text(ctx)
     if owner is not None:
         return owner
-    for line in ctx.text.lines:
-        found = _NAMES.search(line)
+    for text in ctx.text.lines:
+        found = _NAMES.search(text)
         if found:
             return _BINARIES[found.group(1).lower()]
     return None

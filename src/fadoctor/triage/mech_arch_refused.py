@@ -1,0 +1,87 @@
+"""A package's own refusal of the GPU's architecture, in words no catalog entry holds
+(TensorRT-LLM's `Assertion failed: Unsupported architecture`, `FP8 FMHA cannot be enabled except
+on Ada or Hopper or Blackwell Arch.`, a plugin's "not supported on this GPU"), beside a GPU the
+report names. What the GPU is against what the message lists decides the remedy:
+- a GPU older than Ampere: fused (flash-style) attention kernels start at sm_80, so the feature
+  goes off or the job moves to a newer GPU;
+- a GPU whose own architecture the message lists as supported: the release's check predates
+  this model (an RTX 5090 is Blackwell, sm_120, not the sm_100 the check knows), so a newer
+  release of the package;
+- otherwise: the package's other attention path, or a GPU it supports.
+Below every catalogued message (LOGGED, not NAMED): it reads words, not a known format string
+(pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage import switches
+from fadoctor.triage.context import ARCH_FAMILY_CC, Context
+from fadoctor.triage.mech_prior import package_in
+from fadoctor.triage.signal import LOGGED, Signal, dedupe
+
+_REFUSAL = re.compile(
+    r"unsupported (?:gpu |cuda |compute |sm )?(?:arch(?:itecture)?|compute capability|device)\b"
+    r"|\b(?:arch(?:itecture)?|gpu|device|sm_?\d{2,3}) (?:is |are )?not supported\b"
+    r"|not supported (?:on|for|by) (?:this |the |your |current )?(?:gpu|arch(?:itecture)?|device|"
+    r"hardware|sm)"
+    r"|cannot be enabled except on"
+    r"|(?:is )?only supported on (?:sm|gpus?|devices?|ampere|ada|hopper|blackwell|a100|h100)",
+    re.I)
+_NEEDLES = ("unsupported", "not supported", "except on", "only supported")
+# the line is an error or an assert as printed (`RuntimeError:`, `[ERROR]`, `Assertion failed`),
+# not prose about one
+_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort")
+_FUSED_FLOOR = Version("8.0")
+
+
+def refused(ctx: Context) -> List[Signal]:
+    if ctx.gpu is None or ctx.amd or ctx.gpu_cc_exact is None:
+        return []
+    hit = next(((i, m) for i, m in ctx.find(_REFUSAL, _NEEDLES)
+                if _ERRORISH.search(ctx.text.lines[i])), None)
+    if hit is None:
+        return []
+    index = hit[0]
+    line, low = ctx.text.lines[index], ctx.low(index)
+    name, cc = ctx.gpu[0], ctx.gpu_cc_exact
+    sm = f"sm_{cc.major}{cc.minor}"
+    package = package_in(ctx, line)
+    who = _display(package)
+    quotes = dedupe([ctx.quote(index), ctx.gpu[2]])
+    family = _family(cc)
+    switch = switches.remedy(ctx, "Or turn flash-attention off in the framework:")
+    if cc < _FUSED_FLOOR:
+        message = (f"{who} refuses {name} ({sm}): its fused (flash-style) attention kernels need "
+                   f"Ampere (sm80) or newer")
+        remedies = [Remedy(summary=f"Turn the fused attention feature off so {who} takes its "
+                           f"unfused path (slower), or run on an Ampere (sm80, A100) or newer GPU."),
+                    switch]
+    elif family in low or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
+        message = (f"{who}'s check lists this GPU's own architecture ({family.capitalize()}) yet "
+                   f"refuses {name} ({sm}): the release's check predates this model")
+        remedies = [Remedy(summary=f"Upgrade {who}: a later release's architecture check admits "
+                           f"{sm}; meanwhile turn the feature off.",
+                           commands=[f"pip install --upgrade {package}"] if package else []),
+                    switch]
+    else:
+        message = f"{who} has no kernels for {name} ({sm}) on this path: it refuses the architecture"
+        remedies = [Remedy(summary=f"Take {who}'s other attention path (the feature off), a "
+                           f"release that lists {sm}, or a GPU it supports."), switch]
+    return [Signal("arch_refused", Category.GPU_UNSUPPORTED, message, quotes, LOGGED,
+                   r.keep(remedies))]
+
+
+def _family(cc: Version) -> str:
+    """NVIDIA's architecture name of a compute capability (the newest family at or below it)."""
+    return max(((f, Version(low)) for f, low in ARCH_FAMILY_CC.items() if Version(low) <= cc),
+               key=lambda pair: pair[1])[0]
+
+
+def _display(package: Optional[str]) -> str:
+    return {"tensorrt-llm": "TensorRT-LLM", None: "the package"}.get(package, package or "")

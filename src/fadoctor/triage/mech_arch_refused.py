@@ -1,7 +1,9 @@
 """A package's own refusal of the GPU's architecture, in words no catalog entry holds
 (TensorRT-LLM's `Assertion failed: Unsupported architecture`, `FP8 FMHA cannot be enabled except
 on Ada or Hopper or Blackwell Arch.`, a plugin's "not supported on this GPU"), beside a GPU the
-report names. What the GPU is against what the message lists decides the remedy:
+report names; or an error stating the compute capability it needs above the GPU's (Transformer
+Engine's `Device compute capability 8.9 or higher required for FP8 execution.`).
+What the GPU is against what the message lists decides the remedy:
 - a GPU older than Ampere: fused (flash-style) attention kernels start at sm_80, so the feature
   goes off or the job moves to a newer GPU;
 - a GPU whose own architecture the message lists as supported: the release's check predates
@@ -38,11 +40,21 @@ _NEEDLES = ("unsupported", "not supported", "except on", "only supported")
 # not prose about one
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort")
 _FUSED_FLOOR = Version("8.0")
+# A stated floor: "Device compute capability 8.9 or higher required for FP8 execution."
+# (Transformer Engine's fp8 check), "requires compute capability >= 8.0", "sm_80 or newer".
+_FLOOR = re.compile(
+    r"compute capability (?:of )?(\d{1,2})\.(\d)\s*(?:or (?:higher|newer|above|greater|later)|\+)"
+    r"|(?:requires?|required|needs?)\s+(?:an? )?(?:GPU |device )?(?:with )?compute capability\s*"
+    r"(?:>=|≥|of at least|at least)\s*(\d{1,2})\.(\d)"
+    r"|\bsm_?(\d)(\d) or (?:higher|newer|above|later)", re.I)
 
 
 def refused(ctx: Context) -> List[Signal]:
     if ctx.gpu is None or ctx.amd or ctx.gpu_cc_exact is None:
         return []
+    below = _below_floor(ctx)
+    if below:
+        return below
     hit = next(((i, m) for i, m in ctx.find(_REFUSAL, _NEEDLES)
                 if _ERRORISH.search(ctx.text.lines[i])), None)
     if hit is None:
@@ -75,6 +87,30 @@ def refused(ctx: Context) -> List[Signal]:
                            f"release that lists {sm}, or a GPU it supports."), switch]
     return [Signal("arch_refused", Category.GPU_UNSUPPORTED, message, quotes, LOGGED,
                    r.keep(remedies))]
+
+
+def _below_floor(ctx: Context) -> List[Signal]:
+    """An error stating the compute capability it needs, above the named GPU's."""
+    cc, gpu = ctx.gpu_cc_exact, ctx.gpu
+    if cc is None or gpu is None:
+        return []
+    for index, found in ctx.find(_FLOOR, ("capability", "sm")):
+        line = ctx.text.lines[index]
+        digits = [g for g in found.groups() if g is not None]
+        floor = Version(f"{digits[0]}.{digits[1]}")
+        if cc >= floor or not _ERRORISH.search(line):
+            continue
+        fp8 = "fp8" in ctx.low(index)
+        family = _family(floor).capitalize()
+        instead = ("; on this GPU train in bf16 without FP8 (fp8_autocast enabled=False)." if fp8
+                   else f", or turn the feature off in {_display(package_in(ctx, line))}.")
+        return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
+                       f"{'FP8' if fp8 else 'this feature'} needs compute capability {floor} or "
+                       f"higher ({family} or newer); {gpu[0]} is {cc}",
+                       dedupe([ctx.quote(index), gpu[2]]), LOGGED,
+                       [Remedy(summary=f"Run it on a GPU of compute capability {floor} or newer "
+                               f"({family} or newer){instead}")])]
+    return []
 
 
 def _family(cc: Version) -> str:

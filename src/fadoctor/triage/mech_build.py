@@ -27,7 +27,10 @@ _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches th
 _NVCC_MIN = re.compile(r"FlashAttention(?:-3)? is only supported on CUDA (\d+\.\d+) and above")
 _GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
 _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
-                      r"C\+\+17 (?:or later )?(?:compatible )?compiler is required", re.I)
+                      r"C\+\+17 (?:or later )?(?:compatible )?compiler is required|"
+                      # C++17 headers libstdc++ gained in gcc 8 (gcc 7 has only
+                      # <experimental/filesystem>): GCC's C++17 library status table
+                      r"fatal error: (?:filesystem|charconv): No such file", re.I)
 _ARCH = re.compile(r"(?:Unsupported gpu architecture |Value )'(?:compute|sm)_(\d+)\w?'"
                    r"(?: is not defined for option 'gpu-architecture')?", re.I)
 # The first CUDA whose nvcc knows each arch that flash-attn's setup.py does not build for:
@@ -156,7 +159,7 @@ def compiler(ctx: Context) -> List[Signal]:
                                commands=[f"export CC=gcc-{top} CXX=g++-{top}",
                                          f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
                         prebuilt(ctx)])]
-    old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++"))
+    old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++", "filesystem:", "charconv:"))
     if old is None or not build_context(ctx, old[0]):
         return []
     return [Signal("compiler", Category.BUILD_TOOLCHAIN,

@@ -1,5 +1,6 @@
 """The CUDA toolkit a build uses against what it needs: MSVC's preprocessor under CUDA's CCCL
-headers, and a toolkit of another major than torch's CUDA stated in prose (pure)."""
+headers, a toolkit of another major than torch's CUDA stated in prose, and nvcc refusing an
+option the build passes (pure)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,32 @@ def toolkit_major_prose(ctx: Context) -> List[Signal]:
                            prebuilt(ctx)]),
                    details={"source": "pytorch/pytorch@0011ec5c:torch/utils/cpp_extension.py "
                                       "(_check_cuda_version)"})]
+
+
+# nvcc refusing an option the build passes: `nvcc fatal   : Unknown option '-compress-mode=size'`
+_UNKNOWN_OPTION = re.compile(r"nvcc(?: fatal)?\s*:\s*Unknown option '?(-{1,2}[\w-]+)", re.I)
+# Options a flash-attn release passes that older nvcc lacks: the releases that pass it and the
+# first that does not. flash-attn 2.8.1 added `-Xfatbin -compress-all -compress-mode=size`
+# (PR #1744); 2.8.2 reverted it (PR #1751) (flash_attn_facts.md §5, fa_wheel_matrix.yaml v2.8.1).
+_FA_OPTIONS = {"-compress-mode": ("2.8.1", "2.8.2", "PR #1744 added it; PR #1751 reverted it")}
+
+
+def unknown_option(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_UNKNOWN_OPTION, ("unknown option",))
+    if hit is None:
+        return []
+    option = hit[1].group(1)
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")])
+    remedies = [Remedy(summary=f"Build with a newer CUDA toolkit whose nvcc knows {option} (put "
+                       "its bin/ first on PATH and set CUDA_HOME to it), or a release of the "
+                       "package that does not pass it.")]
+    known = _FA_OPTIONS.get(option)
+    if known is not None and ctx.text.containing(("flash", "flash_attn")):
+        passes, spared, why = known
+        remedies.insert(0, Remedy(
+            summary=f"flash-attn {passes} passes {option} to nvcc ({why}): install flash-attn "
+                    f"{spared} or later, which builds with this nvcc.",
+            commands=[f'pip install "flash-attn>={spared}" --no-build-isolation --no-cache-dir']))
+    return [Signal("nvcc_unknown_option", Category.BUILD_TOOLCHAIN,
+                   f"this nvcc does not know {option}, an option the build passes: the build "
+                   "expects a newer nvcc", quotes, NAMED, remedies)]

@@ -48,7 +48,8 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"installed flash[-_ ]?attn|successfully installed[^\n]*flash[-_]attn|"
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
-_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|MacBook|mps)\b", re.IGNORECASE)
+_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|Apple silicon|MacBook|mps|M\d (?:Pro |Max "
+                  r"|Ultra )?Mac|mac pro\w*)\b", re.IGNORECASE)
 _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
@@ -198,12 +199,15 @@ def platform(ctx: Context) -> List[Signal]:
     """flash-attention on a platform it does not build for: Windows (no official wheels; a build
     needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
     # an issue form's unchecked box ("- [ ] macOS") says the opposite
-    mac = next(((i, m) for i, m in ctx.find(_MAC, ("darwin", "macos", "mac os", "apple m", "mps",
-                                                    "macbook"))
+    mac = next(((i, m) for i, m in ctx.find(_MAC, ("darwin", "macos", "mac os", "apple ", "mps",
+                                                    "macbook", " mac"))
                 if not _UNCHECKED.match(ctx.text.lines[i])), None)
-    if mac is not None and ctx.has("flash"):
+    # xFormers' attention kernels are CUDA (and ROCm) code too
+    cuda_only = "flash-attention" if ctx.has("flash") else "xFormers" if ctx.has("xformers") \
+        else None
+    if mac is not None and cuda_only is not None:
         return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
-                       "flash-attention needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
+                       f"{cuda_only} needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
                        "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
                        NAMED + 5, [r.sdpa("On a Mac:")])]
     dll = ctx.first(_DLL, ("dll load failed",))

@@ -1,0 +1,74 @@
+"""A cuDNN library of one major missing (`libcudnn_ops_infer.so.8: cannot open shared object
+file`, cuDNN's own `Could not load library libcudnn_cnn_infer.so.8`): the binary was built against
+that cuDNN major and the environment holds another. cuDNN 8 ships its sub-libraries as
+`libcudnn_{ops,cnn,adv}_{infer,train}.so.8`; cuDNN 9 merged them (`libcudnn_ops.so.9`,
+`libcudnn_graph.so.9`, `libcudnn_engines_*.so.9`), so a name ending `_infer`/`_train` is cuDNN 8.
+torch's wheels pin the cuDNN they load: nvidia-cudnn-cu12==8.9.2.26 for torch 2.1, cuDNN 9 from
+torch 2.4 (torch_cuda_facts.md, the wheels' metadata and RELEASE.md) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+_LIB = re.compile(r"(libcudnn(?:_\w{1,30})?\.so\.(\d{1,2}))\b[^\n]{0,40}?(?::\s*cannot open shared "
+                  r"object file|\.\s*Error:)|Could not load library (libcudnn(?:_\w{1,30})?\.so\.(\d{1,2}))")
+# a cuDNN the report says it has: "cudnn-9.2", "cuDNN 9.1.0", "libcudnn9", "cudnn9"
+_HAVE = re.compile(r"\b(?:lib)?cudnn[-_ ]?v?(\d{1,2})(?:\.\d+)*\b(?!\.so)", re.I)
+# binaries that bring their own cuDNN dependency, by how a report names them
+_OWNERS = (("ctranslate2", "ctranslate2"), ("faster-whisper", "ctranslate2"),
+           ("faster_whisper", "ctranslate2"), ("whisperx", "ctranslate2"),
+           ("onnxruntime", "onnxruntime-gpu"), ("tensorflow", "tensorflow"),
+           ("paddle", "paddlepaddle-gpu"), ("jax", "jax"))
+_TORCH_CUDNN9 = Version("2.4")  # torch 2.4's wheels are the first built with cuDNN 9
+
+
+def missing_cudnn(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LIB, ("libcudnn",))
+    if hit is None:
+        return []
+    index, found = hit
+    lib, major = (found.group(1), found.group(2)) if found.group(1) else (found.group(3),
+                                                                          found.group(4))
+    want = int(major)
+    have = _have(ctx, want)
+    owner = next((dist for word, dist in _OWNERS if ctx.text.containing((word,))), None)
+    quotes = [ctx.quote(index)]
+    if have is not None:
+        quotes.append(have[1])
+    message = (f"the binary was built against cuDNN {want} (it loads {lib}), and the loader finds "
+               "no cuDNN of that major here"
+               + (f": this environment has cuDNN {have[0]}" if have is not None else ""))
+    who = owner or "the package that failed"
+    remedies = []
+    newer = have is not None and have[0] > want
+    if newer or (ctx.torch is not None and ctx.torch >= _TORCH_CUDNN9):
+        remedies.append(Remedy(summary=f"Install a release of {who} built against cuDNN "
+                               f"{have[0] if have else want + 1} (the cuDNN this environment and "
+                               "torch load): upgrade it.",
+                               commands=[f"pip install --upgrade {owner}"] if owner else []))
+    remedies.append(Remedy(
+        summary=f"Or give it cuDNN {want} beside the other: the system package (libcudnn{want}), "
+        f"or a separate environment whose torch pins cuDNN {want}"
+        + (" (torch 2.1 to 2.3: nvidia-cudnn-cu12==8.9.2.26)" if want == 8 else "")
+        + "; installing another cuDNN major with pip into this environment replaces the one "
+        "torch loads."))
+    return [Signal("missing_cudnn", Category.CUDA_RUNTIME_MISMATCH, message, dedupe(quotes),
+                   NAMED + 1, remedies, details={"library": lib})]
+
+
+def _have(ctx: Context, want: int) -> Optional[Tuple[int, Quote]]:
+    """The other cuDNN major the report says it has, with its line."""
+    for index in ctx.text.containing(("cudnn",)):
+        for found in _HAVE.finditer(ctx.text.lines[index]):
+            major = int(found.group(1))
+            if major != want and 7 <= major <= 12:
+                return major, ctx.quote(index)
+    return None

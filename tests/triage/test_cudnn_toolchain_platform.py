@@ -95,3 +95,23 @@ def test_vllm_on_windows_but_not_under_wsl(matrix: Matrix) -> None:
     assert "WSL2" in _said(top)
     wsl = text + "This is under WSL2 Ubuntu.\n"
     assert not [d for d in triage(wsl, matrix).diagnosis if "Linux only" in d.message]
+
+
+def test_a_package_whose_parts_differ_in_the_cxx11_abi(matrix: Matrix) -> None:
+    text = ("/usr/local/lib/python3.10/dist-packages/transformer_engine_extensions.cpython-310-"
+            "x86_64-linux-gnu.so: undefined symbol: _ZN18transformer_engine6getenvIiEET_RKSsRKS1_\n")
+    top = _top(text, matrix)
+    assert top.category == Category.CXX11_ABI_MISMATCH and "pre-C++11 std::string" in top.message
+    assert "transformer-engine's parts" in top.message and "_GLIBCXX_USE_CXX11_ABI" in _said(top)
+
+
+def test_flash_attn_on_a_radeon_under_rocm_takes_the_triton_backend(matrix: Matrix) -> None:
+    top = _top("Cannot run it on ROCm on AMD 7800xt\nIt complains that module flash_attn_2_cuda "
+               "is missing.\n", matrix)
+    assert top.category == Category.ROCM and "AMD 7800xt" in top.message
+    assert "FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE" in _said(top)
+
+
+def test_a_pre_ampere_refusal_offers_sdpa(matrix: Matrix) -> None:
+    top = _top("ValueError: Unsupported CUDA architecture: sm75\nRTX 2060 super 8gb\n", matrix)
+    assert top.category == Category.GPU_UNSUPPORTED and "sdpa" in _said(top)

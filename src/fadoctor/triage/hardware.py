@@ -30,7 +30,8 @@ _NOT_STATING = ("or newer", "only support", "requires", "optimized for", "suppor
                 "not supported", "older than", "newer than", "pre-ampere", "pre ampere",
                 "before ampere", "or later")
 _AMD = re.compile(r"\b((?i:gfx)\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\w*|Instinct\s+MI\d+\w*|"
-                  r"MI\d{3}X?)\b")
+                  r"MI\d{3}X?|(?i:AMD\s+(?:RX\s?)?[5-9]\d00\s?(?:XTX|XT|GRE)?|RX\s?[5-9]\d00\s?(?:XTX|XT|GRE)?))"
+                  r"(?!\w)")
 
 _SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
 
@@ -76,7 +77,8 @@ def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
             family = _FAMILY.search(text.lines[index])
             if family:
                 seen.state(o.GPU_ARCH_FAMILY, family.group(1).lower(), text.quote(index), PROSE)
-    for index in text.distinct(text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3"))):
+    for index in text.distinct(text.containing(("gfx", "radeon", "instinct", "mi1", "mi2", "mi3",
+                                                "amd ", "rx "))):
         amd = _AMD.search(text.lines[index])
         if amd:
             seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))

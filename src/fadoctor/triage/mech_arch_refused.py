@@ -73,7 +73,7 @@ def refused(ctx: Context) -> List[Signal]:
                    f"Ampere (sm80) or newer")
         remedies = [Remedy(summary=f"Turn the fused attention feature off so {who} takes its "
                            f"unfused path (slower), or run on an Ampere (sm80, A100) or newer GPU."),
-                    switch]
+                    switch, r.sdpa("Or attention with PyTorch SDPA, which runs on this GPU:")]
     elif family in low or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
         message = (f"{who}'s check lists this GPU's own architecture ({family.capitalize()}) yet "
                    f"refuses {name} ({sm}): the release's check predates this model")

@@ -329,10 +329,31 @@ def rocm(ctx: Context) -> List[Signal]:
             and ctx.has("mi50", "mi60", "mi100", "radeon", "rx 6", "rx 7", "rx 9") is not None)
         hit = ck_error if ck_error is not None and outside else None
     if hit is None:
-        return []
+        return _radeon(ctx)
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch", "rocm")])
     ck = _ck_archs(ctx)
+    return [Signal("rocm", Category.ROCM,
+                   f"flash-attn's ROCm Composable Kernel backend builds only for {', '.join(ck)} "
+                   f"(MI200/MI300), not {arch or 'this AMD GPU'}", quotes, NAMED,
+                   _triton_backend(ctx))]
+
+
+def _radeon(ctx: Context) -> List[Signal]:
+    """flash-attn failing on a Radeon (RDNA) GPU under ROCm, with no message that says more:
+    the Composable Kernel build has no code for it (its archs are the Instinct ones)."""
+    radeon = next((g for g in ctx.seen.gpus if g.vendor == "amd" and "mi" not in g.name.lower()
+                   and not g.name.lower().startswith("gfx9")), None)
+    fails = ctx.text.containing(("flash_attn", "flash-attn", "flash attention"))
+    if radeon is None or not fails or not ctx.has("rocm", "hip"):
+        return []
+    return [Signal("rocm", Category.ROCM,
+                   f"flash-attn's ROCm Composable Kernel backend builds only for "
+                   f"{', '.join(_ck_archs(ctx))} (Instinct MI200/MI300), not {radeon.name}",
+                   dedupe([radeon.quote, ctx.quote(fails[0])]), HINTED, _triton_backend(ctx))]
+
+
+def _triton_backend(ctx: Context) -> List[Remedy]:
     triton = next((b for b in reversed(ctx.matrix.rocm_backends) if b.backend == "triton"), None)
     remedies: List[Remedy] = []
     if triton is not None:
@@ -343,9 +364,7 @@ def rocm(ctx: Context) -> List[Signal]:
             commands=[f"pip install {pin}",
                       f"{triton.enable_env} python setup.py install"]))
     remedies.append(r.sdpa("Or use PyTorch SDPA, which ROCm torch runs on this GPU:"))
-    return [Signal("rocm", Category.ROCM,
-                   f"flash-attn's ROCm Composable Kernel backend builds only for {', '.join(ck)} "
-                   f"(MI200/MI300), not {arch or 'this AMD GPU'}", quotes, NAMED, remedies)]
+    return remedies
 
 
 def graph_breaks(ctx: Context) -> List[Signal]:

@@ -24,13 +24,14 @@ from fadoctor.triage.mech_symbols import (
     binary_name,
     demangled,
     driver_api,
+    installed_wheel,
     is_cuda_library,
     other_abi_wheel,
     owner_in_text,
     owner_of,
     reinstall_owner,
+    split_abi,
 )
-from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -84,6 +85,9 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                 abi.remedies.insert(0, other)
         return [abi]
     if symbol is not None and not is_torch_symbol(symbol):
+        split = split_abi(owner, library, symbol, quotes)  # the package's own parts disagree
+        if split is not None:
+            return [split]
         shown = demangled(symbol)
         category = Category.WRONG_WHEEL
         what = (f"needs {shown}, which no library it loads defines: it was built for another "
@@ -125,7 +129,7 @@ def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> O
         built = string_abi(symbol)
         how = "its std::string is " + ("std::__cxx11::basic_string" if built else
                                        "the pre-C++11 std::string")
-    wheel = _installed_wheel(ctx)
+    wheel = installed_wheel(ctx)
     if built is None and wheel is not None:
         local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0]) \
             if "+" in wheel.value else None
@@ -150,14 +154,6 @@ def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> O
         details={"symbol": symbol, "extension_cxx11_abi": built, "torch_cxx11_abi": int(torch_abi)},
         needs=[] if ctx.seen.get("torch_cxx11_abi") else [("torch's C++ ABI, as torch reports it",
                                                             r.REVEAL_TORCH)])
-
-
-def _installed_wheel(ctx: Context) -> Optional[Stated]:
-    rejected = ctx.has("not a supported wheel")
-    for wheel in ctx.seen.wheels:
-        if wheel.value.startswith(("flash_attn", "vllm_flash_attn")) and rejected is None:
-            return wheel
-    return None
 
 
 def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: List[Quote]
@@ -194,7 +190,7 @@ def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: L
 
 
 def _wheel_torch(ctx: Context) -> Optional[str]:
-    wheel = _installed_wheel(ctx)
+    wheel = installed_wheel(ctx)
     if wheel is None or "+" not in wheel.value:
         return None
     local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0])

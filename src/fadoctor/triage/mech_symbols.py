@@ -1,6 +1,7 @@
 """Which package a failing binary belongs to, read from its path and name, and two of the
-loader's cases that name their own fix: a CUDA driver API function the driver lacks, and the
-owner's wheel of the other C++ ABI (pure)."""
+loader's cases that name their own fix: a CUDA driver API function the driver lacks, the
+owner's wheel of the other C++ ABI, and a package whose own parts were built with different C++
+ABIs (pure)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
+from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -42,6 +44,7 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
            "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
            "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
+           "transformer_engine_extensions": "transformer-engine",
            "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
            "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
            "common_ops": "sgl-kernel",
@@ -120,3 +123,39 @@ def driver_api(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> 
                 "runs), with the torch of that CUDA.")],
         details={"library": library, "symbol": symbol},
         needs=[] if ctx.driver else [("the driver version", "nvidia-smi")])
+
+
+def split_abi(owner: Optional[str], library: str, symbol: str, quotes: List[Quote]
+              ) -> Optional[Signal]:
+    """A package's own symbol (not torch's) carrying one C++ ABI's std::string that none of its
+    libraries defines: the package's parts were built with different _GLIBCXX_USE_CXX11_ABI
+    (its torch extension with torch's, its core library with the compiler's default)."""
+    from fadoctor.probes.mangling import string_abi
+
+    abi = string_abi(symbol)
+    if abi is None:
+        return None
+    who = owner or binary_name(library)
+    string = "std::__cxx11::basic_string (C++11 ABI)" if abi else \
+        "the pre-C++11 std::string (Ss)"
+    return Signal("split_abi", Category.CXX11_ABI_MISMATCH,
+                  f"{binary_name(library)} needs {demangled(symbol)} with {string}, which no "
+                  f"library it loads defines: {who}'s parts were built with different "
+                  "C++ ABIs", quotes, NAMED,
+                  [Remedy(summary=f"Rebuild {who} so that every part of it uses torch's "
+                          "_GLIBCXX_USE_CXX11_ABI (print it with the command below; a build "
+                          "that compiles its core library apart from its torch extension must "
+                          "pass the same flag to both), or install a release of it whose parts "
+                          "agree.",
+                          commands=["python -c 'import torch; "
+                                    "print(torch._C._GLIBCXX_USE_CXX11_ABI)'"])],
+                  details={"symbol": symbol, "extension_cxx11_abi": abi})
+
+
+def installed_wheel(ctx: Context) -> Optional[Stated]:
+    """The flash-attention wheel the report names as installed (none where pip rejected one)."""
+    rejected = ctx.has("not a supported wheel")
+    for wheel in ctx.seen.wheels:
+        if wheel.value.startswith(("flash_attn", "vllm_flash_attn")) and rejected is None:
+            return wheel
+    return None

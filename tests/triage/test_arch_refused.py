@@ -28,7 +28,7 @@ def test_the_gpus_own_architecture_listed_means_a_newer_release(matrix: Matrix) 
             "failed: FP8 FMHA cannot be enabled except on Ada or Hopper or Blackwell Arch.\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED and "(Blackwell)" in top.message
-    assert "pip install --upgrade tensorrt-llm" in _said(top)
+    assert "Upgrade TensorRT-LLM" in _said(top) and "pip install" not in _said(top)
 
 
 def test_another_architecture_gets_the_other_path(matrix: Matrix) -> None:
@@ -48,3 +48,9 @@ def test_a_catalogued_message_stays_first(matrix: Matrix) -> None:
             "AssertionError: unsupported architecture\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.GPU_UNSUPPORTED and "refuses" not in top.message
+
+
+def test_ada_is_a_word_not_a_substring(matrix: Matrix) -> None:
+    text = ("RTX 4090 here\nRuntimeError: metadata kernel is only supported on Hopper GPUs\n")
+    found = [d for d in triage(text, matrix).diagnosis if "refuse" in d.message]
+    assert found and "own architecture" not in found[0].message

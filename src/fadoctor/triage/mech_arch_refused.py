@@ -74,12 +74,12 @@ def refused(ctx: Context) -> List[Signal]:
         remedies = [Remedy(summary=f"Turn the fused attention feature off so {who} takes its "
                            f"unfused path (slower), or run on an Ampere (sm80, A100) or newer GPU."),
                     switch, r.sdpa("Or attention with PyTorch SDPA, which runs on this GPU:")]
-    elif family in low or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
+    elif re.search(rf"\b{family}\b", low) or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
         message = (f"{who}'s check lists this GPU's own architecture ({family.capitalize()}) yet "
                    f"refuses {name} ({sm}): the release's check predates this model")
         remedies = [Remedy(summary=f"Upgrade {who}: a later release's architecture check admits "
                            f"{sm}; meanwhile turn the feature off.",
-                           commands=[f"pip install --upgrade {package}"] if package else []),
+                           commands=_upgrade(package)),
                     switch]
     else:
         message = f"{who} has no kernels for {name} ({sm}) on this path: it refuses the architecture"
@@ -121,3 +121,13 @@ def _family(cc: Version) -> str:
 
 def _display(package: Optional[str]) -> str:
     return {"tensorrt-llm": "TensorRT-LLM", None: "the package"}.get(package, package or "")
+
+
+def _upgrade(package: Optional[str]) -> List[str]:
+    """The upgrade command, where a plain one works: flash-attn builds against the installed
+    torch; TensorRT-LLM installs from NVIDIA's index (its install guide), so none is given."""
+    if package is None or package == "tensorrt-llm":
+        return []
+    if package == "flash-attn":
+        return ["pip install --upgrade flash-attn --no-build-isolation --no-cache-dir"]
+    return [f"pip install --upgrade {package}"]

@@ -22,11 +22,12 @@ _LIB = re.compile(r"(libcudnn(?:_\w{1,30})?\.so\.(\d{1,2}))\b[^\n]{0,40}?(?::\s*
                   r"object file|\.\s*Error:)|Could not load library (libcudnn(?:_\w{1,30})?\.so\.(\d{1,2}))")
 # a cuDNN the report says it has: "cudnn-9.2", "cuDNN 9.1.0", "libcudnn9", "cudnn9"
 _HAVE = re.compile(r"\b(?:lib)?cudnn[-_ ]?v?(\d{1,2})(?:\.\d+)*\b(?!\.so)", re.I)
-# binaries that bring their own cuDNN dependency, by how a report names them
+# binaries that load a cuDNN of their own build's major, by how a report names them, and the
+# distribution a plain upgrade replaces (others get the advice without a command: TensorFlow's
+# and JAX's CUDA builds install through extras, Paddle's from its own index)
 _OWNERS = (("ctranslate2", "ctranslate2"), ("faster-whisper", "ctranslate2"),
            ("faster_whisper", "ctranslate2"), ("whisperx", "ctranslate2"),
-           ("onnxruntime", "onnxruntime-gpu"), ("tensorflow", "tensorflow"),
-           ("paddle", "paddlepaddle-gpu"), ("jax", "jax"))
+           ("onnxruntime", "onnxruntime-gpu"))
 _TORCH_CUDNN9 = Version("2.4")  # torch 2.4's wheels are the first built with cuDNN 9
 
 

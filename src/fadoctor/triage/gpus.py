@@ -19,13 +19,13 @@ _SERIES = (
     (re.compile(r"\bRTX\s*30[5-9]0", re.I), "8.6"), (re.compile(r"\bRTX\s*40[5-9]0", re.I), "8.9"),
     (re.compile(r"\bRTX\s*50[5-9]0", re.I), "12.0"))
 _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
-# A GeForce model by its number alone ("my 5090", "2x 4090", "3090 Ti", "4090 GPU"): only with a
+# A GeForce model by its number alone ("my 5090", "2x 4090", "3090 Ti", "4090 GPU", "a 1660S"): only with a
 # word that makes it a GPU, never a bare number (a traceback's "line 3090", "4090MiB").
 _BARE = re.compile(
     r"(?:\b(?:my|an?|on|with|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
-    r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:20[5-8]|30[5-9]|40[5-9]|50[5-9])0)(\s?Ti\b|\s?SUPER\b|D\b)?"
-    r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡)?(?![\w.%/:-])", re.I)
-_BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("20", "5678"), ("30", "56789"), ("40", "56789"),
+    r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0)(\s?Ti\b|\s?SUPER\b|D\b|S\b)?"
+    r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡)?(?![\w%/:-]|\.\w)", re.I)
+_BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("16", "56"), ("20", "5678"), ("30", "56789"), ("40", "56789"),
                                                  ("50", "56789")) for d in ds)
 # Glued words: CJK prose next to a model name ("英伟达titanV"), where no word boundary separates
 # them, and a memory size glued to a model ("titanV12G"; two letters before it, so "A10G" stays).
@@ -68,5 +68,8 @@ def _bare(line: str) -> Optional[re.Match[str]]:
     """The GeForce RTX model a line names by its number alone, with a GPU word beside it."""
     for found in _BARE.finditer(line):
         if found.group(0) != found.group(1):  # a word before or after, or Ti/SUPER/D
-            return _MODEL.search(f"GeForce RTX {found.group(1)}{found.group(2) or ''}")
+            line = "GTX" if found.group(1).startswith("16") else "RTX"  # GTX 1650/1660: Turing
+            suffix = found.group(2) or ""
+            suffix = " SUPER" if suffix.upper() == "S" else suffix
+            return _MODEL.search(f"GeForce {line} {found.group(1)}{suffix}")
     return None

@@ -24,7 +24,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import ARCH_FAMILY_CC, Context
-from fadoctor.triage.mech_prior import package_in
+from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 _REFUSAL = re.compile(

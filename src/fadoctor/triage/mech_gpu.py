@@ -21,6 +21,7 @@ from fadoctor.triage import mech_kernel_image as kernel_image
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -175,7 +176,12 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     """The nearest torch release from the stated one up with kernels for `cc`; with no torch
     stated, the newest, saying which release was the first."""
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+    built = [(rel, variant) for rel in releases for variant in rel.arch_lists
+             if ctx.torch_variant in (None, variant)]
+    if all(variant in variants(rel, cc) for rel, variant in built):
+        return []  # every torch build (of the stated CUDA) runs on this GPU: torch has its kernels
     first = next((rel for rel in releases if variants(rel, cc)), None)
+    then = "flash-attn" if ctx.text.containing(("flash",)) else "the packages built for the old torch"
     stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
     if stated is not None:  # the nearest release from the stated one up: the smallest change
         releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
@@ -191,7 +197,7 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
                      if stated is None and first is not None and first is not rel else "")
             return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
                            f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
-                           "flash-attn for it.", commands=[torch_install(version, variant)])]
+                           f"{then} for it.", commands=[torch_install(version, variant)])]
     return []
 
 
@@ -228,7 +234,8 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        f"torch {ctx.torch} has no kernels for {_gpu_words(ctx)}: its "
                        f"{ctx.torch_variant} build was compiled for other architectures",
                        dedupe([*quotes, *ctx.quotes("torch")]), NAMED, torch_with_arch(ctx, cc))]
-    if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc:
+    if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc \
+            and ctx.text.containing(("flash",)):
         return [Signal("no_kernel_image", Category.GPU_UNSUPPORTED,
                        f"{_gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "
                        "kernels for it", quotes, NAMED,
@@ -257,7 +264,10 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     remedies.append(r.force_build(ctx, "Or compile for this GPU only:"))
     remedies.append(r.sdpa("Meanwhile:"))
     if cc is not None and not ctx.text.containing(("flash",)):
-        remedies[:0] = torch_with_arch(ctx, cc)  # nothing names flash-attention: torch first
+        # nothing names flash-attention: torch first, then the package the report names
+        package = package_in(ctx, quotes[0].text if quotes else "")
+        remedies = [*torch_with_arch(ctx, cc), *r.rebuilt_for(package, cc),
+                    r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch.")]
     return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                   f"a CUDA binary has no kernels (SASS or PTX) for {_gpu_words(ctx)}: it was built "
                   "for other GPU architectures", quotes, NAMED, remedies,

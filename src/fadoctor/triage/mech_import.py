@@ -57,7 +57,9 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     hits = list(ctx.find(_UNDEFINED, ("undefined symbol", " symbol")))
     if not hits:
         return []
-    index, found = next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0])
+    # the line that names both the binary and the symbol (a title repeats the symbol alone)
+    index, found = next(((i, m) for i, m in hits if m.group(1) and (m.group(2) or m.group(3))),
+                        next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0]))
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
     if not library:  # "sm100/common_ops.abi3.so — undefined symbol": the binary named before it
         named = _SO.findall(ctx.text.lines[index][:found.start()])

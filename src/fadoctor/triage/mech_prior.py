@@ -16,7 +16,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_gpu import torch_with_arch
-from fadoctor.triage.mech_symbols import OTHERS, owner_in_text
+from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import GUESSED, Signal, dedupe
 
 _BLACKWELL = Version("10.0")
@@ -26,12 +26,6 @@ _FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?
                      r"|失败|报错|错误|不支持|不兼容", re.I)
 _FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
                    "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")
-# Import names of packages that ship CUDA binaries, to their distributions (flash-attn first:
-# it is what most of these reports are about).
-_BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS,
-             "tensorrt_llm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
-_NAMES = re.compile(r"(?<![\w-])(" + "|".join(sorted(map(re.escape, _BINARIES), key=len,
-                                                      reverse=True)) + r")(?![\w-])", re.I)
 
 
 def blackwell(ctx: Context) -> List[Signal]:
@@ -66,22 +60,6 @@ def blackwell(ctx: Context) -> List[Signal]:
                           ("the archs torch was built for",
                            'python -c "import torch; print(torch.__version__, '
                            'torch.cuda.get_arch_list())"')])]
-
-
-def package_in(ctx: Context, line: str = "") -> Optional[str]:
-    """The package that failed: the one `line` (the error) names, else the one whose compiled
-    files the paths show, else the binary package the report names first (its title first)."""
-    found = _NAMES.search(line)
-    if found:
-        return _BINARIES[found.group(1).lower()]
-    owner = owner_in_text(ctx)
-    if owner is not None:
-        return owner
-    for text in ctx.text.lines:
-        found = _NAMES.search(text)
-        if found:
-            return _BINARIES[found.group(1).lower()]
-    return None
 
 
 PRIORS = (blackwell,)

@@ -159,3 +159,30 @@ def installed_wheel(ctx: Context) -> Optional[Stated]:
         if wheel.value.startswith(("flash_attn", "vllm_flash_attn")) and rejected is None:
             return wheel
     return None
+
+
+# Import names of packages that ship CUDA binaries, to their distributions (flash-attn first:
+# it is what most of these reports are about).
+_BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS,
+             **{top.replace("_", "-"): dist for top, dist in OTHERS.items()},
+             "tensorrt_llm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
+_NAMES = re.compile(r"(?<!\w)(?<!\w-)(" + "|".join(sorted(map(re.escape, _BINARIES), key=len,
+                                                      reverse=True)) + r")(?![\w-])", re.I)
+
+
+
+def package_in(ctx: Context, line: str = "") -> Optional[str]:
+    """The package that failed: the one `line` (the error) names, else the one whose compiled
+    files the paths show, else the binary package the report names first (its title first)."""
+    found = _NAMES.search(line)
+    if found:
+        return _BINARIES[found.group(1).lower()]
+    owner = owner_in_text(ctx)
+    if owner is not None:
+        return owner
+    for text in ctx.text.lines:
+        found = _NAMES.search(text)
+        if found:
+            return _BINARIES[found.group(1).lower()]
+    return None
+

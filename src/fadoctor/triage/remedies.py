@@ -12,7 +12,7 @@ from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, extra_index_args, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, name, requirement
+from fadoctor.safety.shell import command, env, name, requirement
 from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
 
@@ -170,7 +170,12 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
     if pinned is not None and "+" in pinned and not extra_index_args(pinned):
         pinned = None  # a source or vendor build (2.5.1+gita8d6afb): no index has it to pin
     if pinned is None:  # a bare reinstall would move torch to the newest release: no command
-        return [Remedy(summary=reinstall), remedy(build, lambda: [command(
+        # but pip check names the torch the installed release requires (its wheel pins it)
+        pins = Remedy(summary=f"Or reinstall torch at the version {what}'s release requires: "
+                      f"`pip check` prints \"{what} ... has requirement torch==X, but you have "
+                      "torch Y\"; install that torch (and its matching torchvision/torchaudio).",
+                      commands=[command("pip", "check")])
+        return [Remedy(summary=reinstall), pins, remedy(build, lambda: [command(
             "pip", "install", "--no-build-isolation", "--no-binary", name(owner), name(owner))])]
     # The release built for this torch: the resolver picks the one whose torch pin the installed
     # torch meets; --no-cache-dir keeps pip from reusing the wheel it has; torch never moves.
@@ -190,3 +195,16 @@ def sdpa(reason: str) -> Remedy:
 
 def keep(remedies: List[Optional[Remedy]]) -> List[Remedy]:
     return [r for r in remedies if r is not None]
+
+
+def rebuilt_for(package: Optional[str], cc: Version) -> List[Remedy]:
+    """The named package (not flash-attn) with code for this GPU: a current wheel, or a build."""
+    if package is None or package == "flash-attn":
+        return []
+    arch = f"{cc.major}.{cc.minor}"
+    return [Remedy(summary=f"Then {package} with sm_{cc.major}{cc.minor} code: reinstall {package} so pip "
+                   f"fetches its current wheel (newer wheels are built for more GPUs), or compile "
+                   f"it from source for this GPU with TORCH_CUDA_ARCH_LIST={arch}.",
+                   commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install",
+                                     "--no-build-isolation", "--no-cache-dir", "--no-binary",
+                                     name(package), name(package))])]

@@ -16,10 +16,15 @@ from fadoctor.triage import errors as e
 from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
+# setup.py's bare_metal_version is assigned only under `if CUDA_HOME is not None:` (flash-attn's
+# setup.py from v2.0, mamba-ssm's and causal-conv1d's copies of it): with no nvcc found, a later use
+# raises NameError instead of a message about CUDA
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
+                        r"NameError: name 'bare_metal_(?:version|major|minor)' is not defined|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
                         r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
 _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that "
@@ -72,13 +77,17 @@ def prebuilt(ctx: Context) -> Remedy:
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file"))
+    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file", "bare_metal_"))
     if hit is None:
         return []
+    package = package_in(ctx, ctx.text.lines[hit[0]])
+    skip = prebuilt(ctx) if package in (None, "flash-attn") else Remedy(
+        summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
+                "and Python (its release page lists them), where one exists.")
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
-                   NAMED, [_toolkit(ctx), prebuilt(ctx)])]
+                   NAMED, [_toolkit(ctx), skip])]
 
 
 def cudnn_missing(ctx: Context) -> List[Signal]:

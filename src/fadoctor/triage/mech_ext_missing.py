@@ -1,0 +1,66 @@
+"""Another package's compiled extension that Python cannot find, while the package itself
+imports: the install built only its Python part. The module names are the `CUDAExtension(name=...)`
+of each package's setup.py, and the options that build them come from the same file:
+
+- NVIDIA/apex setup.py (master, 2025-2026): `amp_C`, `syncbn`, `fused_layer_norm_cuda`,
+  `mlp_cuda`, `fused_dense_cuda`, the megatron softmax and rotary modules and
+  `fused_weight_gradient_mlp_cuda` are built only under `--cuda_ext` (the APEX_CUDA_EXT=1
+  environment variable in current releases), `apex_C` only under `--cpp_ext` (APEX_CPP_EXT=1);
+  `fused_adam_cuda` and `fused_lamb_cuda` under their own deprecated options. Its README: "APEX_CPP_EXT=1
+  APEX_CUDA_EXT=1 pip install -v --no-build-isolation ." from a clone; a plain `pip install .`
+  or a `pip install apex` (an unrelated package of that name on the index) builds none of them.
+- state-spaces/mamba setup.py: `selective_scan_cuda`; Dao-AILab/causal-conv1d setup.py:
+  `causal_conv1d_cuda` (both skip the build with their *_SKIP_CUDA_BUILD variable) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal
+
+_APEX_CUDA = ("amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
+              "scaled_upper_triang_masked_softmax_cuda", "generic_scaled_masked_softmax_cuda",
+              "scaled_masked_softmax_cuda", "scaled_softmax_cuda",
+              "fused_rotary_positional_embedding", "fused_weight_gradient_mlp_cuda")
+_APEX_OWN_OPTION = ("fused_adam_cuda", "fused_lamb_cuda", "xentropy_cuda", "focal_loss_cuda",
+                    "fast_layer_norm", "group_norm_cuda", "bnp")
+_APEX_CPP = ("apex_C",)
+_OTHERS = {"selective_scan_cuda": ("mamba-ssm", "MAMBA_SKIP_CUDA_BUILD"),
+           "causal_conv1d_cuda": ("causal-conv1d", "CAUSAL_CONV1D_SKIP_CUDA_BUILD")}
+_MODULE = re.compile(r"No module named '(" + "|".join(
+    [*_APEX_CUDA, *_APEX_OWN_OPTION, *_APEX_CPP, *_OTHERS]) + r")'")
+_APEX_BUILD = ["git clone https://github.com/NVIDIA/apex", "cd apex",
+               "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation --no-cache-dir ."]
+
+
+def missing_extension(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MODULE, ("no module named",))
+    if hit is None:
+        return []
+    module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
+    if module in _OTHERS:
+        package, skip = _OTHERS[module]
+        return [Signal("extension_missing", Category.NOT_INSTALLED,
+                       f"{module}, the compiled extension of {package}, is not installed: the "
+                       f"install built only the Python part ({skip} set, no nvcc, or a build "
+                       "that failed and left the package behind)", quotes, NAMED,
+                       [Remedy(summary=f"Reinstall {package} so that it builds or fetches its "
+                               "extension for this torch (nvcc of torch's CUDA major for a build), "
+                               "and read the install's output for the step that failed.",
+                               commands=[f"pip install --force-reinstall --no-deps "
+                                         f"--no-build-isolation --no-cache-dir -v {package}"])])]
+    option = ("--cpp_ext (APEX_CPP_EXT=1)" if module in _APEX_CPP else
+              "--cuda_ext (APEX_CUDA_EXT=1)" if module in _APEX_CUDA else "its own build option")
+    return [Signal("extension_missing", Category.NOT_INSTALLED,
+                   f"{module} is one of apex's compiled extensions, built only with {option}: "
+                   "this apex was installed without them (a plain `pip install .`, or the "
+                   "unrelated `apex` package from the index)", quotes, NAMED,
+                   [Remedy(summary="Reinstall apex from its repository with the C++ and CUDA "
+                           "extensions (it needs nvcc of torch's CUDA major; on older apex the "
+                           "same options are --config-settings \"--build-option=--cpp_ext\" "
+                           "--config-settings \"--build-option=--cuda_ext\"), or use an NGC "
+                           "PyTorch container, whose apex is built with them.",
+                           commands=["pip uninstall -y apex", *_APEX_BUILD])])]

@@ -77,3 +77,25 @@ def test_a_dashed_package_name_and_a_torch_for_blackwell(matrix: Matrix) -> None
     said = _said(text, matrix)
     assert "reinstall causal-conv1d" in said and "TORCH_CUDA_ARCH_LIST=12.1" in said
     assert "Install torch" in said  # torch builds before CUDA 12.8 have no sm_121 code
+
+
+_XFORMERS = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+             "    PyTorch 1.13.1+cu117 with CUDA 1107 (you have 1.12.1+cu113)\n"
+             "    Python  3.10.9 (you have 3.10.9)\n")
+
+
+def test_a_package_built_for_another_torch_offers_that_torch(matrix: Matrix) -> None:
+    top = triage(_XFORMERS, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH
+    commands = [c for r in top.remedies for c in r.commands]
+    assert any(c.startswith("python -m pip install torch==1.13.1+cu117 --index-url ")
+               for c in commands)
+    assert "another Python environment" not in _said(_XFORMERS, matrix)  # nothing says so
+
+
+def test_a_torch_installed_but_not_the_one_running_is_another_environment(matrix: Matrix) -> None:
+    text = "I installed PyTorch 1.13.1+cu117 with pip, everything was successful, but:\n" + _XFORMERS
+    top = triage(text, matrix).diagnosis[0]
+    assert top.remedies[0].summary.startswith("The report says torch 1.13.1 was installed, yet the "
+                                              "process runs torch 1.12.1+cu113")
+    assert any(q.startswith("line 1: ") for q in top.evidence["quoted"])

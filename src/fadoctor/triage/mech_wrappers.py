@@ -246,10 +246,28 @@ def built_for(ctx: Context) -> List[Signal]:
     name = owner.lower() if owner else None
     if found.group(2).endswith("+cpu"):
         return _cpu_torch(ctx, index, found.group(1), name)
+    built, have = found.group(1), found.group(2)
+    remedies = r.rebuild_other(ctx, name, have)
+    variant = re.search(r"\+(cu\d+|rocm[\d.]+)$", built)
+    if variant:
+        remedies.append(Remedy(summary=f"Or install the torch it was built for, torch {built} "
+                               "(with the torchvision/torchaudio of that release).",
+                               commands=[torch_install(built.split("+")[0], variant.group(1))]))
+    quotes = [ctx.quote(index)]
+    said = next((i for i in ctx.text.containing((built.split("+")[0],)) if i != index
+                 and not _YOU_HAVE.search(ctx.text.lines[i])), None)
+    if said is not None:  # the user installed that torch, and the process still runs another
+        quotes.append(ctx.quote(said))
+        remedies.insert(0, Remedy(
+            summary=f"The report says torch {built.split('+')[0]} was installed, yet the process "
+                    f"runs torch {have}: it runs another Python environment (an app's own venv, "
+                    "such as the web UI's venv or a portable build's embedded Python). Install "
+                    "into that environment: with its python -m pip, or the app's own option "
+                    "(the A1111 web UI's --reinstall-torch)."))
     return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
-                   f"{name or 'the package'}'s extensions were built for torch {found.group(1)}, "
-                   f"but torch {found.group(2)} is installed: they cannot load",
-                   [ctx.quote(index)], NAMED, r.rebuild_other(ctx, name, found.group(2)))]
+                   f"{name or 'the package'}'s extensions were built for torch {built}, "
+                   f"but torch {have} is installed: they cannot load",
+                   dedupe(quotes), NAMED, remedies)]
 
 
 def _cpu_torch(ctx: Context, index: int, built: str, owner: Optional[str]) -> List[Signal]:

@@ -48,7 +48,7 @@ _PROSE = re.compile(
     r"rocm|ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
     # "torch version is 2.5", and in Chinese prose "torch版本为2.10.0" (version is), and the fullwidth colon
     r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\.__version__|\u7248\u672c[\u4e3a\u662f]?|"
-    r"\uff1a))*\s*"
+    r"\uff1a))*\s*['\"`]?"  # a printed repr quotes it: torch.__version__: '2.1.0a0+4136153'
     r"(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
 _TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",

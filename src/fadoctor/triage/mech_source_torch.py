@@ -42,7 +42,8 @@ def prebuilt_on_source_torch(ctx: Context) -> List[Signal]:
     return [Signal("prebuilt_on_source_torch", Category.TORCH_VERSION_MISMATCH,
                    f"the {package} wheel was built for the released torch {built}, and this torch "
                    f"{ctx.seen.get(o.TORCH) or torch} is a container's or source build (a "
-                   "pre-release with a commit as its local version): no prebuilt wheel matches its C++ symbols",
+                   "pre-release with a commit as its local version): no prebuilt wheel matches its "
+                   "C++ symbols",
                    dedupe([ctx.quote(wheel[0]), *ctx.quotes("torch"),
                            ctx.quote(failed[0])]), LOGGED,
                    [Remedy(summary=f"Build {package} from source against this torch: {force}=TRUE "

@@ -10,14 +10,20 @@ of each package's setup.py, and the options that build them come from the same f
   APEX_CUDA_EXT=1 pip install -v --no-build-isolation ." from a clone; a plain `pip install .`
   or a `pip install apex` (an unrelated package of that name on the index) builds none of them.
 - state-spaces/mamba setup.py: `selective_scan_cuda`; Dao-AILab/causal-conv1d setup.py:
-  `causal_conv1d_cuda` (both skip the build with their *_SKIP_CUDA_BUILD variable) (pure)."""
+  `causal_conv1d_cuda` (both skip the build with their *_SKIP_CUDA_BUILD variable).
+- Qwen's and Baichuan's remote modeling code (modeling_qwen.py) warns "import flash_attn rotary
+  fail, please install FlashAttention rotary" when `flash_attn.layers.rotary` cannot import its
+  compiled rotary_emb, and "import flash_attn rms_norm fail, please install FlashAttention
+  layer_norm" for `flash_attn.ops.rms_norm` (dropout_layer_norm): both are built separately from
+  flash-attention's csrc/rotary and csrc/layer_norm, never part of the flash-attn wheel (pure)."""
 
 from __future__ import annotations
 
 import re
 from typing import List
 
-from fadoctor.report import Category, Remedy
+from fadoctor.checks.import_remedies import csrc_remedies
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
 
@@ -36,10 +42,14 @@ _APEX_BUILD = ["git clone https://github.com/NVIDIA/apex", "cd apex",
                "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation --no-cache-dir ."]
 
 
+_REMOTE_CODE = re.compile(r"import flash_attn (rotary|rms_norm) fail", re.I)
+_CSRC_OF = {"rotary": "rotary_emb", "rms_norm": "dropout_layer_norm"}
+
+
 def missing_extension(ctx: Context) -> List[Signal]:
     hit = ctx.first(_MODULE, ("no module named",))
     if hit is None:
-        return []
+        return _remote_code(ctx)
     module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
     if module in _OTHERS:
         package, skip = _OTHERS[module]
@@ -64,3 +74,16 @@ def missing_extension(ctx: Context) -> List[Signal]:
                            "--config-settings \"--build-option=--cuda_ext\"), or use an NGC "
                            "PyTorch container, whose apex is built with them.",
                            commands=["pip uninstall -y apex", *_APEX_BUILD])])]
+
+
+def _remote_code(ctx: Context) -> List[Signal]:
+    """A model's remote code that could not import flash-attention's separately built parts."""
+    hit = ctx.first(_REMOTE_CODE, ("import flash_attn",))
+    if hit is None:
+        return []
+    module = _CSRC_OF[hit[1].group(1).lower()]
+    return [Signal("extension_missing", Category.NOT_INSTALLED,
+                   f"the model's code imports flash-attention's {hit[1].group(1)} ({module}), "
+                   "which the flash-attn wheel does not contain: it is built separately from the "
+                   "flash-attention sources; the model runs without it, slower", [ctx.quote(hit[0])],
+                   NAMED, csrc_remedies(module), Severity.WARNING)]

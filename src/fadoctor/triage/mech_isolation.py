@@ -41,9 +41,25 @@ def isolation(ctx: Context) -> List[Signal]:
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
     if hit is None:
-        return _requires_step(ctx) or _pulls_torch(ctx)
+        return _requires_step(ctx) or _pulls_torch(ctx) or _said_installing(ctx)
     missing = hit[1].group(1)
     return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
+
+
+# "When I run pip install flash-attn, it says that": the install of a package whose setup.py
+# imports torch, said beside the import error (a screenshot holds the log)
+_INSTALLING = re.compile(r"\b(?:pip3?|uv pip|uv|pixi|poetry)\s+(?:install|add|sync)\b[^\n]{0,60}?"
+                         r"\b(flash[-_]attn|causal[-_]conv1d|mamba[-_]ssm)\b", re.I)
+_NO_TORCH = re.compile(r"No module named '?torch'?(?![\w.])", re.I)
+
+
+def _said_installing(ctx: Context) -> List[Signal]:
+    no_torch = ctx.first(_NO_TORCH, ("no module named",))
+    install = ctx.first(_INSTALLING, ("install", "add", "sync"))
+    if no_torch is None or install is None:
+        return []
+    return [_signal(ctx, [ctx.quote(no_torch[0]), ctx.quote(install[0])], "without torch",
+                    LOGGED)]
 
 
 def _under_setup_py(ctx: Context, index: int) -> bool:

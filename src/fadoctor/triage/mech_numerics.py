@@ -5,15 +5,22 @@ kernel from the model: the same run on SDPA, bf16 instead of fp16, the newest re
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
+
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, minor, parse_version
 from fadoctor.triage.signal import HINTED, Signal
 
 _NAN = re.compile(r"\b(?:nan|NaN|NAN|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|output|logits|"
                   r"attention)\b[^\n]{0,60}?\b(?:nan|NaN|NAN|inf)\b")
+# flash-attention's own tests failing on values, or the report saying the results are wrong
+_WRONG = re.compile(r"\bwrong (?:answer|result|gradient|output|value)s?\b|\bincorrect (?:result|"
+                    r"output|gradient|value)s?\b|FAILED tests/test_flash_attn\w*\.py::\S+ - "
+                    r"AssertionError", re.I)
 _ABOUT = re.compile(r"\b(?:loss|grad\w*|output|logits|attn|attention|becomes?|turns?|gives?|"
                     r"returns?|produces?)\b", re.I)
 _FLASH = ("flash_attention_2", "flash-attn", "flash_attn", "flashattention", "flash attention",
@@ -24,7 +31,8 @@ def nan(ctx: Context) -> List[Signal]:
     if not ctx.text.containing(_FLASH):
         return []
     hit = next(((i, m) for i, m in ctx.find(_NAN, ("nan", "inf"))
-                if _ABOUT.search(ctx.text.lines[i]) and "nan_to_num" not in ctx.low(i)), None)
+                if _ABOUT.search(ctx.text.lines[i]) and "nan_to_num" not in ctx.low(i)), None) \
+        or ctx.first(_WRONG, ("wrong", "incorrect", "assertionerror"))
     if hit is None:
         return []
     fp16 = ctx.has("float16", "fp16", "torch.half") is not None
@@ -37,8 +45,29 @@ def nan(ctx: Context) -> List[Signal]:
         fixes.insert(1, Remedy(summary="fp16 overflows where bf16 does not: train in bfloat16 "
                                "(the GPU must be Ampere or newer, as flash-attention needs "
                                "anyway)."))
+    toolkit = _old_toolkit(ctx)
+    if toolkit is not None:
+        fixes.insert(0, toolkit)
     return [Signal("numerics", Category.NUMERICS,
-                   "the report says flash-attention runs but gives NaN or Inf: compare with "
+                   "the report says flash-attention runs but gives NaN, Inf or wrong values: compare with "
                    "SDPA to tell the kernel from the model", [ctx.quote(hit[0])], HINTED, fixes,
                    needs=[("the dtype, head dim and flash-attn version of the run",
                            "python -m torch.utils.collect_env; pip show flash-attn")])]
+
+
+def _old_toolkit(ctx: Context) -> Optional[Remedy]:
+    """The kernels were compiled with a CUDA toolkit below the floor later releases set: their
+    setup.py refuses it (min_nvcc in the matrix, from setup.py at each tag), so no newer build
+    would have used it."""
+    cuda = ctx.nvcc or minor(parse_version(ctx.seen.get(o.CUDA)))
+    if cuda is None:
+        return None
+    raised = next((rel for rel in sorted(ctx.matrix.flash_attn_releases, key=lambda x: x.version)
+                   if Version(rel.min_nvcc) > cuda), None)
+    if raised is None:
+        return None
+    newest = max(ctx.matrix.flash_attn_releases, key=lambda x: x.version)
+    return Remedy(summary=f"The kernels were compiled with CUDA {cuda}: flash-attn {raised.version} "
+                  f"raised its setup.py's floor to nvcc {raised.min_nvcc}, and its current releases "
+                  f"need CUDA {newest.readme_min_cuda or newest.min_nvcc} or newer. Rebuild with a "
+                  "newer CUDA toolkit (or install a prebuilt wheel), then test again.")

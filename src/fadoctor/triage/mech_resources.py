@@ -24,6 +24,9 @@ _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|inter
 _OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
                         r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
                         r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)|\bfreez(?:es|ing|e)\b|"
+                        # the machine itself brought down ("causes everyone's system to crash")
+                        r"\bsystem to crash|\b(?:whole|entire) system crash|crash(?:es|ed|ing)? "
+                        r"(?:the |my |their )?(?:whole |entire )?(?:system|machine|computer|pc)\b|"
                         r"\bfroze\b|slows? down (?:my|the(?: whole)?) (?:computer|machine|system|pc)|"
                         r"how much (?:memory|ram)|(?:a lot|lots|too much) (?:of )?(?:ram|memory)|"
                         r"\b(?:uses?|using|takes?|eats?|needs?)\s(?:up\s)?(?:around\s|about\s|over\s|"
@@ -100,7 +103,8 @@ def _memory_hit(ctx: Context) -> Tuple[Optional[Tuple[int, re.Match[str]]], bool
     if log is not None:
         return log, True
     return next(((i, m) for i, m in ctx.find(_OOM_PROSE, (
-        "memory", "ram", "oom", "freez", "froze", "slow", "gb")) if building(i, True)), None), False
+        "memory", "ram", "oom", "freez", "froze", "slow", "gb", "crash")) if building(i, True)),
+        None), False
 
 
 def _tried_fewer_jobs(ctx: Context) -> Optional[int]:

@@ -1,0 +1,83 @@
+"""Mechanisms read from the development half of held_out_13, each written from its upstream
+source: a build that brought the machine down (parallel nvcc jobs), pip's isolated build said in
+prose beside "No module named 'torch'", a torch header the source needs and this torch lacks,
+wrong values from kernels compiled with a CUDA below the floor later releases set, and the
+remote-code warnings of models that import flash-attention's separately built parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category, Severity
+from fadoctor.triage.diagnose import triage
+
+
+def _said(text: str, matrix: Matrix) -> str:
+    top = triage(text, matrix).diagnosis[0]
+    return " ".join(f"{r.summary} {' '.join(r.commands)}" for r in top.remedies)
+
+
+def test_a_build_that_crashes_the_machine_is_memory(matrix: Matrix) -> None:
+    text = ("With 128GB of RAM the build crashes the whole system every time I build it from "
+            "source with pip install flash-attn.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_RESOURCES
+    assert "MAX_JOBS=" in _said(text, matrix)
+
+
+def test_a_crash_that_is_not_a_build_is_not_memory(matrix: Matrix) -> None:
+    text = "Training crashes the whole system after an hour.\n"
+    assert not any(d.category == Category.BUILD_RESOURCES
+                   for d in triage(text, matrix).diagnosis)
+
+
+@pytest.mark.parametrize("install", ["pip install flash-attn", "uv add causal-conv1d",
+                                     "pip3 install mamba-ssm==2.2.2"])
+def test_no_torch_beside_an_install_is_isolation(install: str, matrix: Matrix) -> None:
+    text = f"No Module Named 'torch'\n\nWhen I run {install}, it says that. See screenshot.\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.BUILD_ISOLATION
+    assert "--no-build-isolation" in _said(text, matrix)
+
+
+def test_no_torch_while_running_is_not_isolation(matrix: Matrix) -> None:
+    text = "python train.py\nModuleNotFoundError: No module named 'torchvision'\n"
+    assert not any(d.category == Category.BUILD_ISOLATION for d in triage(text, matrix).diagnosis)
+
+
+def test_a_torch_header_the_source_needs(matrix: Matrix) -> None:
+    text = ("csrc/ln_fwd_kernels.cuh:9:10: fatal error: ATen/cuda/detail/UnpackRaw.cuh: No such "
+            "file or directory\ncompilation terminated.\ntorch 1.10.1\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "ATen/cuda/detail/UnpackRaw.cuh" in top.message and "1.10.1" in top.message
+    assert "Upgrade torch" in _said(text, matrix)
+
+
+def test_wrong_values_from_an_old_toolkit(matrix: Matrix) -> None:
+    text = ("I test flash-attention 2.0.9 with CUDA 11.4 and got the wrong answer when "
+            "Headdim>=160.\nFAILED tests/test_flash_attn.py::test_flash_attn_qkvpacked[0.0-97-160-"
+            "False-dtype0] - AssertionError: assert 280.0 <= (2 * 0.001953125)\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NUMERICS
+    first = top.remedies[0].summary
+    assert first.startswith("The kernels were compiled with CUDA 11.4") and "nvcc 11.6" in first
+
+
+def test_wrong_values_with_a_current_toolkit_keep_the_usual_steps(matrix: Matrix) -> None:
+    text = "flash-attn 2.8.3 with CUDA 12.8 gives wrong results in the backward pass\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NUMERICS
+    assert not any("compiled with CUDA" in r.summary for r in top.remedies)
+
+
+@pytest.mark.parametrize("part, folder", [("rotary", "csrc/rotary"),
+                                          ("rms_norm", "csrc/layer_norm")])
+def test_remote_code_warns_of_separately_built_parts(part: str, folder: str,
+                                                     matrix: Matrix) -> None:
+    text = (f"Warning: import flash_attn {part} fail, please install FlashAttention to get "
+            "higher efficiency\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED and top.severity == Severity.WARNING
+    assert folder in _said(text, matrix)

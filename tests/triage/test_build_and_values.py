@@ -81,3 +81,21 @@ def test_remote_code_warns_of_separately_built_parts(part: str, folder: str,
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.NOT_INSTALLED and top.severity == Severity.WARNING
     assert folder in _said(text, matrix)
+
+
+_NOT_COMPILED = ("UserWarning: 1Torch was not compiled with flash attention. (Triggered internally "
+                 "at C:\\actions-runner\\_work\\pytorch\\pytorch\\builder\\windows\\pytorch\\aten\\"
+                 "src\\ATen\\native\\transformers\\cuda\\sdp_utils.cpp:263.)\n")
+
+
+def test_torch_without_sdpa_flash_is_a_harmless_warning(matrix: Matrix) -> None:
+    top = triage(_NOT_COMPILED + "I am on Windows with a 4070\n", matrix).diagnosis[0]
+    assert top.category == Category.PLATFORM_UNSUPPORTED and top.severity == Severity.INFO
+    assert "Windows wheels" in top.message
+    assert "safe to ignore" in top.remedies[0].summary
+
+
+def test_a_real_error_beside_the_warning_comes_first(matrix: Matrix) -> None:
+    text = _NOT_COMPILED + ("ImportError: /x/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+                            "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.TORCH_VERSION_MISMATCH

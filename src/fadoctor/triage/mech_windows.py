@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from typing import List
 
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_symbols import owner_of
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 _ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be located in the dynamic "
                           r"link library\s+([^\n]{1,400}?\.(?:pyd|dll))", re.I)
@@ -71,3 +71,34 @@ def linux_only(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Run vLLM under WSL2 (a Linux distribution on Windows) or in "
                            "its Linux Docker image; natively on Windows only community forks "
                            "build it.", commands=["wsl --install"])])]
+
+
+# torch's SDPA dispatcher when the build has no flash (or memory-efficient) kernel at all:
+# pytorch/pytorch aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, can_use_flash_attention
+# (`#ifndef USE_FLASH_ATTENTION ... TORCH_WARN("Torch was not compiled with flash attention.")`,
+# the memory-efficient twin under USE_MEM_EFF_ATTENTION): a warning, after which SDPA takes the
+# next backend (memory-efficient, cuDNN or math). The builds without them are, most often, the
+# Windows wheels and source builds with USE_FLASH_ATTENTION=0.
+_NOT_COMPILED = re.compile(r"Torch was not compiled with (flash attention|memory efficient "
+                           r"attention)", re.I)
+
+
+def sdpa_without(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_COMPILED, ("not compiled with",))
+    if hit is None:
+        return []
+    kernel = hit[1].group(1).lower()
+    windows = ctx.has("windows", "win32", "win_amd64", "c:\\", "\\aten\\") is not None
+    where = "this torch build (the Windows wheels are built without it)" if windows \
+        else "this torch build"
+    return [Signal("sdpa_not_compiled", Category.PLATFORM_UNSUPPORTED,
+                   f"a warning, not an error: {where} has no SDPA {kernel} kernel, so "
+                   "scaled_dot_product_attention runs another backend (memory-efficient, cuDNN "
+                   "or math) and the results are the same", [ctx.quote(hit[0])], WRAPPED,
+                   [Remedy(summary="Nothing to fix: the warning is harmless and safe to ignore "
+                           "(silence it with warnings.filterwarnings). For SDPA's flash kernel "
+                           "itself, run a Linux torch build (WSL2 on Windows), or install the "
+                           "flash-attn package and use it directly.",
+                           code='import warnings\nwarnings.filterwarnings("ignore", '
+                                'message=".*Torch was not compiled with")')],
+                   Severity.INFO)]

@@ -99,3 +99,19 @@ def test_a_real_error_beside_the_warning_comes_first(matrix: Matrix) -> None:
     text = _NOT_COMPILED + ("ImportError: /x/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
                             "linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
     assert triage(text, matrix).diagnosis[0].category == Category.TORCH_VERSION_MISMATCH
+
+
+def test_a_failed_flash_attn_build_on_a_v100_is_the_gpu(matrix: Matrix) -> None:
+    text = ("I cannot install flash-attention:\n  error: subprocess-exited-with-error\n"
+            "  ERROR: Failed building wheel for flash-attn\nFailed to build flash-attn\n"
+            "My GPU is a V100 32G; without flash-attention the model runs fine\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "V100" in top.message
+    assert "sdpa" in _said(text, matrix)
+
+
+def test_a_real_compile_error_on_a_v100_stays_the_compile_error(matrix: Matrix) -> None:
+    text = ("My GPU is a V100 and pip install flash-attn fails:\n"
+            "csrc/flash_api.cpp:12:10: fatal error: cuda_runtime_api.h: No such file or directory\n"
+            "ERROR: Failed building wheel for flash-attn\n")
+    assert triage(text, matrix).diagnosis[0].category == Category.BUILD_TOOLCHAIN

@@ -57,7 +57,7 @@ _CSRC_PATH = re.compile(r"csrc/(layer_norm|rotary|xentropy|fused_softmax|fused_d
 _FOLDER_MODULE = {folder.split("/", 1)[1]: module for module, (folder, _) in CSRC.items()}
 
 
-def _gpu_words(ctx: Context) -> str:
+def gpu_words(ctx: Context) -> str:
     if ctx.gpu is None:
         return "the GPU"
     name, cc, _ = ctx.gpu
@@ -74,7 +74,7 @@ def ampere_only(ctx: Context) -> List[Signal]:
     if cc is not None and cc >= Version("10.0") and (fa2 is None or fa2 < Version("2.7.3")):
         gate = ctx.matrix.fa2_arch_gate[0]
         return [Signal("ampere_only", Category.GPU_UNSUPPORTED,
-                       f"{_gpu_words(ctx)} is newer than this flash-attn accepts: releases "
+                       f"{gpu_words(ctx)} is newer than this flash-attn accepts: releases "
                        f"{gate.versions} let only sm8x and sm90 through", quotes, NAMED,
                        [Remedy(summary="flash-attn 2.8.0 is the first release whose wheels carry "
                                "Blackwell (sm_100, sm_120) kernels.",
@@ -91,72 +91,9 @@ def ampere_only(ctx: Context) -> List[Signal]:
     remedies.append(Remedy(summary='In transformers, attn_implementation="eager" also works on '
                            "any GPU, more slowly."))
     return [Signal("ampere_only", Category.GPU_UNSUPPORTED,
-                   f"{_gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
+                   f"{gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
                    f"capability {floor} or newer", quotes, NAMED, remedies,
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
-
-
-_FA2_WORDS = ("flash-attention 2", "flash attention 2", "flashattention-2", "flashattention 2",
-              "flash_attention_2", "flash-attention-2", "flash-attn", "flash_attn", "flashattention",
-              "flash attention", "flash-attention", "fa2", "xformers does not support")
-
-
-def pre_ampere(ctx: Context) -> List[Signal]:
-    """A report about flash-attention that names a GPU older than Ampere and no error that
-    explains more: the GPU itself is the cause (the weakest finding: any message outranks it).
-    With a flash-attn version stated, the checks (FAD112) say it from the facts."""
-    cc, floor = ctx.gpu_cc, ctx.matrix.family_support(Family.FA2).min_cc
-    if ctx.gpu is None and not ctx.amd:
-        return _older_than_ampere_in_prose(ctx, floor)
-    if cc is None or cc >= floor or ctx.amd or ctx.gpu is None or ctx.fa2 is not None:
-        return []
-    # an error no mechanism explains makes the GPU a guess, unless the error is the fallback's
-    # (vLLM runs XFormers where FlashAttention needs Ampere: "Cannot use FlashAttention-2
-    # backend for Volta and Turing GPUs", vllm/attention/selector.py)
-    if any(raised.kind not in ("warning", "log") and "xformers" not in raised.message.lower()
-           for raised in ctx.seen.raised):
-        return []
-    mention = ctx.text.containing(_FA2_WORDS)
-    if not mention:
-        return []
-    quotes = dedupe(sorted([ctx.gpu[2], ctx.quote(mention[0])], key=lambda q: q.line))
-    remedies = r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
-                       r.sdpa(f"FlashAttention-2 needs an Ampere or newer GPU (compute capability "
-                              f"{floor}); features that need it (a framework's soft-capping, "
-                              "sliding window) need such a GPU too. PyTorch SDPA runs on this "
-                              "one.")])
-    remedies.append(_UNINSTALL)
-    if cc < Version("8.0"):
-        remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
-                               "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))
-    return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
-                   f"{_gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
-                   f"capability {floor} or newer", quotes, HINTED, remedies)]
-
-
-# frameworks that take flash-attn whenever it imports (transformers' auto choice, unsloth,
-# exllamav2...) fall back once it is gone
-_UNINSTALL = Remedy(summary="Or uninstall flash-attn: frameworks that use it whenever it is "
-                    "installed fall back to another attention without it.",
-                    commands=["pip uninstall -y flash-attn"])
-_OLDER = re.compile(r"(?:GPUs?|cards?)\s+(?:that are\s+)?older than Ampere|pre-?Ampere\s+"
-                    r"(?:GPUs?|cards?|hardware)", re.I)
-
-
-def _older_than_ampere_in_prose(ctx: Context, floor: Version) -> List[Signal]:
-    """No GPU named, but the report says it runs on GPUs older than Ampere."""
-    hit = ctx.first(_OLDER, ("older than ampere", "pre-ampere", "preampere", "pre ampere"))
-    if hit is None or not ctx.text.containing(_FA2_WORDS):
-        return []
-    return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
-                   f"the GPUs are older than Ampere: FlashAttention-2 needs compute capability "
-                   f"{floor} or newer", [ctx.quote(hit[0])], HINTED,
-                   r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:"),
-                           r.sdpa("PyTorch SDPA runs on these GPUs."),
-                           _UNINSTALL,
-                           Remedy(summary="FlashAttention 1.x supports Turing (sm_75), with its "
-                                  "own, older API.", commands=['pip install "flash-attn<2"'])]),
-                   needs=[("the GPU model", r.REVEAL_GPU)])]
 
 
 def torch_arch(ctx: Context) -> List[Signal]:
@@ -225,19 +162,19 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
     if module is not None:
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                        f"{module}, flash-attention's separately built extension from "
-                       f"{CSRC[module][0]}, has no kernels for {_gpu_words(ctx)}: it is "
+                       f"{CSRC[module][0]}, has no kernels for {gpu_words(ctx)}: it is "
                        "unmaintained since 2024-01 (flash-attention#1966)", quotes, NAMED,
                        csrc_remedies(module))]
     cc = ctx.gpu_cc_exact
     if cc is not None and _torch_lacks(ctx, cc):
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
-                       f"torch {ctx.torch} has no kernels for {_gpu_words(ctx)}: its "
+                       f"torch {ctx.torch} has no kernels for {gpu_words(ctx)}: its "
                        f"{ctx.torch_variant} build was compiled for other architectures",
                        dedupe([*quotes, *ctx.quotes("torch")]), NAMED, torch_with_arch(ctx, cc))]
     if cc is not None and cc < ctx.matrix.family_support(Family.FA2).min_cc \
             and ctx.text.containing(("flash",)):
         return [Signal("no_kernel_image", Category.GPU_UNSUPPORTED,
-                       f"{_gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "
+                       f"{gpu_words(ctx)} is older than Ampere: no flash-attention 2.x build has "
                        "kernels for it", quotes, NAMED,
                        [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
     return [_fa_kernels(ctx, quotes)]
@@ -269,7 +206,7 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
         remedies = [*torch_with_arch(ctx, cc), *r.rebuilt_for(package, cc),
                     r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch.")]
     return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
-                  f"a CUDA binary has no kernels (SASS or PTX) for {_gpu_words(ctx)}: it was built "
+                  f"a CUDA binary has no kernels (SASS or PTX) for {gpu_words(ctx)}: it was built "
                   "for other GPU architectures", quotes, NAMED, remedies,
                   needs=[(w, c) for w, c, known in (
                       ("the GPU model", r.REVEAL_GPU, cc is not None),
@@ -306,7 +243,7 @@ def head_dim(ctx: Context) -> List[Signal]:
         return [Signal(
             "head_dim", Category.HEAD_DIM_UNSUPPORTED,
             f"this flash-attn's backward pass for this head dim runs only on A100/H100-class GPUs "
-            f"(sm80/sm90), not on {_gpu_words(ctx)}: flash-attn 1.x limits head dim > 64, older "
+            f"(sm80/sm90), not on {gpu_words(ctx)}: flash-attn 1.x limits head dim > 64, older "
             "2.x head dim > 192", quotes, NAMED,
             [Remedy(summary="flash-attn 2.x runs every head dim up to 256 backward on consumer "
                     "Ampere/Ada GPUs too (head dim 256 without dropout from 2.5.5; the A100/H100 "

@@ -115,3 +115,38 @@ def test_a_real_compile_error_on_a_v100_stays_the_compile_error(matrix: Matrix) 
             "csrc/flash_api.cpp:12:10: fatal error: cuda_runtime_api.h: No such file or directory\n"
             "ERROR: Failed building wheel for flash-attn\n")
     assert triage(text, matrix).diagnosis[0].category == Category.BUILD_TOOLCHAIN
+
+
+def test_te_s_bound_retold_in_prose(matrix: Matrix) -> None:
+    text = ("transformer_engine fails in fused_attn_fwd on my RTX 4090. I have Flash Attention "
+            "2.7.3, could this be the issue (there is a warning that says that 2.6.3. is the latest "
+            "supported)?\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT and "<= 2.6.3" in top.message
+    assert "flash-attn==2.6.3" in _said(text, matrix)
+
+
+def test_a_retold_bound_the_installed_flash_attn_meets_is_not_a_conflict(matrix: Matrix) -> None:
+    text = ("transformer_engine with flash-attn 2.6.0; the docs say 2.6.3 is the latest "
+            "supported\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert not any(d.category == Category.VERSION_CONFLICT for d in triage(text, matrix).diagnosis)
+
+
+def test_uv_finds_no_wheel_for_this_python(matrix: Matrix) -> None:
+    text = ("  x No solution found when resolving dependencies:\n"
+            "  ╰─▶ Because flashinfer==0.1.2+cu121torch2.3 has no wheels with a matching Python ABI "
+            "tag (e.g., `cp312`) and you require flashinfer, we can conclude that your "
+            "requirements are unsatisfiable.\n\n      hint: You require CPython 3.12 (`cp312`), but "
+            "we only found wheels for `flashinfer` (v0.1.2) with the following Python ABI tags: "
+            "`cp38`, `cp39`, `cp310`, `cp311`\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.WRONG_WHEEL and "cp312" in top.message
+    assert [c for r in top.remedies for c in r.commands] == ["uv venv --python 3.11"]
+
+
+def test_uv_finds_no_wheel_for_this_platform(matrix: Matrix) -> None:
+    text = ("  ╰─▶ Because flash-attn==2.8.3 has no wheels with a matching platform tag (e.g., "
+            "`macosx_14_0_arm64`) and you require flash-attn, we can conclude that your "
+            "requirements are unsatisfiable.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.PLATFORM_UNSUPPORTED and "macosx_14_0_arm64" in top.message

@@ -26,6 +26,12 @@ _RANGE = re.compile(rf"Supported flash-attn versions are >= ?{_V}, <= ?{_V}\. Fo
                     rf"{_V}")
 _MAX = re.compile(rf"FlashAttention maximum version {_V} is supported")
 _MIN = re.compile(rf"FlashAttention minimum version {_V} is required")
+# the same bound retold in a report's words ("a warning that says 2.6.3 is the latest supported")
+_RETOLD = re.compile(rf"{_V}\.?\s+is the (?:latest|newest|maximum|max|highest) supported|"
+                     rf"(?:latest|newest|maximum|max|highest) supported (?:flash-attn |version )?"
+                     rf"(?:is |being )?{_V}", re.I)
+_TE_WORDS = ("transformer_engine", "transformer engine", "transformerengine", "fused_attn",
+             "transformer-engine")
 _TE_NAMES = ("transformer-engine", "transformer_engine", "transformer-engine-torch",
              "transformer_engine_torch", "transformer-engine-cu12")
 
@@ -99,12 +105,12 @@ def refused(ctx: Context) -> List[Signal]:
         low, high, installed = _v(found.group(1)), _v(found.group(2)), _v(found.group(3))
     else:
         hit = ctx.first(_MAX, ("flashattention maximum version",)) or \
-            ctx.first(_MIN, ("flashattention minimum version",))
+            ctx.first(_MIN, ("flashattention minimum version",)) or _retold(ctx)
         if hit is None:
             return []
         index, found = hit
-        bound = _v(found.group(1))
-        if "maximum" in found.group(0):
+        bound = _v(found.group(1) or found.group(2))
+        if "minimum" not in found.group(0):
             high = bound
         else:
             low = bound
@@ -126,6 +132,15 @@ def refused(ctx: Context) -> List[Signal]:
     return [Signal("te_flash_range", Category.VERSION_CONFLICT, message, quotes, NAMED,
                    _remedies(installed, low, high, te),
                    details={"source": where})]
+
+
+def _retold(ctx: Context) -> Optional[Tuple[int, re.Match[str]]]:
+    """The bound in the report's own words, in a report about TE whose flash-attn is above it."""
+    hit = ctx.first(_RETOLD, ("supported",))
+    if hit is None or not ctx.text.containing(_TE_WORDS):
+        return None
+    bound = _v(hit[1].group(1) or hit[1].group(2))
+    return hit if bound is not None and ctx.fa2 is not None and ctx.fa2 > bound else None
 
 
 def _te(ctx: Context) -> Optional[Version]:

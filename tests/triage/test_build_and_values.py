@@ -150,3 +150,34 @@ def test_uv_finds_no_wheel_for_this_platform(matrix: Matrix) -> None:
             "requirements are unsatisfiable.\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.PLATFORM_UNSUPPORTED and "macosx_14_0_arm64" in top.message
+
+
+def test_installing_flash_attn_on_windows(matrix: Matrix) -> None:
+    text = ("I run the workflow on Windows and get an Error (screenshot).\n"
+            "pip install flash-attn --no-build-isolation\nget this Error: (screenshot)\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.PLATFORM_UNSUPPORTED
+    assert "sdpa" in _said(text, matrix) and "WSL2" in _said(text, matrix)
+
+
+def test_installing_flash_attn_on_linux_is_not_windows(matrix: Matrix) -> None:
+    text = "pip install flash-attn --no-build-isolation\nget this Error: (screenshot)\nUbuntu 22.04\n"
+    assert not any(d.category == Category.PLATFORM_UNSUPPORTED
+                   for d in triage(text, matrix).diagnosis)
+
+
+_CHECK = ("ImportError: This modeling file requires the following packages that were not found in "
+          "your environment: flash_attn. Run `pip install flash_attn`\n")
+
+
+def test_remote_code_check_on_an_old_transformers(matrix: Matrix) -> None:
+    top = triage(_CHECK + "transformers 4.26.1\n", matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED
+    assert "from 4.27.0 it skips imports inside try/except" in top.remedies[0].summary
+    assert top.remedies[0].commands == ["python -m pip install --upgrade transformers"]
+
+
+def test_remote_code_check_on_a_new_transformers_installs_flash_attn(matrix: Matrix) -> None:
+    top = triage(_CHECK + "transformers 4.46.0\n", matrix).diagnosis[0]
+    assert "4.27.0" not in top.remedies[0].summary
+    assert any("4.27.0" in r.summary for r in top.remedies)  # still offered, last

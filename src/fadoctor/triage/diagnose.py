@@ -91,6 +91,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_import.missing_module, mech_ext_missing.missing_extension, mech_wrappers.renamed_api,
     mech_wrappers.platform,
     mech_windows.entry_point, mech_windows.linux_only, mech_windows.sdpa_without,
+    mech_windows.install_on_windows,
     mech_bitsandbytes.no_cuda_binary,
     mech_wrappers.torch_cpu, mech_wrappers.driver,
     mech_wrappers.container_cuda, mech_wrappers.built_for,

@@ -231,7 +231,7 @@ def python_headers(ctx: Context) -> List[Signal]:
                            commands=[f"apt-get install python{py}-dev"]), prebuilt(ctx)])]
 
 
-def _windows(ctx: Context) -> bool:
+def on_windows(ctx: Context) -> bool:
     """The report's machine runs Windows: it says so, or its paths have drive letters."""
     stated = str(ctx.seen.get("os") or "").lower()
     return "windows" in stated or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
@@ -278,7 +278,7 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                        f"the wheel is for {python_tag} (Python {python_tag[2]}.{python_tag[3:]}), "
                        f"but the environment runs Python {have}", quotes, NAMED,
                        _python_wheel(ctx, name, python_tag, have))]
-    if platform == "win_amd64" and python_tag.startswith("cp") and _windows(ctx):
+    if platform == "win_amd64" and python_tag.startswith("cp") and on_windows(ctx):
         wanted = f"{python_tag[2]}.{python_tag[3:]}"
         return [Signal("wheel_tag", Category.WRONG_WHEEL,
                        f"pip refuses {name} on this Windows machine: the platform tag is right, so "

@@ -11,8 +11,9 @@ from typing import List
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_symbols import owner_of
-from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 _ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be located in the dynamic "
                           r"link library\s+([^\n]{1,400}?\.(?:pyd|dll))", re.I)
@@ -102,3 +103,30 @@ def sdpa_without(ctx: Context) -> List[Signal]:
                            code='import warnings\nwarnings.filterwarnings("ignore", '
                                 'message=".*Torch was not compiled with")')],
                    Severity.INFO)]
+
+
+# an install of flash-attn said in the report ("pip install flash-attn --no-build-isolation")
+_FA_INSTALL = re.compile(r"\b(?:pip3?|uv pip|uv)\s+install\b[^\n]{0,60}?\bflash[-_]attn\b", re.I)
+_FAILED = re.compile(r"\b(?:error|errors|fail\w*|cannot|can't|not support\w*)\b", re.I)
+
+
+def install_on_windows(ctx: Context) -> List[Signal]:
+    """flash-attn installed (built) on Windows and failing, with the log only in a screenshot:
+    its releases carry Linux x86_64 wheels only, so pip compiles it there (MSVC, the CUDA
+    toolkit, hours) for this exact torch, CUDA and Python."""
+    install = ctx.first(_FA_INSTALL, ("install",))
+    if install is None or not on_windows(ctx):
+        return []
+    failed = ctx.first(_FAILED, ("error", "fail", "cannot", "can't", "not support"))
+    if failed is None:
+        return []
+    return [Signal("windows_install", Category.PLATFORM_UNSUPPORTED,
+                   "flash-attn is being installed on Windows: its releases carry wheels for Linux "
+                   "x86_64 only, so pip compiles it here (MSVC and the CUDA toolkit, for hours), "
+                   "for exactly this torch, CUDA and Python", dedupe([ctx.quote(install[0]),
+                                                                     ctx.quote(failed[0])]),
+                   HINTED, [r.sdpa("Run without it: the model's attention through PyTorch SDPA "
+                                   "(attn_implementation=\"sdpa\", or the node's attention option).")
+                            , Remedy(summary="Or install a community-built Windows wheel whose name "
+                                     "matches this torch, CUDA and Python (cpXY-win_amd64), or "
+                                     "run under WSL2, where the official Linux wheels install.")])]

@@ -78,10 +78,13 @@ def wrappers(ctx: Context) -> List[Signal]:
         return [reason]
     installed = installed_quote(ctx)
     if installed is None:
+        fixes = _install(ctx)
+        if "not found in your environment" in ctx.low(index):
+            fixes.insert(0 if _scans_try_blocks(ctx) else len(fixes), _CHECK_IMPORTS)
         return [Signal(
             "wrapper", Category.NOT_INSTALLED,
             "flash-attn is not installed in the environment that runs this (the frameworks do "
-            "not install it themselves)", quotes, WRAPPED, _install(ctx),
+            "not install it themselves)", quotes, WRAPPED, fixes,
             severity=Severity.WARNING,
             needs=[("whether flash-attn is installed there, and whether it imports",
                     'pip show flash-attn; python -c "import flash_attn"')])]
@@ -96,6 +99,25 @@ def wrappers(ctx: Context) -> List[Signal]:
          r.reinstall(ctx, "If it is an undefined symbol:")],
         severity=Severity.WARNING,
         needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
+
+
+# transformers' check of a model's remote code (trust_remote_code) lists every module it imports
+# and refuses the model when one is missing; from 4.27.0, imports inside try/except are left out
+# (transformers==4.27.0:transformers/dynamic_module_utils.py:119, get_imports; not in 4.26.1), so
+# a model that imports flash_attn only optionally loads without it there
+_SKIPS_TRY = Version("4.27.0")
+_CHECK_IMPORTS = Remedy(
+    summary="transformers refuses the model's remote code before it runs, for every module the "
+    "code imports; from 4.27.0 it skips imports inside try/except, so a model whose code makes "
+    "flash_attn optional loads without it: upgrade transformers (to the release the model card "
+    "names).", commands=["pip install --upgrade transformers"])
+
+
+def _scans_try_blocks(ctx: Context) -> bool:
+    """The stated transformers, if any, still counts optional imports as required."""
+    stated = ctx.package("transformers")
+    version = parse_version(stated.value) if stated else None
+    return version is None or version < _SKIPS_TRY
 
 
 def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:

@@ -82,12 +82,19 @@ def gpu(ctx: Context, entry: Entry, cc: Optional[Version]) -> List[Remedy]:
         found.insert(0, Remedy(summary=f"flash-attn-4 at {entry.last} does not run on compute "
                                f"capability {cc}; use flash-attn 2.x on Ampere/Ada.",
                                commands=[FA2]))
-    elif fa1(entry) and (cc is None or cc >= Version("8.0")):
+    elif fa1(entry) and cc is not None and cc >= Version("8.0"):
         found.insert(0, Remedy(summary=f"The check is flash-attn 1.x's ({entry.first}..."
                                f"{entry.last}); upgrade to flash-attn 2.x, which supports "
                                "Ampere, Ada and Hopper.",
                                commands=['pip install --upgrade "flash-attn>=2" '
                                          "--no-build-isolation"]))
+    elif fa1(entry) and cc is None:  # older than Turing (no flash-attention runs) or Hopper
+        found.append(Remedy(summary=f"The check is flash-attn 1.x's ({entry.first}...{entry.last}): "
+                            "only on a Hopper GPU (sm90) does upgrading to flash-attn 2.x help; "
+                            "on Volta or Pascal (V100, P100) no flash-attention release runs, so "
+                            "turn it off as above.",
+                            commands=['pip install --upgrade "flash-attn>=2" '
+                                      "--no-build-isolation"]))
     return found
 
 

@@ -25,7 +25,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import ARCH_FAMILY_CC, Context
 from fadoctor.triage.mech_symbols import package_in
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 _REFUSAL = re.compile(
     r"unsupported (?:gpu |cuda |compute |sm )?(?:arch(?:itecture)?|compute capability|device)\b"
@@ -40,6 +40,10 @@ _NEEDLES = ("unsupported", "not supported", "except on", "only supported")
 # not prose about one
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort")
 _FUSED_FLOOR = Version("8.0")
+# vLLM's dtype check (vllm/worker/worker.py, _check_if_gpu_supports_dtype): "Bfloat16 is only
+# supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has
+# compute capability 7.0."
+_BF16_FLOOR = re.compile(r"b(?:float)?16 is only supported on GPUs with compute capability", re.I)
 # A stated floor: "Device compute capability 8.9 or higher required for FP8 execution."
 # (Transformer Engine's fp8 check), "requires compute capability >= 8.0", "sm_80 or newer".
 _FLOOR = re.compile(
@@ -52,6 +56,14 @@ _FLOOR = re.compile(
 def refused(ctx: Context) -> List[Signal]:
     if ctx.gpu is None or ctx.amd or ctx.gpu_cc_exact is None:
         return []
+    bf16 = ctx.first(_BF16_FLOOR, ("bfloat16", "bf16"))
+    if bf16 is not None:  # a dtype the GPU lacks, not an architecture refused
+        return [Signal("bf16_floor", Category.DTYPE_UNSUPPORTED,
+                       f"bfloat16 needs compute capability 8.0 (Ampere); {ctx.gpu[0]} is "
+                       f"{ctx.gpu_cc_exact}: it has no bfloat16 units", dedupe([
+                           ctx.quote(bf16[0]), ctx.gpu[2]]), NAMED,
+                       [Remedy(summary="Run in float16 instead: dtype=\"half\" (vLLM: --dtype "
+                               "half; transformers: torch_dtype=torch.float16).")])]
     below = _below_floor(ctx)
     if below:
         return below

@@ -15,7 +15,7 @@ from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_symbols import owner_of
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
-_ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be located in the dynamic "
+_ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be locate[d]? in the dynamic "
                           r"link library\s+([^\n]{1,400}?\.(?:pyd|dll))", re.I)
 
 

@@ -1,0 +1,41 @@
+"""Defects the held-out half of held_out_13 showed, fixed after its figure was taken (the
+figure in docs/triage-catalog.md is the one before): flash-attn 1.x's Turing/Ampere check with
+no GPU named must not send a V100 to flash-attn 2.x; vLLM's bfloat16 check is a dtype, not an
+architecture refused; Windows' entry-point message with "could not be locate"."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def test_fa1_arch_check_without_a_gpu_turns_flash_off_first(matrix: Matrix) -> None:
+    text = "RuntimeError: Expected is_sm8x || is_sm75 to be true, but got false.\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED
+    assert "sdpa" in top.remedies[0].summary.lower()
+    assert "only on a Hopper GPU (sm90) does upgrading" in top.remedies[-1].summary
+
+
+def test_fa1_arch_check_on_an_h100_upgrades(matrix: Matrix) -> None:
+    text = ("RuntimeError: Expected is_sm8x || is_sm75 to be true, but got false.\n"
+            "GPU: NVIDIA H100 80GB HBM3\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert any("upgrade to flash-attn 2.x" in r.summary for r in top.remedies)
+
+
+def test_vllm_bfloat16_on_a_v100_is_a_dtype(matrix: Matrix) -> None:
+    text = ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
+            "8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DTYPE_UNSUPPORTED
+    assert "--dtype half" in top.remedies[0].summary
+
+
+def test_windows_entry_point_with_locate(matrix: Matrix) -> None:
+    text = ('the procedure entry point ?element_size@TensorIteratorBase@at@@QEBA_JH@Z could not be '
+            'locate in the dynamic link library k:\\ComfyUI\\env\\lib\\site-packages\\xformers\\'
+            '_C.pyd\n')
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_VERSION_MISMATCH and "xformers" in top.message

@@ -39,3 +39,32 @@ def test_windows_entry_point_with_locate(matrix: Matrix) -> None:
             '_C.pyd\n')
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.TORCH_VERSION_MISMATCH and "xformers" in top.message
+
+
+def test_fa1_head_dim_check_inside_torch_2_0_sdpa(matrix: Matrix) -> None:
+    text = ("RuntimeError: Expected is_sm80 to be true, but got false.\n"
+            "torch 2.0.0+cu118, RTX 4090, webui with --opt-sdp-attention\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.HEAD_DIM_UNSUPPORTED
+    first = top.remedies[0]
+    assert "pytorch#99736" in first.summary and first.code is not None
+    assert "enable_flash_sdp(False)" in first.code
+
+
+def test_fa1_head_dim_check_from_flash_attn_itself_upgrades_it(matrix: Matrix) -> None:
+    text = ("RuntimeError: Expected is_sm80 to be true, but got false.\nflash-attn 0.2.8\n"
+            "GPU: RTX A6000\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert "flash-attn>=2.5.5" in " ".join(c for r in top.remedies for c in r.commands)
+
+
+def test_no_available_kernel_on_windows_names_the_windows_wheels(matrix: Matrix) -> None:
+    text = "RuntimeError: No available kernel. Aborting execution.\n\nHow to fix it on windows ?\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert "pytorch#125070" in top.remedies[0].summary and top.remedies[0].code
+
+
+def test_no_available_kernel_on_linux_allows_other_backends(matrix: Matrix) -> None:
+    text = "RuntimeError: No available kernel. Aborting execution.\nUbuntu 22.04\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert "pytorch#125070" not in top.remedies[0].summary

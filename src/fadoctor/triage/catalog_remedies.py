@@ -153,7 +153,33 @@ def head_dim(ctx: Context, entry: Entry) -> List[Remedy]:
                f"{named}. Use a supported head dim, or flash-attn 2.x (head dim up to 256).")
     lifted = Remedy(summary=why, commands=['pip install --upgrade "flash-attn>=2.5.5" '
                                            "--no-build-isolation"])
+    if fa1(entry) and _in_torch_sdpa(ctx):
+        return [_SDPA_2_0_0]
     return r.keep([lifted, switch, r.sdpa("Or use SDPA for this head dim on this GPU.")])
+
+
+# torch 2.0.0's SDPA carried flash-attention 1.x's kernels and sent their backward to sm86/sm89
+# GPUs for head dims above 64, where the kernel's own check refuses it; 2.0.1 dispatches those to
+# another kernel (pytorch/pytorch#99736, "[2.0.1] Disable SDPA FlashAttention backward and mem eff
+# attention on sm86+ for head_dim above 64", the release branch's cherry-pick of #99105)
+_SDPA_2_0_0 = Remedy(
+    summary="The check runs inside PyTorch's own SDPA flash kernel (torch 2.0.0 carries "
+    "flash-attention 1.x's): 2.0.0 sends its backward to GPUs other than sm80 for head dims above "
+    "64, and torch 2.0.1 routes those to another kernel (pytorch#99736). Upgrade torch, or turn "
+    "SDPA's flash backend off: torch.backends.cuda.enable_flash_sdp(False).",
+    code="import torch\ntorch.backends.cuda.enable_flash_sdp(False)  # SDPA takes the "
+         "memory-efficient or math kernel",
+    commands=['pip install --upgrade "torch>=2.0.1"'])
+
+
+def _in_torch_sdpa(ctx: Context) -> bool:
+    """flash-attn 1.x's check printed by torch's SDPA: torch 2.0 stated, or SDPA named, and no
+    flash-attn package in the report."""
+    if ctx.fa2 is not None or ctx.text.containing(("flash_attn", "flash-attn")):
+        return False
+    torch_2_0 = ctx.torch is not None and (ctx.torch.major, ctx.torch.minor) == (2, 0)
+    return torch_2_0 or bool(ctx.text.containing(("scaled_dot_product_attention",
+                                                   "sdp-attention", "sdpa")))
 
 
 def dtype() -> List[Remedy]:

@@ -13,6 +13,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_gpu import torch_with_arch, variants
 
 PINS = "fadoctor fix --print-pins"
@@ -119,6 +120,13 @@ def sdpa(ctx: Context, entry: Entry) -> List[Remedy]:
                    "enable_flash_sdp): allow the memory-efficient and math backends, which run "
                    "on any GPU and head dim.", code=SDPA_ALLOW)
     if entry.category != Category.GPU_UNSUPPORTED:
+        if "no available kernel" in entry.printed.lower() and on_windows(ctx):
+            # pytorch/pytorch#125070: from 2.2, SDPA's flash kernel is FlashAttention-2, which the
+            # Windows wheels do not build ("Torch was not compiled with flash attention")
+            return [Remedy(summary="On Windows, torch's wheels (from 2.2) have no SDPA flash "
+                           "kernel at all (pytorch#125070), so code that forces it finds none: "
+                           "allow the memory-efficient and math backends, or run on Linux/WSL2.",
+                           code=SDPA_ALLOW)]
         return [allow]
     hit = ctx.first(_SDPA_ON, ("attempting to run on a sm",))  # "... on a sm 7.5 gpu."
     cc = Version(f"{hit[1].group(1)}.{hit[1].group(2)}") if hit else ctx.gpu_cc

@@ -55,7 +55,7 @@ _NO_TORCH = re.compile(r"No module named '?torch'?(?![\w.])", re.I)
 
 def _said_installing(ctx: Context) -> List[Signal]:
     no_torch = ctx.first(_NO_TORCH, ("no module named",))
-    install = ctx.first(_INSTALLING, ("install", "add", "sync"))
+    install = ctx.first(_INSTALLING, ("flash", "causal", "mamba"))
     if no_torch is None or install is None:
         return []
     return [_signal(ctx, [ctx.quote(no_torch[0]), ctx.quote(install[0])], "without torch",

@@ -136,11 +136,13 @@ def refused(ctx: Context) -> List[Signal]:
 
 def _retold(ctx: Context) -> Optional[Tuple[int, re.Match[str]]]:
     """The bound in the report's own words, in a report about TE whose flash-attn is above it."""
+    if ctx.fa2 is None or not ctx.text.containing(_TE_WORDS):
+        return None
     hit = ctx.first(_RETOLD, ("supported",))
-    if hit is None or not ctx.text.containing(_TE_WORDS):
+    if hit is None:
         return None
     bound = _v(hit[1].group(1) or hit[1].group(2))
-    return hit if bound is not None and ctx.fa2 is not None and ctx.fa2 > bound else None
+    return hit if bound is not None and ctx.fa2 > bound else None
 
 
 def _te(ctx: Context) -> Optional[Version]:

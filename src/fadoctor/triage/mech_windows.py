@@ -114,7 +114,7 @@ def install_on_windows(ctx: Context) -> List[Signal]:
     """flash-attn installed (built) on Windows and failing, with the log only in a screenshot:
     its releases carry Linux x86_64 wheels only, so pip compiles it there (MSVC, the CUDA
     toolkit, hours) for this exact torch, CUDA and Python."""
-    install = ctx.first(_FA_INSTALL, ("install",))
+    install = ctx.first(_FA_INSTALL, ("flash-attn", "flash_attn"))
     if install is None or not on_windows(ctx):
         return []
     failed = ctx.first(_FAILED, ("error", "fail", "cannot", "can't", "not support"))

@@ -68,3 +68,12 @@ def test_no_available_kernel_on_linux_allows_other_backends(matrix: Matrix) -> N
     text = "RuntimeError: No available kernel. Aborting execution.\nUbuntu 22.04\n"
     top = triage(text, matrix).diagnosis[0]
     assert "pytorch#125070" not in top.remedies[0].summary
+
+
+def test_a_tensor_for_an_int_at_flash_attn_s_custom_op(matrix: Matrix) -> None:
+    text = ("TorchRuntimeError: flash_attn::_flash_attn_varlen_forward() Expected a value of type "
+            "'int'\nfor argument 'max_seqlen_q' but instead found type 'FakeTensor'.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.COMPILE_GRAPH_BREAK and "'max_seqlen_q'" in top.message
+    codes = " ".join(r.code or "" for r in top.remedies)
+    assert "capture_scalar_outputs = True" in codes

@@ -43,7 +43,8 @@ def wrong_type(ctx: Context) -> List[Signal]:
                + (" (under torch.compile a tensor is traced as a FakeTensor)" if compiled else ""))
     fixes = [Remedy(summary=f"Upgrade the package whose attention code makes this call (most "
                     "often transformers' flash-attention path) to a release, or its main "
-                    f"branch, that passes {what} as a Python {want}.", commands=["pip install --upgrade transformers"])]
+                    f"branch, that passes {what} as a Python {want}.",
+                    commands=["pip install --upgrade transformers"])]
     if want == "int":
         fixes.append(Remedy(
             summary=f"In your own code, pass {what} as an int (int(max_seqlen) or .item()); under "

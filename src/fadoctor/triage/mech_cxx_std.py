@@ -1,0 +1,45 @@
+"""torch's headers refusing the C++ standard an extension compiles with: "#error C++20 or later
+compatible compiler is required to use ATen." (torch/include/ATen/ATen.h and torch/all.h: C++17
+in the torch 2.13.0 wheel, C++20 in the 2.14.0 wheel, both read from the wheels). An extension
+whose setup.py passes an older -std (flash-attn's setup.py passes -std=c++17 to nvcc and the host
+compiler) cannot build against the newer torch: its source or build flags predate it. The fix
+is a release of the extension built for that standard, or a torch whose headers accept the
+older one (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_symbols import package_in
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_STD = re.compile(r"#error C\+\+(\d\d) or later compatible compiler is required to use "
+                  r"(ATen|PyTorch)")
+# the last torch whose headers accept the standard before the one they require (from the wheels)
+_LAST_BEFORE = {"20": "2.13"}
+
+
+def cxx_standard(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_STD, ("compatible compiler is required",))
+    if hit is None:
+        return []
+    index, found = hit
+    need = found.group(1)
+    package = package_in(ctx) or ("flash-attn" if ctx.fa2 is not None or ctx.text.containing(
+        ("flashattention", "flash attention")) else "the extension")
+    torch = f" {ctx.torch}" if ctx.torch else ""
+    last = _LAST_BEFORE.get(need)
+    fixes = [Remedy(summary=f"Build a release of {package} whose build compiles with "
+                    f"-std=c++{need} (its newest release or main branch; an older one passes an "
+                    "older -std)."),
+             Remedy(summary=("Or use a torch whose headers accept the older standard: torch "
+                             f"{last} or older (C++17)" if last else
+                             "Or use a torch whose headers accept the standard the build uses")
+                    + f", with {package} built for it.")]
+    return [Signal("cxx_standard", Category.VERSION_CONFLICT,
+                   f"this torch{torch}'s headers need C++{need}, and {package}'s build compiles "
+                   "with an older C++ standard: its source or build flags predate this torch",
+                   dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED, fixes)]

@@ -1,0 +1,22 @@
+"""Mechanisms read from the development half of held_out_14, each from its upstream source."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def _said(text: str, matrix: Matrix) -> str:
+    top = triage(text, matrix).diagnosis[0]
+    return " ".join(f"{r.summary} {' '.join(r.commands)} {r.code or ''}" for r in top.remedies)
+
+
+def test_torch_headers_needing_cxx20(matrix: Matrix) -> None:
+    text = ("Building FlashAttention 2.8.4 against PyTorch 2.14.0+cu132:\n"
+            "/torch/include/ATen/ATen.h:5:2: error: #error C++20 or later compatible compiler is "
+            "required to use ATen.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT and "C++20" in top.message
+    said = _said(text, matrix)
+    assert "-std=c++20" in said and "torch 2.13 or older" in said and "flash-attn" in said

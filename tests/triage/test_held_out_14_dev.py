@@ -20,3 +20,12 @@ def test_torch_headers_needing_cxx20(matrix: Matrix) -> None:
     assert top.category == Category.VERSION_CONFLICT and "C++20" in top.message
     said = _said(text, matrix)
     assert "-std=c++20" in said and "torch 2.13 or older" in said and "flash-attn" in said
+
+
+def test_an_ngc_container_s_driver_check(matrix: Matrix) -> None:
+    text = ("ERROR: This container was built for NVIDIA Driver Release 535.86 or later, but\n"
+            "       version 510.85.02 was detected and compatibility mode is UNAVAILABLE.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.DRIVER_TOO_OLD
+    assert "535.86" in top.message and "510.85.02" in top.message
+    assert "535.86 or newer" in top.remedies[0].summary

@@ -96,7 +96,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_windows.install_on_windows,
     mech_bitsandbytes.no_cuda_binary,
     mech_wrappers.torch_cpu, mech_wrappers.driver,
-    mech_wrappers.container_cuda, mech_wrappers.built_for,
+    mech_wrappers.container_cuda, mech_cuda_toolkit.ngc_driver, mech_wrappers.built_for,
     mech_xformers.no_operator, mech_kernels.no_variant, mech_te.refused, mech_te.required,
     mech_te_backends.no_backend,
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.fa3_only_feature, mech_fa3.not_installed,

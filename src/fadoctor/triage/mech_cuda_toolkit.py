@@ -95,3 +95,32 @@ def unknown_option(ctx: Context) -> List[Signal]:
     return [Signal("nvcc_unknown_option", Category.BUILD_TOOLCHAIN,
                    f"this nvcc does not know {option}, an option the build passes: the build "
                    "expects a newer nvcc", quotes, NAMED, remedies)]
+
+
+# An NVIDIA NGC container's start-up check, with the driver release it was built for and the one
+# it found: "ERROR: This container was built for NVIDIA Driver Release 535.86 or later, but
+# version 510.85.02 was detected and compatibility mode is UNAVAILABLE."
+_NGC_DRIVER = re.compile(r"built for NVIDIA Driver Release (\d+(?:\.\d+)*) or later,?\s*(?:but\s+)?"
+                         r"(?:version (\d+(?:\.\d+)*) was detected)?", re.I)
+
+
+def ngc_driver(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NGC_DRIVER, ("built for nvidia driver release",))
+    if hit is None:
+        return []
+    index, found = hit
+    need, have = found.group(1), found.group(2) or (str(ctx.driver) if ctx.driver else None)
+    if have is None:  # the detected version wrapped onto the next line
+        more = next((re.search(r"version (\d+(?:\.\d+)*) was detected", line)
+                     for _, line in ctx.text.window(index, 0, 1)
+                     if "was detected" in line), None)
+        have = more.group(1) if more else None
+    return [Signal("ngc_driver", Category.DRIVER_TOO_OLD,
+                   f"the container was built for NVIDIA driver {need} or later"
+                   + (f", and the host's driver is {have}" if have else "")
+                   + ": with compatibility mode unavailable (a GeForce GPU, or a driver branch "
+                   "forward compatibility does not cover), its CUDA does not run",
+                   dedupe([ctx.quote(index), *ctx.quotes("driver")]), NAMED,
+                   [Remedy(summary=f"Upgrade the host's NVIDIA driver to {need} or newer."),
+                    Remedy(summary="Or use an earlier tag of the image, built on a CUDA this "
+                           "driver runs.")])]

@@ -29,3 +29,18 @@ def test_an_ngc_container_s_driver_check(matrix: Matrix) -> None:
     assert top.category == Category.DRIVER_TOO_OLD
     assert "535.86" in top.message and "510.85.02" in top.message
     assert "535.86 or newer" in top.remedies[0].summary
+
+
+def test_xformers_built_without_its_flash_operators(matrix: Matrix) -> None:
+    text = ("RuntimeError: No such operator xformers_flash::flash_fwd - did you forget to build "
+            "xformers with `python setup.py develop`?\nbuilt with: env FORCE_CUDA=1 "
+            "XFORMERS_DISABLE_FLASH_ATTN=1 pip install -v --no-deps git+https://github.com/"
+            "facebookresearch/xformers.git@main#egg=xformers\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NOT_INSTALLED and "XFORMERS_DISABLE_FLASH_ATTN=1" in top.message
+
+
+def test_xformers_missing_an_operator_otherwise(matrix: Matrix) -> None:
+    text = "RuntimeError: No such operator xformers::efficient_attention_forward_cutlass\n"
+    top = triage(text, matrix).diagnosis[0]
+    assert top.remedies[0].commands == ["python -m xformers.info"]

@@ -200,3 +200,35 @@ def _torch_of(ctx: Context) -> Optional[str]:
     report's."""
     hit = ctx.first(re.compile(r"\(you have (\d+\.\d+\.\d+[\w.+]*)\)"), ("you have",))
     return hit[1].group(1) if hit else (str(ctx.torch) if ctx.torch else None)
+
+
+# xformers' lookup of a compiled operator (xformers/ops/common.py, get_xformers_operator):
+# "No such operator xformers_flash::flash_fwd - did you forget to build xformers with `python
+# setup.py develop`?": the operator is not in the binary that loaded. Its setup.py leaves the
+# flash operators out when XFORMERS_DISABLE_FLASH_ATTN=1 is set at build time.
+_NO_SUCH = re.compile(r"No such operator (xformers\w{0,20})::(\w{1,60})")
+_DISABLED = re.compile(r"XFORMERS_DISABLE_FLASH_ATTN=1")
+
+
+def no_such_operator(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_SUCH, ("no such operator",))
+    if hit is None:
+        return []
+    index, found = hit
+    op = f"{found.group(1)}::{found.group(2)}"
+    disabled = ctx.first(_DISABLED, ("xformers_disable_flash_attn",)) if "flash" in op else None
+    if disabled is not None:
+        return [Signal("xformers_no_op", Category.NOT_INSTALLED,
+                       f"xformers was built with XFORMERS_DISABLE_FLASH_ATTN=1, so its flash "
+                       f"operators ({op}) were never compiled into it",
+                       dedupe([ctx.quote(index), ctx.quote(disabled[0])]), NAMED,
+                       [Remedy(summary="Rebuild xformers without XFORMERS_DISABLE_FLASH_ATTN (or "
+                               "set it to 0), with an arch list that includes this GPU; or call "
+                               "memory_efficient_attention without forcing the flash operator.")])]
+    return [Signal("xformers_no_op", Category.NOT_INSTALLED,
+                   f"the xformers binary that loaded has no {op}: it was built without it, or "
+                   "its C++/CUDA extension did not load (built for another torch)",
+                   [ctx.quote(index)], NAMED,
+                   [Remedy(summary="See which operators this xformers has and why others are "
+                           "missing, then reinstall the xformers wheel built for this torch.",
+                           commands=["python -m xformers.info"])])]

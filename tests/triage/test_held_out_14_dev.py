@@ -44,3 +44,11 @@ def test_xformers_missing_an_operator_otherwise(matrix: Matrix) -> None:
     text = "RuntimeError: No such operator xformers::efficient_attention_forward_cutlass\n"
     top = triage(text, matrix).diagnosis[0]
     assert top.remedies[0].commands == ["python -m xformers.info"]
+
+
+def test_llvm_that_does_not_know_the_gpu(matrix: Matrix) -> None:
+    text = ("'sm_120' is not a recognized processor for this target (ignoring processor)\n"
+            "LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.shfl.sync.bfly.i32\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NO_KERNEL_IMAGE and "sm_120" in top.message
+    assert "Upgrade Triton" in top.remedies[0].summary

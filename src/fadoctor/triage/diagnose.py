@@ -113,7 +113,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,
     mech_build.nvcc_missing,
     mech_build.cudnn_missing, mech_build.nvcc_version, mech_cuda_toolkit.toolkit_major_prose,
-    mech_cxx_std.cxx_standard, mech_build.compiler, mech_build.torch_header,
+    mech_cxx_std.cxx_standard, mech_cxx_std.llvm_target, mech_build.compiler, mech_build.torch_header,
     mech_build.architecture,
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_uv_tags.no_matching_wheel,

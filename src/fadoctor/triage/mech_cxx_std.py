@@ -4,7 +4,8 @@ in the torch 2.13.0 wheel, C++20 in the 2.14.0 wheel, both read from the wheels)
 whose setup.py passes an older -std (flash-attn's setup.py passes -std=c++17 to nvcc and the host
 compiler) cannot build against the newer torch: its source or build flags predate it. The fix
 is a release of the extension built for that standard, or a torch whose headers accept the
-older one (pure)."""
+older one. Also LLVM's "'sm_120' is not a recognized processor for this target": a JIT
+compiler (Triton) older than the GPU (pure)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,28 @@ def cxx_standard(ctx: Context) -> List[Signal]:
                    f"this torch{torch}'s headers need C++{need}, and {package}'s build compiles "
                    "with an older C++ standard: its source or build flags predate this torch",
                    dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED, fixes)]
+
+
+# LLVM's target for a GPU it does not know ("'sm_120' is not a recognized processor for this
+# target (ignoring processor)", then "LLVM ERROR: Cannot select: intrinsic ..."): printed by the
+# LLVM inside a JIT compiler, most often Triton's, that predates the GPU's architecture
+_LLVM_CPU = re.compile(r"'(sm_\d{2,3}a?)' is not a recognized processor for this target")
+
+
+def llvm_target(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LLVM_CPU, ("is not a recognized processor",))
+    if hit is None:
+        return []
+    index, found = hit
+    sm = found.group(1)
+    return [Signal("llvm_target", Category.NO_KERNEL_IMAGE,
+                   f"the LLVM inside a JIT compiler (Triton's, for Triton kernels such as "
+                   f"SageAttention's or torch.compile's) does not know {sm}: that Triton predates "
+                   "this GPU and cannot generate code for it",
+                   dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED,
+                   [Remedy(summary=f"Upgrade Triton to a release that targets {sm}: the one a "
+                           f"torch with {sm} code pins (install that torch, then `pip install "
+                           "--upgrade triton` to the version its requirements name; on Windows "
+                           "the triton-windows package)."),
+                    Remedy(summary="Meanwhile, take an attention mode that needs no Triton "
+                           "kernels (SDPA), and leave torch.compile off.")])]

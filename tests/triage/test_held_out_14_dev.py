@@ -52,3 +52,11 @@ def test_llvm_that_does_not_know_the_gpu(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.NO_KERNEL_IMAGE and "sm_120" in top.message
     assert "Upgrade Triton" in top.remedies[0].summary
+
+
+def test_rocm_flash_attention_on_a_radeon_under_vllm(matrix: Matrix) -> None:
+    text = ("I get the error `RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.` "
+            "when I try to run vllm on my RX 7900 XTX.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.ROCM
+    assert top.remedies[0].commands == ["export VLLM_USE_TRITON_FLASH_ATTN=1"]

@@ -37,8 +37,11 @@ _HEAD_DIM = re.compile(r"head[ _]?dim(?:ension)?\s*(?:>|at most|is|must)?\s*(\d+
                        # a wrapper's words: "FlashAttention only supports head dimensions up to 256"
                        r"only supports? head[ _]?dim(?:ension)?s? (?:up to|at most|<=) ?()(\d+)",
                        re.I)
+# ROCm/flash-attention's CK build checks the GPU too: "FlashAttention only supports AMD MI200
+# GPUs or newer." (its flash_api.cpp: gfx90a/gfx94x only)
 _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|"
-                   r"hipErrorNoBinaryForGpu|HIP error: invalid device function", re.I)
+                   r"hipErrorNoBinaryForGpu|HIP error: invalid device function|"
+                   r"FlashAttention only supports AMD MI200 GPUs or newer", re.I)
 # HIP clang's closing line of a failed device compile (llvm-project clang/lib/Frontend/
 # CompilerInstance.cpp, printDiagnosticStats:
 # "N errors generated when compiling for <target CPU>"): a build for a gfx arch outside every composable
@@ -263,7 +266,7 @@ def _ck_archs(ctx: Context) -> List[str]:
 
 
 def rocm(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error"))
+    hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error", "mi200 gpus"))
     if hit is None:
         built = ctx.first(_HIP_BUILD, ("generated when compiling for gfx",))
         hit = built if built is not None and built[1].group(1) not in _ck_archs(ctx) \
@@ -280,10 +283,16 @@ def rocm(ctx: Context) -> List[Signal]:
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch", "rocm")])
     ck = _ck_archs(ctx)
+    fixes = _triton_backend(ctx)
+    if ctx.has("vllm"):  # vllm/envs.py: VLLM_USE_TRITON_FLASH_ATTN, its Triton kernel on ROCm
+        fixes.insert(0, Remedy(summary="In vLLM on ROCm, take its Triton flash attention, which "
+                               "runs on RDNA GPUs: VLLM_USE_TRITON_FLASH_ATTN=1 (the default in "
+                               "its later releases; older ones: build without CK flash-attention "
+                               "and use the naive attention).",
+                               commands=["export VLLM_USE_TRITON_FLASH_ATTN=1"]))
     return [Signal("rocm", Category.ROCM,
                    f"flash-attn's ROCm Composable Kernel backend builds only for {', '.join(ck)} "
-                   f"(MI200/MI300), not {arch or 'this AMD GPU'}", quotes, NAMED,
-                   _triton_backend(ctx))]
+                   f"(MI200/MI300), not {arch or 'this AMD GPU'}", quotes, NAMED, fixes)]
 
 
 def _radeon(ctx: Context) -> List[Signal]:

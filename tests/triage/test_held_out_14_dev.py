@@ -60,3 +60,15 @@ def test_rocm_flash_attention_on_a_radeon_under_vllm(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.ROCM
     assert top.remedies[0].commands == ["export VLLM_USE_TRITON_FLASH_ATTN=1"]
+
+
+def test_a_correctness_issue_in_flash_attn_4(matrix: Matrix) -> None:
+    text = ("[Cute,FA4,Fwd,Sm100] Correctness issue when QKV is non-contiguous on SM100 for hdim 256\n"
+            "FA version: flash-attn-4 4.0.0b18\nfrom flash_attn.cute.interface import "
+            "flash_attn_func\nq = torch.randn(b, h, s, d, dtype=torch.bfloat16)\n"
+            "out1 = flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))[0]\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.NUMERICS
+    said = _said(text, matrix)
+    assert ".contiguous()" in said and "flash-attn-4" in said
+    assert "fp16 overflows" not in said  # bfloat16 is not float16

@@ -20,7 +20,9 @@ _NAN = re.compile(r"\b(?:nan|NaN|NAN|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|
 # flash-attention's own tests failing on values, or the report saying the results are wrong
 _WRONG = re.compile(r"\bwrong (?:answer|result|gradient|output|value)s?\b|\bincorrect (?:result|"
                     r"output|gradient|value)s?\b|FAILED tests/test_flash_attn\w*\.py::\S+ - "
-                    r"AssertionError", re.I)
+                    r"AssertionError|\bcorrectness (?:issue|bug|problem)|\bmax(?:imum)? abs(?:olute)? "
+                    r"(?:error|diff)", re.I)
+_FP16 = re.compile(r"(?<![bB])float16|\bfp16\b|torch\.half\b")  # not bfloat16
 _ABOUT = re.compile(r"\b(?:loss|grad\w*|output|logits|attn|attention|becomes?|turns?|gives?|"
                     r"returns?|produces?)\b", re.I)
 _FLASH = ("flash_attention_2", "flash-attn", "flash_attn", "flashattention", "flash attention",
@@ -32,15 +34,18 @@ def nan(ctx: Context) -> List[Signal]:
         return []
     hit = next(((i, m) for i, m in ctx.find(_NAN, ("nan", "inf"))
                 if _ABOUT.search(ctx.text.lines[i]) and "nan_to_num" not in ctx.low(i)), None) \
-        or ctx.first(_WRONG, ("wrong", "incorrect", "assertionerror"))
+        or ctx.first(_WRONG, ("wrong", "incorrect", "assertionerror", "correctness", "abs"))
     if hit is None:
         return []
-    fp16 = ctx.has("float16", "fp16", "torch.half") is not None
+    fp16 = ctx.first(_FP16, ("float16", "fp16", "torch.half")) is not None
     fixes = [r.sdpa("Run the same step with SDPA: if the NaN goes away, flash-attention's kernel "
                     "is the cause; if not, the model or data is."),
-             Remedy(summary="Upgrade flash-attn to its newest release: numerical fixes land in "
-                    "patch releases.",
-                    commands=['pip install --upgrade flash-attn --no-build-isolation'])]
+             _upgrade(ctx)]
+    if ctx.has("transpose", "contiguous", "stride") is not None:
+        fixes.insert(1, Remedy(summary="Call it with .contiguous() q, k and v: a kernel that "
+                               "mishandles strides gives wrong values only for transposed or "
+                               "sliced views; if contiguous inputs are right, that is the bug "
+                               "(and the workaround until a release fixes it)."))
     if fp16:
         fixes.insert(1, Remedy(summary="fp16 overflows where bf16 does not: train in bfloat16 "
                                "(the GPU must be Ampere or newer, as flash-attention needs "
@@ -71,3 +76,15 @@ def _old_toolkit(ctx: Context) -> Optional[Remedy]:
                   f"raised its setup.py's floor to nvcc {raised.min_nvcc}, and its current releases "
                   f"need CUDA {newest.readme_min_cuda or newest.min_nvcc} or newer. Rebuild with a "
                   "newer CUDA toolkit (or install a prebuilt wheel), then test again.")
+
+
+def _upgrade(ctx: Context) -> Remedy:
+    """The newest release of the family the report runs: flash-attn-4's betas (flash_attn.cute)
+    or flash-attn 2.x."""
+    if ctx.package("flash-attn-4") is not None or ctx.has("flash_attn.cute", "flash-attn-4",
+                                                          "fa4") is not None:
+        return Remedy(summary="Upgrade flash-attn-4 to its newest beta: its correctness fixes "
+                      "land in beta releases.",
+                      commands=['pip install --upgrade --pre "flash-attn-4"'])
+    return Remedy(summary="Upgrade flash-attn to its newest release: numerical fixes land in "
+                  "patch releases.", commands=['pip install --upgrade flash-attn --no-build-isolation'])

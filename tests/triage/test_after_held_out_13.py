@@ -77,3 +77,24 @@ def test_a_tensor_for_an_int_at_flash_attn_s_custom_op(matrix: Matrix) -> None:
     assert top.category == Category.COMPILE_GRAPH_BREAK and "'max_seqlen_q'" in top.message
     codes = " ".join(r.code or "" for r in top.remedies)
     assert "capture_scalar_outputs = True" in codes
+
+
+def test_sage_attention_s_arch_check_quoted_in_a_title(matrix: Matrix) -> None:
+    text = ("RTX 6000 Unsupported CUDA architecture: sm75\n\nI have an Nvidia Quadro RTX 6000. I "
+            "don't know whether to install Xformers, Flash and Sage.\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and top.message.startswith("SageAttention")
+
+
+def test_cuda_home_unset_with_a_cpu_torch(matrix: Matrix) -> None:
+    text = ("OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA "
+            "install root.\nPyTorch version: 2.3.0+cpu\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.TORCH_CPU_ONLY and "2.3.0+cpu" in top.message
+
+
+def test_tensorrt_llm_head_size(matrix: Matrix) -> None:
+    text = ("[TensorRT-LLM][ERROR] Assertion failed: Size per head is not a multiple of X "
+            "(unfusedAttentionKernels.cu:1710)\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.HEAD_DIM_UNSUPPORTED and "104" in top.remedies[0].summary

@@ -38,7 +38,11 @@ _REFUSAL = re.compile(
 _NEEDLES = ("unsupported", "not supported", "except on", "only supported")
 # the line is an error or an assert as printed (`RuntimeError:`, `[ERROR]`, `Assertion failed`),
 # not prose about one
-_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort")
+# an error as printed; or SageAttention's own check quoted without its ValueError (sageattention
+# core.py: raise ValueError(f"Unsupported CUDA architecture: {arch}"), arch as "sm75")
+_ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort|"
+                       r"Unsupported CUDA architecture: sm\d{2,3}\b")
+_SAGE = re.compile(r"Unsupported CUDA architecture: sm\d{2,3}\b")  # SageAttention's own words
 _FUSED_FLOOR = Version("8.0")
 # vLLM's dtype check (vllm/worker/worker.py, _check_if_gpu_supports_dtype): "Bfloat16 is only
 # supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has
@@ -75,7 +79,7 @@ def refused(ctx: Context) -> List[Signal]:
     line, low = ctx.text.lines[index], ctx.low(index)
     name, cc = ctx.gpu[0], ctx.gpu_cc_exact
     sm = f"sm_{cc.major}{cc.minor}"
-    package = package_in(ctx, line)
+    package = "sageattention" if _SAGE.search(line) else package_in(ctx, line)
     who = _display(package)
     quotes = dedupe([ctx.quote(index), ctx.gpu[2]])
     family = _family(cc)
@@ -132,7 +136,8 @@ def _family(cc: Version) -> str:
 
 
 def _display(package: Optional[str]) -> str:
-    return {"tensorrt-llm": "TensorRT-LLM", None: "the package"}.get(package, package or "")
+    return {"tensorrt-llm": "TensorRT-LLM", "sageattention": "SageAttention",
+            None: "the package"}.get(package, package or "")
 
 
 def _upgrade(package: Optional[str]) -> List[str]:

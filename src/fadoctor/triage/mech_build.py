@@ -80,6 +80,16 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
     hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file", "bare_metal_"))
     if hit is None:
         return []
+    if "cuda_home" in ctx.low(hit[0]) and ctx.torch is not None and ctx.torch.local == "cpu":
+        # torch/utils/cpp_extension.py (2.13.0:359): CUDA_HOME = _find_cuda_home() if
+        # (torch.cuda._is_compiled() and torch.version.cuda) else None: a CPU torch never has one
+        return [Signal("nvcc_missing", Category.TORCH_CPU_ONLY,
+                       f"torch {ctx.torch} is a CPU-only build: torch's extension builder sets "
+                       "CUDA_HOME only for a CUDA torch, so no CUDA toolkit is found whatever is "
+                       "installed", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                       [Remedy(summary="Install a CUDA build of torch (the +cuXXX wheel for your "
+                               "driver, from the PyTorch index: `fadoctor fix` picks it), then "
+                               "build again.", commands=["fadoctor fix --print-pins"])])]
     package = package_in(ctx, ctx.text.lines[hit[0]])
     skip = prebuilt(ctx) if package in (None, "flash-attn") else Remedy(
         summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
@@ -176,29 +186,6 @@ def compiler(ctx: Context) -> List[Signal]:
                    dedupe([ctx.quote(old[0]), *ctx.quotes("gcc")]), NAMED,
                    [Remedy(summary="Build with gcc 9 or newer (torch's extensions need C++17).",
                            commands=["export CC=gcc-11 CXX=g++-11"]), prebuilt(ctx)])]
-
-
-# a torch header the extension's source includes and this torch does not ship
-_TORCH_HEADER = re.compile(r"fatal error: ((?:ATen|c10|torch)/[\w/.]{1,120}\.(?:h|hpp|cuh)): No such "
-                           r"file or directory")
-
-
-def torch_header(ctx: Context) -> List[Signal]:
-    """The source was written against another torch's C++ headers (a header added or moved
-    since): the torch it supports is what fixes it, not the compiler."""
-    hit = ctx.first(_TORCH_HEADER, ("no such file",))
-    if hit is None:
-        return []
-    header = hit[1].group(1)
-    package = package_in(ctx, ctx.text.lines[hit[0]]) or "the package"
-    return [Signal("torch_header", Category.VERSION_CONFLICT,
-                   f"the source includes {header}, which this torch"
-                   + (f" {ctx.torch}" if ctx.torch else "") + " does not ship: it was written for "
-                   "another torch (most often a newer one, whose headers added it)",
-                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
-                   [Remedy(summary=f"Upgrade torch to a release {package} supports (its README and "
-                           "setup.py name the range), then build again."),
-                    Remedy(summary=f"Or pin {package} to a release written for this torch.")])]
 
 
 def architecture(ctx: Context) -> List[Signal]:

@@ -69,3 +69,26 @@ def llvm_target(ctx: Context) -> List[Signal]:
                            "the triton-windows package)."),
                     Remedy(summary="Meanwhile, take an attention mode that needs no Triton "
                            "kernels (SDPA), and leave torch.compile off.")])]
+
+
+# a torch header the extension's source includes and this torch does not ship
+_TORCH_HEADER = re.compile(r"fatal error: ((?:ATen|c10|torch)/[\w/.]{1,120}\.(?:h|hpp|cuh)): No such "
+                           r"file or directory")
+
+
+def torch_header(ctx: Context) -> List[Signal]:
+    """The source was written against another torch's C++ headers (a header added or moved
+    since): the torch it supports is what fixes it, not the compiler."""
+    hit = ctx.first(_TORCH_HEADER, ("no such file",))
+    if hit is None:
+        return []
+    header = hit[1].group(1)
+    package = package_in(ctx, ctx.text.lines[hit[0]]) or "the package"
+    return [Signal("torch_header", Category.VERSION_CONFLICT,
+                   f"the source includes {header}, which this torch"
+                   + (f" {ctx.torch}" if ctx.torch else "") + " does not ship: it was written for "
+                   "another torch (most often a newer one, whose headers added it)",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   [Remedy(summary=f"Upgrade torch to a release {package} supports (its README and "
+                           "setup.py name the range), then build again."),
+                    Remedy(summary=f"Or pin {package} to a release written for this torch.")])]

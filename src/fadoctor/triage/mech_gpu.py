@@ -342,3 +342,23 @@ def graph_breaks(ctx: Context) -> List[Signal]:
                    "torch.compile cannot trace into the flash-attention call and breaks the graph "
                    "there", dedupe([ctx.quote(hit[0]), *filter(None, [ctx.fa_quote()])]),
                    LOGGED, remedies)]
+
+
+# TensorRT-LLM's attention kernels (cpp/tensorrt_llm/kernels/unfusedAttentionKernels.cu) check
+# "Size per head is not a multiple of X": the per-head size must divide into the kernel's vector
+# width (X elements of 16 bytes: 8 for 16-bit types and the INT8 KV cache's)
+_TRTLLM_HEAD = re.compile(r"Size per head is not a multiple of X")
+
+
+def trtllm_head_size(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TRTLLM_HEAD, ("size per head",))
+    if hit is None:
+        return []
+    return [Signal("trtllm_head", Category.HEAD_DIM_UNSUPPORTED,
+                   "TensorRT-LLM's attention kernel needs the head size (hidden_size / num_heads) "
+                   "to be a multiple of its vector width (8 elements for 16-bit types): this "
+                   "model's is not (e.g. 3200 / 32 = 100)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Pad the attention heads of the checkpoint to a head size that "
+                           "is a multiple of 8 (100 -> 104, or 128 for the fused kernels), then "
+                           "rebuild the engine; or turn off the feature that takes this kernel "
+                           "(the INT8 KV cache, or the unfused path).")])]

@@ -49,6 +49,7 @@ def test_fa1_head_dim_check_inside_torch_2_0_sdpa(matrix: Matrix) -> None:
     first = top.remedies[0]
     assert "pytorch#99736" in first.summary and first.code is not None
     assert "enable_flash_sdp(False)" in first.code
+    assert first.commands and first.commands[0].startswith("python -m pip install torch==2.0.1+cu118 ")
 
 
 def test_fa1_head_dim_check_from_flash_attn_itself_upgrades_it(matrix: Matrix) -> None:

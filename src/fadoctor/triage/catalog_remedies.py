@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 
 from packaging.version import Version
 
+from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import (
@@ -154,7 +155,7 @@ def head_dim(ctx: Context, entry: Entry) -> List[Remedy]:
     lifted = Remedy(summary=why, commands=['pip install --upgrade "flash-attn>=2.5.5" '
                                            "--no-build-isolation"])
     if fa1(entry) and _in_torch_sdpa(ctx):
-        return [_SDPA_2_0_0]
+        return [_sdpa_2_0_0(ctx)]
     return r.keep([lifted, switch, r.sdpa("Or use SDPA for this head dim on this GPU.")])
 
 
@@ -162,14 +163,19 @@ def head_dim(ctx: Context, entry: Entry) -> List[Remedy]:
 # GPUs for head dims above 64, where the kernel's own check refuses it; 2.0.1 dispatches those to
 # another kernel (pytorch/pytorch#99736, "[2.0.1] Disable SDPA FlashAttention backward and mem eff
 # attention on sm86+ for head_dim above 64", the release branch's cherry-pick of #99105)
-_SDPA_2_0_0 = Remedy(
-    summary="The check runs inside PyTorch's own SDPA flash kernel (torch 2.0.0 carries "
-    "flash-attention 1.x's): 2.0.0 sends its backward to GPUs other than sm80 for head dims above "
-    "64, and torch 2.0.1 routes those to another kernel (pytorch#99736). Upgrade torch, or turn "
-    "SDPA's flash backend off: torch.backends.cuda.enable_flash_sdp(False).",
-    code="import torch\ntorch.backends.cuda.enable_flash_sdp(False)  # SDPA takes the "
-         "memory-efficient or math kernel",
-    commands=['pip install --upgrade "torch>=2.0.1"'])
+def _sdpa_2_0_0(ctx: Context) -> Remedy:
+    """torch 2.0.1 of the same CUDA build (a command only where the build is known: a bare
+    upgrade would take the newest torch, not the fix)."""
+    variant = ctx.torch_variant if ctx.torch is not None else None
+    return Remedy(
+        summary="The check runs inside PyTorch's own SDPA flash kernel (torch 2.0.0 carries "
+        "flash-attention 1.x's): 2.0.0 sends its backward to GPUs other than sm80 for head dims "
+        "above 64, and torch 2.0.1 routes those to another kernel (pytorch#99736). Upgrade torch "
+        "to 2.0.1 (with its torchvision), or turn SDPA's flash backend off: "
+        "torch.backends.cuda.enable_flash_sdp(False).",
+        code="import torch\ntorch.backends.cuda.enable_flash_sdp(False)  # SDPA takes the "
+             "memory-efficient or math kernel",
+        commands=[torch_install("2.0.1", variant)] if variant else [])
 
 
 def _in_torch_sdpa(ctx: Context) -> bool:

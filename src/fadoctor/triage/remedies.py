@@ -204,7 +204,8 @@ def rebuilt_for(package: Optional[str], cc: Version) -> List[Remedy]:
     arch = f"{cc.major}.{cc.minor}"
     return [Remedy(summary=f"Then {package} with sm_{cc.major}{cc.minor} code: reinstall {package} so pip "
                    f"fetches its current wheel (newer wheels are built for more GPUs), or compile "
-                   f"it from source for this GPU with TORCH_CUDA_ARCH_LIST={arch}.",
+                   f"it from source for this GPU with TORCH_CUDA_ARCH_LIST={arch} (--no-deps keeps torch as "
+                   "it is).",
                    commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install",
-                                     "--no-build-isolation", "--no-cache-dir", "--no-binary",
-                                     name(package), name(package))])]
+                                     "--no-build-isolation", "--no-deps", "--no-cache-dir",
+                                     "--no-binary", name(package), name(package))])]

@@ -344,9 +344,10 @@ def graph_breaks(ctx: Context) -> List[Signal]:
                    LOGGED, remedies)]
 
 
-# TensorRT-LLM's attention kernels (cpp/tensorrt_llm/kernels/unfusedAttentionKernels.cu) check
-# "Size per head is not a multiple of X": the per-head size must divide into the kernel's vector
-# width (X elements of 16 bytes: 8 for 16-bit types and the INT8 KV cache's)
+# TensorRT-LLM's attention kernels (cpp/tensorrt_llm/kernels/unfusedAttentionKernels.cu:
+# `constexpr int x = (sizeof(T) == 4) ? 4 : 8; TLLM_CHECK_WITH_INFO(size_per_head % x == 0,
+# "Size per head is not a multiple of X")`): the head size must be a multiple of 8 for 16-bit
+# types (4 for fp32)
 _TRTLLM_HEAD = re.compile(r"Size per head is not a multiple of X")
 
 
@@ -356,7 +357,7 @@ def trtllm_head_size(ctx: Context) -> List[Signal]:
         return []
     return [Signal("trtllm_head", Category.HEAD_DIM_UNSUPPORTED,
                    "TensorRT-LLM's attention kernel needs the head size (hidden_size / num_heads) "
-                   "to be a multiple of its vector width (8 elements for 16-bit types): this "
+                   "to be a multiple of 8 for 16-bit types (4 for fp32): this "
                    "model's is not (e.g. 3200 / 32 = 100)", [ctx.quote(hit[0])], NAMED,
                    [Remedy(summary="Pad the attention heads of the checkpoint to a head size that "
                            "is a multiple of 8 (100 -> 104, or 128 for the fused kernels), then "

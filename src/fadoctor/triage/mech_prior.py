@@ -21,10 +21,10 @@ from fadoctor.triage.signal import GUESSED, Signal, dedupe
 
 _BLACKWELL = Version("10.0")
 # A failure said in words or printed (English and the Chinese most reports here use).
-_FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?:es|ed)?|"
+FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?:es|ed)?|"
                      r"not (?:work(?:ing)?|supported|compatible)|incompatib\w*|compatibility)\b"
                      r"|失败|报错|错误|不支持|不兼容", re.I)
-_FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
+FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
                    "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")
 
 
@@ -35,7 +35,7 @@ def blackwell(ctx: Context) -> List[Signal]:
     name, cc, gpu_quote = ctx.gpu
     if cc is None or cc < _BLACKWELL:
         return []
-    failed = ctx.first(_FAILED, _FAILED_NEEDLES)
+    failed = ctx.first(FAILED, FAILED_NEEDLES)
     if failed is None:
         return []
     sm = f"sm_{cc.major}{cc.minor}"

@@ -16,6 +16,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, env, name
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_prior import FAILED, FAILED_NEEDLES
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 _FORCE = {"flash_attn": ("flash-attn", "FLASH_ATTENTION_FORCE_BUILD"),
@@ -23,8 +24,6 @@ _FORCE = {"flash_attn": ("flash-attn", "FLASH_ATTENTION_FORCE_BUILD"),
           "mamba_ssm": ("mamba-ssm", "MAMBA_FORCE_BUILD")}
 _WHEEL = re.compile(r"\b(flash_attn|causal_conv1d|mamba_ssm)-(\d[\w.]*)\+cu\d+torch(\d+\.\d+)"
                     r"cxx11abi(?:TRUE|FALSE)", re.I)
-_FAILED = re.compile(r"\b(?:error|errors|failed|fails|exception|undefined symbol|cannot import)\b",
-                     re.I)
 _RELEASED_LOCAL = re.compile(r"^(?:cu\d+|cpu|rocm[\d.]+|xpu)$")
 
 
@@ -34,7 +33,7 @@ def prebuilt_on_source_torch(ctx: Context) -> List[Signal]:
             or _RELEASED_LOCAL.match(torch.local):
         return []  # a released torch (or its nightly): the wheel mechanisms judge it
     wheel = ctx.first(_WHEEL, ("cxx11abi",))
-    failed = ctx.first(_FAILED, ("error", "fail", "exception", "undefined", "cannot import"))
+    failed = ctx.first(FAILED, FAILED_NEEDLES)
     if wheel is None or failed is None:
         return []
     package, force = _FORCE[wheel[1].group(1).lower()]

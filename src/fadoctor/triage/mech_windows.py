@@ -12,6 +12,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
+from fadoctor.triage.mech_prior import FAILED, FAILED_NEEDLES
 from fadoctor.triage.mech_symbols import owner_of
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
@@ -89,8 +90,7 @@ def sdpa_without(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     kernel = hit[1].group(1).lower()
-    windows = ctx.has("windows", "win32", "win_amd64", "c:\\", "\\aten\\") is not None
-    where = "this torch build (the Windows wheels are built without it)" if windows \
+    where = "this torch build (the Windows wheels are built without it)" if on_windows(ctx) \
         else "this torch build"
     return [Signal("sdpa_not_compiled", Category.PLATFORM_UNSUPPORTED,
                    f"a warning, not an error: {where} has no SDPA {kernel} kernel, so "
@@ -107,7 +107,6 @@ def sdpa_without(ctx: Context) -> List[Signal]:
 
 # an install of flash-attn said in the report ("pip install flash-attn --no-build-isolation")
 _FA_INSTALL = re.compile(r"\b(?:pip3?|uv pip|uv)\s+install\b[^\n]{0,60}?\bflash[-_]attn\b", re.I)
-_FAILED = re.compile(r"\b(?:error|errors|fail\w*|cannot|can't|not support\w*)\b", re.I)
 
 
 def install_on_windows(ctx: Context) -> List[Signal]:
@@ -117,7 +116,7 @@ def install_on_windows(ctx: Context) -> List[Signal]:
     install = ctx.first(_FA_INSTALL, ("flash-attn", "flash_attn"))
     if install is None or not on_windows(ctx):
         return []
-    failed = ctx.first(_FAILED, ("error", "fail", "cannot", "can't", "not support"))
+    failed = ctx.first(FAILED, FAILED_NEEDLES)
     if failed is None:
         return []
     return [Signal("windows_install", Category.PLATFORM_UNSUPPORTED,

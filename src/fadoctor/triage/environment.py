@@ -74,7 +74,8 @@ _KEYS = {"torch": o.TORCH, "pytorch": o.TORCH, "torch version": o.TORCH,
          "nvcc": o.NVCC, "cuda toolkit": o.NVCC}
 _PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
                  "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
-                 "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl")
+                 "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl", "flashinfer",
+                 "flashinfer-python", "sageattention")
 _KEY_HINT = re.compile(
     r"[ \t]*(?:[-*][ \t]*)?[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
         [*_KEYS, *_PACKAGE_KEYS], key=len, reverse=True)) + r")[*`]*[ \t]*[:=]",

@@ -18,6 +18,7 @@ from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import mech_kernel_image as kernel_image
+from fadoctor.triage import mech_kernel_libs as kernel_libs
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
@@ -168,6 +169,12 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        f"{CSRC[module][0]}, has no kernels for {gpu_words(ctx)}: it is "
                        "unmaintained since 2024-01 (flash-attention#1966)", quotes, NAMED,
                        csrc_remedies(module))]
+    for line, _ in ctx.find(_NO_KERNEL, ("kernel image", "invalid device function")):
+        library = kernel_libs.library_at(ctx, line)
+        found = kernel_libs.verdict(ctx, library[0], [*quotes, ctx.quote(line), ctx.quote(
+            library[1])], NAMED) if library is not None else None
+        if found is not None:
+            return [found]
     cc = ctx.gpu_cc_exact
     if cc is not None and _torch_lacks(ctx, cc):
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,

@@ -1,0 +1,243 @@
+"""An attention-kernel library beside flash-attention (FlashMLA, FlashInfer, xFormers,
+SageAttention) failing on a GPU its release has no kernels for, or on a head dim its kernels
+refuse: the release's arch list (data/kernel_libraries.yaml, cited per row) against the GPU the
+report names decides whether a later release, a build for this GPU, or another backend is the
+fix (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env
+from fadoctor.triage import ext_torch
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.kernel_libs import (
+    Library,
+    Release,
+    arch_list,
+    builds_cover,
+    covers,
+    ever_builds,
+    first_with,
+    libraries,
+    named_in,
+    stated_version,
+    wheels_cover,
+)
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+# The libraries' own words for a GPU they have no kernels for: xFormers' cutlass dispatch
+# (attention_forward_generic.cu: TORCH_CHECK(kernel_launched, "cutlassF: no kernel found to
+# launch!"), FlashInfer's floor (jit/core.py: "FlashInfer requires sm75+", from 0.3.0 "FlashInfer
+# requires GPUs with sm75 or higher"), FlashMLA's checks (csrc/pybind.cpp: "Only SM90 and SM100 are
+# supported", flash_mla_interface.py: "Unsupported device capability", "is only supported on
+# SM90"), and Triton failing to compile a library's kernel for the GPU ("PassManager::run failed").
+_OWN = re.compile(r"cutlass[FB]: no kernel found to launch|FlashInfer requires (?:sm75\+|GPUs with "
+                  r"sm75)|Only SM90 and SM100 are supported|Unsupported device capability|"
+                  r"only supported on SM90|PassManager::run failed", re.I)
+_OWN_NEEDLES = ("no kernel found to launch", "flashinfer requires", "only sm90",
+                "unsupported device capability", "only supported on sm90", "passmanager::run")
+# SageAttention's head-dim refusal (2.x core.py: raise ValueError(f"Unsupported head_dim:
+# {head_dim_og}"); 1.x: "headdim should be in [64, 96, 128].")
+_HEAD = re.compile(r"Unsupported head_dim: (\d+)|headdim should be in \[64, 96, 128\]")
+_FAILED = re.compile(r"\b(?:crash\w*|error|fail\w*|can'?t|cannot|not work\w*|doesn'?t work|"
+                     r"unsupported|not supported)\b", re.I)
+_WINDOW = 12  # lines of a traceback above an error that may name the library's files
+
+
+def library_at(ctx: Context, index: int) -> Optional[Tuple[Library, int]]:
+    """The library an error line names, or the lines nearest it (the traceback frames above,
+    the reporter's words below), or the title."""
+    near = sorted(range(max(0, index - _WINDOW), min(len(ctx.text.lines), index + _WINDOW + 1)),
+                  key=lambda line: (abs(line - index), line > index))
+    for line in (*near, 0):
+        lib = named_in(ctx.text.lines[line])
+        if lib is not None:
+            return lib, line
+    return None
+
+
+def _version(ctx: Context, lib: Library) -> Tuple[Optional[Version], Optional[Quote]]:
+    for name in lib.names:
+        stated = ctx.package(name)
+        if stated is not None:
+            try:
+                return Version(stated.value), stated.quote
+            except ValueError:
+                break
+    for index in ctx.text.containing(tuple(n for n in lib.names)):
+        version = stated_version(ctx.text.lines[index], lib)
+        if version is not None:
+            return version, ctx.quote(index)
+    return None, None
+
+
+def _possessive(name: str) -> str:
+    return name + ("'" if name.endswith("s") else "'s")
+
+
+def _gpu(ctx: Context, cc: Version) -> str:
+    return f"{ctx.gpu[0]} (sm_{cc.major}{cc.minor})" if ctx.gpu else f"sm_{cc.major}{cc.minor}"
+
+
+def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int) -> Optional[Signal]:
+    """What the library's releases say about the GPU the report names; None where the table
+    cannot tell (the GPU unknown, its release's list not verified, or kernels for it present)."""
+    cc = ctx.gpu_cc_exact
+    version, stated = _version(ctx, lib)
+    quotes = dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else []), *([stated] if stated else [])])
+    source = {"source": "data/kernel_libraries.yaml"}
+    if cc is None:
+        if not lib.narrow:
+            return None
+        latest = lib.releases[-1]
+        return Signal("kernel_library", Category.GPU_UNSUPPORTED,
+                      f"{lib.display} has kernels for {arch_list(latest.builds or ())} only; on "
+                      "any other GPU it fails so", quotes, strength,
+                      [Remedy(summary=lib.instead + "."), r.sdpa("Or, for attention in PyTorch:")],
+                      details={**source, "where": latest.where},
+                      needs=[("the GPU model", r.REVEAL_GPU)])
+    gpu = _gpu(ctx, cc)
+    if ever_builds(lib, cc) is False:
+        return Signal("kernel_library", Category.GPU_UNSUPPORTED,
+                      f"no {lib.display} release has kernels for {gpu}", quotes, strength,
+                      [Remedy(summary=lib.instead + "."), r.sdpa("Or:")],
+                      details={**source, "where": "; ".join(x.where for x in lib.releases)})
+    release = lib.release(version)
+    if release is not None:
+        wheels, builds = wheels_cover(release, cc, ctx.torch_cuda), builds_cover(release, cc)
+        if builds is False:
+            later = first_with(lib, cc, wheels=False, after=version)
+            built = release.builds or release.wheels
+            return Signal("kernel_library", Category.GPU_UNSUPPORTED,
+                          f"{lib.display} {version} has no kernels for {gpu} (it builds for "
+                          f"{arch_list(built)})" if built else
+                          f"{lib.display} {version}'s kernels are not usable on {gpu}", quotes,
+                          strength, r.keep([_upgrade(lib, later, cc, ctx.torch),
+                                            Remedy(summary=lib.instead + ".")]),
+                          details={**source, "where": release.where})
+        if wheels is False:
+            later = first_with(lib, cc, wheels=True, after=version)
+            return Signal("kernel_library", Category.NO_KERNEL_IMAGE,
+                          f"{lib.display} {version}'s prebuilt wheels carry kernels for "
+                          f"{arch_list(release.wheels or ())}, not {gpu}", quotes, strength,
+                          r.keep([_upgrade(lib, later, cc, ctx.torch), _build(lib, version, cc)]),
+                          details={**source, "where": release.where})
+        return None
+    first = first_with(lib, cc, wheels=True)
+    if first is None or first is lib.releases[0] or lib.dated:
+        return None
+    # the release is not stated: the releases before `first` carry no wheel kernels for it
+    return Signal("kernel_library", Category.NO_KERNEL_IMAGE,
+                  f"{_possessive(lib.display)} prebuilt wheels before {first.since} carry no "
+                  f"kernels for {gpu}", quotes, min(strength, LOGGED),
+                  r.keep([_upgrade(lib, first, cc, ctx.torch), _build(lib, None, cc)]),
+                  details={**source, "where": first.where},
+                  needs=[(f"the {lib.display} version", f"python -m pip show {lib.dist}")])
+
+
+def _upgrade(lib: Library, release: Optional[Release], cc: Version,
+             torch: Optional[Version]) -> Optional[Remedy]:
+    """The first release with kernels for the GPU; a command only where the package index holds
+    that release (data/ext_torch.yaml lists xFormers' releases there; FlashInfer's early wheels
+    and SageAttention 2 are not on it: their install guides say where they are)."""
+    if release is None or lib.dated:
+        return None
+    cuda = next((f" (its wheels for CUDA {floor} or newer)" for floor, items in release.cuda
+                 if any(covers(i, cc) for i in items)
+                 and not any(covers(i, cc) for i in release.wheels or ())), "")
+    summary = (f"{lib.display} {release.since} is the first release with kernels for "
+               f"sm_{cc.major}{cc.minor}{cuda}: upgrade to it or later")
+    if release.since not in ext_torch.table().get(lib.dist, {}):
+        return Remedy(summary=f"{summary}, installed as its install guide says for this torch "
+                      "(it is built from its repository or taken from its own wheel index).")
+    since = Version(release.since)
+    fits = [v for v, _ in ext_torch.releases_for(lib.dist, torch)] if torch is not None else []
+    pin = next((v for v in reversed(fits) if v >= since), None)
+    if pin is not None:  # the newest such release that requires the installed torch
+        return Remedy(summary=f"{summary}: {lib.display} {pin} requires the installed torch "
+                      f"{torch} (--no-deps keeps it).",
+                      commands=[command("pip", "install", "--no-deps", f"{lib.dist}=={pin}")])
+    return Remedy(summary=f"{summary}, with the torch its release requires (pip resolves both).",
+                  commands=[command("pip", "install", f"{lib.dist}>={release.since}")])
+
+
+def _build(lib: Library, version: Optional[Version], cc: Version) -> Optional[Remedy]:
+    """xFormers' own recipe (its README: pip install -v -U git+...xformers.git@<ref>) with this
+    GPU's arch; the others' builds are not one command."""
+    if lib.key != "xformers":
+        return None
+    ref = f"v{version}" if version is not None else "main"
+    return Remedy(summary=f"Or build {lib.display} from source for this GPU only "
+                  f"(TORCH_CUDA_ARCH_LIST={cc.major}.{cc.minor}).",
+                  commands=[command(env("TORCH_CUDA_ARCH_LIST", f"{cc.major}.{cc.minor}"), "pip",
+                                    "install", "-v", "--no-build-isolation", "--no-deps",
+                                    f"git+https://github.com/facebookresearch/xformers.git@{ref}"
+                                    "#egg=xformers")])
+
+
+def own_words(ctx: Context) -> List[Signal]:
+    """A library's own words for a GPU it has no kernels for, or a failure the report ties to a
+    library (its error lines or its title) on a GPU the table says it lacks kernels for."""
+    hit = ctx.first(_OWN, _OWN_NEEDLES)
+    if hit is not None:
+        found = library_at(ctx, hit[0])
+        lib = found[0] if found else _by_words(hit[1].group(0))
+        if lib is not None:
+            signal = verdict(ctx, lib, [ctx.quote(hit[0])], NAMED)
+            if signal is not None:
+                return [signal]
+    if ctx.gpu is None:
+        return []
+    for index in ctx.text.containing(("crash", "error", "fail", "can", "not ", "unsupported")):
+        line = ctx.text.lines[index]
+        lib = named_in(line) if _FAILED.search(line) else None
+        if lib is not None:
+            signal = verdict(ctx, lib, [ctx.quote(index)], LOGGED if index else HINTED)
+            if signal is not None:
+                return [signal]
+    return []
+
+
+def _by_words(message: str) -> Optional[Library]:
+    low = message.lower()
+    key = ("xformers" if "cutlass" in low else "flashinfer" if "flashinfer" in low
+           else "flashmla" if "sm90" in low or "capability" in low else None)
+    return libraries().get(key) if key else None
+
+
+def head_dim(ctx: Context) -> List[Signal]:
+    """SageAttention's refusal of a head dim (2.x pads smaller heads to 64 or 128 and refuses
+    larger ones: a video model's VAE or text/image encoder, not its DiT), with the head dims each
+    release takes from the table."""
+    hit = ctx.first(_HEAD, ("unsupported head_dim", "headdim should be in"))
+    sage = libraries().get("sageattention")
+    if hit is None or sage is None:
+        return []
+    dim = hit[1].group(1)
+    version, _ = _version(ctx, sage)
+    stated = sage.release(version)
+    rows = [stated] if stated is not None else list(sage.releases)
+    limits: Dict[str, str] = {}  # what the releases take -> the first release that does
+    for row in rows:
+        if row.heads or row.max_head:
+            limit = ", ".join(map(str, row.heads)) if row.heads else f"up to {row.max_head}"
+            limits.setdefault(limit, row.since)
+    takes = "; ".join(f"{sage.display} {since}+ takes head dims {limit}"
+                      for limit, since in limits.items())
+    return [Signal("kernel_library_head_dim", Category.HEAD_DIM_UNSUPPORTED,
+                   takes + (f"; this attention's head_dim is {dim}" if dim else ""),
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Apply SageAttention only to the attention layers whose "
+                           "head_dim it takes (a video model's DiT), and keep PyTorch SDPA for the "
+                           "others (its VAE, CLIP or text encoder): do not replace "
+                           "F.scaled_dot_product_attention globally with sageattn."),
+                    r.sdpa("Or use SDPA for this model:")],
+                   details={"source": "data/kernel_libraries.yaml",
+                            "where": "; ".join(row.where for row in rows)})]

@@ -129,3 +129,17 @@ def test_sageattention_refuses_heads_above_128(line: str, dim: str, matrix: Matr
 def test_a_library_named_beside_a_gpu_it_supports_says_nothing(matrix: Matrix) -> None:
     text = "GPU 0: NVIDIA GeForce RTX 4090\nxformers 0.0.28 crashes with an error\n"
     assert not [d for d in triage(text, matrix).diagnosis if d.subject == "kernel_library"]
+
+
+def test_flashinfers_floor_on_a_newer_gpu_is_the_arch_list(matrix: Matrix) -> None:
+    text = ("Build on L20 failed: RuntimeError: FlashInfer requires sm75+\n"
+            "GPU 0: NVIDIA L40S\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert "TORCH_CUDA_ARCH_LIST=8.9 python -m pip install -e . --no-build-isolation" in _said(top)
+
+
+def test_flashinfers_floor_on_an_older_gpu_is_the_gpu(matrix: Matrix) -> None:
+    top = _top("RuntimeError: FlashInfer requires GPUs with sm75 or higher\nTesla V100\n", matrix)
+    assert top.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "no FlashInfer release has kernels for" in top.message  # type: ignore[attr-defined]

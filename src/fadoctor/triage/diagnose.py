@@ -110,6 +110,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_kernel_image.no_release_kernels, mech_arch_list.built_for_others,
     mech_arch_list.datacenter_blackwell_only, mech_arch_list.capability_refused,
     mech_arch_refused.refused, mech_kernel_libs.own_words, mech_kernel_libs.head_dim,
+    mech_kernel_libs.flashinfer_arch_list,
     mech_numerics.nan,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,

@@ -241,3 +241,34 @@ def head_dim(ctx: Context) -> List[Signal]:
                     r.sdpa("Or use SDPA for this model:")],
                    details={"source": "data/kernel_libraries.yaml",
                             "where": "; ".join(row.where for row in rows)})]
+
+
+_FLOOR = re.compile(r"FlashInfer requires (?:sm75\+|GPUs with sm75 or higher)")
+
+
+def flashinfer_arch_list(ctx: Context) -> List[Signal]:
+    """FlashInfer's build floor checks the archs it compiles for, not the GPU: torch's
+    _get_cuda_arch_flags() (TORCH_CUDA_ARCH_LIST, else torch's own list). Before 0.3.0 any arch
+    below sm_75 raises (v0.0.3 python/setup.py:38-44: `for cuda_arch_flags in ...: if arch < 75:
+    raise`), from 0.3.0 only all of them (jit/core.py:57-59). On a GPU of sm_75 or newer the
+    list is the cause: an environment's TORCH_CUDA_ARCH_LIST naming older GPUs."""
+    hit = ctx.first(_FLOOR, ("flashinfer requires",))
+    cc = ctx.gpu_cc_exact
+    if hit is None or ctx.amd or (cc is not None and cc < Version("7.5")):
+        return []
+    arch = f"{cc.major}.{cc.minor}" if cc is not None else None
+    fix = Remedy(summary="Build with TORCH_CUDA_ARCH_LIST set to this GPU's arch only (run it "
+                 "where the setup.py that raised it is); `echo $TORCH_CUDA_ARCH_LIST` shows the "
+                 "list the build saw.",
+                 commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install", "-e",
+                                   ".", "--no-build-isolation")] if arch else [])
+    return [Signal("flashinfer_arch_list", Category.BUILD_TOOLCHAIN,
+                   "FlashInfer's build refuses the archs it was asked to compile for, not "
+                   f"{ctx.gpu[0] if ctx.gpu else 'the GPU'}: before 0.3.0 any arch below sm_75 "
+                   "in TORCH_CUDA_ARCH_LIST (or torch's own list when it is unset) raises this, "
+                   "as a container's list naming older GPUs does",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, [fix],
+                   details={"source": "flashinfer-ai/flashinfer@v0.0.3:python/setup.py:38-44; "
+                                      "v0.3.0:flashinfer/jit/core.py:57-59"},
+                   needs=[] if arch else [("the GPU model", r.REVEAL_GPU)])]
+

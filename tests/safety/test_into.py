@@ -23,6 +23,12 @@ UV = Installer(python="/home/u/.venv/bin/python", pip=False, known=True)
     ("cd flash-attention/hopper && python setup.py install",
      "cd flash-attention/hopper && '/home/u/my env/bin/python' setup.py install",
      "cd flash-attention/hopper && /home/u/.venv/bin/python setup.py install"),
+    # an assignment whose value the shell must have quoted (a space) stays an assignment
+    ("TORCH_CUDA_ARCH_LIST='7.5 8.6' pip install -v xformers==0.0.28",
+     "TORCH_CUDA_ARCH_LIST='7.5 8.6' '/home/u/my env/bin/python' -m pip install -v "
+     "xformers==0.0.28",
+     "TORCH_CUDA_ARCH_LIST='7.5 8.6' uv pip install --python /home/u/.venv/bin/python -v "
+     "xformers==0.0.28"),
     ("pip uninstall -y einops", "'/home/u/my env/bin/python' -m pip uninstall -y einops",
      "uv pip uninstall --python /home/u/.venv/bin/python einops"),
     ("git clone https://github.com/Dao-AILab/flash-attention",

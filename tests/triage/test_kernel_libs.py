@@ -30,7 +30,8 @@ def _top(text: str, matrix: Matrix) -> object:
 
 def test_every_row_is_cited_and_every_arch_parses() -> None:
     libs = libraries()
-    assert set(libs) == {"flashmla", "flashinfer", "xformers", "sageattention"}
+    assert set(libs) == {"flashmla", "flashinfer-trtllm-gen", "flashinfer", "xformers",
+                         "sageattention"}
     for lib in libs.values():
         assert lib.instead and lib.names
         for row in lib.releases:
@@ -60,7 +61,7 @@ def test_flashmla_without_a_gpu_named_is_hopper_and_blackwell_only(matrix: Matri
 
 def test_flashmla_on_an_ampere_gpu_has_no_release(matrix: Matrix) -> None:
     top = _top(f"GPU: NVIDIA A100-SXM4-80GB\n{_MLA}", matrix)
-    assert top.message.startswith("no FlashMLA release has kernels for A100")  # type: ignore
+    assert top.message.startswith("no release of FlashMLA has kernels for A100")  # type: ignore
 
 
 def test_flashmla_on_a_hopper_gpu_is_not_blamed_on_its_arch(matrix: Matrix) -> None:
@@ -104,7 +105,7 @@ def test_flashinfer_wheels_before_016_lack_turing(matrix: Matrix) -> None:
 def test_flashinfer_on_volta_has_no_release(matrix: Matrix) -> None:
     top = _top("flashinfer fails on my Tesla V100 with a CUDA error\n", matrix)
     assert top.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
-    assert "no FlashInfer release has kernels for" in top.message  # type: ignore
+    assert "no release of FlashInfer has kernels for" in top.message  # type: ignore
     assert "sm_75" in _said(top)
 
 
@@ -142,4 +143,4 @@ def test_flashinfers_floor_on_a_newer_gpu_is_the_arch_list(matrix: Matrix) -> No
 def test_flashinfers_floor_on_an_older_gpu_is_the_gpu(matrix: Matrix) -> None:
     top = _top("RuntimeError: FlashInfer requires GPUs with sm75 or higher\nTesla V100\n", matrix)
     assert top.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
-    assert "no FlashInfer release has kernels for" in top.message  # type: ignore[attr-defined]
+    assert "no release of FlashInfer has kernels for" in top.message  # type: ignore[attr-defined]

@@ -19,6 +19,9 @@ _NAME = re.compile(r"[A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9]", re.IGNORECASE | re.
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 # NAME=value where the value needs no quoting: kept as an assignment, as the shell reads it.
 _ENV_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[\w@%+:,./-]*", re.ASCII)
+# a NAME=value word as shlex.split returns it (its value unquoted: "TORCH_CUDA_ARCH_LIST=7.5 8.6");
+# upper case, as the variables fadoctor sets are (a requirement such as xformers==0.0.21 is not)
+_ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(?!=)(.*)", re.ASCII | re.DOTALL)
 _URL = re.compile(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%+!,;=:@/-]*)?", re.ASCII)
 # A word as shlex.quote writes it: bare safe characters, or single-quoted ('"'"' joins quotes);
 # an environment assignment may precede it. A line is such words, or `&&`, one space apart.
@@ -158,7 +161,7 @@ def _installer_words(inst: Installer, words: List[str]) -> List[str]:
 
 def _one_into(words: List[str], inst: Installer) -> List[str]:
     lead = 0
-    while lead < len(words) and _ENV_ASSIGN.fullmatch(words[lead]):
+    while lead < len(words) and _ENV_WORD.fullmatch(words[lead]):
         lead += 1
     head, body = words[:lead], words[lead:]
     if body and body[0] in _PIPS:
@@ -170,6 +173,14 @@ def _one_into(words: List[str], inst: Installer) -> List[str]:
     if body[:1] == ["fadoctor"] and inst.known and "--python" not in body:
         return words + ["--python", inst.python]  # else it examines whatever env runs it
     return words
+
+
+def _quoted(word: str) -> str:
+    """A word quoted for the shell; a NAME=value word keeps NAME= bare and quotes its value."""
+    assign = _ENV_WORD.fullmatch(word)
+    if assign is not None:
+        return f"{assign.group(1)}={shlex.quote(assign.group(2))}"
+    return shlex.quote(word)
 
 
 def into(line: str, inst: Installer) -> str:
@@ -190,6 +201,6 @@ def into(line: str, inst: Installer) -> str:
             out.append("&&")
         out.extend(_one_into(current, inst))
         current = []
-    text = " ".join(w if w == "&&" or _ENV_ASSIGN.fullmatch(w) else shlex.quote(w) for w in out)
+    text = " ".join(w if w == "&&" or _ENV_ASSIGN.fullmatch(w) else _quoted(w) for w in out)
     assert is_safe(text), text
     return text

@@ -304,9 +304,11 @@ def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quo
                   needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
 
 
-_NO_COMPILED = re.compile(r"No module named '(flash_attn_2_cuda|flash_attn_cuda|flash_attn_3(?:\._C|"
-                          r"_cuda)?|flash_attn_gpu|vllm_flash_attn\.\w+|dropout_layer_norm|"
-                          r"rotary_emb|fused_dense_lib|xentropy_cuda_lib|fused_softmax_lib)'")
+# quoted as Python prints it, or as pasted into a rendered page (backticks, typographic quotes)
+_NO_COMPILED = re.compile(r"No module named ['\u2018\u2019\"`](flash_attn_2_cuda|flash_attn_cuda|"
+                          r"flash_attn_3(?:\._C|_cuda)?|flash_attn_gpu|vllm_flash_attn\.\w+|"
+                          r"dropout_layer_norm|rotary_emb|fused_dense_lib|xentropy_cuda_lib|"
+                          r"fused_softmax_lib)['\u2018\u2019\"`]")
 
 
 def missing_module(ctx: Context) -> List[Signal]:

@@ -7,7 +7,7 @@ fix (pure)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from packaging.version import Version
 
@@ -16,6 +16,7 @@ from fadoctor.safety.shell import command, env
 from fadoctor.triage import ext_torch
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
+from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.kernel_libs import (
     Library,
     Release,
@@ -37,12 +38,17 @@ from fadoctor.triage.text import Quote
 # launch!"), FlashInfer's floor (jit/core.py: "FlashInfer requires sm75+", from 0.3.0 "FlashInfer
 # requires GPUs with sm75 or higher"), FlashMLA's checks (csrc/pybind.cpp: "Only SM90 and SM100 are
 # supported", flash_mla_interface.py: "Unsupported device capability", "is only supported on
-# SM90"), and Triton failing to compile a library's kernel for the GPU ("PassManager::run failed").
+# SM90"; FlashInfer's trtllm-gen runner: "Unsupported architecture"), and Triton failing to
+# compile a library's kernel for the GPU ("PassManager::run failed").
 _OWN = re.compile(r"cutlass[FB]: no kernel found to launch|FlashInfer requires (?:sm75\+|GPUs with "
                   r"sm75)|Only SM90 and SM100 are supported|Unsupported device capability|"
-                  r"only supported on SM90|PassManager::run failed", re.I)
+                  r"only supported on SM90|PassManager::run failed|"
+                  # FlashMLA's and FlashInfer's C++ checks: TORCH_CHECK(..., "Unsupported
+                  # architecture"), "Unsupported GPU architecture"
+                  r"Error: Unsupported (?:GPU )?architecture\b", re.I)
 _OWN_NEEDLES = ("no kernel found to launch", "flashinfer requires", "only sm90",
-                "unsupported device capability", "only supported on sm90", "passmanager::run")
+                "unsupported device capability", "only supported on sm90", "passmanager::run",
+                "unsupported architecture", "unsupported gpu architecture")
 # SageAttention's head-dim refusal (2.x core.py: raise ValueError(f"Unsupported head_dim:
 # {head_dim_og}"); 1.x: "headdim should be in [64, 96, 128].")
 _HEAD = re.compile(r"Unsupported head_dim: (\d+)|headdim should be in \[64, 96, 128\]")
@@ -106,7 +112,7 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int) -> O
     gpu = _gpu(ctx, cc)
     if ever_builds(lib, cc) is False:
         return Signal("kernel_library", Category.GPU_UNSUPPORTED,
-                      f"no {lib.display} release has kernels for {gpu}", quotes, strength,
+                      f"no release of {lib.display} has kernels for {gpu}", quotes, strength,
                       [Remedy(summary=lib.instead + "."), r.sdpa("Or:")],
                       details={**source, "where": "; ".join(x.where for x in lib.releases)})
     release = lib.release(version)
@@ -272,3 +278,89 @@ def flashinfer_arch_list(ctx: Context) -> List[Signal]:
                                       "v0.3.0:flashinfer/jit/core.py:57-59"},
                    needs=[] if arch else [("the GPU model", r.REVEAL_GPU)])]
 
+
+
+# The guard every generated memory-efficient attention kernel carries, in xFormers and in
+# PyTorch's copy (pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/*.cu,
+# "auto-generated. See generate_kernels.py"): printf("FATAL: kernel `fmha_cutlassB_..._sm80` is
+# for sm80-sm121, but was built for sm%d\n", __CUDA_ARCH__ / 10) where the code that ran was
+# compiled for an arch outside the kernel's range.
+_FATAL = re.compile(r"FATAL: kernel `?(\w{1,120})`? is for sm(\d{2,3})-sm(\d{2,3}), but was built "
+                    r"for sm(\d{2,3})")
+
+
+def built_for_other(ctx: Context) -> List[Signal]:
+    """The binary's code that ran was compiled for an arch below the kernel's range (a build
+    without this GPU's arch: its PTX of an older arch was JIT-compiled), or above it (this
+    release's kernels predate the GPU)."""
+    hit = ctx.first(_FATAL, ("but was built for sm",))
+    if hit is None:
+        return []
+    kernel, low, high, ran = hit[1].group(1), *(int(g) for g in hit[1].groups()[1:])
+    xformers = libraries().get("xformers")
+    owner = "xFormers" if ctx.text.containing(("xformer",)) else "PyTorch (memory-efficient SDPA)"
+    quotes = dedupe([ctx.quote(hit[0]), *(g.quote for g in ctx.seen.gpus)])
+    if ran < low:
+        archs = sorted(_every_cc(ctx), key=Version)
+        listed = " ".join(archs) if archs else None
+        build = (command(env("TORCH_CUDA_ARCH_LIST", listed), "pip", "install", "-v",
+                         "--no-build-isolation", "--no-deps",
+                         "git+https://github.com/facebookresearch/xformers.git#egg=xformers")
+                 if listed and owner == "xFormers" and xformers is not None else None)
+        return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,
+                       f"{owner}'s binary has no code for this GPU: the kernel {kernel} needs "
+                       f"sm{low}-sm{high}, and the code that ran was compiled for sm{ran} (the "
+                       "build's arch list lacks this GPU's arch)", quotes, NAMED,
+                       [Remedy(summary=f"Rebuild {owner.split(' ')[0]} with TORCH_CUDA_ARCH_LIST "
+                               "naming every GPU it runs on"
+                               + (f" ({listed})" if listed else "") +
+                               "; a build on one machine compiles for that machine's GPUs only.",
+                               commands=[build] if build else [])],
+                       details={"source": "the generated kernels' FATAL guard (xFormers and "
+                                          "PyTorch mem_eff_attention/kernels)"})]
+    return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,
+                   f"{owner}'s kernel {kernel} runs on sm{low}-sm{high}, and this GPU's code is "
+                   f"sm{ran}: this release's kernels predate the GPU", quotes, NAMED,
+                   [Remedy(summary=f"Upgrade {owner.split(' ')[0]} to a release whose kernels "
+                           f"cover sm{ran} (PyTorch's generator later extended the sm80 kernels "
+                           "to sm121)."),
+                    r.sdpa("Meanwhile:")],
+                   details={"source": "the generated kernels' FATAL guard"})]
+
+
+def _every_cc(ctx: Context) -> Set[str]:
+    """The compute capability of every GPU the report names, several to a line ("four 2080s and
+    four 3090s")."""
+    finder = GpuFinder(ctx.matrix)
+    out = set()
+    for gpu in ctx.seen.gpus:
+        for part in re.split(r",|;|\band\b|\bplus\b", gpu.quote.text):
+            out |= {cc for _, cc in finder.names(part) if cc}
+    return out
+
+
+# flashinfer-ai/flashinfer@v0.6.14:flashinfer/jit/env.py:74-84 (_get_cubin_dir): with
+# flashinfer-cubin installed, its version must equal flashinfer's, else RuntimeError(f"flashinfer-
+# cubin version ({cubin}) does not match flashinfer version ({flashinfer}). ..."); without it,
+# FLASHINFER_CUBIN_DIR or the default cache (~/.cache/flashinfer/cubins) is used.
+_SKEW = re.compile(r"(flashinfer-cubin|flashinfer-jit-cache) version \(([\w.+]{1,40})\) does not "
+                   r"match flashinfer version \(([\w.+]{1,40})\)")
+
+
+def version_skew(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SKEW, ("does not match flashinfer version",))
+    if hit is None:
+        return []
+    part, have, want = hit[1].groups()
+    base = want.split("+", 1)[0]
+    fixes = [Remedy(summary=f"Install {part} {base}, the same release as flashinfer (from the "
+                    "package index where that release is published there, else from FlashInfer's "
+                    "own wheel index as its install guide says for this CUDA)."),
+             Remedy(summary=f"Or uninstall the stale {part}"
+                    + (": FlashInfer then looks for cubins in FLASHINFER_CUBIN_DIR or its cache "
+                       "(~/.cache/flashinfer/cubins)." if part == "flashinfer-cubin" else "."),
+                    commands=[command("pip", "uninstall", "-y", part)])]
+    return [Signal("flashinfer_version_skew", Category.VERSION_CONFLICT,
+                   f"{part} {have} is installed beside flashinfer {want}: FlashInfer requires "
+                   "the same release of both", [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": "flashinfer-ai/flashinfer@v0.6.14:flashinfer/jit/env.py:74-84"})]

@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from fadoctor.report import Category
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal
+from fadoctor.triage.signal import HINTED, LOGGED, Signal
 
 # pip's own lines (pip/_internal/operations/install: "Attempting uninstall: {name}",
 # "Found existing installation: {dist}", "Uninstalling {dist}:")
@@ -70,3 +71,85 @@ def unmet(ctx: Context) -> List[Signal]:
                    f"{ctx.torch} is installed: that {package} is written for another torch",
                    sorted({ctx.quote(index), *ctx.quotes("torch")}, key=lambda q: q.line), LOGGED,
                    fixes, details={"source": "data/ext_torch.yaml (the index's wheel metadata)"})]
+
+
+_SUPPORT = re.compile(r"\b(?:support\w*|compatible|incompatible|requires?|pinned|works? with|"
+                      r"built for)\b", re.I)
+
+
+_TORCH_SAID = re.compile(r"\b(?:py)?torch\s*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
+_SUPPORTED = re.compile(r"support\w*\s+(?:py)?torch\s*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
+
+
+def _wanted(line: str) -> Optional[str]:
+    """The torch a line wants, not the one it says the package supports ("we need pytorch 2.7.1,
+    but xformers only supports pytorch 2.7.0")."""
+    supported = {m.group(1) for m in _SUPPORTED.finditer(line)}
+    return next((m.group(1) for m in _TORCH_SAID.finditer(line) if m.group(1) not in supported),
+                None)
+
+
+def asked_support(ctx: Context) -> List[Signal]:
+    """Prose asking whether a package with compiled torch extensions supports the stated torch
+    ("the latest xformers only supports pytorch 2.7.0, we need 2.7.1"): its release whose wheel
+    metadata requires that torch (a question, so HINTED)."""
+    if ctx.torch is None:
+        return []
+    known = ext_torch.table()
+    names = tuple(p for p in known if p != "torch")
+    for index in ctx.text.containing(names):
+        line = ctx.text.lines[index]
+        if not _SUPPORT.search(line):
+            continue
+        package = next((p for p in names if re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])",
+                                                      line, re.I)), None)
+        if package is None:
+            continue
+        torch = _wanted(line) or str(ctx.torch)
+        fixes = ext_torch.remedies(package, None, torch)
+        if not fixes:
+            return []
+        return [Signal("replaced_torch", Category.VERSION_CONFLICT,
+                       f"each {package} release's wheels require one torch (their metadata): "
+                       f"torch {torch} needs the {package} release built for it",
+                       sorted({ctx.quote(index), *ctx.quotes("torch")}, key=lambda q: q.line),
+                       HINTED, fixes,
+                       details={"source": "data/ext_torch.yaml (the index's wheel metadata)"})]
+    return []
+
+
+# pip's resolver giving up on every candidate of a wheel index whose local versions name the torch
+# they were built for ("Cannot install flashinfer-python==0.2.5+cu124torch2.5 ... because these
+# package versions have conflicting dependencies"), and an index path of that form
+_PINNED_WHEELS = re.compile(r"Cannot install ([\w.-]{1,60})==[\w.]{1,30}\+cu(\d{3})torch(\d+\.\d+)")
+_INDEX_PATH = re.compile(r"(https?://\S{1,200}?/)cu\d{3}/torch\d+\.\d+/?")
+_TORCH_INDEX = re.compile(r"\btorch\b[^\n]{0,200}--(?:extra-)?index-url\s+\S{1,200}/whl/(cu\d{3})\b")
+
+
+def index_for_other_torch(ctx: Context) -> List[Signal]:
+    """The wheels pip was offered are each built for one torch (their +cuXYZtorchA.B tags), not
+    the installed one: the index folder of the installed torch's CUDA and version."""
+    hit = ctx.first(_PINNED_WHEELS, ("cannot install",))
+    if hit is None or not ctx.text.containing(("conflicting dependencies",)):
+        return []
+    package, cuda, built = hit[1].groups()
+    torch = f"{ctx.torch.major}.{ctx.torch.minor}" if ctx.torch is not None else None
+    if torch == built:
+        return []
+    variant = next((m.group(1) for _, m in ctx.find(_TORCH_INDEX, ("index-url",))), None) or \
+        (f"cu{ctx.torch_cuda.major}{ctx.torch_cuda.minor}" if ctx.torch_cuda else None)
+    folder = f"{variant or 'cuXYZ'}/torch{torch or 'A.B'}"
+    index = next((m.group(1) for _, m in ctx.find(_INDEX_PATH, ("/torch",))), None)
+    commands = ([command("pip", "install", package, "-i", f"{index}{folder}/")]
+                if index and variant and torch else [])
+    return [Signal("replaced_torch", Category.WRONG_WHEEL,
+                   f"every {package} wheel pip was offered is built for torch {built} (CUDA "
+                   f"{cuda[:-1]}.{cuda[-1]}: their +cu{cuda}torch{built} tags), and "
+                   + (f"torch {ctx.torch} is installed" if ctx.torch else
+                      f"none of them fits unless torch {built} is installed"), [ctx.quote(hit[0])],
+                   LOGGED,
+                   [Remedy(summary=f"Install from the index folder of the installed torch's CUDA "
+                           f"and version ({folder}" + ("" if torch else "; `python -c 'import "
+                           "torch; print(torch.__version__)'` shows it") + ").",
+                           commands=commands)],
+                   details={"source": "the wheels' local version tags"})]

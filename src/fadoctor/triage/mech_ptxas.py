@@ -1,0 +1,78 @@
+"""ptxas refusing what it was asked to assemble: a GPU target it does not know (Triton's own
+bundled ptxas older than the GPU), and an arch-specific instruction assembled for a target that
+lacks it (a build's arch list pairing one GPU's kernels with another's target) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+# ptxas' own words (`--gpu-name`, where nvcc says `--gpu-architecture`)
+_TARGET = re.compile(r"Value '(sm_\d{2,3}[af]?)' is not defined for option 'gpu-name'")
+# Triton runs its bundled ptxas (triton/backends/nvidia/bin/ptxas) unless TRITON_PTXAS_PATH names
+# another: triton-lang/triton@00c7dbd:python/triton/knobs.py (env_nvidia_tool("ptxas"), key
+# f"TRITON_{binary.upper()}_PATH", default os.path.join(..., "backends", "nvidia", "bin", binary))
+_TRITON = re.compile(r"triton/backends/nvidia/bin/ptxas|PTXASError|Internal Triton PTX codegen")
+# "ptxas error: Instruction 'wgmma.fence' not supported on .target 'sm_120'": PTX ISA, each
+# instruction's "Target ISA notes" (wgmma.* requires sm_90a; tcgen05.* the sm_100a family)
+_INSTRUCTION = re.compile(r"Instruction '([\w.]{1,60})[^']{0,60}' not supported on \.target "
+                          r"'(sm_\d{2,3}[af]?)'")
+_NEEDS = {"wgmma": "sm_90a (Hopper)", "tcgen05": "sm_100a (datacenter Blackwell)",
+          "setmaxnreg": "sm_90a or sm_100a"}
+
+
+def unknown_target(ctx: Context) -> List[Signal]:
+    """Triton's bundled ptxas does not know the GPU's target (a GPU newer than the ptxas Triton
+    ships): the ptxas of a CUDA toolkit that knows it, through TRITON_PTXAS_PATH."""
+    hit = ctx.first(_TARGET, ("for option 'gpu-name'",))
+    if hit is None or not ctx.text.containing(("triton",)) or \
+            not any(_TRITON.search(ctx.text.lines[i]) for i in ctx.text.containing(
+                ("ptxas", "triton ptx"))):
+        return []
+    target = hit[1].group(1)
+    digits = re.sub(r"\D", "", target)
+    return [Signal("triton_ptxas", Category.BUILD_TOOLCHAIN,
+                   f"the ptxas bundled with Triton does not know {target}: the GPU is newer than "
+                   "the CUDA that ptxas came from, so every Triton kernel fails to assemble",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary=f"Point Triton at the ptxas of an installed CUDA toolkit that "
+                           f"knows {target} (`nvcc --list-gpu-arch` lists compute_{digits}); Triton uses "
+                           "TRITON_PTXAS_PATH before its own copy. Or upgrade triton (with the "
+                           "torch that pins it) to a release built with a newer CUDA.",
+                           commands=["nvcc --list-gpu-arch",
+                                     "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas"])],
+                   details={"source": "triton-lang/triton@00c7dbd:python/triton/knobs.py "
+                                      "(env_nvidia_tool('ptxas'): TRITON_PTXAS_PATH)"})]
+
+
+def instruction_target(ctx: Context) -> List[Signal]:
+    """An instruction only one GPU's arch-specific target has, assembled for another target: the
+    build compiled that GPU's kernels for this target (an arch list naming both, such as "9.0;12.0"
+    for an RTX 5090), not a missing toolkit. Build for the GPU's own arch only."""
+    hit = ctx.first(_INSTRUCTION, ("not supported on .target",))
+    if hit is None:
+        return []
+    instruction, target = hit[1].group(1), hit[1].group(2)
+    family = instruction.split(".", 1)[0]
+    needs = _NEEDS.get(family)
+    cc = ctx.gpu_cc_exact
+    arch = f"{cc.major}.{cc.minor}" if cc is not None else None
+    own = (f"this GPU's own arch ({arch})" if arch else "the GPU's own arch only")
+    return [Signal("ptxas_instruction", Category.BUILD_TOOLCHAIN,
+                   f"the build assembled {instruction}"
+                   + (f", an instruction only {needs} has," if needs else "") +
+                   f" for {target}: kernels written for another GPU were compiled for this "
+                   "target (TORCH_CUDA_ARCH_LIST names more than the GPU's own arch)",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary=f"Build with TORCH_CUDA_ARCH_LIST set to {own}, leaving out the "
+                           "other GPU's arch whose kernels use that instruction (run it in the "
+                           "source checkout being built).",
+                           commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install",
+                                             "--no-build-isolation", "-v", ".")] if arch else [])],
+                   details={"source": "PTX ISA, Target ISA notes of each instruction "
+                                      "(wgmma: sm_90a; tcgen05: sm_100a family)"})]

@@ -73,7 +73,8 @@ def test_every_entry_cites_a_source(shipped: Matrix) -> None:
         shipped.rocm_backends, shipped.flash_attn_releases, shipped.known_defects,
         shipped.custom_ops, shipped.attention_features, shipped.head_dim_limits,
         shipped.backward_restrictions, shipped.wheel_sources, shipped.hub_kernels,
-        shipped.attention_speed, shipped.community_wheels]
+        shipped.attention_speed, shipped.community_wheels,
+        [floor for family in shipped.families for floor in family.floors]]
     assert len(found) == sum(len(items) for items in lists)  # the walk saw every entry
     assert [e for e in found if not e.source.strip()] == []
 

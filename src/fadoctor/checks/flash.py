@@ -208,13 +208,14 @@ def gpu_refusal(fa: FlashAttention, facts: Facts, matrix: Matrix) -> Optional[Fi
 
 def _gpu_finding(fa: FlashAttention, gpu: str, cc: Version, matrix: Matrix) -> Finding:
     support = matrix.family_support(fa.family)
+    floor = support.floor(version(fa.version))
     arch = f"sm_{cc.major}{cc.minor}"
-    evidence = {"gpu": gpu, "compute_capability": str(cc), "min_cc": str(support.min_cc),
+    evidence = {"gpu": gpu, "compute_capability": str(cc), "min_cc": str(floor),
                 "max_cc": str(support.max_cc) if support.max_cc else None,
                 "source": support.source}
     what = label(fa, matrix)
-    if cc < support.min_cc or (support.max_cc is not None and cc > support.max_cc):
-        bound = (f"needs compute capability >= {support.min_cc}" if cc < support.min_cc
+    if cc < floor or (support.max_cc is not None and cc > support.max_cc):
+        bound = (f"needs compute capability >= {floor}" if cc < floor
                  else f"has no kernels beyond compute capability {support.max_cc}")
         return Finding(
             severity=Severity.ERROR, category=Category.GPU_UNSUPPORTED, subject=fa.family.value,

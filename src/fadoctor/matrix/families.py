@@ -12,14 +12,31 @@ from fadoctor.facts.model import Family
 from fadoctor.matrix.base import Entry, _optional_specifier, _optional_version, _specifier, _version
 
 
+class ReleaseFloor(Entry):
+    """A lower compute-capability floor some of a family's releases have (flash-attn 1.x ran on
+    Turing; 2.x starts at Ampere)."""
+    versions: SpecifierSet
+    min_cc: Version
+
+    _s = field_validator("versions", mode="before")(_specifier)
+    _v = field_validator("min_cc", mode="before")(_optional_version)
+
+
 class FamilySupport(Entry):
     family: Family
     name: str
     min_cc: Version
     max_cc: Optional[Version] = None
     tuned: List[str] = []
+    floors: List[ReleaseFloor] = []
 
     _v = field_validator("min_cc", "max_cc", mode="before")(_optional_version)
+
+    def floor(self, version: Optional[Version]) -> Version:
+        """The lowest compute capability the stated release runs on (the family's, unless one of
+        its `floors` holds that release)."""
+        return next((f.min_cc for f in self.floors if version is not None
+                     and f.versions.contains(version, prereleases=True)), self.min_cc)
 
 
 class ArchGate(Entry):

@@ -39,6 +39,7 @@ from fadoctor.triage import (
     mech_ext_missing,
     mech_fa3,
     mech_fa3_return,
+    mech_fallback,
     mech_gpu,
     mech_import,
     mech_install,
@@ -95,7 +96,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_import.missing_module, mech_ext_missing.missing_extension, mech_wrappers.renamed_api,
     mech_wrappers.platform,
     mech_windows.entry_point, mech_windows.linux_only, mech_windows.sdpa_without,
-    mech_windows.install_on_windows,
+    mech_windows.install_on_windows, mech_windows.no_windows_distribution,
     mech_bitsandbytes.no_cuda_binary,
     mech_wrappers.torch_cpu, mech_wrappers.driver,
     mech_wrappers.container_cuda, mech_cuda_toolkit.ngc_driver, mech_wrappers.built_for,
@@ -127,7 +128,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_replaced_torch.index_for_other_torch,
     mech_build.no_prebuilt_wheel, mech_wheels.no_wheel_for_torch, mech_build.build_failed,
     mech_resources.parallel_failed,
-    mech_wrappers.wrappers, mech_dsl.beta_failure,
+    mech_wrappers.wrappers, mech_fallback.fallback_warning, mech_dsl.beta_failure,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"
 

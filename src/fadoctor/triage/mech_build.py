@@ -29,7 +29,9 @@ _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was 
                         r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
 _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that "
                             r"was used to compile\s+PyTorch \((\d+\.\d+)\)")
-_NVCC_MIN = re.compile(r"FlashAttention(?:-3)? is only supported on CUDA (\d+\.\d+) and above")
+# flash-attention's setup.py, and the same template in mamba-ssm's and causal-conv1d's
+# (f"{PACKAGE_NAME} is only supported on CUDA 11.6 and above.  Note: make sure nvcc ...")
+_NVCC_MIN = re.compile(r"([\w-]{1,40}) is only supported on CUDA (\d+\.\d+) and above")
 _GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
 _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
                       r"C\+\+17 (?:or later )?(?:compatible )?compiler is required|"
@@ -135,11 +137,12 @@ def nvcc_version(ctx: Context) -> List[Signal]:
     low = ctx.first(_NVCC_MIN, ("only supported on cuda",))
     if low is None:
         return []
-    need = Version(low[1].group(1))
+    package, need = low[1].group(1), Version(low[1].group(2))
+    who = "flash-attn" if package.startswith("FlashAttention") else package.replace("_", "-")
     quotes = dedupe([ctx.quote(low[0]), *ctx.quotes("nvcc", "torch")])
-    shown = f"nvcc {ctx.nvcc}" if ctx.nvcc else "the nvcc the build found"
+    shown = f"nvcc {ctx.nvcc}" if ctx.nvcc else "the nvcc the build found (or none)"
     return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
-                   f"{shown} is older than flash-attn's setup.py accepts (CUDA {need} or newer): "
+                   f"{shown} is older than {who}'s setup.py accepts (CUDA {need} or newer): "
                    "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
                    [_toolkit(ctx, need), prebuilt(ctx)],
                    needs=[] if ctx.nvcc else [("the nvcc the build uses",
@@ -225,8 +228,8 @@ def on_windows(ctx: Context) -> bool:
         or ctx.first(_ON_WINDOWS, ("windows",)) is not None
 
 
-# "I'm on Windows 11", "using windows 10": the person says where they run it
-_ON_WINDOWS = re.compile(r"\b(?:on|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b", re.I)
+# "I'm on Windows 11", "using windows 10", "build it in Windows": where they run it
+_ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b", re.I)
 
 
 def uv_platform(ctx: Context) -> List[Signal]:

@@ -129,3 +129,41 @@ def install_on_windows(ctx: Context) -> List[Signal]:
                             , Remedy(summary="Or install a community-built Windows wheel whose name "
                                      "matches this torch, CUDA and Python (cpXY-win_amd64), or "
                                      "run under WSL2, where the official Linux wheels install.")])]
+
+
+# pip finding nothing at all for a requirement ("(from versions: none)"), or the person finding no
+# win_amd64 wheel among a package's releases: on Windows, the package publishes nothing for it
+_NO_DISTRIBUTION = re.compile(r"Could not find a version that satisfies the requirement "
+                              r"([\w.-]{1,60})[^\n]{0,80}\(from versions: none\)")
+_NO_WIN_WHEEL = re.compile(r"\b(?:no|not (?:a|any)|there is not|there's no|without)\s+(?:a\s+)?"
+                           r"win_amd64\b[^\n]{0,20}(?:\.whl|wheel)", re.I)
+_PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z][\w.-]{1,40})",
+                            re.I)
+
+
+def no_windows_distribution(ctx: Context) -> List[Signal]:
+    """On Windows, a requirement with no distribution for it at all (pip's `from versions:
+    none`), or a package whose releases carry no win_amd64 wheel: it is published for Linux only
+    (triton, mamba-ssm, causal-conv1d and flash-attn's wheels among them)."""
+    if not on_windows(ctx) or ctx.text.containing(("wsl",)):
+        return []
+    hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
+    if hit is not None:
+        package, index = hit[1].group(1), hit[0]
+    else:
+        prose = ctx.first(_NO_WIN_WHEEL, ("win_amd64",))
+        if prose is None:
+            return []
+        index = prose[0]
+        asked = ctx.first(_PACKAGE_ASKED, ("install", "build"))
+        package = asked[1].group(1) if asked else "this package"
+    windows = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\"))
+    quotes = dedupe([ctx.quote(index), *([ctx.quote(windows[0])] if windows else [])])
+    return [Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
+                   f"{package} publishes nothing installable for Windows ("
+                   + ("pip finds no distribution for this platform" if hit is not None else
+                      "its releases carry no win_amd64 wheel") + "): it is built for Linux only",
+                   quotes, LOGGED if hit is not None else HINTED,
+                   [Remedy(summary=f"Run it under WSL2 (a Linux distribution on Windows) or on "
+                           f"Linux, where {package}'s wheels exist; natively on Windows only "
+                           "community builds exist, if any.", commands=["wsl --install"])])]

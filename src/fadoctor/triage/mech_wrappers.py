@@ -16,6 +16,7 @@ from fadoctor.triage import errors as e
 from fadoctor.triage import mech_windows
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_fallback import FALLS_BACK
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -49,7 +50,7 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
 _MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|Apple silicon|MacBook|mps|M\d (?:Pro |Max "
-                  r"|Ultra )?Mac|mac pro\w*)\b", re.IGNORECASE)
+                  r"|Ultra )?Mac|Mac M\d|silicon Mac|mac pro\w*)\b", re.IGNORECASE)
 _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
@@ -76,6 +77,8 @@ def wrappers(ctx: Context) -> List[Signal]:
     reason = _fallback_reason(ctx, index)
     if reason is not None:
         return [reason]
+    if FALLS_BACK.search(ctx.text.lines[index]):
+        return []  # the program's own fallback said on the line: mech_fallback's warning
     installed = installed_quote(ctx)
     if installed is None:
         fixes = _install(ctx)
@@ -337,7 +340,9 @@ def torch_cpu(ctx: Context) -> List[Signal]:
         dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), strength,
         r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
                                 "for the CUDA your driver runs (`fadoctor fix` picks it).",
-                                commands=["fadoctor fix --print-pins"])]),
+                                commands=["fadoctor fix --print-pins"]),
+                r.sdpa("Or, to run on the CPU (no NVIDIA GPU): flash-attention needs one, so "
+                       "load the model without it (attn_implementation=\"sdpa\" or \"eager\").")]),
         needs=[] if driver_cuda else [("the driver's CUDA version", "nvidia-smi")])]
 
 

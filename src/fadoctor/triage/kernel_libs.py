@@ -7,7 +7,7 @@ use instead; a head dim its kernels refuse likewise (pure)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
@@ -42,7 +42,7 @@ class Library:
     releases: Tuple[Release, ...]
     instead: str
     dated: bool  # releases are commits by date, not versions a report states
-    dist: str = field(default="")
+    dist: str  # its distribution's name, as pip installs it
 
     def release(self, version: Optional[Version]) -> Optional[Release]:
         """The row the stated release falls in (None: not stated, or before the table)."""
@@ -56,7 +56,7 @@ class Library:
         """Every arch it ever built is one GPU model's own (sm_90a, sm_100f): most GPUs have no
         kernels at all."""
         items = [i for r in self.releases for i in (r.builds or r.wheels or ())]
-        return bool(items) and all(_ITEM.fullmatch(i) and _ITEM.fullmatch(i).group(3)  # type: ignore[union-attr]
+        return bool(items) and all((m := _ITEM.fullmatch(i)) is not None and m.group(3)
                                    for i in items)
 
 

@@ -201,7 +201,8 @@ def own_words(ctx: Context) -> List[Signal]:
                 return [signal]
     if ctx.gpu is None:
         return []
-    for index in ctx.text.containing(("crash", "error", "fail", "can", "not ", "unsupported")):
+    for index in ctx.text.containing(("crash", "error", "fail", "can't", "cant ", "cannot",
+                                      "not work", "doesn't work", "unsupported", "not supported")):
         line = ctx.text.lines[index]
         lib = named_in(line) if _FAILED.search(line) else None
         if lib is not None:

@@ -32,7 +32,7 @@ def test_flash_attn_2_still_refuses_turing(matrix: Matrix) -> None:
 
 
 def test_causal_conv1ds_cuda_floor_is_the_nvcc_it_found(matrix: Matrix) -> None:
-    text = ("  × python setup.py egg_info did not run successfully.\n"
+    text = ("  \u00d7 python setup.py egg_info did not run successfully.\n"
             "      RuntimeError: causal_conv1d is only supported on CUDA 11.6 and above.  Note: "
             "make sure nvcc has a supported version by running nvcc -V.\n"
             "      torch.__version__  = 2.1.0+cu121\n")

@@ -1,8 +1,9 @@
 """Generate data/flash_attn_api.yaml: flash-attn's Python API at every release tag (v0.2.1 ..
 v2.x) read from the upstream repository: each module under flash_attn/, the public names it
-defines or imports (what `from flash_attn.X import name` finds) and each public function's
-parameters, with the releases that have them, so triage can say which release added or removed
-what a caller asks for. Run: python tools/gen_fa_api.py GIT_DIR [--check]."""
+defines or imports (what `from flash_attn.X import name` finds), each public function's
+parameters and how many values it returns, with the releases that have them, so triage can say
+which release added or removed what a caller asks for. Run: python tools/gen_fa_api.py GIT_DIR
+[--check]."""
 
 from __future__ import annotations
 
@@ -106,6 +107,38 @@ def read_module(text: str, package: bool, interface: bool = False, imports: bool
                     yield target.id, None
 
 
+def _arity(node: ast.FunctionDef) -> Optional[int]:
+    """How many values the function returns, where every `return` of its own body (not of a
+    nested function) is a tuple literal of one length: what a caller's `a, b, c = f(...)`
+    unpacks."""
+    sizes = set()
+    stack: List[ast.AST] = list(node.body)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(item, ast.Return):
+            if not isinstance(item.value, ast.Tuple) or any(
+                    isinstance(e, ast.Starred) for e in item.value.elts):
+                return None
+            sizes.add(len(item.value.elts))
+        stack.extend(ast.iter_child_nodes(item))
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def arities(text: str, interface: bool) -> Iterator[Tuple[str, int]]:
+    """(function, how many values it returns) of one module's top-level functions."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return
+    for node in _top(tree.body):
+        if isinstance(node, ast.FunctionDef) and _callable(node.name, interface):
+            count = _arity(node)
+            if count is not None:
+                yield node.name, count
+
+
 Release = Tuple[str, Iterable[Tuple[str, str]]]  # (tag, (path, source) of each module file)
 
 
@@ -116,7 +149,7 @@ def read(git_dir: str) -> Dict[str, object]:
         for path in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "flash_attn").split():
             if path.endswith(".py"):
                 yield path, _git(git_dir, "show", f"{tag}:{path}")
-    found = collect([(tag, files(tag)) for tag in tags])
+    found = collect([(tag, files(tag)) for tag in tags], returns=True)
     found["environment"] = environment(git_dir, tags)
     return found
 
@@ -138,18 +171,21 @@ def environment(git_dir: str, tags: List[str]) -> Dict[str, str]:
 
 
 def collect(releases: List[Release], keep: Callable[[str], bool] = lambda name: True,
-            imports: bool = False) -> Dict[str, object]:
+            imports: bool = False, returns: bool = False) -> Dict[str, object]:
     """The modules, names (those `keep` accepts; with `imports`, the names each module imports
-    too), parameters and required parameters of each release, as runs of indexes into the
-    releases' tags."""
+    too), parameters and required parameters of each release (with `returns`, how many values
+    each function returns), as runs of indexes into the releases' tags."""
     modules: Spans = {}
     names: Spans = {}
     params: Dict[str, Spans] = {}
     required: Dict[str, Spans] = {}
+    counts: Dict[str, Spans] = {}
     for index, (_, files) in enumerate(releases):
         for path, source in files:
             module = _module(path)
             modules.setdefault(module, []).append(index)
+            for name, count in (arities(source, "interface" in module) if returns else ()):
+                counts.setdefault(f"{module}:{name}", {}).setdefault(str(count), []).append(index)
             for name, args in read_module(source, path.endswith("__init__.py"),
                                            "interface" in module, imports):
                 if not keep(name):
@@ -162,10 +198,14 @@ def collect(releases: List[Release], keep: Callable[[str], bool] = lambda name: 
                         have = table.setdefault(key, {}).setdefault(arg, [])
                         if index not in have:
                             have.append(index)
-    return {"tags": [tag for tag, _ in releases],
-            "modules": {k: ex.tag_runs(v) for k, v in sorted(modules.items())},
-            "names": {k: ex.tag_runs(v) for k, v in sorted(names.items())},
-            "parameters": _runs(params), "required": _runs(required)}
+    found: Dict[str, object] = {
+        "tags": [tag for tag, _ in releases],
+        "modules": {k: ex.tag_runs(v) for k, v in sorted(modules.items())},
+        "names": {k: ex.tag_runs(v) for k, v in sorted(names.items())},
+        "parameters": _runs(params), "required": _runs(required)}
+    if returns:
+        found["returns"] = _runs(counts)
+    return found
 
 
 def _runs(table: Dict[str, Spans]) -> Dict[str, Dict[str, str]]:
@@ -175,8 +215,8 @@ def _runs(table: Dict[str, Spans]) -> Dict[str, Dict[str, str]]:
 def render(found: Dict[str, object]) -> str:
     header = ("# Generated by tools/gen_fa_api.py from Dao-AILab/flash-attention at every release "
               "tag (flash_attn/**/*.py: modules, public names and functions, function parameters "
-              "and the required ones; setup.py's environment variables; each with the runs of "
-              "`tags` indexes that have it); do not edit.\n")
+              "and the required ones, how many values a function returns; setup.py's environment "
+              "variables; each with the runs of `tags` indexes that have it); do not edit.\n")
     return header + yaml.safe_dump(found, sort_keys=False, width=100)
 
 

@@ -50,6 +50,8 @@ class Api:
     parameters: Dict[str, Dict[str, Tuple[int, ...]]]
     required: Dict[str, Dict[str, Tuple[int, ...]]]
     environment: Dict[str, Tuple[int, ...]]  # the variables setup.py reads (flash_attn only)
+    # how many values each function returns, by release (flash_attn only)
+    returns: Dict[str, Dict[str, Tuple[int, ...]]]
 
     def version(self, index: int) -> str:
         return self.tags[index].lstrip("v")
@@ -83,7 +85,8 @@ def api(package: str) -> Api:
                tuple(raw["tags"]), {k: _indexes(v) for k, v in raw["names"].items()},
                {k: _indexes(v) for k, v in raw["modules"].items()},
                table("parameters"), table("required"),
-               {k: _indexes(v) for k, v in (raw.get("environment") or {}).items()})
+               {k: _indexes(v) for k, v in (raw.get("environment") or {}).items()},
+               table("returns") if "returns" in raw else {})
 
 
 def _installed(ctx: Context, data: Api) -> Optional[Version]:

@@ -92,9 +92,12 @@ def _gpu(ctx: Context, cc: Version) -> str:
     return f"{ctx.gpu[0]} (sm_{cc.major}{cc.minor})" if ctx.gpu else f"sm_{cc.major}{cc.minor}"
 
 
-def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int) -> Optional[Signal]:
+def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int,
+            stated_only: bool = False) -> Optional[Signal]:
     """What the library's releases say about the GPU the report names; None where the table
-    cannot tell (the GPU unknown, its release's list not verified, or kernels for it present)."""
+    cannot tell (the GPU unknown, its release's list not verified, or kernels for it present),
+    and with `stated_only` where it would rest on the releases before one (the release not
+    stated: prose naming the library is not evidence enough for that)."""
     cc = ctx.gpu_cc_exact
     version, stated = _version(ctx, lib)
     quotes = dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else []), *([stated] if stated else [])])
@@ -137,7 +140,7 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int) -> O
                           details={**source, "where": release.where})
         return None
     first = first_with(lib, cc, wheels=True)
-    if first is None or first is lib.releases[0] or lib.dated:
+    if first is None or first is lib.releases[0] or lib.dated or stated_only:
         return None
     # the release is not stated: the releases before `first` carry no wheel kernels for it
     return Signal("kernel_library", Category.NO_KERNEL_IMAGE,
@@ -206,7 +209,8 @@ def own_words(ctx: Context) -> List[Signal]:
         line = ctx.text.lines[index]
         lib = named_in(line) if _FAILED.search(line) else None
         if lib is not None:
-            signal = verdict(ctx, lib, [ctx.quote(index)], LOGGED if index else HINTED)
+            signal = verdict(ctx, lib, [ctx.quote(index)], LOGGED if index else HINTED,
+                             stated_only=True)
             if signal is not None:
                 return [signal]
     return []

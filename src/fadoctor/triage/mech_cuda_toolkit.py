@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.mech_build import _NVCC_VS_TORCH, prebuilt
+from fadoctor.triage.mech_build import _BUILD_FAILED, _NVCC_VS_TORCH, prebuilt
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 # CCCL (CUDA 12.8+'s libcu++) refuses MSVC's traditional preprocessor: its
@@ -124,3 +126,35 @@ def ngc_driver(ctx: Context) -> List[Signal]:
                    [Remedy(summary=f"Upgrade the host's NVIDIA driver to {need} or newer."),
                     Remedy(summary="Or use an earlier tag of the image, built on a CUDA this "
                            "driver runs.")])]
+
+
+def toolkit_below_floor(ctx: Context) -> List[Signal]:
+    """A failed flash-attn build with the stated CUDA toolkit (nvcc, or "CUDA 11.5" in prose)
+    below the floor the stated release's setup.py sets, or the newest release's when none is
+    stated (the matrix's min_nvcc per release, read from setup.py at each tag): the toolkit,
+    whatever the compiler printed."""
+    have = ctx.nvcc or parse_version(ctx.seen.get(o.CUDA))
+    if have is None or not ctx.text.containing(_FA_INSTALL):
+        return []
+    failed = ctx.first(_BUILD_FAILED, ("failed", "error compiling"))
+    if failed is None:
+        return []
+    stated = ctx.matrix.fa_release(ctx.fa2) if ctx.fa2 is not None else None
+    release = stated or max(ctx.matrix.flash_attn_releases, key=lambda rel: rel.version)
+    need = Version(release.min_nvcc)
+    if have >= need:
+        return []
+    which = (f"flash-attn {release.version}'s setup.py" if stated else
+             f"the newest flash-attn's setup.py ({release.version}, what an unpinned install "
+             "builds)")
+    quotes = dedupe([ctx.quote(failed[0]), *ctx.quotes("nvcc", "cuda")])
+    return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
+                   f"the CUDA toolkit here is {have}, below what {which} accepts (CUDA {need} or "
+                   "newer): the build fails on the toolkit", quotes, IMPLIED,
+                   r.keep([Remedy(summary=f"Install a CUDA toolkit of torch's CUDA major, at least "
+                                  f"{need}, with its nvcc, and point CUDA_HOME at it before "
+                                  "building.",
+                                  commands=["export CUDA_HOME=/usr/local/cuda",
+                                            "/usr/local/cuda/bin/nvcc --version"]),
+                           prebuilt(ctx)]),
+                   details={"source": "the matrix's min_nvcc per flash-attn release (setup.py)"})]

@@ -57,7 +57,10 @@ _HIP_BUILD = re.compile(r"\berrors? generated when compiling for (gfx\w{2,8})")
 _GRAPH_BREAK = re.compile(r"[Gg]raph break|torch\._dynamo\.exc\.Unsupported|Dynamo does not know "
                           r"how to trace|PyCapsule\.(?:fwd|bwd|varlen_fwd)|hit config\."
                           r"(?:cache_size_limit|recompile_limit)")
-_CSRC_PATH = re.compile(r"csrc/(layer_norm|rotary|xentropy|fused_softmax|fused_dense_lib)")
+# an extension's source folder, or csrc/layer_norm's own kernel headers (ln_fwd_kernels.cuh,
+# ln_bwd_kernels.cuh at every 2.x tag) named in a CUDA error without the folder
+_CSRC_PATH = re.compile(r"csrc/(layer_norm|rotary|xentropy|fused_softmax|fused_dense_lib)|"
+                        r"\bln_(?:fwd|bwd)_kernels\.cuh()")
 _FOLDER_MODULE = {folder.split("/", 1)[1]: module for module, (folder, _) in CSRC.items()}
 
 
@@ -161,7 +164,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
         if invalid is not None:
             return [invalid]
     folder = _CSRC_PATH.search(ctx.text.lines[index])
-    module = _FOLDER_MODULE.get(folder.group(1)) if folder else next(
+    module = _FOLDER_MODULE.get(folder.group(1) or "layer_norm") if folder else next(
         (m for m in CSRC if m in ctx.low(index)), None)
     if module is not None:
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,

@@ -7,7 +7,7 @@ fix (pure)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 from packaging.version import Version
 
@@ -49,9 +49,6 @@ _OWN = re.compile(r"cutlass[FB]: no kernel found to launch|FlashInfer requires (
 _OWN_NEEDLES = ("no kernel found to launch", "flashinfer requires", "only sm90",
                 "unsupported device capability", "only supported on sm90", "passmanager::run",
                 "unsupported architecture", "unsupported gpu architecture")
-# SageAttention's head-dim refusal (2.x core.py: raise ValueError(f"Unsupported head_dim:
-# {head_dim_og}"); 1.x: "headdim should be in [64, 96, 128].")
-_HEAD = re.compile(r"Unsupported head_dim: (\d+)|headdim should be in \[64, 96, 128\]")
 _FAILED = re.compile(r"\b(?:crash\w*|error|fail\w*|can'?t|cannot|not work\w*|doesn'?t work|"
                      r"unsupported|not supported)\b", re.I)
 _WINDOW = 12  # lines of a traceback above an error that may name the library's files
@@ -69,7 +66,7 @@ def library_at(ctx: Context, index: int) -> Optional[Tuple[Library, int]]:
     return None
 
 
-def _version(ctx: Context, lib: Library) -> Tuple[Optional[Version], Optional[Quote]]:
+def library_version(ctx: Context, lib: Library) -> Tuple[Optional[Version], Optional[Quote]]:
     for name in lib.names:
         stated = ctx.package(name)
         if stated is not None:
@@ -99,7 +96,7 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int,
     and with `stated_only` where it would rest on the releases before one (the release not
     stated: prose naming the library is not evidence enough for that)."""
     cc = ctx.gpu_cc_exact
-    version, stated = _version(ctx, lib)
+    version, stated = library_version(ctx, lib)
     quotes = dedupe([*quotes, *([ctx.gpu[2]] if ctx.gpu else []), *([stated] if stated else [])])
     source = {"source": "data/kernel_libraries.yaml"}
     if cc is None:
@@ -223,68 +220,6 @@ def _by_words(message: str) -> Optional[Library]:
     return libraries().get(key) if key else None
 
 
-def head_dim(ctx: Context) -> List[Signal]:
-    """SageAttention's refusal of a head dim (2.x pads smaller heads to 64 or 128 and refuses
-    larger ones: a video model's VAE or text/image encoder, not its DiT), with the head dims each
-    release takes from the table."""
-    hit = ctx.first(_HEAD, ("unsupported head_dim", "headdim should be in"))
-    sage = libraries().get("sageattention")
-    if hit is None or sage is None:
-        return []
-    dim = hit[1].group(1)
-    version, _ = _version(ctx, sage)
-    stated = sage.release(version)
-    rows = [stated] if stated is not None else list(sage.releases)
-    limits: Dict[str, str] = {}  # what the releases take -> the first release that does
-    for row in rows:
-        if row.heads or row.max_head:
-            limit = ", ".join(map(str, row.heads)) if row.heads else f"up to {row.max_head}"
-            limits.setdefault(limit, row.since)
-    takes = "; ".join(f"{sage.display} {since}+ takes head dims {limit}"
-                      for limit, since in limits.items())
-    return [Signal("kernel_library_head_dim", Category.HEAD_DIM_UNSUPPORTED,
-                   takes + (f"; this attention's head_dim is {dim}" if dim else ""),
-                   [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary="Apply SageAttention only to the attention layers whose "
-                           "head_dim it takes (a video model's DiT), and keep PyTorch SDPA for the "
-                           "others (its VAE, CLIP or text encoder): do not replace "
-                           "F.scaled_dot_product_attention globally with sageattn."),
-                    r.sdpa("Or use SDPA for this model:")],
-                   details={"source": "data/kernel_libraries.yaml",
-                            "where": "; ".join(row.where for row in rows)})]
-
-
-_FLOOR = re.compile(r"FlashInfer requires (?:sm75\+|GPUs with sm75 or higher)")
-
-
-def flashinfer_arch_list(ctx: Context) -> List[Signal]:
-    """FlashInfer's build floor checks the archs it compiles for, not the GPU: torch's
-    _get_cuda_arch_flags() (TORCH_CUDA_ARCH_LIST, else torch's own list). Before 0.3.0 any arch
-    below sm_75 raises (v0.0.3 python/setup.py:38-44: `for cuda_arch_flags in ...: if arch < 75:
-    raise`), from 0.3.0 only all of them (jit/core.py:57-59). On a GPU of sm_75 or newer the
-    list is the cause: an environment's TORCH_CUDA_ARCH_LIST naming older GPUs."""
-    hit = ctx.first(_FLOOR, ("flashinfer requires",))
-    cc = ctx.gpu_cc_exact
-    if hit is None or ctx.amd or (cc is not None and cc < Version("7.5")):
-        return []
-    arch = f"{cc.major}.{cc.minor}" if cc is not None else None
-    fix = Remedy(summary="Build with TORCH_CUDA_ARCH_LIST set to this GPU's arch only (run it "
-                 "where the setup.py that raised it is); `echo $TORCH_CUDA_ARCH_LIST` shows the "
-                 "list the build saw.",
-                 commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install", "-e",
-                                   ".", "--no-build-isolation")] if arch else [])
-    return [Signal("flashinfer_arch_list", Category.BUILD_TOOLCHAIN,
-                   "FlashInfer's build refuses the archs it was asked to compile for, not "
-                   f"{ctx.gpu[0] if ctx.gpu else 'the GPU'}: before 0.3.0 any arch below sm_75 "
-                   "in TORCH_CUDA_ARCH_LIST (or torch's own list when it is unset) raises this, "
-                   "as a container's list naming older GPUs does",
-                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, [fix],
-                   details={"source": "flashinfer-ai/flashinfer@v0.0.3:python/setup.py:38-44; "
-                                      "v0.3.0:flashinfer/jit/core.py:57-59"},
-                   needs=[] if arch else [("the GPU model", r.REVEAL_GPU)])]
-
-
-
 # The guard every generated memory-efficient attention kernel carries, in xFormers and in
 # PyTorch's copy (pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/*.cu,
 # "auto-generated. See generate_kernels.py"): printf("FATAL: kernel `fmha_cutlassB_..._sm80` is
@@ -342,30 +277,3 @@ def _every_cc(ctx: Context) -> Set[str]:
         for part in re.split(r",|;|\band\b|\bplus\b", gpu.quote.text):
             out |= {cc for _, cc in finder.names(part) if cc}
     return out
-
-
-# flashinfer-ai/flashinfer@v0.6.14:flashinfer/jit/env.py:74-84 (_get_cubin_dir): with
-# flashinfer-cubin installed, its version must equal flashinfer's, else RuntimeError(f"flashinfer-
-# cubin version ({cubin}) does not match flashinfer version ({flashinfer}). ..."); without it,
-# FLASHINFER_CUBIN_DIR or the default cache (~/.cache/flashinfer/cubins) is used.
-_SKEW = re.compile(r"(flashinfer-cubin|flashinfer-jit-cache) version \(([\w.+]{1,40})\) does not "
-                   r"match flashinfer version \(([\w.+]{1,40})\)")
-
-
-def version_skew(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_SKEW, ("does not match flashinfer version",))
-    if hit is None:
-        return []
-    part, have, want = hit[1].groups()
-    base = want.split("+", 1)[0]
-    fixes = [Remedy(summary=f"Install {part} {base}, the same release as flashinfer (from the "
-                    "package index where that release is published there, else from FlashInfer's "
-                    "own wheel index as its install guide says for this CUDA)."),
-             Remedy(summary=f"Or uninstall the stale {part}"
-                    + (": FlashInfer then looks for cubins in FLASHINFER_CUBIN_DIR or its cache "
-                       "(~/.cache/flashinfer/cubins)." if part == "flashinfer-cubin" else "."),
-                    commands=[command("pip", "uninstall", "-y", part)])]
-    return [Signal("flashinfer_version_skew", Category.VERSION_CONFLICT,
-                   f"{part} {have} is installed beside flashinfer {want}: FlashInfer requires "
-                   "the same release of both", [ctx.quote(hit[0])], NAMED, fixes,
-                   details={"source": "flashinfer-ai/flashinfer@v0.6.14:flashinfer/jit/env.py:74-84"})]

@@ -201,8 +201,8 @@ def own_words(ctx: Context) -> List[Signal]:
                 return [signal]
     if ctx.gpu is None:
         return []
-    for index in ctx.text.containing(("crash", "error", "fail", "can't", "cant ", "cannot",
-                                      "not work", "doesn't work", "unsupported", "not supported")):
+    names = tuple(n.lower() for lib in libraries().values() for n in lib.names)
+    for index in ctx.text.containing(names):  # the libraries' names are rare: read those lines
         line = ctx.text.lines[index]
         lib = named_in(line) if _FAILED.search(line) else None
         if lib is not None:

@@ -55,3 +55,12 @@ def test_sageattentions_module_for_the_gpus_own_arch(matrix: Matrix) -> None:
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.NO_KERNEL_IMAGE
     assert "from sageattention import sm89_compile" in _said(top)
+
+
+def test_pips_inconsistent_name_is_a_renamed_distribution(matrix: Matrix) -> None:
+    text = ("Discarding git+https://github.com/o/r.git#egg=old-name&subdirectory=sub: Requested "
+            "new-name from git+https://github.com/o/r.git#egg=old-name&subdirectory=sub has "
+            "inconsistent name: expected 'old-name', but metadata has 'new-name'\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.VERSION_CONFLICT
+    assert "now declares itself 'new-name'" in top.message and "pin the commit" in _said(top)

@@ -131,6 +131,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_uv_tags.no_matching_wheel,
     mech_install.invalid_wheel, mech_install.compiler_crash, mech_install.long_paths,
+    mech_install.renamed_distribution,
     mech_replaced_torch.replaced, mech_replaced_torch.unmet, mech_replaced_torch.asked_support,
     mech_replaced_torch.index_for_other_torch,
     mech_build.no_prebuilt_wheel, mech_wheels.no_wheel_for_torch, mech_build.build_failed,

@@ -105,3 +105,28 @@ def long_paths(ctx: Context) -> List[Signal]:
                                              "LongPathsEnabled", "/t", "REG_DWORD", "/d", "1",
                                              "/f")])],
                    details={"source": PIP_LONG_PATHS})]
+
+
+# pip's MetadataInconsistent (pip/_internal/exceptions.py: "Requested {ireq} has inconsistent
+# {field}: expected {f_val!r}, but metadata has {m_val!r}"): the URL's #egg= or the requirement
+# names the project by a name its current setup.py no longer declares
+_INCONSISTENT = re.compile(r"Requested (.{1,400}?) has inconsistent name: expected '([^']{1,80})', "
+                           r"but metadata has '([^']{1,80})'")
+
+
+def renamed_distribution(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INCONSISTENT, ("inconsistent name",))
+    if hit is None:
+        return []
+    _, asked, actual = hit[1].groups()
+    return [Signal("renamed_distribution", Category.VERSION_CONFLICT,
+                   f"the source asked for as {asked!r} now declares itself {actual!r}: its "
+                   "setup.py renamed the distribution, and the install instructions predate it",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Ask for it by its current name ({actual}), or pin the commit "
+                           f"or tag whose setup.py still named it {asked} (an older commit of the "
+                           "repository: git+URL@<commit>), as the instructions were written for."),
+                    Remedy(summary="The name each commit declares is in its setup.py "
+                           "(`name=` / PACKAGE_NAME); the URL without #egg= (keeping its "
+                           "&subdirectory=) takes whatever it declares.")],
+                   details={"source": "pip's MetadataInconsistent message"})]

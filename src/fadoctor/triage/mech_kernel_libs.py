@@ -133,7 +133,8 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int,
             return Signal("kernel_library", Category.NO_KERNEL_IMAGE,
                           f"{lib.display} {version}'s prebuilt wheels carry kernels for "
                           f"{arch_list(release.wheels or ())}, not {gpu}", quotes, strength,
-                          r.keep([_upgrade(lib, later, cc, ctx.torch), _build(lib, version, cc)]),
+                          r.keep([_upgrade(lib, later, cc, ctx.torch),
+                                  _build(lib, version, f"{cc.major}.{cc.minor}")]),
                           details={**source, "where": release.where})
         return None
     first = first_with(lib, cc, wheels=True)
@@ -143,7 +144,7 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int,
     return Signal("kernel_library", Category.NO_KERNEL_IMAGE,
                   f"{_possessive(lib.display)} prebuilt wheels before {first.since} carry no "
                   f"kernels for {gpu}", quotes, min(strength, LOGGED),
-                  r.keep([_upgrade(lib, first, cc, ctx.torch), _build(lib, None, cc)]),
+                  r.keep([_upgrade(lib, first, cc, ctx.torch), _build(lib, None, f"{cc.major}.{cc.minor}")]),
                   details={**source, "where": first.where},
                   needs=[(f"the {lib.display} version", f"python -m pip show {lib.dist}")])
 
@@ -174,15 +175,20 @@ def _upgrade(lib: Library, release: Optional[Release], cc: Version,
                   commands=[command("pip", "install", f"{lib.dist}>={release.since}")])
 
 
-def _build(lib: Library, version: Optional[Version], cc: Version) -> Optional[Remedy]:
-    """xFormers' own recipe (its README: pip install -v -U git+...xformers.git@<ref>) with this
-    GPU's arch; the others' builds are not one command."""
+def _build(lib: Library, version: Optional[Version], archs: str,
+           why: str = "for this GPU only") -> Optional[Remedy]:
+    """xFormers' own recipe (its README: pip install -v -U git+...xformers.git@<ref>) for the
+    archs given, at the tag of the stated release (main, which wants the newest torch, only when
+    none is stated); the others' builds are not one command."""
     if lib.key != "xformers":
         return None
     ref = f"v{version}" if version is not None else "main"
-    return Remedy(summary=f"Or build {lib.display} from source for this GPU only "
-                  f"(TORCH_CUDA_ARCH_LIST={cc.major}.{cc.minor}).",
-                  commands=[command(env("TORCH_CUDA_ARCH_LIST", f"{cc.major}.{cc.minor}"), "pip",
+    return Remedy(summary=f"Or build {lib.display}{f' {version}' if version else ''} from "
+                  f"source {why} "
+                  f"(TORCH_CUDA_ARCH_LIST={archs})"
+                  + ("" if version else "; with an older torch, put your release's tag "
+                     "(@vX.Y.Z) in place of main") + ".",
+                  commands=[command(env("TORCH_CUDA_ARCH_LIST", archs), "pip",
                                     "install", "-v", "--no-build-isolation", "--no-deps",
                                     f"git+https://github.com/facebookresearch/xformers.git@{ref}"
                                     "#egg=xformers")])
@@ -243,19 +249,18 @@ def built_for_other(ctx: Context) -> List[Signal]:
     if ran < low:
         archs = sorted(_every_cc(ctx), key=Version)
         listed = " ".join(archs) if archs else None
-        build = (command(env("TORCH_CUDA_ARCH_LIST", listed), "pip", "install", "-v",
-                         "--no-build-isolation", "--no-deps",
-                         "git+https://github.com/facebookresearch/xformers.git#egg=xformers")
+        build = (_build(xformers, library_version(ctx, xformers)[0], listed,
+                        "for every GPU it runs on")
                  if listed and owner == "xFormers" and xformers is not None else None)
         return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,
                        f"{owner}'s binary has no code for this GPU: the kernel {kernel} needs "
                        f"sm{low}-sm{high}, and the code that ran was compiled for sm{ran} (the "
                        "build's arch list lacks this GPU's arch)", quotes, NAMED,
-                       [Remedy(summary=f"Rebuild {owner.split(' ')[0]} with TORCH_CUDA_ARCH_LIST "
-                               "naming every GPU it runs on"
-                               + (f" ({listed})" if listed else "") +
-                               "; a build on one machine compiles for that machine's GPUs only.",
-                               commands=[build] if build else [])],
+                       r.keep([Remedy(summary=f"Rebuild {owner.split(' ')[0]} with "
+                                      "TORCH_CUDA_ARCH_LIST naming every GPU it runs on"
+                                      + (f" ({listed})" if listed else "") +
+                                      "; a build on one machine compiles for that machine's "
+                                      "GPUs only."), build]),
                        details={"source": "the generated kernels' FATAL guard (xFormers and "
                                           "PyTorch mem_eff_attention/kernels)"})]
     return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,

@@ -64,3 +64,10 @@ def test_pips_inconsistent_name_is_a_renamed_distribution(matrix: Matrix) -> Non
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.VERSION_CONFLICT
     assert "now declares itself 'new-name'" in top.message and "pin the commit" in _said(top)
+
+
+def test_a_persons_own_install_command_is_not_a_floor(matrix: Matrix) -> None:
+    text = "I ran pip install flash-attn>=2.5.7 --no-build-isolation and it worked\n"
+    assert not [d for d in triage(text, matrix).diagnosis if d.subject == "fa_floor"]
+    top = triage("Please install flash-attn>=2.5.7 to use this.\n", matrix).diagnosis[0]
+    assert top.subject == "fa_floor"

@@ -22,7 +22,8 @@ _FLOOR = re.compile(
     rf"{_FA}\s*(?:version\s*)?(?:>=|≥)\s*{_V}\s+(?:is\s+)?required|"
     rf"requires?d?\s+{_FA}\s*(?:version\s*)?(?:>=|≥)?\s*{_V}(?:\s+or\s+(?:later|newer|above|higher))?|"
     rf"{_FA}\s+(?:version\s+)?{_V}\s+or\s+(?:later|newer|above|higher)\s+(?:is\s+)?required|"
-    rf"(?:please\s+)?(?:install|upgrade(?:\s+to)?)\s+{_FA}\s*(?:>=|≥)\s*{_V}", re.I)
+    # a message's request, not a person's own `pip install flash-attn>=X` command
+    rf"please\s+(?:install|upgrade(?:\s+to)?)\s+{_FA}\s*(?:>=|≥)\s*{_V}", re.I)
 
 
 def floor(ctx: Context) -> List[Signal]:

@@ -54,3 +54,11 @@ def test_ada_is_a_word_not_a_substring(matrix: Matrix) -> None:
     text = ("RTX 4090 here\nRuntimeError: metadata kernel is only supported on Hopper GPUs\n")
     found = [d for d in triage(text, matrix).diagnosis if "refuse" in d.message]
     assert found and "own architecture" not in found[0].message
+
+
+def test_a_refusal_retold_in_prose_names_the_feature_flag(matrix: Matrix) -> None:
+    text = ("support on V100 GPU\nI tried to build llama-2, it is giving unsupported architecture.\n"
+            "python build.py --dtype float16 --enable_context_fmha\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "sm_70" in top.message
+    assert "(here --enable_context_fmha)" in _said(top)

@@ -25,7 +25,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import ARCH_FAMILY_CC, Context
 from fadoctor.triage.mech_symbols import package_in
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 _REFUSAL = re.compile(
     r"unsupported (?:gpu |cuda |compute |sm )?(?:arch(?:itecture)?|compute capability|device)\b"
@@ -43,6 +43,12 @@ _NEEDLES = ("unsupported", "not supported", "except on", "only supported")
 _ERRORISH = re.compile(r"(?:Error|Exception|ERROR|FATAL|Fatal)\s*[:\]]|[Aa]ssert|abort|"
                        r"Unsupported CUDA architecture: sm\d{2,3}\b")
 _SAGE = re.compile(r"Unsupported CUDA architecture: sm\d{2,3}\b")  # SageAttention's own words
+# the option that turned the fused attention on, as the report passes it
+_FUSED_FLAG = re.compile(r"--[\w-]{0,30}(?:fmha|flash[_-]?attn|flash[_-]?attention)[\w-]{0,20}", re.I)
+# a person retelling what the program printed, just before the refusal's words
+_TOLD = re.compile(r"\b(?:giving|gives|gave|getting|gets|got|throws?|threw|throwing|says|said|"
+                   r"reports?|shows?|showing|complains?)\s+(?:(?:an?|the)\s+)?(?:error\s*:?\s*)?$",
+                   re.I)
 _FUSED_FLOOR = Version("8.0")
 # vLLM's dtype check (vllm/worker/worker.py, _check_if_gpu_supports_dtype): "Bfloat16 is only
 # supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has
@@ -73,6 +79,11 @@ def refused(ctx: Context) -> List[Signal]:
         return below
     hit = next(((i, m) for i, m in ctx.find(_REFUSAL, _NEEDLES)
                 if _ERRORISH.search(ctx.text.lines[i])), None)
+    strength = LOGGED
+    if hit is None:  # the refusal retold: "it is giving unsupported architecture"
+        hit = next(((i, m) for i, m in ctx.find(_REFUSAL, _NEEDLES)
+                    if _TOLD.search(ctx.text.lines[i][:m.start()])), None)
+        strength = HINTED
     if hit is None:
         return []
     index = hit[0]
@@ -87,8 +98,11 @@ def refused(ctx: Context) -> List[Signal]:
     if cc < _FUSED_FLOOR:
         message = (f"{who} refuses {name} ({sm}): its fused (flash-style) attention kernels need "
                    f"Ampere (sm80) or newer")
-        remedies = [Remedy(summary=f"Turn the fused attention feature off so {who} takes its "
-                           f"unfused path (slower), or run on an Ampere (sm80, A100) or newer GPU."),
+        flag = ctx.first(_FUSED_FLAG, ("fmha", "flash"))
+        named = f" (here {flag[1].group(0)})" if flag else ""
+        remedies = [Remedy(summary=f"Turn the fused attention feature off{named} so {who} takes "
+                           f"its unfused path (slower), or run on an Ampere (sm80, A100) or newer "
+                           "GPU."),
                     switch, r.sdpa("Or attention with PyTorch SDPA, which runs on this GPU:")]
     elif re.search(rf"\b{family}\b", low) or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
         message = (f"{who}'s check lists this GPU's own architecture ({family.capitalize()}) yet "
@@ -101,7 +115,7 @@ def refused(ctx: Context) -> List[Signal]:
         message = f"{who} has no kernels for {name} ({sm}) on this path: it refuses the architecture"
         remedies = [Remedy(summary=f"Take {who}'s other attention path (the feature off), a "
                            f"release that lists {sm}, or a GPU it supports."), switch]
-    return [Signal("arch_refused", Category.GPU_UNSUPPORTED, message, quotes, LOGGED,
+    return [Signal("arch_refused", Category.GPU_UNSUPPORTED, message, quotes, strength,
                    r.keep(remedies))]
 
 

@@ -22,6 +22,7 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 # {head_dim_og}"); 1.x: "headdim should be in [64, 96, 128].")
 _HEAD = re.compile(r"Unsupported head_dim: (\d+)|headdim should be in \[64, 96, 128\]")
 
+
 def head_dim(ctx: Context) -> List[Signal]:
     """SageAttention's refusal of a head dim (2.x pads smaller heads to 64 or 128 and refuses
     larger ones: a video model's VAE or text/image encoder, not its DiT), with the head dims each

@@ -146,7 +146,9 @@ def verdict(ctx: Context, lib: Library, quotes: List[Quote], strength: int,
                   f"kernels for {gpu}", quotes, min(strength, LOGGED),
                   r.keep([_upgrade(lib, first, cc, ctx.torch), _build(lib, None, f"{cc.major}.{cc.minor}")]),
                   details={**source, "where": first.where},
-                  needs=[(f"the {lib.display} version", f"python -m pip show {lib.dist}")])
+                  needs=[(f"the {lib.display} version",  # every name it was published under
+                          "python -m pip list 2>/dev/null | grep -i -E '"
+                          + "|".join(n for n in lib.names if " " not in n) + "'")])
 
 
 def _upgrade(lib: Library, release: Optional[Release], cc: Version,

@@ -143,8 +143,8 @@ _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z
 
 def no_windows_distribution(ctx: Context) -> List[Signal]:
     """On Windows, a requirement with no distribution for it at all (pip's `from versions:
-    none`), or a package whose releases carry no win_amd64 wheel: it is published for Linux only
-    (triton, mamba-ssm, causal-conv1d and flash-attn's wheels among them)."""
+    none`: no wheel for this platform and Python, and no source to build), or a package whose
+    releases carry no win_amd64 wheel, as the report says."""
     if not on_windows(ctx) or ctx.text.containing(("wsl",)):
         return []
     hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
@@ -161,9 +161,11 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
     quotes = dedupe([ctx.quote(index), *([ctx.quote(windows[0])] if windows else [])])
     return [Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
                    f"{package} publishes nothing installable for Windows ("
-                   + ("pip finds no distribution for this platform" if hit is not None else
-                      "its releases carry no win_amd64 wheel") + "): it is built for Linux only",
-                   quotes, LOGGED if hit is not None else HINTED,
+                   + ("pip finds no distribution of it for this Windows Python" if hit is not None
+                      else "its releases carry no win_amd64 wheel") + "): its wheels are built "
+                   "for other platforms", quotes, LOGGED if hit is not None else HINTED,
                    [Remedy(summary=f"Run it under WSL2 (a Linux distribution on Windows) or on "
                            f"Linux, where {package}'s wheels exist; natively on Windows only "
-                           "community builds exist, if any.", commands=["wsl --install"])])]
+                           "community builds exist, if any. (Where it does ship Windows wheels "
+                           "for other Pythons, an environment of such a Python.)",
+                           commands=["wsl --install"])])]

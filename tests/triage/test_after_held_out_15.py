@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from fadoctor.facts.model import Family
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, Severity
 from fadoctor.triage.diagnose import triage
@@ -20,7 +21,7 @@ def test_flash_attn_1_runs_on_turing(matrix: Matrix) -> None:
     text = "flash-attn 1.0.7\nGPU : NVIDIA GeForce RTX 2080 Ti\ntorch 1.13.1+cu117\n"
     found = triage(text, matrix).diagnosis
     assert not [d for d in found if d.category == Category.GPU_UNSUPPORTED]
-    support = matrix.family_support(matrix.families[0].family)
+    support = matrix.family_support(Family.FA2)
     assert support.floor(Version("1.0.7")) == Version("7.5")
     assert support.floor(Version("2.8.3")) == Version("8.0")
 

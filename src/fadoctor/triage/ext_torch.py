@@ -79,8 +79,29 @@ def remedies(package: str, stated: Optional[str], torch: Optional[str]) -> List[
         fits = releases_for(package, installed)
         if fits:
             newest, spec = fits[-1]
+            span = f"; {fits[0][0]} is the first" if len(fits) > 1 else ""
             out.append(Remedy(
                 summary=f"Keep torch {torch} and install {package} {newest}, the newest release "
-                        f"whose metadata requires this torch (torch{spec}).",
+                        f"whose metadata requires this torch (torch{spec}{span}).",
                 commands=[command("pip", "install", requirement(package, str(newest)))]))
+        else:
+            out.append(_none_for(package, rows, torch or ""))
     return out
+
+
+def none_fit(package: str, torch: str) -> bool:
+    """The index's metadata knows the package, and none of its releases accepts this torch."""
+    installed = _version(torch.split("+")[0])
+    return bool(table().get(package)) and installed is not None \
+        and not releases_for(package, installed)
+
+
+def _none_for(package: str, rows: Dict[str, str], torch: str) -> Remedy:
+    """No release's metadata accepts the installed torch: the range the releases do cover."""
+    ordered = sorted((v, s) for v, s in ((_version(k), s) for k, s in rows.items()) if v)
+    (oldest, first), (newest, last) = ordered[0], ordered[-1]
+    return Remedy(summary=f"No {package} release's wheel metadata accepts torch {torch}: the "
+                          f"oldest, {oldest}, requires torch{first}, the newest, {newest}, "
+                          f"torch{last}. Upgrade PyTorch to a release one of them requires (and "
+                          f"install that {package}), or build {package} from source against "
+                          f"torch {torch}.")

@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from fadoctor.checks.remedies import remedy
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import command, name, requirement
 from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, Signal
@@ -153,3 +156,59 @@ def index_for_other_torch(ctx: Context) -> List[Signal]:
                            "torch; print(torch.__version__)'` shows it") + ").",
                            commands=commands)],
                    details={"source": "the wheels' local version tags"})]
+
+
+# pip's own account of a conflict it left behind, in three wordings (pypa/pip@26.2.1:src/pip/
+# _internal/commands/install.py:706-707, `_warn_about_conflicts`, "requires ... but you have ...
+# which is incompatible" from 20.2, "you'll have" under the legacy resolver; @19.3:install.py:586
+# "has requirement ..., but you'll have"; @26.2.1:commands/check.py:49, `pip check`'s "has
+# requirement ..., but you have X Y.")
+_CONFLICT = re.compile(r"(?<![\w.-])([A-Za-z0-9][\w.-]{0,60}) (\S{1,40}) (?:requires|has requirement) "
+                       r"([A-Za-z0-9][\w-]{0,60})(\[[\w,-]{1,60}\])?([^\n]{0,120}?), but you(?:'ll)? "
+                       r"have ([A-Za-z0-9][\w.-]{0,60}) ([\w.+!-]{1,60})(?: which is incompatible)?\.")
+# the stack whose conflicts matter here: a conflict elsewhere (numpy under tensorflow) is noise
+_STACK = ("torch", "torchvision", "torchaudio", "triton", "flash-attn", "flash-attn-3",
+          "flash-attn-4", "transformers", "accelerate", "peft", "trl", "diffusers")
+
+
+def _norm(package: str) -> str:
+    return re.sub(r"[-_.]+", "-", package).lower()
+
+
+def _specifier(text: str) -> Optional[SpecifierSet]:
+    try:
+        return SpecifierSet(text.split(";")[0].strip())
+    except InvalidSpecifier:
+        return None
+
+
+def _ways_out(package: str, release: str, dep: str, spec: SpecifierSet, have: str
+              ) -> List[Remedy]:
+    return [remedy(f"Install the {dep} that {package} {release} requires ({dep}{spec}), if the "
+                   "rest of the environment allows it, or:",
+                   lambda: [command("pip", "install", f"{name(dep)}{spec}")]),
+            remedy(f"Keep {dep} {have} and let pip pick the {package} release whose requirements "
+                   f"allow it (pin {dep} to the installed version):",
+                   lambda: [command("pip", "install", "--upgrade", name(package),
+                                    requirement(dep, have.split("+")[0]))])]
+
+
+def resolver_conflict(ctx: Context) -> List[Signal]:
+    """pip installed what it was asked for and says which requirement of another installed
+    package is now unmet: install what meets it, or the release of that package whose
+    requirement the installed version meets (for torch, the release its wheel metadata names)."""
+    known = ext_torch.table()
+    for index, found in ctx.find(_CONFLICT, ("but you have", "but you'll have")):
+        package, release, dep, _, spec_text, _, have = found.groups()
+        package, dep = _norm(package), _norm(dep)
+        spec = _specifier(spec_text)
+        if spec is None or not ({package, dep} & {*_STACK, *known}):
+            continue
+        said = f"{package} {release} requires {dep}{spec}, and {dep} {have} is installed"
+        fixes = (ext_torch.remedies(package, release, have) if dep == "torch" else []) or \
+            _ways_out(package, release, dep, spec, have)
+        return [Signal("resolver_conflict", Category.VERSION_CONFLICT,
+                       f"pip left a conflict: {said}", [ctx.quote(index)], LOGGED, fixes,
+                       details={"source": "pip's own conflict line (commands/install.py, "
+                                          "_warn_about_conflicts)"})]
+    return []

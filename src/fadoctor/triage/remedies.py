@@ -153,7 +153,10 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
     torch_now = installed or (str(ctx.torch) if ctx.torch else None)
     known = ext_torch.remedies(owner, stated.value if stated else None, torch_now) \
         if owner else []
-    return [*known, *_rebuild_other(ctx, owner, installed)]
+    rest = _rebuild_other(ctx, owner, installed)
+    if owner and torch_now and ext_torch.none_fit(owner, torch_now):
+        rest = rest[1:]  # no release of it is built for this torch: a reinstall finds none
+    return [*known, *rest]
 
 
 def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] = None

@@ -1,0 +1,82 @@
+"""A package's own report that its compiled extension was built for another torch (xFormers'
+"xFormers was built for: PyTorch 2.0.1+cu118 with CUDA 1108 (you have 2.1.0+cu121)",
+xformers/_cpp_lib.py): the release built for the installed torch, or the torch it was built for;
+next to a CPU-only torch, the torch is what is wrong (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.install.torch import torch_install
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_BUILT_FOR = re.compile(r"(?<!\w)(\w{1,100}) was built for:?\s*$|(?<!\w)(\w{1,100}) was built for:?"
+                        r"\s*PyTorch ([\w.+]+)")
+_YOU_HAVE = re.compile(r"PyTorch ([\w.+]+)\b.*\(you have ([\w.+]+)\)")
+
+
+# xFormers' build line: "PyTorch 2.0.1 with CUDA 1108": the CUDA as digits, minor in the last two
+_WITH_CUDA = re.compile(r"with CUDA (\d{1,2})(\d\d)\b")
+
+
+def _variant(built: str, line: str) -> Optional[str]:
+    """The torch build's variant (cu118, rocm6.1): its local version, or the CUDA its line names."""
+    local = re.search(r"\+(cu\d+|rocm[\d.]+)$", built)
+    cuda = _WITH_CUDA.search(line)
+    return local.group(1) if local else f"cu{int(cuda.group(1))}{int(cuda.group(2))}" if cuda \
+        else None
+
+
+def built_for(ctx: Context) -> List[Signal]:
+    """A package's own report that its extension was built for another torch (xFormers)."""
+    hit = ctx.first(_YOU_HAVE, ("you have",))
+    if hit is None:
+        return []
+    index, found = hit
+    owner = next((m.group(1) or m.group(2) for _, m in
+                  ((i, _BUILT_FOR.search(line)) for i, line in ctx.text.window(index, 2, 0))
+                  if m), None)
+    name = owner.lower() if owner else None
+    if found.group(2).endswith("+cpu"):
+        return _cpu_torch(ctx, index, found.group(1), name)
+    built, have = found.group(1), found.group(2)
+    remedies = r.rebuild_other(ctx, name, have)
+    variant = _variant(built, ctx.text.lines[index])
+    if variant:
+        remedies.append(Remedy(summary=f"Or install the torch it was built for, torch {built} "
+                               "(with the torchvision/torchaudio of that release).",
+                               commands=[torch_install(built.split("+")[0], variant)]))
+    quotes = [ctx.quote(index)]
+    said = next((i for i in ctx.text.containing((built.split("+")[0],)) if i != index
+                 and not _YOU_HAVE.search(ctx.text.lines[i])), None)
+    if said is not None:  # the user installed that torch, and the process still runs another
+        quotes.append(ctx.quote(said))
+        remedies.insert(0, Remedy(
+            summary=f"The report says torch {built.split('+')[0]} was installed, yet the process "
+                    f"runs torch {have}: it runs another Python environment (an app's own venv, "
+                    "such as the web UI's venv or a portable build's embedded Python). Install "
+                    "into that environment: with its python -m pip, or the app's own option "
+                    "(the A1111 web UI's --reinstall-torch)."))
+    return [Signal("built_for", Category.TORCH_VERSION_MISMATCH,
+                   f"{name or 'the package'}'s extensions were built for torch {built}, "
+                   f"but torch {have} is installed: they cannot load",
+                   dedupe(quotes), NAMED, remedies)]
+
+
+def _cpu_torch(ctx: Context, index: int, built: str, owner: Optional[str]) -> List[Signal]:
+    """A package built for a CUDA torch, next to a CPU-only torch: the torch is what is wrong."""
+    variant = _variant(built, ctx.text.lines[index])
+    fixes = [Remedy(summary=f"The installed torch is a CPU-only build; {owner or 'the package'} "
+                    f"was built for torch {built}: install that CUDA build of torch.",
+                    commands=[torch_install(built.split("+")[0], variant)])] \
+        if variant else []
+    return [Signal("built_for", Category.TORCH_CPU_ONLY,
+                   f"the installed torch is a CPU-only build, while {owner or 'the package'} was "
+                   f"built for torch {built}", [ctx.quote(index)], NAMED,
+                   [*fixes, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
+                                   "for the CUDA your driver runs (`fadoctor fix` picks it).",
+                                   commands=["fadoctor fix --print-pins"])])]

@@ -35,6 +35,17 @@ def test_a_config_too_big_even_for_an_a100_names_hopper(matrix: Matrix) -> None:
     assert "H100/H200 (sm_90) holds 200000" in _said(triage(text, matrix).diagnosis[0])
 
 
+def test_inductors_kernel_name_and_the_limits_own_gpu(matrix: Matrix) -> None:
+    """Inductor's autotuning names the kernel in place of the resource, the numbers on the next
+    line; the limit printed is 99 KB, so the H100 the text names as working is not the GPU."""
+    text = ("flex_attention fails on my A10G, works on H100\nOutOfMemoryError: out of resource: "
+            "triton_tem_fused_flex_attention_0\nRequired: 139776  Hardware limit: 101376\n")
+    top = triage(text, matrix).diagnosis[0]
+    assert top.category == Category.GPU_UNSUPPORTED and "sm_86/sm_89/sm_120" in top.message
+    assert "H100" not in top.message.split(":")[0] and "kernel_options" in _said(top)
+    assert not triage("Required: 139776  Hardware limit: 101376\n", matrix).diagnosis
+
+
 def test_the_generator_reads_a_functions_return_count() -> None:
     sys.path.insert(0, str(ROOT / "tools"))
     import gen_fa_api

@@ -14,15 +14,29 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 # triton/runtime/errors.py (OutOfResources): f"out of resource: {name}, Required: {required},
 # Hardware limit: {limit}. Reducing block sizes or `num_stages` may help."
-_SMEM = re.compile(r"out of resource: shared memory, Required: (\d+),?\s*,?\s*Hardware limit: (\d+)")
-# The most shared memory one block may use, by compute capability (CUDA C++ Programming Guide,
-# "Technical Specifications per Compute Capability": 64 KB on 7.5, 163 KB on 8.0, 99 KB on 8.6
-# and 8.9, 227 KB on 9.0).
-_PER_BLOCK_KB = {"7.5": 64, "8.0": 163, "8.6": 99, "8.9": 99, "9.0": 227}
+# Inductor's autotuning logs the kernel's name in place of the resource, and the numbers may stand
+# on the next line ("out of resource: triton_tem_fused_flex_attention_0" / "Required: 139776
+# Hardware limit: 101376").
+_SMEM = re.compile(r"Required: (\d+),?\s*,?\s*Hardware limit:\s*(\d+)")
+_RESOURCE = re.compile(r"out of resource: (?:shared memory|triton_\w{1,80})")
+# The most shared memory one block may use (opt-in), by compute capability: the SM's shared memory
+# less the 1 KB reserved per block from 8.0 on (NVIDIA/cccl@571f2fc3:libcudacxx/include/cuda/
+# __device/arch_traits.h, max_shared_memory_per_block_optin; the CUDA C++ Programming Guide's
+# technical specifications agree): 96 KB on 7.0, 64 KB on 7.5, 163 KB on 8.0 and 8.7, 99 KB on
+# 8.6, 8.9 and 12.x, 227 KB on 9.0 and 10.x.
+_PER_BLOCK_KB = {"7.0": 96, "7.5": 64, "8.0": 163, "8.6": 99, "8.7": 163, "8.9": 99, "9.0": 227,
+                 "10.0": 227, "10.3": 227, "12.0": 99, "12.1": 99}
 _GPU_OF = {"8.0": "an A100 (sm_80)", "9.0": "an H100/H200 (sm_90)"}
+
+
+def _archs_with(limit: int) -> str:
+    """The compute capabilities whose per-block limit is `limit` bytes (Triton prints it)."""
+    return "/".join(f"sm_{cc.replace('.', '')}" for cc, kb in _PER_BLOCK_KB.items()
+                    if kb * 1024 == limit)
 
 
 def _fits(required: int) -> Optional[str]:
@@ -34,13 +48,22 @@ def _fits(required: int) -> Optional[str]:
 
 
 def shared_memory(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_SMEM, ("out of resource: shared memory",))
+    hit = next(((i, m) for i, m in ctx.find(_SMEM, ("hardware limit",))
+                if any(_RESOURCE.search(line) for _, line in ctx.text.window(i, 1, 0))), None)
     if hit is None:
         return []
     required, limit = int(hit[1].group(1)), int(hit[1].group(2))
     gpu = ctx.gpu[0] if ctx.gpu else "this GPU"
     cc = ctx.gpu_cc_exact
     arch = f" (sm_{cc.major}{cc.minor})" if cc is not None else ""
+    archs = _archs_with(limit)
+    if archs and (cc is None or _PER_BLOCK_KB.get(f"{cc.major}.{cc.minor}", 0) * 1024 != limit):
+        # the limit Triton printed is the GPU's own: a GPU the report names with another limit
+        # is not the one that ran it (a "works on H100" beside it)
+        gpu, arch, cc = "this GPU", f" ({archs}, by the limit Triton printed)", None
+        gpu_quote: List[Quote] = []
+    else:
+        gpu_quote = [ctx.gpu[2]] if ctx.gpu else []
     fits = _fits(required)
     flex = ctx.text.containing(("flex_attention", "flex_attn", "flexattention"))
     remedies = [Remedy(summary="Give the kernel smaller blocks or fewer pipeline stages (Triton's "
@@ -58,9 +81,9 @@ def shared_memory(ctx: Context) -> List[Signal]:
                    f"the Triton kernel's block configuration needs {required} bytes of shared "
                    f"memory per block; {gpu}{arch} has {limit}: it was tuned for a GPU with more "
                    f"(per block: {_PER_BLOCK_KB['8.0']} KB on an A100, "
-                   f"{_PER_BLOCK_KB['9.0']} KB on an H100, 99 KB on RTX 30/40-series"
+                   f"{_PER_BLOCK_KB['9.0']} KB on an H100, 99 KB on RTX 30/40/50-series"
                    + (", 64 KB on Turing" if below else "") + ")",
-                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   dedupe([ctx.quote(hit[0]), *gpu_quote]), NAMED,
                    remedies, details={"source": "triton/runtime/errors.py (OutOfResources); "
                                                 "CUDA C++ Programming Guide, technical "
                                                 "specifications per compute capability"})]

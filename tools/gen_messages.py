@@ -44,6 +44,8 @@ V2, FA4 = r"^v\d+\.\d+\.\d+(?:\.post\d+)?$", r"^fa4-v4\.\d+\.\d+\.beta\d+$"
 SOURCES = (
     Source("fa-csrc", V2, ("csrc/flash_attn/flash_api.cpp", "csrc/flash_attn/fmha_api.cpp"),
            ex.cpp_checks, "flash_api_check"),
+    # the ROCm build's Composable Kernel backend (from v2.6.0): its own dtype and head-dim checks
+    Source("fa-ck", V2, ("csrc/flash_attn_ck/mha_*.cpp",), ex.cpp_checks, "flash_api_check"),
     Source("fa-setup", V2, ("setup.py",), ex.py_raises, "setup_check"),
     Source("fa-py", V2, ("flash_attn/flash_attn_interface.py",
                          "flash_attn/flash_attn_triton_amd/*.py"), ex.py_raises, "interface_check"),

@@ -2,6 +2,7 @@
 
 
 import re
+from functools import cache
 from typing import Dict, List, Optional
 
 from packaging.version import Version
@@ -76,34 +77,45 @@ class GpuSpec(Entry):
 
     @property
     def regex(self) -> str:
-        if self.pattern is not None:
-            return self.pattern
-        names = self.name.split()
-        # "Tesla P40" is written "P40" as often: NVIDIA dropped the Tesla brand from Ampere on
-        tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
-            and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
-        words = r"[\s_-]*".join(re.escape(w) for w in (names[1:] if tesla else names))
-        return rf"(?<![\w-]){tesla}{words}(?![\w])"  # "TITAN V", "titanV"
+        return self.pattern if self.pattern is not None else _name_regex(self.name)
 
     @property
     def key_word(self) -> str:
         """The word every way of writing the name holds (the model's, for "Tesla P40")."""
-        names = self.name.split()
-        return names[1] if len(names) == 2 and names[0] == "Tesla" and \
-            re.match(r"^[A-Z]\d{2,3}$", names[1]) else names[0]
+        return _key_word(self.name)
 
-    def match_length(self, device: str) -> Optional[int]:
-        """How much of `device` this entry's pattern matches (None: it does not)."""
-        if self.pattern is None and self.key_word.lower() not in device.lower():
+    def match_length(self, device: str, lower: Optional[str] = None) -> Optional[int]:
+        """How much of `device` this entry's pattern matches (None: it does not); `lower` is
+        `device` lower-cased, where the caller has it."""
+        if self.pattern is None and \
+                _key_word(self.name).lower() not in (lower or device.lower()):
             return None  # cheap test first: resolve_gpu tries every entry
         found = re.search(self.regex, device, flags=re.IGNORECASE)
         return len(found.group(0)) if found else None
 
 
+@cache
+def _key_word(name: str) -> str:
+    names = name.split()
+    return names[1] if len(names) == 2 and names[0] == "Tesla" and \
+        re.match(r"^[A-Z]\d{2,3}$", names[1]) else names[0]
+
+
+@cache
+def _name_regex(name: str) -> str:
+    names = name.split()
+    # "Tesla P40" is written "P40" as often: NVIDIA dropped the Tesla brand from Ampere on
+    tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
+        and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
+    words = r"[\s_-]*".join(re.escape(w) for w in (names[1:] if tesla else names))
+    return rf"(?<![\w-]){tesla}{words}(?![\w])"  # "TITAN V", "titanV"
+
+
 def resolve_gpu(gpus: List[GpuSpec], device: str) -> Optional[GpuSpec]:
     """The entry for a device name: the longest match wins ("RTX 4060 Ti" over "RTX 4060"); a tie
     between different compute capabilities resolves to nothing rather than to a guess."""
-    scored = [(n, g) for g in gpus if (n := g.match_length(device)) is not None]
+    lower = device.lower()
+    scored = [(n, g) for g in gpus if (n := g.match_length(device, lower)) is not None]
     if not scored:
         return None
     best = max(n for n, _ in scored)

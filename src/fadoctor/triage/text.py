@@ -96,27 +96,27 @@ class Pasted:
         out = sorted(found)
         return out[:1] if first else out
 
+    @cached_property
+    def _distinct(self) -> Tuple[str, List[int], Tuple[str, ...], List[List[int]]]:
+        """Each distinct lower-cased piece once (joined, with offsets), and the pieces that hold
+        it: a log repeats its lines (compile warnings, progress, retries), and a needle is
+        looked for in each distinct line once."""
+        at: Dict[str, List[int]] = {}
+        for index, line in enumerate(self.lower_lines):
+            at.setdefault(line, []).append(index)
+        lines = tuple(at)
+        return "\n".join(lines), _offsets(lines), lines, list(at.values())
+
     def _needle(self, needle: str) -> List[int]:
         """The pieces holding one needle, found once per text: mechanisms and catalog entries
         ask for the same needles in different sets."""
         memo: Dict[str, List[int]] = self.__dict__.setdefault("_needles", {})
-        if needle in memo:
-            return memo[needle]
-        lower, starts, lines = self.lower, self.lower_starts, self.lower_lines
-        hits: List[int] = []
-        limit = len(lines) // 16
-        # one pass: find each hit from the next piece on; a needle in many pieces is taken line
-        # by line instead (a find and a bisect per hit cost more than `in` over each line)
-        at = lower.find(needle) if needle else -1
-        while at != -1:
-            index = bisect_right(starts, at) - 1
-            hits.append(index)
-            if len(hits) > limit:
-                hits = [i for i, line in enumerate(lines) if needle in line]
-                break
-            at = lower.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
-        memo[needle] = hits
-        return hits
+        if needle not in memo:
+            joined, starts, lines, members = self._distinct
+            found = _holding(joined, starts, lines, needle)
+            memo[needle] = found if len(lines) == len(self.lower_lines) else \
+                sorted(i for d in found for i in members[d])
+        return memo[needle]
 
     def distinct(self, indexes: List[int]) -> List[int]:
         """The first piece of each distinct content: a repeated line states nothing new."""
@@ -130,8 +130,32 @@ class Pasted:
 
     def matching(self, pattern: Pattern[str], needles: Sequence[str] = ("",)) -> List[int]:
         """The pieces holding one of `needles` that `pattern` matches at their start."""
-        return [i for i, line in enumerate(self.lines)
-                if any(n in line for n in needles) and pattern.match(line)]
+        verdict: Dict[str, bool] = {}  # a repeated line is tested once
+        out = []
+        for i, line in enumerate(self.lines):
+            found = verdict.get(line)
+            if found is None:
+                found = verdict[line] = any(n in line for n in needles) and \
+                    pattern.match(line) is not None
+            if found:
+                out.append(i)
+        return out
+
+
+def _holding(text: str, starts: List[int], lines: Sequence[str], needle: str) -> List[int]:
+    """The lines (joined in `text`, starting at `starts`) that hold `needle`: one pass that finds
+    each hit from the next line on; a needle in many lines is taken line by line instead (a find
+    and a bisect per hit cost more than `in` over each line)."""
+    hits: List[int] = []
+    limit = len(lines) // 16
+    at = text.find(needle) if needle else -1
+    while at != -1:
+        index = bisect_right(starts, at) - 1
+        hits.append(index)
+        if len(hits) > limit:
+            return [i for i, line in enumerate(lines) if needle in line]
+        at = text.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
+    return hits
 
 
 def _offsets(lines: Sequence[str]) -> List[int]:

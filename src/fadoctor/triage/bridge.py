@@ -86,6 +86,11 @@ def _driver(ctx: Context) -> Probe[Driver]:
     if not gpus and version is None:
         reason = "an AMD GPU: no NVIDIA driver applies" if ctx.amd else NOT_STATED
         return _unknown(reason)
+    # torch saying CUDA is available proves this driver runs torch's CUDA (a Jetson's L4T driver,
+    # or a datacenter driver with the CUDA forward-compatibility package): its number is no
+    # evidence against that CUDA, so the driver-floor checks are not given it.
+    if str(ctx.seen.get(o.CUDA_AVAILABLE) or "").strip().lower() in ("true", "yes"):
+        version = None
     return Probe.success(Driver(
         present=True, source="nvidia-smi", version=version,
         cuda_version=ctx.seen.get(o.DRIVER_CUDA),

@@ -50,7 +50,11 @@ _PROSE = re.compile(
     r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\.__version__|\u7248\u672c[\u4e3a\u662f]?|"
     r"\uff1a))*\s*['\"`]?"  # a printed repr quotes it: torch.__version__: '2.1.0a0+4136153'
     r"(" + VERSION + r"|\d+\.x)", re.IGNORECASE)
-_TOOL_NEEDLES = (*(prefix.lower() for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
+# vLLM's collect_env pads the same keys to a column ("Is CUDA available            : True"): a long
+# key is found without its colon, and the padding goes before it is read.
+_PADDED = re.compile(r"^([A-Za-z][\w ()]{2,40}?)[ \t]+:")
+_TOOL_NEEDLES = (*(prefix.lower() if len(prefix) < 10 else prefix.lower()[:-1]
+                   for prefix, _, _ in _COLLECT_ENV), "ldd (", "pretty_name=",
                  "memtotal:", "mem:", "cpu(s):", "linux ", "driver version", "cuda version",
                  "product name", "cuda compilation tools", "gnu c library")
 _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
@@ -170,7 +174,7 @@ def _value(raw: str) -> Optional[str]:
 
 
 def _tool_lines(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
-    stripped = line.strip()
+    stripped = _PADDED.sub(r"\1:", line.strip(), count=1)
     for prefix, key, weight in _COLLECT_ENV:
         if stripped.startswith(prefix):
             value = _value(stripped[len(prefix):])

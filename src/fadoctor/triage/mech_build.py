@@ -5,7 +5,7 @@ architecture nvcc does not know, and wheels pip refuses for this platform (pure)
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -38,16 +38,16 @@ _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\
                       # C++17 headers libstdc++ gained in gcc 8 (gcc 7 has only
                       # <experimental/filesystem>): GCC's C++17 library status table
                       r"fatal error: (?:filesystem|charconv): No such file", re.I)
-_ARCH = re.compile(r"(?:Unsupported gpu architecture |Value )'(?:compute|sm)_(\d+)\w?'"
+# (a title retypes the word: "Unsupported gpu architechture 'compute_89'")
+_ARCH = re.compile(r"(?:Unsupported gpu arch\w{4,10} |Value )'(?:compute|sm)_(\d+)\w?'"
                    r"(?: is not defined for option 'gpu-architecture')?", re.I)
 # The first CUDA whose nvcc knows each arch that flash-attn's setup.py does not build for:
 # pytorch/pytorch@189579e2:cmake/Modules_CUDA_fix/upstream/FindCUDA/select_compute_arch.cmake
-# (Turing after 9.5, Ampere 8.0 after 10.5, 8.6 from 11.1).
-_FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1"}
+# (Turing after 9.5, Ampere 8.0 after 10.5, 8.6 from 11.1, Ada 8.9 and Hopper from 11.8).
+_FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1", "89": "11.8"}
 # torch's extension builder adds $CUDNN_HOME/include (or $CUDNN_PATH's) to the include path, and
 # nothing else for cuDNN (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, CUDNN_HOME)
 _CUDNN_H = re.compile(r"\bcudnn(?:_\w{1,30})?\.h: No such file")
-_PYTHON_H = re.compile(r"Python\.h: No such file or directory")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 # uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
 # IncompatibleTag::Platform): "The wheel is compatible with Linux (`linux_x86_64`), but you're on
@@ -192,7 +192,7 @@ def compiler(ctx: Context) -> List[Signal]:
 
 
 def architecture(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ARCH, ("unsupported gpu architecture", "for option 'gpu-architecture'"))
+    hit = ctx.first(_ARCH, ("unsupported gpu arch", "for option 'gpu-architecture'"))
     if hit is None:
         return []
     digits = hit[1].group(1)
@@ -210,21 +210,12 @@ def architecture(ctx: Context) -> List[Signal]:
                            f"{narrow}."), prebuilt(ctx)])]
 
 
-def python_headers(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_PYTHON_H, ("python.h",))
-    if hit is None:
-        return []
-    py = f"{ctx.python}" if ctx.python else "3.X"
-    return [Signal("python_headers", Category.BUILD_TOOLCHAIN,
-                   "the build cannot find Python's C headers (Python.h)", [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary="Install the headers of the Python that builds.",
-                           commands=[f"apt-get install python{py}-dev"]), prebuilt(ctx)])]
-
-
 def on_windows(ctx: Context) -> bool:
     """The report's machine runs Windows: it says so, or its paths have drive letters."""
     stated = str(ctx.seen.get("os") or "").lower()
-    return "windows" in stated or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
+    # CPython's sys.version names its compiler: "[MSC v.1937 64 bit (AMD64)]" is a Windows build
+    return "windows" in stated or ctx.has("[msc v.") is not None \
+        or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
         or ctx.first(_ON_WINDOWS, ("windows",)) is not None
 
 
@@ -260,7 +251,7 @@ def wheel_tags(ctx: Context) -> List[Signal]:
     python_tag, platform = parts[-3], parts[-1]
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("python", "os", "machine")])
     if not parts[0].lower().startswith("flash_attn"):
-        return [_other_wheel(ctx, parts[0], parts[1], platform, quotes)]
+        return [_other_wheel(ctx, parts[0], parts[1], (python_tag, platform), quotes)]
     have = ctx.python
     if have is not None and python_tag.startswith("cp") and python_tag != \
             f"cp{have.major}{have.minor}":
@@ -290,21 +281,35 @@ def wheel_tags(ctx: Context) -> List[Signal]:
                    needs=[("the Python version and platform", "python -VV; uname -m")])]
 
 
-def _other_wheel(ctx: Context, dist: str, version: str, platform: str, quotes: List[Quote]
-                 ) -> Signal:
+def _other_wheel(ctx: Context, dist: str, version: str, tags: Tuple[str, str],
+                 quotes: List[Quote]) -> Signal:
     """Another package's wheel refused here: pip picks that package's release with a wheel for
-    this platform and Python by itself when asked for the package, not the file."""
+    this platform and Python by itself when asked for the package, not the file. A platform tag
+    this machine has leaves the Python tag as what pip refused."""
     project = dist.replace("_", "-")
+    python_tag, platform = tags
     arm = ctx.arm_host
     want = " (an aarch64 wheel, for this Arm host)" if arm and "aarch64" not in platform else ""
-    return Signal("wheel_tag", Category.WRONG_WHEEL,
-                  f"pip refuses {project} {version}'s wheel for {platform} on this machine",
+    windows = on_windows(ctx)
+    fits = (platform == "win_amd64") == windows and platform in ("win_amd64", "linux_x86_64") \
+        and not arm
+    said = f"pip refuses {project} {version}'s wheel for {platform} on this machine"
+    other: List[Remedy] = []
+    if fits and re.fullmatch(r"cp3\d{1,2}", python_tag):
+        wanted = f"3.{python_tag[3:]}"
+        have = f" (it runs Python {ctx.python})" if ctx.python else ""
+        said = (f"pip refuses {project} {version}'s wheel: it was built for CPython {wanted} "
+                f"({python_tag}) and this environment's Python is another{have}")
+        other = [Remedy(summary=f"Or take the wheel file built for the matching Python: its "
+                        f"cpXY tag must be this interpreter's version (`python -VV`), not "
+                        f"{python_tag}.", commands=["python -VV"])]
+    return Signal("wheel_tag", Category.WRONG_WHEEL, said,
                   dedupe([*quotes, *([arm] if arm else [])]), NAMED,
                   [Remedy(summary=f"Ask pip for the package, not that file: it takes the newest "
                           f"{project} release with a wheel for this platform and Python{want}; "
                           "if it finds none, no release has one yet.",
                           commands=[command("pip", "install", "--upgrade", "--only-binary",
-                                            project, project)])])
+                                            project, project)]), *other])
 
 
 def _python_wheel(ctx: Context, name: str, tag: str, have: Version) -> List[Remedy]:

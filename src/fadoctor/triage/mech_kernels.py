@@ -103,3 +103,50 @@ def _explain(name: str, repo: str, lines: List[Tuple[int, re.Match[str]]]
                         "CUDA."), other])
     return (f"it has builds for {lines[0][1].group(1)} only, and this system is {have}",
             [other])
+
+
+# kernels before the variant trace (huggingface/kernels@v0.4.4:src/kernels/utils.py,
+# install_kernel and load_kernel): FileNotFoundError("Kernel `REPO` at revision REV does not have
+# build: VARIANT") and "Kernel at path `PATH` does not have build: VARIANT"; the variant is
+# torch{major}{minor}-cxx{11|98}-{cu|rocm}{version}-{cpu arch}-{os}.
+_NO_BUILD = re.compile(r"Kernel (?:`([\w.-]{1,80}/[\w.-]{1,80})`|at path `([^`]{1,400})`)"
+                       r"[^\n]{0,80}? does not have build: (torch(\d)(\d{1,2})-cxx(\d\d)-"
+                       r"(cu\d{3}|rocm\d{2,3})-(\w+?)-(linux|windows|darwin))")
+_CACHED = re.compile(r"models--([\w.-]{1,80})--([\w.-]{1,80})")
+
+
+def no_build(ctx: Context) -> List[Signal]:
+    """The kernel repo has no build for this system's variant string: a CPU other than x86_64
+    (most Hub kernels are built for x86_64 Linux only) or a torch the revision was not built for."""
+    hit = ctx.first(_NO_BUILD, ("does not have build",))
+    if hit is None:
+        return []
+    found = hit[1]
+    cached = _CACHED.search(found.group(2) or "")
+    repo = found.group(1) or (f"{cached.group(1)}/{cached.group(2)}" if cached else None)
+    torch, toolkit, cpu = f"{found.group(4)}.{found.group(5)}", found.group(7), found.group(8)
+    name = repo or "the kernel"
+    listing = Remedy(summary=f"See which builds {name} has (its build/ folder: one per torch, "
+                     "C++ ABI, CUDA, CPU and OS).",
+                     commands=[f"python -c \"from huggingface_hub import list_repo_files; print("
+                               f"sorted({{f.split('/')[1] for f in list_repo_files('{repo}') "
+                               "if f.startswith('build/')}))\""] if repo else [])
+    if cpu != "x86_64":
+        return [Signal("hub_kernel", Category.PLATFORM_UNSUPPORTED,
+                       f"the Hub kernel {name} has no build for {cpu} {found.group(9)} "
+                       f"({found.group(3)}): its builds are for other CPUs",
+                       [ctx.quote(hit[0])], NAMED,
+                       [Remedy(summary=f"No {cpu} build is published: build the kernel from "
+                               f"source on this machine and import it directly instead of through "
+                               "get_kernel (for FlashAttention-3: flash-attention's hopper/ "
+                               "directory, which installs flash_attn_interface)."),
+                        listing],
+                       details={"source": "huggingface/kernels@v0.4.4:src/kernels/utils.py"})]
+    return [Signal("hub_kernel", Category.TORCH_VERSION_MISMATCH,
+                   f"the Hub kernel {name} has no build for torch {torch} with {toolkit} "
+                   f"({found.group(3)})", [ctx.quote(hit[0])], NAMED,
+                   [listing,
+                    Remedy(summary="Install the torch (and its CUDA) of one of those builds, or "
+                           "load a revision of the kernel built for this torch; or use "
+                           "attn_implementation=\"sdpa\".")],
+                   details={"source": "huggingface/kernels@v0.4.4:src/kernels/utils.py"})]

@@ -30,14 +30,18 @@ def unknown_target(ctx: Context) -> List[Signal]:
     """Triton's bundled ptxas does not know the GPU's target (a GPU newer than the ptxas Triton
     ships): the ptxas of a CUDA toolkit that knows it, through TRITON_PTXAS_PATH."""
     hit = ctx.first(_TARGET, ("for option 'gpu-name'",))
-    if hit is None or not ctx.text.containing(("triton",)) or \
-            not any(_TRITON.search(ctx.text.lines[i]) for i in ctx.text.containing(
-                ("ptxas", "triton ptx"))):
+    if hit is None:
         return []
+    # 'gpu-name' is ptxas' own option (nvcc's is 'gpu-architecture'): ptxas run by itself, which
+    # is what Triton does; said or not, Triton's copy is the one a Python stack runs
+    seen = any(_TRITON.search(ctx.text.lines[i]) for i in ctx.text.containing(
+        ("ptxas", "triton ptx")))
+    whose = "the ptxas bundled with Triton" if seen else \
+        "the ptxas that ran (ptxas' own option: Triton's bundled copy, for torch.compile and vLLM)"
     target = hit[1].group(1)
     digits = re.sub(r"\D", "", target)
     return [Signal("triton_ptxas", Category.BUILD_TOOLCHAIN,
-                   f"the ptxas bundled with Triton does not know {target}: the GPU is newer than "
+                   f"{whose} does not know {target}: the GPU is newer than "
                    "the CUDA that ptxas came from, so every Triton kernel fails to assemble",
                    dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
                    [Remedy(summary=f"Point Triton at the ptxas of an installed CUDA toolkit that "
@@ -45,7 +49,11 @@ def unknown_target(ctx: Context) -> List[Signal]:
                            "TRITON_PTXAS_PATH before its own copy. Or upgrade triton (with the "
                            "torch that pins it) to a release built with a newer CUDA.",
                            commands=["nvcc --list-gpu-arch",
-                                     "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas"])],
+                                     "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas",
+                                     # newer Triton runs ptxas-blackwell for sm_100 on
+                                     # (triton-lang/triton@00526b7 nvidia compiler.py get_ptxas)
+                                     *(["export TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/"
+                                        "ptxas"] if int(digits) >= 100 else [])])],
                    details={"source": "triton-lang/triton@00c7dbd:python/triton/knobs.py "
                                       "(env_nvidia_tool('ptxas'): TRITON_PTXAS_PATH)"})]
 

@@ -82,6 +82,12 @@ def _no_gpu(entry: Entry) -> List[Remedy]:
                    "passed through (docker run --gpus all).", commands=["nvidia-smi"])]
 
 
+# torch/utils/cpp_extension.py (_check_cuda_version): "The detected CUDA version (12.0) mismatches
+# the version that was used to compile PyTorch (11.7)."
+_DETECTED = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that was "
+                       r"used to compile\s+PyTorch \((\d+\.\d+)\)")
+
+
 def _build(ctx: Context, entry: Entry) -> List[Remedy]:
     if entry.weight == "note":
         return [Remedy(summary="torch's extension builder only reports here; the compiler's first "
@@ -95,6 +101,20 @@ def _build(ctx: Context, entry: Entry) -> List[Remedy]:
                        "names for this CUDA, e.g. CC=gcc-12 CXX=g++-12, or install a prebuilt "
                        "wheel.", commands=["gcc --version", "nvcc -V"])]
     cuda = ctx.torch_cuda
+    pair = _DETECTED.search(ctx.text.joined) if "mismatches the version" in entry.printed else None
+    if pair is not None:  # torch's own numbers: the toolkit found, and torch's CUDA
+        found, built = pair.group(1), pair.group(2)
+        major = int(built.split(".")[0])
+        fitting = r.torch_for_cuda(ctx, int(found.split(".")[0]))
+        return r.keep([Remedy(summary=f"Build with the CUDA {built} toolkit torch was built with "
+                              f"(the one found is {found}): install CUDA {built} (conda: "
+                              f"cuda-toolkit from the nvidia/label/cuda-{built}.0 channel) and point "
+                              "CUDA_HOME at it before building (torch's extension builder runs "
+                              "$CUDA_HOME/bin/nvcc).",
+                              commands=[f"export CUDA_HOME=/usr/local/cuda-{built}",
+                                        f"/usr/local/cuda-{built}/bin/nvcc -V"]),
+                       *([fitting] if fitting and major != int(found.split(".")[0]) else []),
+                       ])
     fitting = r.torch_for_cuda(ctx, cuda.major) if cuda is not None else None
     return r.keep([Remedy(summary="Point CUDA_HOME at a CUDA toolkit of torch's CUDA major "
                           "(torch.version.cuda) before building, or install a prebuilt wheel.",

@@ -1,0 +1,107 @@
+"""A number format the GPU's arch has no instructions for, said by the compiler or the kernel
+dispatch rather than by a dtype check: ptxas refusing bf16 PTX below sm_80, Triton refusing
+float8_e4m3fn (its fp8e4nv) below sm_89, and PyTorch's memory-efficient (cutlass) attention finding
+no bf16 kernel on a pre-Ampere GPU. The way out is the format the GPU has (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+# ptxas' own words: "error   : Feature '.bf16' requires .target sm_80 or higher" (also "cvt with
+# .f32.bf16", "cvt.e4m3x2" for fp8 below sm_89): PTX ISA, each instruction's Target ISA notes.
+_FEATURE = re.compile(r"Feature '([^']{1,60})' requires \.target (sm_\d{2,3})")
+# Triton's semantic check: ValueError("type fp8e4nv not supported in this architecture. The
+# supported fp8 dtypes are (...)"); the CUDA backend supports fp8e5 and fp8e4b15 everywhere and adds
+# fp8e4nv (torch.float8_e4m3fn) from capability 89: triton-lang/triton@00526b7:
+# third_party/nvidia/backend/compiler.py (CUDAOptions.supported_fp8_dtypes, parse_options).
+_TRITON_FP8 = re.compile(r"type (fp8\w{1,8}) not supported in this architecture")
+# PyTorch's (and xFormers') memory-efficient attention dispatch has bf16 kernels only from sm80:
+# pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h
+# (dispatch_cutlassF: bfloat16_t && 80 <= cc; half_t and float from 50).
+_CUTLASS = re.compile(r"cutlass[FB]: no kernel found to launch")
+_FP8_SOURCE = "triton-lang/triton@00526b7:third_party/nvidia/backend/compiler.py"
+_TO_FP16 = ("Run in float16 instead: load the model with torch_dtype=torch.float16 (or "
+            "bf16=False, fp16=True in the trainer's arguments), and ask "
+            "torch.cuda.get_device_capability() >= (8, 0) rather than torch.cuda.is_bf16_supported(), "
+            "whose default (including_emulation=True) answers True where bf16 is only emulated.")
+
+
+def _gpu(ctx: Context) -> str:
+    return f"{ctx.gpu[0]} (sm_{ctx.gpu[1].major}{ctx.gpu[1].minor})" if ctx.gpu and ctx.gpu[1] \
+        else "this GPU"
+
+
+def ptxas_feature(ctx: Context) -> List[Signal]:
+    """ptxas was asked for a feature above the GPU's target: a kernel compiled for this GPU uses
+    a number format (bf16, fp8) or instruction its arch lacks."""
+    hit = ctx.first(_FEATURE, ("requires .target",))
+    if hit is None:
+        return []
+    feature, floor = hit[1].group(1), hit[1].group(2)
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    if "bf16" in feature:
+        return [Signal("ptxas_feature", Category.DTYPE_UNSUPPORTED,
+                       f"a kernel was compiled in bfloat16 for a GPU below {floor}: ptxas refuses "
+                       f"'{feature}' there, as bf16 arithmetic needs Ampere (sm_80) or newer",
+                       quotes, NAMED, [Remedy(summary=_TO_FP16)],
+                       details={"source": "PTX ISA, Target ISA notes (bf16: sm_80)"})]
+    if "e4m3" in feature or "e5m2" in feature:
+        return [Signal("ptxas_feature", Category.DTYPE_UNSUPPORTED,
+                       f"a kernel uses fp8 ('{feature}'), which needs {floor} or newer; "
+                       f"{_gpu(ctx)} is older", quotes, NAMED,
+                       [Remedy(summary="Run the model in bf16/fp16 on this GPU (an fp8 checkpoint "
+                               "dequantized, or its bf16 release), or use a GPU of at least "
+                               f"{floor}.")],
+                       details={"source": "PTX ISA, Target ISA notes"})]
+    return [Signal("ptxas_feature", Category.GPU_UNSUPPORTED,
+                   f"a kernel uses '{feature}', which needs {floor} or newer; {_gpu(ctx)} is "
+                   "older", quotes, NAMED,
+                   [Remedy(summary=f"Use a GPU of {floor} or newer for this kernel, or the "
+                           "library's path for older GPUs (PyTorch SDPA for attention).")],
+                   details={"source": "PTX ISA, Target ISA notes"})]
+
+
+def triton_fp8(ctx: Context) -> List[Signal]:
+    """Triton has no float8_e4m3fn below sm_89 (A100, RTX 30xx): torch.compile or a Triton kernel
+    lowering an e4m3fn tensor there stops at this check."""
+    hit = ctx.first(_TRITON_FP8, ("not supported in this architecture",))
+    if hit is None:
+        return []
+    kind = hit[1].group(1)
+    amd = ctx.amd or "('fp8e5',)" in ctx.text.lines[hit[0]]
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    torch_name = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",
+                  "fp8e4b8": "float8_e4m3fnuz", "fp8e5b16": "float8_e5m2fnuz"}.get(kind, kind)
+    where = "this AMD GPU" if amd else \
+        f"{_gpu(ctx)}: Triton supports it on NVIDIA GPUs from sm_89 (Ada, Hopper, Blackwell)"
+    return [Signal("triton_fp8", Category.DTYPE_UNSUPPORTED,
+                   f"Triton cannot compile {kind} (torch.{torch_name}) for {where}", quotes, NAMED,
+                   [Remedy(summary=f"Give the compiled code float8_e5m2 (fp8e5) weights, which "
+                           "Triton compiles on every GPU, or run without torch.compile / the "
+                           f"Triton kernel on this GPU, or dequantize to bf16/fp16; {kind} "
+                           "itself needs an sm_89-or-newer GPU.")],
+                   details={"source": _FP8_SOURCE})]
+
+
+def cutlass_bf16(ctx: Context) -> List[Signal]:
+    """The memory-efficient attention dispatch found no kernel, on a GPU below sm_80: its only
+    missing kernels there are bf16 ones, so the tensors were bfloat16."""
+    hit = ctx.first(_CUTLASS, ("no kernel found to launch",))
+    cc: Optional[Version] = ctx.gpu_cc_exact
+    if hit is None or cc is None or cc >= Version("8.0") or ctx.amd:
+        return []
+    return [Signal("cutlass_bf16", Category.DTYPE_UNSUPPORTED,
+                   f"the memory-efficient attention kernels have no bfloat16 version for "
+                   f"{_gpu(ctx)} (bf16 ones start at sm_80; fp16 and fp32 run from sm_50), so the "
+                   "model ran in bfloat16 on a GPU without it",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary=_TO_FP16)],
+                   details={"source": "pytorch/pytorch aten/src/ATen/native/transformers/cuda/"
+                                      "mem_eff_attention/kernels/cutlassF.h (dispatch_cutlassF)"})]

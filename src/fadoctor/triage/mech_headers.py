@@ -1,0 +1,55 @@
+"""The build cannot find Python's C headers (Python.h): a Linux Python without its -dev package,
+or on Windows an embeddable Python with no include\\ folder, which is what Triton hits when it
+builds its launcher for torch.compile or SageAttention in ComfyUI's portable build (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_build import on_windows, prebuilt
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+# gcc's "fatal error: Python.h: No such file or directory", MSVC's "fatal error C1083: Cannot open
+# include file: 'Python.h'", and a reporter's own "cannot find Python.h"
+_PYTHON_H = re.compile(r"Python\.h'?: No such file or directory|Cannot open include file: 'Python\.h'"
+                       r"|\b(?:cannot|can'?t|could ?n[o']t|unable to) (?:find|open|locate) "
+                       r"'?Python\.h", re.I)
+# ComfyUI's portable build and other Windows bundles run CPython's embeddable package, which ships
+# without include\ and libs\ (so Triton cannot build its launcher): woct0rdho/triton-windows
+# README, "embedded Python"
+_EMBEDDED = re.compile(r"python_embed{1,2}ed|Embedded Python\W{0,6}true|embedded python", re.I)
+
+def python_headers(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PYTHON_H, ("python.h",))
+    if hit is None:
+        return []
+    py = f"{ctx.python}" if ctx.python else "3.X"
+    if on_windows(ctx):
+        return [_windows_headers(ctx, hit[0], py)]
+    return [Signal("python_headers", Category.BUILD_TOOLCHAIN,
+                   "the build cannot find Python's C headers (Python.h)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install the headers of the Python that builds.",
+                           commands=[f"apt-get install python{py}-dev"]), prebuilt(ctx)])]
+
+
+def _windows_headers(ctx: Context, index: int, py: str) -> Signal:
+    quotes = dedupe([ctx.quote(index), *ctx.quotes("python")])
+    if ctx.first(_EMBEDDED, ("embed",)) is not None:
+        return Signal("python_headers", Category.BUILD_TOOLCHAIN,
+                      "the embedded Python (python_embeded) has no include\\ and libs\\ "
+                      "folders, so the C compiler (Triton building its launcher for torch.compile "
+                      "or SageAttention, or an extension build) finds no Python.h", quotes, NAMED,
+                      [Remedy(summary=f"Copy the include and libs folders of a full CPython {py} "
+                               "(the same version as python.exe -VV says; triton-windows' releases "
+                               "publish them as python_3.X.Y_include_libs.zip) into python_embeded\\, "
+                               "as triton-windows' install steps say."),
+                       Remedy(summary="Or run without what compiles: no torch.compile node and "
+                               "attention through PyTorch SDPA instead of SageAttention.")])
+    return Signal("python_headers", Category.BUILD_TOOLCHAIN,
+                  "the C compiler finds no Python.h for this Python", quotes, NAMED,
+                  [Remedy(summary=f"Build with a full CPython {py} install (the python.org "
+                          "installer puts include\\ and libs\\ beside python.exe), not an "
+                          "embeddable or store package."), prebuilt(ctx)])

@@ -1,0 +1,123 @@
+"""Mechanisms taken up from held_out_17's development half: a number format the GPU's arch lacks
+(ptxas' bf16/fp8 features, Triton's fp8e4nv, the bf16-less cutlass dispatch on pre-Ampere GPUs),
+a Hub kernel with no build variant for this system, Python.h missing from Windows' embedded
+Python, a foreign package's wheel refused for its Python tag, torch's own toolkit-mismatch
+numbers, and nvcc's arch message retyped."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def _said(found: object) -> str:
+    return " ".join(f"{r.summary} {' '.join(r.commands)} {r.code or ''}"  # type: ignore
+                    for r in found.remedies)  # type: ignore[attr-defined]
+
+
+def _top(text: str, matrix: Matrix) -> object:
+    result = triage(text, matrix)
+    assert result.diagnosis, text
+    return result.diagnosis[0]
+
+
+def test_ptxas_refusing_bf16_below_sm80_is_a_dtype_with_fp16_the_way_out(matrix: Matrix) -> None:
+    text = ("Training on a Tesla T4\nRuntimeError: Internal Triton PTX codegen error:\n"
+            "ptxas /tmp/compile-ptx-src-1, line 100; error   : Feature '.bf16' requires .target "
+            "sm_80 or higher\n")
+    top = _top(text, matrix)
+    assert top.category == Category.DTYPE_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "float16" in _said(top) and "including_emulation" in _said(top)
+
+
+def test_ptxas_fp8_and_other_features_name_the_target(matrix: Matrix) -> None:
+    fp8 = _top("ptxas error   : Feature 'cvt.e4m3x2' requires .target sm_89 or higher\n", matrix)
+    assert fp8.category == Category.DTYPE_UNSUPPORTED and "sm_89" in fp8.message  # type: ignore
+    other = _top("ptxas error   : Feature 'redux.sync' requires .target sm_80 or higher\n", matrix)
+    assert other.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
+
+
+def test_triton_fp8e4nv_below_sm89(matrix: Matrix) -> None:
+    text = ("torch.compile on my A100 fails:\nValueError(\"type fp8e4nv not supported in this "
+            "architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")\n")
+    top = _top(text, matrix)
+    assert top.category == Category.DTYPE_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "float8_e4m3fn" in top.message and "sm_89" in top.message  # type: ignore
+    assert "float8_e5m2" in _said(top)
+
+
+def test_cutlass_no_kernel_on_a_pre_ampere_gpu_is_bf16(matrix: Matrix) -> None:
+    """The GPU glued to CJK prose and a lower-case memory size ("2080ti22g") is still found."""
+    text = ("RuntimeError: cutlassF: no kernel found to launch!\n\n"
+            "显卡为2080ti22g\uff0ccuda12.4\uff0cpytorch2.1.2\n")
+    top = _top(text, matrix)
+    assert top.category == Category.DTYPE_UNSUPPORTED and "sm_75" in top.message  # type: ignore
+    assert "torch_dtype=torch.float16" in _said(top)
+    # on an Ampere GPU the same words are not a dtype question
+    ampere = triage("RuntimeError: cutlassF: no kernel found to launch!\nGPU: A100\n", matrix)
+    assert all(d.category != Category.DTYPE_UNSUPPORTED for d in ampere.diagnosis[:1])
+
+
+def test_a_hub_kernel_without_a_build_for_this_cpu(matrix: Matrix) -> None:
+    text = ("FileNotFoundError: Kernel at path `/u/.cache/huggingface/hub/models--someone--flash-"
+            "attention-3/snapshots/b4c4` does not have build: torch210-cxx11-cu126-aarch64-linux\n")
+    top = _top(text, matrix)
+    assert top.category == Category.PLATFORM_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "someone/flash-attention-3" in _said(top) and "aarch64" in top.message  # type: ignore
+    x86 = _top("Kernel `kernels-community/flash-attn3` at revision main does not have build: "
+               "torch29-cxx11-cu130-x86_64-linux\n", matrix)
+    assert x86.category == Category.TORCH_VERSION_MISMATCH  # type: ignore[attr-defined]
+    assert "torch 2.9 with cu130" in x86.message  # type: ignore[attr-defined]
+
+
+def test_python_h_missing_from_windows_embedded_python(matrix: Matrix) -> None:
+    text = ("Cannot find Python.h\n- **Exception Type:** subprocess.CalledProcessError\n"
+            "'/IF:\\\\comfy\\\\ComfyUI_windows_portable\\\\python_embeded\\\\Include'\n"
+            "- **Python Version:** 3.11.8 (tags/v3.11.8:db85d51) [MSC v.1937 64 bit (AMD64)]\n"
+            "- **Embedded Python:** true\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert "include and libs folders" in _said(top) and "python_embeded" in _said(top)
+    msvc = _top("C:\\x\\main.c(5): fatal error C1083: Cannot open include file: 'Python.h': No "
+                "such file or directory\n", matrix)
+    assert "python.org installer" in _said(msvc)
+    linux = _top("fatal error: Python.h: No such file or directory\nPython 3.10.12\n", matrix)
+    assert "python3.10-dev" in _said(linux)
+
+
+def test_a_foreign_wheel_refused_for_its_python_tag(matrix: Matrix) -> None:
+    text = ("ERROR: xformers-0.0.14.dev0-cp37-cp37m-linux_x86_64.whl is not a supported wheel on "
+            "this platform.\n")
+    top = _top(text, matrix)
+    assert "CPython 3.7 (cp37)" in top.message  # type: ignore[attr-defined]
+    assert "matching Python" in _said(top) and "--only-binary xformers" in _said(top)
+
+
+def test_torchs_toolkit_mismatch_names_both_versions(matrix: Matrix) -> None:
+    text = ("RuntimeError:\nThe detected CUDA version (12.0) mismatches the version that was used "
+            "to compile\nPyTorch (11.7). Please make sure to use the same CUDA versions.\n")
+    said = _said(_top(text, matrix))
+    assert "CUDA 11.7 toolkit" in said and "export CUDA_HOME=/usr/local/cuda-11.7" in said
+    assert "built for CUDA 12" in said
+
+
+def test_nvccs_arch_message_retyped_in_a_title(matrix: Matrix) -> None:
+    top = _top("\"nvcc fatal : Unsupported gpu architechture 'compute_89'\" with docker image\n",
+               matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert ">= 11.8" in _said(top)
+
+
+def test_cuda_available_true_clears_the_driver_number(matrix: Matrix) -> None:
+    """vLLM's collect_env pads its keys; torch saying CUDA is available proves the driver runs
+    torch's CUDA (a Jetson's driver is numbered apart from the desktop table)."""
+    env = ("PyTorch version              : 2.10.0+cu130\nCUDA used to build PyTorch   : 13.0\n"
+           "Is CUDA available            : {}\nGPU models and configuration : GPU 0: NVIDIA Thor\n"
+           "Nvidia driver version        : 580.00\n")
+    text = "[Bug]: Jetson Thor: Value 'sm_110a' is not defined for option 'gpu-name'\n" + env
+    top = _top(text.format("True"), matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert "TRITON_PTXAS_BLACKWELL_PATH" in _said(top) and "ptxas" in top.message  # type: ignore
+    unavailable = triage(env.format("False"), matrix)
+    assert unavailable.diagnosis[0].category == Category.DRIVER_TOO_OLD

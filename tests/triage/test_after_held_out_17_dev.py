@@ -121,3 +121,34 @@ def test_cuda_available_true_clears_the_driver_number(matrix: Matrix) -> None:
     assert "TRITON_PTXAS_BLACKWELL_PATH" in _said(top) and "ptxas" in top.message  # type: ignore
     unavailable = triage(env.format("False"), matrix)
     assert unavailable.diagnosis[0].category == Category.DRIVER_TOO_OLD
+
+
+def test_tensorrt_dropping_the_gpus_arch(matrix: Matrix) -> None:
+    text = ("Using Tesla V100 SXM2 16GB.\n[TRT] [E] IBuilder::buildSerializedNetwork: Error Code 9: "
+            "API Usage Error (Target GPU SM 70 is not supported by this TensorRT release.)\n")
+    top = _top(text, matrix)
+    assert top.category == Category.GPU_UNSUPPORTED and "Volta" in top.message  # type: ignore
+    assert "TensorRT 10.4 or older" in _said(top)
+    other = _top("Target GPU SM 61 is not supported by this TensorRT release.\n", matrix)
+    assert "support matrix lists SM 61" in _said(other)
+
+
+def test_flashinfer_xqa_head_dim(matrix: Matrix) -> None:
+    text = "ValueError: Invalid head_dim: 512, must be divisible by 16 and in range [16, 256]\n"
+    top = _top(text, matrix)
+    assert top.category == Category.HEAD_DIM_UNSUPPORTED and "512" in top.message  # type: ignore
+    assert "use_tensor_cores=True" in _said(top)
+
+
+def test_a_program_on_the_cpu_with_a_gpu_named_has_cpu_torch(matrix: Matrix) -> None:
+    """The torch offered has kernels for the GPU: a GTX 980 (sm_52) gets a CUDA 12 build, which
+    keeps sm_50, not the newest CUDA 13 one, which starts at sm_75."""
+    text = (">> Using device_type cpu\nMy GPU: GTX 980, Windows 10\nNVIDIA-SMI 581.29  Driver "
+            "Version: 581.29  CUDA Version: 13.0\n")
+    top = _top(text, matrix)
+    assert top.category == Category.TORCH_CPU_ONLY  # type: ignore[attr-defined]
+    first = top.remedies[0]  # type: ignore[attr-defined]
+    assert "+cu12" in " ".join(first.commands)
+    # a CUDA build stated points elsewhere (the driver), not at a CPU torch
+    cuda = triage("torch.cuda.is_available() returns False\ntorch 2.7.1+cu128\nRTX 5080\n", matrix)
+    assert all(d.category != Category.TORCH_CPU_ONLY for d in cuda.diagnosis)

@@ -34,7 +34,7 @@ _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("16", "56"), ("20", "5678"), ("3
 # lower-case s only: "1660S" is a SUPER).
 _GLUED = re.compile(r"(?<=[^\x00-\x7f])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[^\x00-\x7f\s])|"
                     r"(?<=[A-Za-z]{2})(?=\d{1,3}[Gg][Bb]?\b)|(?<=\d)(?=GPUs?\b|s\b)")
-_MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
+_MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{3,4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
 class GpuFinder:

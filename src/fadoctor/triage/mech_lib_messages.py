@@ -143,3 +143,30 @@ def sage_kernel_missing(ctx: Context) -> List[Signal]:
                     r.sdpa("Meanwhile the program's PyTorch attention runs:")],
                    details={"source": "thu-ml/SageAttention@v2.2.0:sageattention/core.py:29-45, "
                                       "723"})]
+
+
+# FlashInfer's XQA decode kernel (the TRT-LLM-derived one it picks for decode on SM90/SM12x) is
+# compiled per head size and refuses any outside 16..256: flashinfer-ai/flashinfer
+# flashinfer/jit/xqa.py (gen_xqa_module: ValueError(f"Invalid head_dim: {head_dim}, must be
+# divisible by 16 and in range [16, 256]"); earlier "Invalid head_size: ...").
+_XQA = re.compile(r"Invalid head_(?:dim|size): (\d+), must be divisible by 16 and in range "
+                  r"\[16, 256\]")
+
+
+def xqa_head_dim(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_XQA, ("must be divisible by 16 and in range",))
+    if hit is None:
+        return []
+    dim = hit[1].group(1)
+    return [Signal("xqa_head_dim", Category.HEAD_DIM_UNSUPPORTED,
+                   f"FlashInfer's XQA decode kernel takes head dims 16..256 in steps of 16, and "
+                   f"this model's is {dim}", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Decode through a kernel that takes this head dim: FlashInfer's "
+                           "FA2 (tensor-core) decode path (BatchDecodeWithPagedKVCacheWrapper(..., "
+                           "use_tensor_cores=True)), or in vLLM another attention backend than "
+                           "FlashInfer's XQA (the Triton one: VLLM_ATTENTION_BACKEND=TRITON_ATTN)."),
+                    Remedy(summary="Or a newer flashinfer whose XQA module lists this head dim "
+                           "(flashinfer/jit/xqa.py's check).",
+                           commands=[command("pip", "install", "--upgrade", "flashinfer-python")])],
+                   details={"source": "flashinfer-ai/flashinfer:flashinfer/jit/xqa.py "
+                                      "(gen_xqa_module)"})]

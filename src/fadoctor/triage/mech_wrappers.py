@@ -56,7 +56,12 @@ _CPU = re.compile(r"Torch not compiled with CUDA enabled")
 # A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
 # report names one, says its torch is CPU-only, or runs on Windows, where pip's default torch
 # has no CUDA: the torch is the CPU build.
-_NO_GPU = re.compile(r"No NVIDIA GPU found", re.I)
+# So does a program announcing it picked the CPU (InvokeAI's ">> Using device_type cpu", "Using
+# device: cpu") or torch.cuda.is_available() answering False, while a torch build with CUDA is not
+# stated (one that is points at the driver instead).
+_NO_GPU = re.compile(r"No NVIDIA GPU found|\bUsing device[_ ]type:? cpu\b|\bUsing device:? ['\"]?cpu\b|"
+                     r"torch\.cuda\.is_available\(\)\W{0,4}(?:returns?|is|=+|->|:)?\W{0,3}False",
+                     re.I)
 _CPU_PROSE = re.compile(r"\bCPU[ -]ONLY\b", re.I)
 _OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
                          r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
@@ -266,7 +271,10 @@ def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
 def torch_cpu(ctx: Context) -> List[Signal]:
     hit, strength = ctx.first(_CPU, ("not compiled with cuda",)), NAMED
     if hit is None:
-        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found",)), HINTED
+        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found", "using device",
+                                            "is_available()")), HINTED
+        if ctx.torch_cuda is not None:
+            return []
         driver = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver")) or ctx.first(
             _NO_DRIVER, ("nvidia driver", "cuda-capable"))
         if hit is None or driver is not None or not (

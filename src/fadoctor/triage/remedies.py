@@ -8,6 +8,7 @@ from typing import List, Optional
 
 from packaging.version import Version
 
+from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.remedies import remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, extra_index_args, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
@@ -116,9 +117,11 @@ def torch_for_cuda(ctx: Context, cuda_major: int, at_most: Optional[Version] = N
             [r for r in reversed(releases) if Version(r.minor) < here]
     else:
         releases.reverse()
+    cc = ctx.gpu_cc_exact
     for rel in releases:
         variants = [v for v in rel.cuda_variants if v[2:-1] == str(cuda_major)
-                    and (at_most is None or Version(f"{v[2:-1]}.{v[-1]}") <= at_most)]
+                    and (at_most is None or Version(f"{v[2:-1]}.{v[-1]}") <= at_most)
+                    and (cc is None or _runs(rel.arch_lists.get(v), cc))]
         if variants:
             variant = max(variants, key=lambda v: int(v[2:]))
             version = ctx.torch.base_version if ctx.torch is not None and \
@@ -126,6 +129,12 @@ def torch_for_cuda(ctx: Context, cuda_major: int, at_most: Optional[Version] = N
             return Remedy(summary=f"Install torch {version} built for CUDA {cuda_major} "
                           f"({variant}).", commands=[torch_install(version, variant)])
     return None
+
+
+def _runs(archs: Optional[str], cc: Version) -> bool:
+    """A variant's arch list runs on this GPU (an unknown list is taken as running)."""
+    return archs is None or any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
+                                for a in archs.split(";"))
 
 
 def known_defects(ctx: Context, *categories: Category) -> List[Remedy]:

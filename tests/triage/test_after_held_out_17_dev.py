@@ -152,3 +152,13 @@ def test_a_program_on_the_cpu_with_a_gpu_named_has_cpu_torch(matrix: Matrix) -> 
     # a CUDA build stated points elsewhere (the driver), not at a CPU torch
     cuda = triage("torch.cuda.is_available() returns False\ntorch 2.7.1+cu128\nRTX 5080\n", matrix)
     assert all(d.category != Category.TORCH_CPU_ONLY for d in cuda.diagnosis)
+
+
+def test_black_images_from_a_model_forced_to_fp16(matrix: Matrix) -> None:
+    text = ("black image with --fp16-unet\npython_embeded\\python.exe -s ComfyUI\\main.py "
+            "--windows-standalone-build --fp16-unet\nall works fine without it\n")
+    top = _top(text, matrix)
+    assert top.category == Category.NUMERICS and "65504" in top.message  # type: ignore
+    assert "drop --fp16-unet" in _said(top) and "--no-half-vae" in _said(top)
+    # black images alone (no forced half precision) are not this mechanism
+    assert not any("65504" in d.message for d in triage("the images are black\n", matrix).diagnosis)

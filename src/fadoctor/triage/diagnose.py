@@ -126,7 +126,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_lib_messages.flashinfer_arch_list, mech_lib_messages.xqa_head_dim,
     mech_kernel_libs.built_for_other,
     mech_lib_messages.version_skew, mech_lib_messages.sage_kernel_missing,
-    mech_numerics.nan,
+    mech_numerics.nan, mech_numerics.black_images,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,
     mech_build.nvcc_missing,

@@ -88,3 +88,32 @@ def _upgrade(ctx: Context) -> Remedy:
                       commands=['pip install --upgrade --pre "flash-attn-4"'])
     return Remedy(summary="Upgrade flash-attn to its newest release: numerical fixes land in "
                   "patch releases.", commands=['pip install --upgrade flash-attn --no-build-isolation'])
+
+
+# A diffusion pipeline's NaN shows as a black image; A1111 says it itself (modules/devices.py:
+# "A tensor with all NaNs was produced in Unet/VAE").
+_BLACK = re.compile(r"\bblack (?:images?|outputs?|pictures?|frames?|screen)\b|images? (?:are|is|"
+                    r"come out|turns?|goes) (?:all |completely |fully )?black\b|"
+                    r"tensor with all NaNs was produced in (?:Unet|VAE)", re.I)
+# forcing half precision: ComfyUI's --fp16-unet / --fp16-vae / --force-fp16 (comfy/cli_args.py),
+# a pipeline's torch_dtype=torch.float16, or the words
+_HALF = re.compile(r"--(?:fp16-(?:unet|vae|text-enc)|force-fp16)\b|(?<![bB])float16|\bfp16\b|"
+                   r"torch\.half\b", re.I)
+
+
+def black_images(ctx: Context) -> List[Signal]:
+    """Black images from a model run in float16: its activations pass fp16's range (65504), turn
+    to inf and NaN, and decode to black; bf16 keeps fp32's range, fp32 keeps everything."""
+    hit = ctx.first(_BLACK, ("black", "all nans"))
+    half = ctx.first(_HALF, ("fp16", "float16", "torch.half"))
+    if hit is None or half is None:
+        return []
+    return [Signal("numerics_fp16", Category.NUMERICS,
+                   "the model overflows float16: activations past fp16's largest value (65504) "
+                   "become inf and then NaN, which decode to a black image",
+                   [ctx.quote(hit[0]), ctx.quote(half[0])], HINTED,
+                   [Remedy(summary="Run that model in bf16 (fp32's range; Ampere or newer) or fp32 "
+                           "instead of fp16: in ComfyUI drop --fp16-unet / --fp16-vae / "
+                           "--force-fp16 (or pass --bf16-unet, --fp32-vae); in AUTOMATIC1111 "
+                           "--no-half-vae, or --no-half for the UNet; elsewhere "
+                           "torch_dtype=torch.bfloat16.")])]

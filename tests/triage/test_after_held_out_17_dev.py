@@ -162,3 +162,13 @@ def test_black_images_from_a_model_forced_to_fp16(matrix: Matrix) -> None:
     assert "drop --fp16-unet" in _said(top) and "--no-half-vae" in _said(top)
     # black images alone (no forced half precision) are not this mechanism
     assert not any("65504" in d.message for d in triage("the images are black\n", matrix).diagnosis)
+
+
+def test_a_retold_capability_floor_above_the_generation_named(matrix: Matrix) -> None:
+    text = ("Why isn't Pascal supported?\nI got a message saying nothing under CUDA Compute 7.0 "
+            "can be used\n")
+    top = _top(text, matrix)
+    assert top.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "a Pascal GPU is older" in top.message and "7.0 or newer" in _said(top)  # type: ignore
+    # a generation above the floor is not refused
+    assert not triage("On Hopper: nothing under CUDA Compute 7.0 can be used\n", matrix).diagnosis

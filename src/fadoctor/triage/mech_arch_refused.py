@@ -60,12 +60,17 @@ _FLOOR = re.compile(
     r"compute capability (?:of )?(\d{1,2})\.(\d)\s*(?:or (?:higher|newer|above|greater|later)|\+)"
     r"|(?:requires?|required|needs?)\s+(?:an? )?(?:GPU |device )?(?:with )?compute capability\s*"
     r"(?:>=|≥|of at least|at least)\s*(\d{1,2})\.(\d)"
-    r"|\bsm_?(\d)(\d) or (?:higher|newer|above|later)", re.I)
+    r"|\bsm_?(\d)(\d) or (?:higher|newer|above|later)"
+    # the floor retold: "nothing under CUDA Compute 7.0 can be used", "below compute capability 7.0"
+    r"|\b(?:under|below|less than|lower than|older than)\s+(?:CUDA\s+)?compute(?:\s+capability)?"
+    r"\s+(\d{1,2})\.(\d)", re.I)
 
 
 def refused(ctx: Context) -> List[Signal]:
-    if ctx.gpu is None or ctx.amd or ctx.gpu_cc_exact is None:
+    if ctx.gpu is None or ctx.amd:
         return []
+    if ctx.gpu_cc_exact is None:  # a generation named ("Pascal"): only a floor above all of it
+        return _below_floor(ctx)
     bf16 = ctx.first(_BF16_FLOOR, ("bfloat16", "bf16"))
     if bf16 is not None:  # a dtype the GPU lacks, not an architecture refused
         return [Signal("bf16_floor", Category.DTYPE_UNSUPPORTED,
@@ -120,15 +125,18 @@ def refused(ctx: Context) -> List[Signal]:
 
 
 def _below_floor(ctx: Context) -> List[Signal]:
-    """An error stating the compute capability it needs, above the named GPU's."""
-    cc, gpu = ctx.gpu_cc_exact, ctx.gpu
-    if cc is None or gpu is None:
+    """An error stating the compute capability it needs, above the named GPU's (or above every
+    GPU of the generation named), or the report retelling that floor."""
+    gpu = ctx.gpu
+    if gpu is None or gpu[1] is None:
         return []
-    for index, found in ctx.find(_FLOOR, ("capability", "sm")):
+    cc = ctx.gpu_cc_exact or _generation_top(gpu[1])
+    for index, found in ctx.find(_FLOOR, ("capability", "sm", "compute")):
         line = ctx.text.lines[index]
         digits = [g for g in found.groups() if g is not None]
         floor = Version(f"{digits[0]}.{digits[1]}")
-        if cc >= floor or not _ERRORISH.search(line):
+        retold = found.group(0).split()[0].lower() in ("under", "below", "less", "lower", "older")
+        if cc >= floor or not (_ERRORISH.search(line) or retold):
             continue
         fp8 = "fp8" in ctx.low(index)
         family = _family(floor).capitalize()
@@ -136,11 +144,23 @@ def _below_floor(ctx: Context) -> List[Signal]:
                    else f", or turn the feature off in {_display(package_in(ctx, line))}.")
         return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
                        f"{'FP8' if fp8 else 'this feature'} needs compute capability {floor} or "
-                       f"higher ({family} or newer); {gpu[0]} is {cc}",
+                       f"higher ({family} or newer); {gpu[0]} is "
+                       + (f"{cc}" if ctx.gpu_cc_exact else "older"),
                        dedupe([ctx.quote(index), gpu[2]]), LOGGED,
                        [Remedy(summary=f"Run it on a GPU of compute capability {floor} or newer "
                                f"({family} or newer){instead}")])]
     return []
+
+
+def _generation_top(lowest: Version) -> Version:
+    """The highest compute capability of the generation starting at `lowest` (just below the
+    next generation's first); the newest generation has no known top."""
+    later = [Version(cc) for cc in ARCH_FAMILY_CC.values() if Version(cc) > lowest]
+    return _just_below(min(later)) if later else Version("99.0")
+
+
+def _just_below(cc: Version) -> Version:
+    return Version(f"{cc.major}.{cc.minor - 1}") if cc.minor else Version(f"{cc.major - 1}.9")
 
 
 def _family(cc: Version) -> str:

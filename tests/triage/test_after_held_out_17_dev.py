@@ -172,3 +172,14 @@ def test_a_retold_capability_floor_above_the_generation_named(matrix: Matrix) ->
     assert "a Pascal GPU is older" in top.message and "7.0 or newer" in _said(top)  # type: ignore
     # a generation above the floor is not refused
     assert not triage("On Hopper: nothing under CUDA Compute 7.0 can be used\n", matrix).diagnosis
+
+
+def test_flash_attns_build_failing_on_ninja_alone_is_memory_first(matrix: Matrix) -> None:
+    text = ("pip install flash-attn --no-build-isolation\nsubprocess.CalledProcessError: Command "
+            "'['ninja', '-v']' returned non-zero exit status 1.\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_RESOURCES and "MAX_JOBS=" in _said(top)  # type: ignore
+    # a compiler error in the log is the cause instead
+    shown = triage(text + "csrc/flash_attn/flash_api.cpp:10:5: error: 'x' was not declared\n",
+                   matrix)
+    assert all(d.category != Category.BUILD_RESOURCES for d in shown.diagnosis[:1])

@@ -39,6 +39,10 @@ _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hou
 _PARALLEL = re.compile(r"(?:['\"\s]-j\s?=?\s?|--parallel\s|MAX_JOBS=)(\d{2,3})\b[^\n]{0,400}?"
                        r"(?:non-zero exit status|failed|error)", re.I)
 _COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?error")
+# torch's extension builder running ninja (cpp_extension._run_ninja_build: subprocess.run(["ninja",
+# "-v", ...]) -> "Command '['ninja', '-v']' returned non-zero exit status 1"), or retold
+_NINJA_FAILED = re.compile(r"Command '\['ninja', '-v'[^\]]{0,40}\]' returned non-zero exit status|"
+                           r"\bninja -v\b[^\n]{0,40}\bfail", re.I)
 _JOBS_SAID = re.compile(r"\bMAX_JOBS=(\d{1,3})\b")
 # Packages that compile CUDA with torch's BuildExtension, which reads MAX_JOBS
 # (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, _get_num_workers).
@@ -137,10 +141,16 @@ def parallel_failed(ctx: Context) -> List[Signal]:
     compilers were most likely killed for memory (the weakest finding: a real error outranks it)."""
     hit = next(((i, m) for i, m in ctx.find(_PARALLEL, ("-j", "--parallel", "max_jobs"))
                 if int(m.group(1)) >= 16), None)
-    if hit is None or ctx.first(_COMPILER_ERROR, ("error",)) is not None:
+    if ctx.first(_COMPILER_ERROR, ("error",)) is not None:
         return []
+    many = f"with {hit[1].group(1)} parallel jobs " if hit is not None else ""
+    if hit is None:  # flash-attn's build with ninja's failure alone (ninja runs one job per core)
+        hit = ctx.first(_NINJA_FAILED, ("ninja",))
+        if hit is None or built(ctx) != "flash-attn" or not ctx.text.containing(
+                ("flash-attn", "flash_attn", "flash-attention", "flashattention")):
+            return []
     return [Signal("build_memory", Category.BUILD_RESOURCES,
-                   f"a build with {hit[1].group(1)} parallel jobs failed without a compiler error "
+                   f"a build {many}failed without a compiler error "
                    "in the log: most often the kernel killed compilers for memory (each nvcc job "
                    "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), wheel_instead(ctx)],
                    needs=[("the first error of the full build log, and the machine's memory",

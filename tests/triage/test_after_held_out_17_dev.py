@@ -183,3 +183,18 @@ def test_flash_attns_build_failing_on_ninja_alone_is_memory_first(matrix: Matrix
     shown = triage(text + "csrc/flash_attn/flash_api.cpp:10:5: error: 'x' was not declared\n",
                    matrix)
     assert all(d.category != Category.BUILD_RESOURCES for d in shown.diagnosis[:1])
+
+
+def test_installed_into_another_interpreter(matrix: Matrix) -> None:
+    text = ("ValueError: FlashAttention2 has been toggled on, but it cannot be used due to the "
+            "following error: the package flash_attn seems to be not installed.\n"
+            "C:\\Users\\me>pip install flash-attn --no-build-isolation\n"
+            "Requirement already satisfied: flash-attn in c:\\python312\\lib\\site-packages "
+            "(2.5.9.post1)\nComfyUI_windows_portable\\python_embeded\\python.exe main.py\n")
+    top = _top(text, matrix)
+    assert top.category == Category.NOT_INSTALLED  # type: ignore[attr-defined]
+    assert "c:\\python312\\lib\\site-packages" in top.message  # type: ignore[attr-defined]
+    assert "python_embeded\\python.exe -m pip" in _said(top)
+    # pip's line about another package is no evidence
+    other = triage(text.replace("flash-attn in", "einops in"), matrix)
+    assert all("another Python" not in d.message for d in other.diagnosis)

@@ -198,3 +198,18 @@ def test_installed_into_another_interpreter(matrix: Matrix) -> None:
     # pip's line about another package is no evidence
     other = triage(text.replace("flash-attn in", "einops in"), matrix)
     assert all("another Python" not in d.message for d in other.diagnosis)
+
+
+def test_a_stated_fa4_release_with_a_known_run_time_defect(matrix: Matrix) -> None:
+    """The matrix's defect (from the upstream commit that fixed it) of the flash-attn-4 release
+    an install line pins with its extra, on the GPU the defect needs."""
+    text = ("`_flash_attn_fwd` fails at launch for `head_dim < 32` on B200\n"
+            "uv pip install torch==2.12.0 \"flash-attn-4[cu13]==4.0.0b14\"\n"
+            "RuntimeError: CUDA Error: cudaErrorInvalidValue\n")
+    top = _top(text, matrix)
+    assert top.category == Category.KERNEL_FAILURE  # type: ignore[attr-defined]
+    assert "fa4-sm100-small-head-dim-smem-overflow" in top.message  # type: ignore
+    assert "flash-attn-4>=4.0.0b16" in _said(top)
+    # a release past the fix, or a GPU the defect does not reach, is not it
+    for other in (text.replace("4.0.0b14", "4.0.0b20"), text.replace("B200", "H100")):
+        assert all("small-head-dim" not in d.message for d in triage(other, matrix).diagnosis)

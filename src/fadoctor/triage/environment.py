@@ -46,6 +46,7 @@ _KEY_VALUE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .()/-]{0,40}?)[ \t]{0,64}
 _PROSE = re.compile(
     r"(?<![A-Za-z0-9_/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|"
     r"rocm|ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
+    r"(?:\[[\w,-]{1,40}\])?"  # a requirement's extras: "flash-attn-4[cu13]==4.0.0b14"
     # "torch version is 2.5", and in Chinese prose "torch版本为2.10.0" (version is), and the fullwidth colon
     r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\.__version__|\u7248\u672c[\u4e3a\u662f]?|"
     r"\uff1a))*\s*['\"`]?"  # a printed repr quotes it: torch.__version__: '2.1.0a0+4136153'

@@ -213,3 +213,26 @@ def test_a_stated_fa4_release_with_a_known_run_time_defect(matrix: Matrix) -> No
     # a release past the fix, or a GPU the defect does not reach, is not it
     for other in (text.replace("4.0.0b14", "4.0.0b20"), text.replace("B200", "H100")):
         assert all("small-head-dim" not in d.message for d in triage(other, matrix).diagnosis)
+
+
+def test_torch_beside_a_triton_of_another_minor(matrix: Matrix) -> None:
+    """torch's Triton pin from its wheels' metadata (data/ext_torch.yaml torch_triton)."""
+    text = ("torch 2.8.0, triton 3.2.0\ntorch._inductor.exc.InductorError: ImportError: cannot "
+            "import name 'triton_key' from 'triton.compiler.compiler'\n")
+    top = _top(text, matrix)
+    assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+    assert "built against Triton 3.4" in top.message  # type: ignore[attr-defined]
+    assert "triton==3.4.0" in _said(top) and "torch to 2.6.0" in _said(top)
+    # on Windows a torch pinned to Triton 2.x has no Windows Triton: move torch instead
+    windows = _top("ModuleNotFoundError: No module named 'triton.common'\ntriton :3.1.0\n"
+                   "Windows 10\ntorch=2.3.1+cu121\n", matrix)
+    assert "torch to 2.5.1" in _said(windows) and "triton==" not in _said(windows)
+    # the pair torch pins is no conflict
+    assert not any(d.category == Category.VERSION_CONFLICT for d in triage(
+        text.replace("triton 3.2.0", "triton 3.4.0"), matrix).diagnosis)
+
+
+def test_tl_dot_trans_b_is_the_pre_release_triton_api(matrix: Matrix) -> None:
+    top = _top("TypeError: dot() got an unexpected keyword argument 'trans_b'\n", matrix)
+    assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+    assert "tl.trans(b)" in _said(top)

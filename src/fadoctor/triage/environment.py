@@ -45,7 +45,8 @@ _KEY_VALUE = re.compile(r"^\s*(?:[-*]\s*)?([A-Za-z][\w .()/-]{0,40}?)[ \t]{0,64}
 # "==" or a lone "=": a run of "=" splits one way only ("==?" split it every way: exponential).
 _PROSE = re.compile(
     r"(?<![A-Za-z0-9_/.-])(pytorch|torch|python|cuda|flash[-_ ]?(?:attn|attention)(?:[-_ ]?[234])?|"
-    r"rocm|ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth)"
+    r"rocm|ubuntu|debian|centos|rocky|glibc|gcc|nvcc|driver|transformers|vllm|unsloth|"
+    r"triton(?:-windows)?)"
     r"(?:\[[\w,-]{1,40}\])?"  # a requirement's extras: "flash-attn-4[cu13]==4.0.0b14"
     # "torch version is 2.5", and in Chinese prose "torch版本为2.10.0" (version is), and the fullwidth colon
     r"(?:\s*(?:version|ver\.?|v|is|:|==|=(?!=)|>=|-|\.__version__|\u7248\u672c[\u4e3a\u662f]?|"
@@ -63,7 +64,8 @@ _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9
 _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
               "was built for:")
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
-                  "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth")
+                  "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth",
+                  "triton")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",

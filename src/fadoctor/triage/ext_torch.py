@@ -22,12 +22,24 @@ _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "ext_torch.yaml"
 
 
 @lru_cache(maxsize=1)
-def table() -> Dict[str, Dict[str, str]]:
+def _raw() -> Dict[str, Dict[str, object]]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
     if not path.is_file():
         return {}
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {p: {str(v): str(s) for v, s in rows.items()} for p, rows in raw["packages"].items()}
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+@lru_cache(maxsize=1)
+def table() -> Dict[str, Dict[str, str]]:
+    rows = _raw().get("packages") or {}
+    return {p: {str(v): str(s) for v, s in releases.items()}  # type: ignore[attr-defined]
+            for p, releases in rows.items()}
+
+
+@lru_cache(maxsize=1)
+def triton_pins() -> Dict[str, str]:
+    """torch release -> the triton requirement of its Linux wheel's metadata."""
+    return {str(v): str(s) for v, s in (_raw().get("torch_triton") or {}).items()}
 
 
 def _spec(text: str) -> Optional[SpecifierSet]:

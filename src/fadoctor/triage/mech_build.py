@@ -220,7 +220,9 @@ def on_windows(ctx: Context) -> bool:
 
 
 # "I'm on Windows 11", "using windows 10", "build it in Windows": where they run it
-_ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b", re.I)
+_ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b|"
+                         # an environment listing's line: "Windows 10", "OS: Windows 11 Pro"
+                         r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b", re.I)
 
 
 def uv_platform(ctx: Context) -> List[Signal]:

@@ -1,0 +1,131 @@
+"""torch beside a Triton of another minor than the one its wheel requires. Each torch release
+pins one Triton (its Linux wheel's metadata: triton==3.2.0 for torch 2.6.0, data/ext_torch.yaml,
+read by tools/gen_ext_torch.py), and Inductor's generated code and torch's own Triton kernels are
+written against it: across minors its imports and calls break (triton.common left in 3.0.0, the
+triton-windows 3.x that a torch 2.3 cannot use). A Triton failure with such a pair is that pair
+(pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.ext_torch import triton_pins
+from fadoctor.triage.mech_build import on_windows
+from fadoctor.triage.signal import IMPLIED, Signal, dedupe
+
+SOURCE = "torch wheels' METADATA (Requires-Dist: triton): data/ext_torch.yaml torch_triton"
+# a failure in Triton or in Inductor's use of it
+_TRITON_FAILED = re.compile(r"No module named '?triton[.\w]*|cannot import name '?\w+'? from "
+                            r"'?triton|triton[\w./\\]*\.py\W|\btriton\w*\.\w+Error|"
+                            r"(?:Error|error|Exception)\b[^\n]{0,200}\btriton|"
+                            r"\btriton\b[^\n]{0,200}(?:Error|error|failed|not work)", re.I)
+_NAMES = ("triton", "triton-windows", "pytorch-triton")
+
+
+def _minor(v: Version) -> Tuple[int, int]:
+    return v.major, v.minor
+
+
+def pinned(torch: Version) -> Optional[Version]:
+    """The Triton torch's wheel requires (its release's own, else the same minor's newest)."""
+    pins = triton_pins()
+    spec = pins.get(torch.base_version)
+    if spec is None:
+        same = sorted((Version(t), s) for t, s in pins.items()
+                      if _minor(Version(t)) == _minor(torch))
+        spec = same[-1][1] if same else None
+    if spec is None:
+        return None
+    found = re.search(r"\d+\.\d+(?:\.\d+)?", spec)
+    return Version(found.group(0)) if found else None
+
+
+def torch_for(triton: Version) -> Optional[Version]:
+    """The newest torch release whose wheel requires this Triton's minor."""
+    fits = []
+    for torch, spec in triton_pins().items():
+        try:
+            wanted = SpecifierSet(spec)
+        except InvalidSpecifier:
+            continue
+        pin = re.search(r"\d+\.\d+", str(wanted))
+        if pin and _minor(Version(pin.group(0))) == _minor(triton):
+            fits.append(Version(torch))
+    return max(fits) if fits else None
+
+
+def _pin(torch: Version, want: Version, pin: str) -> Remedy:
+    return Remedy(summary=f"Install the Triton torch {torch.base_version} was built with "
+                  f"({want.major}.{want.minor}, what its wheel requires), in the environment that "
+                  "runs it.", commands=[pin])
+
+
+def mismatch(ctx: Context) -> List[Signal]:
+    torch = ctx.torch
+    stated = ctx.package(*_NAMES)
+    if torch is None or stated is None or ctx.amd:
+        return []
+    try:
+        triton = Version(stated.value)
+    except InvalidVersion:
+        return []
+    want = pinned(torch)
+    if want is None or _minor(want) == _minor(triton):
+        return []
+    failed = ctx.first(_TRITON_FAILED, ("triton",))
+    if failed is None:
+        return []
+    windows = on_windows(ctx)
+    fixes: List[Remedy] = []
+    # Triton publishes no Windows wheels; triton-windows follows its 3.x minors (3.2.0.postN for
+    # torch 2.6), so a torch pinned to Triton 2.x has no Windows Triton at all
+    if windows and want.major >= 3:
+        fixes.append(_pin(torch, want, command("pip", "install", "--upgrade",
+                                               f"triton-windows<{want.major}.{want.minor + 1}")))
+    elif not windows:
+        fixes.append(_pin(torch, want, command("pip", "install", f"triton=={want}")))
+    newer = torch_for(triton)
+    if newer is not None and newer != torch:
+        fixes.append(Remedy(summary=f"{'Or move' if fixes else 'Move'} torch to {newer}, the "
+                            f"release built with Triton {triton.major}.{triton.minor} (reinstall "
+                            "the packages built for the old torch with it)."))
+    if not fixes:
+        return []
+    return [Signal("triton_pin", Category.VERSION_CONFLICT,
+                   f"torch {torch.base_version} is built against Triton "
+                   f"{want.major}.{want.minor}, but Triton {triton} is installed: Inductor's code "
+                   "and torch's Triton kernels break across Triton minors",
+                   dedupe([ctx.quote(failed[0]), stated.quote, *ctx.quotes("torch")]), IMPLIED,
+                   fixes, details={"source": SOURCE})]
+
+
+# tl.dot(..., trans_b=True): the pre-2.0 development API (flash-attention v2.0.0
+# flash_attn/flash_attn_triton.py: "Tested with triton==2.0.0.dev20221202", tl.dot(q, k,
+# trans_b=True)); no released Triton's tl.dot takes trans_a/trans_b (the release wheels'
+# triton/language/core.py from 1.0.0 to 3.x).
+_TRANS = re.compile(r"dot\(\) got an unexpected keyword argument '(trans_[ab])'")
+
+
+def pre_release_api(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TRANS, ("unexpected keyword argument 'trans_",))
+    if hit is None:
+        return []
+    return [Signal("triton_api", Category.VERSION_CONFLICT,
+                   f"the Triton kernel calls tl.dot(..., {hit[1].group(1)}=True), the API of "
+                   "Triton's 2.0 development builds (2022): no released Triton takes it",
+                   [ctx.quote(hit[0])], IMPLIED,
+                   [Remedy(summary="Use the project's current kernel, written for released "
+                           "Triton (tl.dot(a, tl.trans(b))), or switch that model to another "
+                           "attention implementation (PyTorch SDPA, or its 'torch'/'flash' "
+                           "option); the pre-release Triton it was written for "
+                           "(2.0.0.dev20221202 in flash-attention's flash_attn_triton.py) is not "
+                           "a release.")],
+                   details={"source": "flash-attention v2.0.0 flash_attn/flash_attn_triton.py; "
+                                      "triton release wheels' tl.dot signatures 1.0.0-3.x"})]

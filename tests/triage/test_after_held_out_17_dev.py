@@ -236,3 +236,10 @@ def test_tl_dot_trans_b_is_the_pre_release_triton_api(matrix: Matrix) -> None:
     top = _top("TypeError: dot() got an unexpected keyword argument 'trans_b'\n", matrix)
     assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
     assert "tl.trans(b)" in _said(top)
+
+
+def test_no_kernel_image_with_nothing_named_asks_which_binary(matrix: Matrix) -> None:
+    top = _top("RuntimeError: CUDA error: no kernel image is available for execution on the "
+               "device\n", matrix)
+    assert top.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
+    assert "torch.cuda.get_arch_list()" in _said(top) and "flash-attn" not in _said(top)

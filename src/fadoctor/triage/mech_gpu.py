@@ -218,6 +218,16 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
         package = package_in(ctx, quotes[0].text if quotes else "")
         remedies = [*torch_with_arch(ctx, cc), *r.rebuilt_for(package, cc),
                     r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch.")]
+    elif not ctx.text.containing(("flash",)):
+        # neither the GPU nor the binary is named: find both, then rebuild that one for the GPU
+        remedies = [Remedy(
+            summary="Find which binary lacks this GPU's architecture: torch itself (its arch list "
+                    "must hold the GPU's sm_XY) or the extension whose frame is last above the "
+                    "error (CUDA_LAUNCH_BLOCKING=1 makes the traceback exact). Then install that "
+                    "package's build for this GPU, or rebuild it from source with "
+                    "TORCH_CUDA_ARCH_LIST set to the GPU's compute capability.",
+            commands=['python -c "import torch; print(torch.cuda.get_device_capability(), '
+                      'torch.cuda.get_arch_list())"', "export CUDA_LAUNCH_BLOCKING=1"])]
     return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                   f"a CUDA binary has no kernels (SASS or PTX) for {gpu_words(ctx)}: it was built "
                   "for other GPU architectures", quotes, NAMED, remedies,

@@ -243,3 +243,17 @@ def test_no_kernel_image_with_nothing_named_asks_which_binary(matrix: Matrix) ->
                "device\n", matrix)
     assert top.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
     assert "torch.cuda.get_arch_list()" in _said(top) and "flash-attn" not in _said(top)
+
+
+def test_a_prebuilt_wheel_failing_in_ngcs_container(matrix: Matrix) -> None:
+    text = ("installation for nvcr images\nI use the nvcr base image: "
+            "nvcr.io/nvidia/pytorch:23.06-py3.\npip install causal-conv1d failed as follows.\n")
+    assert "CAUSAL_CONV1D_FORCE_BUILD=TRUE" in _said(_top(text, matrix))
+    # the import failing instead: the rebuild it offers skips the wheel download too
+    imported = text + ("ImportError: /usr/lib/python3/dist-packages/causal_conv1d_cuda.cpython-310-"
+                       "x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    assert "CAUSAL_CONV1D_FORCE_BUILD=TRUE" in _said(_top(imported, matrix))
+    # a build that ran has its own cause: not this one
+    assert all(d.category != Category.TORCH_VERSION_MISMATCH
+               for d in triage(text + "Building wheel for causal-conv1d (setup.py)\nerror\n",
+                               matrix).diagnosis[:1])

@@ -14,23 +14,34 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, env, name
+from fadoctor.triage import errors as e
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_prior import FAILED, FAILED_NEEDLES
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.remedies import FORCE_BUILD
+from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
 
-_FORCE = {"flash_attn": ("flash-attn", "FLASH_ATTENTION_FORCE_BUILD"),
-          "causal_conv1d": ("causal-conv1d", "CAUSAL_CONV1D_FORCE_BUILD"),
-          "mamba_ssm": ("mamba-ssm", "MAMBA_FORCE_BUILD")}
+_FORCE = {key: (package, FORCE_BUILD[package]) for key, package in (
+    ("flash_attn", "flash-attn"), ("causal_conv1d", "causal-conv1d"), ("mamba_ssm", "mamba-ssm"))}
 _WHEEL = re.compile(r"\b(flash_attn|causal_conv1d|mamba_ssm)-(\d[\w.]*)\+cu\d+torch(\d+\.\d+)"
                     r"cxx11abi(?:TRUE|FALSE)", re.I)
 _RELEASED_LOCAL = re.compile(r"^(?:cu\d+|cpu|rocm[\d.]+|xpu)$")
 
 
+# NGC's PyTorch container by its image ("nvcr.io/nvidia/pytorch:23.06-py3"): its torch is NVIDIA's
+# build from a commit (2.1.0a0+4136153 in 23.06, per NGC's PyTorch release notes), whatever the
+# report leaves unstated
+_NGC = re.compile(r"nvcr\.io/nvidia/pytorch:(\d\d\.\d\d)")
+_NAMED = (("causal_conv1d", ("causal-conv1d", "causal_conv1d")),
+          ("mamba_ssm", ("mamba-ssm", "mamba_ssm")),
+          ("flash_attn", ("flash-attn", "flash_attn", "flash-attention")))
+
+
 def prebuilt_on_source_torch(ctx: Context) -> List[Signal]:
     torch = ctx.torch
-    if torch is None or not torch.is_prerelease or not torch.local \
-            or _RELEASED_LOCAL.match(torch.local):
+    if torch is None:
+        return _in_ngc(ctx)
+    if not torch.is_prerelease or not torch.local or _RELEASED_LOCAL.match(torch.local):
         return []  # a released torch (or its nightly): the wheel mechanisms judge it
     wheel = ctx.first(_WHEEL, ("cxx11abi",))
     failed = ctx.first(FAILED, FAILED_NEEDLES)
@@ -54,3 +65,27 @@ def prebuilt_on_source_torch(ctx: Context) -> List[Signal]:
                                              "--no-cache-dir", name(package))]),
                     Remedy(summary=f"Or use a released torch {built} (from the PyTorch index), "
                            "which the wheel was built for, outside the container.")])]
+
+
+def _in_ngc(ctx: Context) -> List[Signal]:
+    """No torch stated, but NGC's PyTorch container named, and an install of one of the packages
+    with prebuilt wheels failing there: the same mismatch, the container's torch unstated."""
+    image = ctx.first(_NGC, ("nvcr.io/nvidia/pytorch",))
+    failed = ctx.first(FAILED, FAILED_NEEDLES)
+    if image is None or failed is None:
+        return []
+    key = next((key for key, names in _NAMED if ctx.text.containing(names)), None)
+    if key is None or e.BUILD in ctx.seen.marks or ctx.text.containing(("nvcc", "building wheel")):
+        return []  # a build ran: its own error is the cause, not a prebuilt wheel
+    package, force = _FORCE[key]
+    return [Signal("prebuilt_on_source_torch", Category.TORCH_VERSION_MISMATCH,
+                   f"NGC's PyTorch container {image[1].group(1)} runs NVIDIA's own torch build (a "
+                   f"pre-release with a commit as its local version): {package}'s prebuilt wheels "
+                   "are compiled against released torch and do not match it",
+                   dedupe([ctx.quote(image[0]), ctx.quote(failed[0])]), HINTED,
+                   [Remedy(summary=f"Build {package} from source in the container: {force}=TRUE "
+                           "makes its setup.py compile against the container's torch instead of "
+                           "fetching a wheel.",
+                           commands=[command(env(force, "TRUE"), env("MAX_JOBS", ctx.build_jobs),
+                                             "pip", "install", "--no-build-isolation",
+                                             "--no-cache-dir", name(package))])])]

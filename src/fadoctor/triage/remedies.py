@@ -168,6 +168,22 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
     return [*known, *rest]
 
 
+# The packages whose setup.py fetches its release's prebuilt wheel even when pip builds from
+# source, unless its FORCE_BUILD variable is TRUE (flash-attn: FLASH_ATTENTION_FORCE_BUILD;
+# causal-conv1d: CAUSAL_CONV1D_FORCE_BUILD; mamba-ssm: MAMBA_FORCE_BUILD; each setup.py's
+# CachedWheelsCommand)
+FORCE_BUILD = {"flash-attn": "FLASH_ATTENTION_FORCE_BUILD",
+               "causal-conv1d": "CAUSAL_CONV1D_FORCE_BUILD", "mamba-ssm": "MAMBA_FORCE_BUILD"}
+
+
+def source_build(package: str) -> str:
+    """pip building `package` from source against the installed torch (its FORCE_BUILD variable
+    set where its setup.py would fetch a prebuilt wheel instead)."""
+    force = FORCE_BUILD.get(package)
+    return command(*([env(force, "TRUE")] if force else []), "pip", "install",
+                   "--no-build-isolation", "--no-binary", name(package), name(package))
+
+
 def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] = None
                    ) -> List[Remedy]:
     torch = f" {installed or ctx.torch}" if installed or ctx.torch else ""
@@ -187,8 +203,7 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
                       f"`pip check` prints \"{what} ... has requirement torch==X, but you have "
                       "torch Y\"; install that torch (and its matching torchvision/torchaudio).",
                       commands=[command("pip", "check")])
-        return [Remedy(summary=reinstall), pins, remedy(build, lambda: [command(
-            "pip", "install", "--no-build-isolation", "--no-binary", name(owner), name(owner))])]
+        return [Remedy(summary=reinstall), pins, remedy(build, lambda: [source_build(owner)])]
     # The release built for this torch: the resolver picks the one whose torch pin the installed
     # torch meets; --no-cache-dir keeps pip from reusing the wheel it has; torch never moves.
     # a local-version torch (2.2.0+cu121) is on PyTorch's index only: pin its public version and
@@ -197,8 +212,7 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
                                                name(owner),
                                                requirement("torch", pinned.split("+")[0]),
                                                *extra_index_args(pinned))]),
-            remedy(build, lambda: [command("pip", "install", "--no-build-isolation",
-                                           "--no-binary", name(owner), name(owner))])]
+            remedy(build, lambda: [source_build(owner)])]
 
 
 def sdpa(reason: str) -> Remedy:

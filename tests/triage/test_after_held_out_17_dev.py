@@ -257,3 +257,13 @@ def test_a_prebuilt_wheel_failing_in_ngcs_container(matrix: Matrix) -> None:
     assert all(d.category != Category.TORCH_VERSION_MISMATCH
                for d in triage(text + "Building wheel for causal-conv1d (setup.py)\nerror\n",
                                matrix).diagnosis[:1])
+
+
+def test_nvcc_and_runtime_headers_of_different_cuda_releases(matrix: Matrix) -> None:
+    text = ("FlashInfer JIT fails: CUDA compiler and toolkit headers are incompatible\n"
+            "PyTorch: 2.11.0+cu130\ntorch.version.cuda: 13.0\nNVCC: 13.3.33\n")
+    top = _top(text, matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert "nvcc 13.3" in top.message and "nvidia-cuda-nvcc==13.0.*" in _said(top)  # type: ignore
+    cu12 = _top(text.replace("cu130", "cu126").replace("13.0", "12.6"), matrix)
+    assert "nvidia-cuda-nvcc-cu12==12.6.*" in _said(cu12)

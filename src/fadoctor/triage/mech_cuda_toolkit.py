@@ -10,6 +10,7 @@ from typing import List
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
@@ -158,3 +159,43 @@ def toolkit_below_floor(ctx: Context) -> List[Signal]:
                                             "/usr/local/cuda/bin/nvcc --version"]),
                            prebuilt(ctx)]),
                    details={"source": "the matrix's min_nvcc per flash-attn release (setup.py)"})]
+
+
+# CCCL's check (NVIDIA/cccl@571f2fc3 libcudacxx/include/cuda/std/__cccl/cuda_toolkit.h:39-41):
+# nvcc's major.minor must equal CUDART_VERSION of the cuda_runtime_api.h on the include path,
+# else '#error "CUDA compiler and CUDA toolkit headers are incompatible, please check your include
+# paths"'. pip's CUDA wheels: nvidia-cuda-nvcc (CUDA 13) / nvidia-cuda-nvcc-cu12 beside
+# nvidia-cuda-runtime, whose headers a torch build's include path carries.
+_CCCL = re.compile(r"CUDA compiler and (?:CUDA )?toolkit headers are incompatible")  # or retold
+CCCL_SOURCE = "NVIDIA/cccl@571f2fc3:libcudacxx/include/cuda/std/__cccl/cuda_toolkit.h:39-41"
+
+
+def compiler_headers(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CCCL, ("toolkit headers are incompatible",))
+    if hit is None:
+        return []
+    nvcc, headers = ctx.nvcc, ctx.torch_cuda
+    fixes = []
+    if nvcc is not None and headers is not None and (nvcc.major, nvcc.minor) != (
+            headers.major, headers.minor):
+        package = "nvidia-cuda-nvcc" if headers.major >= 13 else f"nvidia-cuda-nvcc-cu{headers.major}"
+        said = (f"nvcc {nvcc} compiles against the CUDA {headers.major}.{headers.minor} runtime "
+                "headers (torch's CUDA): CCCL refuses a compiler and headers of different CUDA "
+                "releases")
+        fixes.append(Remedy(summary=f"Use the nvcc of the headers' release, CUDA "
+                            f"{headers.major}.{headers.minor}: with pip's CUDA wheels install "
+                            f"{package} {headers.major}.{headers.minor} beside the runtime (then "
+                            "CUDA_HOME at that tree); with a system toolkit, point CUDA_HOME at a "
+                            f"CUDA {headers.major}.{headers.minor} install.",
+                            commands=[command("pip", "install",
+                                              f"{package}=={headers.major}.{headers.minor}.*")]))
+    else:
+        said = ("the nvcc that compiles and the cuda_runtime_api.h on the include path come from "
+                "different CUDA releases: CCCL refuses the pair")
+    fixes.append(Remedy(summary="Check both: `nvcc --version` and the include path's CUDA "
+                        "(CUDA_HOME/include/cuda_runtime_api.h, or pip's nvidia-cuda-runtime); "
+                        "one CUDA release for both (CUDA_HOME pointing at a single complete "
+                        "toolkit) ends it.", commands=["nvcc --version"]))
+    return [Signal("cccl_headers", Category.BUILD_TOOLCHAIN, said,
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc", "torch")]), NAMED, fixes,
+                   details={"source": CCCL_SOURCE})]

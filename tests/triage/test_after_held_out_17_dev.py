@@ -267,3 +267,10 @@ def test_nvcc_and_runtime_headers_of_different_cuda_releases(matrix: Matrix) -> 
     assert "nvcc 13.3" in top.message and "nvidia-cuda-nvcc==13.0.*" in _said(top)  # type: ignore
     cu12 = _top(text.replace("cu130", "cu126").replace("13.0", "12.6"), matrix)
     assert "nvidia-cuda-nvcc-cu12==12.6.*" in _said(cu12)
+
+
+def test_a_nan_with_flash_attention_and_no_dtype_named(matrix: Matrix) -> None:
+    top = _top("I apply flash attention to MHA, but the loss becomes NaN during training.\n",
+               matrix)
+    assert top.category == Category.NUMERICS  # type: ignore[attr-defined]
+    assert "fp16 or bf16 only" in _said(top) and "xformers" in _said(top)

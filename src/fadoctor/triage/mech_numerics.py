@@ -50,6 +50,12 @@ def nan(ctx: Context) -> List[Signal]:
         fixes.insert(1, Remedy(summary="fp16 overflows where bf16 does not: train in bfloat16 "
                                "(the GPU must be Ampere or newer, as flash-attention needs "
                                "anyway)."))
+    else:  # flash-attention takes fp16/bf16 only: an fp32 model's attention is cast down for it
+        fixes.insert(1, Remedy(summary="flash-attention computes in fp16 or bf16 only: an fp32 "
+                               "model's q, k and v are cast down for it, and fp16 overflows past "
+                               "65504. Cast to bf16 rather than fp16, or keep that attention in "
+                               "fp32 with an attention that takes it (PyTorch SDPA's "
+                               "memory-efficient or math backend, or xformers)."))
     toolkit = _old_toolkit(ctx)
     if toolkit is not None:
         fixes.insert(0, toolkit)

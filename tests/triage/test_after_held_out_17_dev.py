@@ -274,3 +274,12 @@ def test_a_nan_with_flash_attention_and_no_dtype_named(matrix: Matrix) -> None:
                matrix)
     assert top.category == Category.NUMERICS  # type: ignore[attr-defined]
     assert "fp16 or bf16 only" in _said(top) and "xformers" in _said(top)
+
+
+def test_flex_attention_with_no_valid_kernel_choice(matrix: Matrix) -> None:
+    text = ("  File \"/usr/lib/python3/torch/_inductor/kernel/flex_attention.py\", line 2129, in "
+            "flex_attention_backward\ntorch._inductor.exc.LoweringException: NoValidChoicesError: "
+            "No choices to select, please consider adding ATEN into max_autotune_gemm_backends\n")
+    top = _top(text, matrix)
+    assert top.category == Category.KERNEL_FAILURE  # type: ignore[attr-defined]
+    assert "kernel_options" in _said(top) and "max-autotune" in _said(top)

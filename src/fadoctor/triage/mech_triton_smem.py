@@ -87,3 +87,32 @@ def shared_memory(ctx: Context) -> List[Signal]:
                    remedies, details={"source": "triton/runtime/errors.py (OutOfResources); "
                                                 "CUDA C++ Programming Guide, technical "
                                                 "specifications per compute capability"})]
+
+
+# Inductor's autotuner when every candidate config of a template failed to compile or run
+# (torch/_inductor/select_algorithm.py, NoValidChoicesError("No choices to select, please consider
+# adding ATEN into max_autotune_gemm_backends config ..."); torch 2.13: "No choices to select.
+# Provided reason: ..."): for flex_attention's templates, which
+# have no ATen fallback, the default configs not fitting the GPU's shared memory or registers.
+_NO_CHOICES = re.compile(r"NoValidChoicesError: No choices to select")
+
+
+def no_valid_choices(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_CHOICES, ("no choices to select",))
+    if hit is None or not ctx.text.containing(("flex_attention", "flex_attn", "flexattention")):
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    return [Signal("flex_no_choices", Category.KERNEL_FAILURE,
+                   "Inductor found no flex_attention kernel configuration that compiles and runs "
+                   f"on {ctx.gpu[0] if ctx.gpu else 'this GPU'}: its templates have no ATen "
+                   "fallback, and the default block sizes ask for more shared memory than the GPU "
+                   "gives a block (most often in the backward)", quotes, NAMED,
+                   [Remedy(summary="Give flex_attention smaller blocks and fewer stages through "
+                           "kernel_options, or compile it with mode=\"max-autotune\", which tries "
+                           "more configurations.",
+                           code=("flex_attention(q, k, v, block_mask=mask,\n"
+                                 "               kernel_options={\"BLOCK_M\": 32, \"BLOCK_N\": 32, "
+                                 "\"num_stages\": 1})\n"
+                                 "flex = torch.compile(flex_attention, mode=\"max-autotune\")")),
+                    r.sdpa("Or use PyTorch SDPA for this attention where the mask allows:")],
+                   details={"source": "torch/_inductor/select_algorithm.py (NoValidChoicesError)"})]

@@ -142,13 +142,28 @@ def arities(text: str, interface: bool) -> Iterator[Tuple[str, int]]:
 Release = Tuple[str, Iterable[Tuple[str, str]]]  # (tag, (path, source) of each module file)
 
 
+def installed(paths: List[str]) -> List[str]:
+    """The .py files a release installs: setup.py's find_packages() takes a directory only when
+    it holds an __init__.py, so a module under one without (flash_attn/ops/triton/ before v2.2.0)
+    is in the repository but not in the wheel."""
+    packages = {p.rsplit("/", 1)[0] for p in paths if p.endswith("/__init__.py")}
+    out = []
+    for path in paths:
+        if not path.endswith(".py"):
+            continue
+        parts = path.split("/")[:-1]
+        if all("/".join(parts[:i]) in packages for i in range(1, len(parts) + 1)):
+            out.append(path)
+    return out
+
+
 def read(git_dir: str) -> Dict[str, object]:
     tags = sorted((t for t in _git(git_dir, "tag").split() if RELEASE.match(t)), key=order)
 
     def files(tag: str) -> Iterator[Tuple[str, str]]:
-        for path in _git(git_dir, "ls-tree", "-r", "--name-only", tag, "flash_attn").split():
-            if path.endswith(".py"):
-                yield path, _git(git_dir, "show", f"{tag}:{path}")
+        paths = _git(git_dir, "ls-tree", "-r", "--name-only", tag, "flash_attn").split()
+        for path in installed(paths):
+            yield path, _git(git_dir, "show", f"{tag}:{path}")
     found = collect([(tag, files(tag)) for tag in tags], returns=True)
     found["environment"] = environment(git_dir, tags)
     return found

@@ -283,3 +283,19 @@ def test_flex_attention_with_no_valid_kernel_choice(matrix: Matrix) -> None:
     top = _top(text, matrix)
     assert top.category == Category.KERNEL_FAILURE  # type: ignore[attr-defined]
     assert "kernel_options" in _said(top) and "max-autotune" in _said(top)
+
+
+def test_a_module_in_a_folder_without_init_is_not_installed(matrix: Matrix) -> None:
+    """find_packages() skips flash_attn/ops/triton/ before v2.2.0 (no __init__.py): its
+    rotary.py, in the 2.1.2 tag, is not in the 2.1.2 wheel (tools/gen_fa_api.py installed())."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import gen_fa_api
+    paths = ["flash_attn/__init__.py", "flash_attn/ops/__init__.py",
+             "flash_attn/ops/triton/rotary.py", "flash_attn/ops/fused_dense.py"]
+    assert gen_fa_api.installed(paths) == ["flash_attn/__init__.py", "flash_attn/ops/__init__.py",
+                                           "flash_attn/ops/fused_dense.py"]
+    top = _top("ModuleNotFoundError: No module named 'flash_attn.ops.triton.rotary'\n"
+               "flash-attn 2.1.2\n", matrix)
+    assert "flash-attn>=2.2.0" in _said(top)

@@ -33,8 +33,9 @@ def nan(ctx: Context) -> List[Signal]:
     if not ctx.text.containing(_FLASH):
         return []
     hit = next(((i, m) for i, m in ctx.find(_NAN, ("nan", "inf"))
-                if _ABOUT.search(ctx.text.lines[i]) and "nan_to_num" not in ctx.low(i)), None) \
-        or ctx.first(_WRONG, ("wrong", "incorrect", "assertionerror", "correctness", "abs"))
+                if _ABOUT.search(ctx.text.lines[i]) and "nan_to_num" not in ctx.low(i)), None)
+    overflow = hit is not None  # a NaN or Inf, not wrong values: a dtype's range may be the cause
+    hit = hit or ctx.first(_WRONG, ("wrong", "incorrect", "assertionerror", "correctness", "abs"))
     if hit is None:
         return []
     fp16 = ctx.first(_FP16, ("float16", "fp16", "torch.half")) is not None
@@ -50,7 +51,7 @@ def nan(ctx: Context) -> List[Signal]:
         fixes.insert(1, Remedy(summary="fp16 overflows where bf16 does not: train in bfloat16 "
                                "(the GPU must be Ampere or newer, as flash-attention needs "
                                "anyway)."))
-    else:  # flash-attention takes fp16/bf16 only: an fp32 model's attention is cast down for it
+    elif overflow:  # flash-attention takes fp16/bf16 only: an fp32 model's is cast down for it
         fixes.insert(1, Remedy(summary="flash-attention computes in fp16 or bf16 only: an fp32 "
                                "model's q, k and v are cast down for it, and fp16 overflows past "
                                "65504. Cast to bf16 rather than fp16, or keep that attention in "

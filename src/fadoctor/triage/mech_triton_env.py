@@ -1,0 +1,134 @@
+"""Triton itself missing, too old, or asked for a CUDA or a GPU it does not know, in torch's and
+Triton's own words (pure):
+- torch's TritonMissing (torch/_inductor/exc.py): "Cannot find a working triton installation.
+  Either the package is not installed or it is too old." and Python's `No module named 'triton'`:
+  the Triton torch's wheel pins (data/ext_torch.yaml); on Windows, where Triton publishes no
+  wheels, the triton-windows fork of that minor;
+- torch's GPUTooOldForTriton: "Triton only supports devices of CUDA Capability >= 7.0";
+- Triton's ptx_get_version (triton/backends/nvidia/compiler.py in the release wheels): 3.2.x maps
+  only CUDA 12.0-12.6 to a PTX version and raises "Triton only support CUDA 10.0 or higher, but
+  got CUDA version: 12.8" for a newer ptxas; 3.3 takes any 12.x; 3.4 and older raise it for
+  13.x, 3.5.0 is the first with a CUDA 13 branch."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_build import on_windows
+from fadoctor.triage.mech_triton_pin import pinned
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_MISSING = re.compile(r"Cannot find a working triton installation|"
+                      r"No module named '?triton'?(?![.\w])")
+_TOO_OLD_GPU = re.compile(r"too old to be supported by the triton GPU compiler|"
+                          r"Triton only supports devices of CUDA Capability >= 7\.0|"
+                          r"\bGPUTooOldForTriton\b")
+_PTX = re.compile(r"Triton only support CUDA 10\.0 or higher(?:, but got CUDA version: "
+                  r"(\d+)\.(\d+))?")
+SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton release wheels' " \
+         "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"
+
+
+def _triton_for(ctx: Context, windows: bool) -> Remedy:
+    """The Triton the stated torch's wheel requires, for this platform."""
+    want: Optional[Version] = pinned(ctx.torch) if ctx.torch is not None else None
+    if windows:
+        if want is not None and want.major >= 3:
+            return Remedy(summary=f"Install triton-windows {want.major}.{want.minor} (Triton "
+                          "publishes no Windows wheels; this fork follows its minors), the "
+                          f"Triton torch {ctx.torch} is built with, into the Python that runs it.",
+                          commands=[command("pip", "install", "--upgrade",
+                                            f"triton-windows<{want.major}.{want.minor + 1}")])
+        return Remedy(summary="Install triton-windows (Triton publishes no Windows wheels) of the "
+                      "minor your torch's Linux wheel requires (torch 2.6: 3.2, 2.7: 3.3, 2.8: "
+                      "3.4), into the Python that runs it; or use WSL2.")
+    if want is not None:
+        return Remedy(summary=f"Install the Triton torch {ctx.torch} is built with (its wheel "
+                      f"requires {want}).", commands=[command("pip", "install", f"triton=={want}")])
+    return Remedy(summary="Install the Triton your torch's wheel requires (`pip show torch` "
+                  "lists it under Requires).", commands=[command("pip", "show", "torch")])
+
+
+def missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MISSING, ("working triton installation", "no module named"))
+    if hit is None:
+        return []
+    windows = on_windows(ctx)
+    stated = ctx.package("triton", "triton-windows")
+    quotes = dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else [])])
+    if windows:
+        return [Signal("triton_missing", Category.VERSION_CONFLICT if stated else
+                       Category.NOT_INSTALLED,
+                       "torch.compile (Inductor) and Triton kernels need Triton, which publishes "
+                       "no Windows wheels: " + ("the Triton installed here is not one torch can "
+                                                "use" if stated else "none is installed"),
+                       quotes, NAMED,
+                       [_triton_for(ctx, True),
+                        Remedy(summary="Or run without compiling: no torch.compile (eager), and "
+                               "attention through PyTorch SDPA instead of Triton kernels.")],
+                       details={"source": SOURCE})]
+    return [Signal("triton_missing", Category.VERSION_CONFLICT if stated else
+                   Category.NOT_INSTALLED,
+                   "torch cannot use Triton here: " + (f"Triton {stated.value} is not the one "
+                                                       "its wheel requires" if stated else
+                                                       "it is not installed in this environment"),
+                   quotes, NAMED, [_triton_for(ctx, False)], details={"source": SOURCE})]
+
+
+def gpu_too_old(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TOO_OLD_GPU, ("too old to be supported", "capability >= 7.0",
+                                   "gputoooldfortriton"))
+    if hit is None:
+        return []
+    gpu = ctx.gpu[0] if ctx.gpu else "this GPU"
+    return [Signal("triton_gpu_too_old", Category.GPU_UNSUPPORTED,
+                   f"Triton compiles for compute capability 7.0 (Volta) and newer; {gpu} is "
+                   "older, so torch.compile and every Triton kernel (Unsloth's, Liger's, "
+                   "flex_attention) fail on it",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Run without Triton on this GPU: no torch.compile (eager), "
+                           "and the libraries' non-Triton paths; or use a GPU of compute "
+                           "capability 7.0 or newer (a T4 instead of a P100 on Kaggle/Colab).")],
+                   details={"source": SOURCE})]
+
+
+def ptx_version(ctx: Context) -> List[Signal]:
+    found = list(ctx.find(_PTX, ("triton only support cuda",)))
+    if not found:
+        return []
+    hit = next((f for f in found if f[1].group(1)), found[0])  # the message with its number
+    major, minor = hit[1].group(1), hit[1].group(2)
+    try:
+        cuda = Version(f"{major}.{minor}") if major else None
+    except InvalidVersion:
+        cuda = None
+    windows = on_windows(ctx)
+    if cuda is not None and cuda.major == 12:
+        said = (f"Triton 3.2 maps only CUDA 12.0-12.6 to a PTX version, and the ptxas it runs is "
+                f"CUDA {cuda}: it stops before compiling anything")
+        need, torch = "3.3", "torch 2.7 pins Triton 3.3"
+    elif cuda is not None and cuda.major == 13:
+        said = (f"Triton before 3.5 maps no CUDA 13 to a PTX version, and the ptxas it runs is "
+                f"CUDA {cuda}")
+        need, torch = "3.5", "torch 2.9 pins Triton 3.5"
+    else:
+        said = (f"this Triton does not know CUDA {cuda or 'of the ptxas it runs'}: the ptxas it "
+                "uses is newer than its table of CUDA versions")
+        need, torch = None, "each torch pins one Triton"
+    upgrade = (command("pip", "install", "--upgrade", f"triton-windows>={need}") if windows and need
+               else None)
+    fixes = [Remedy(summary=("Upgrade Triton to " + (f"{need} or newer" if need else "a release "
+                             "that knows this CUDA") + f" (with the torch that pins it: {torch})"
+                             + ("; on Windows triton-windows" if windows else "") + "."),
+                    commands=[upgrade] if upgrade else []),
+             Remedy(summary="Or let Triton run a ptxas its table knows: unset TRITON_PTXAS_PATH "
+                    "(its bundled ptxas), or point it (on Windows, CUDA_PATH) at a CUDA toolkit "
+                    "it knows" + (" (12.6 or older)" if need == "3.3" else "") + ".")]
+    return [Signal("triton_ptx_version", Category.VERSION_CONFLICT, said,
+                   [ctx.quote(hit[0])], NAMED, fixes, details={"source": SOURCE})]

@@ -1,0 +1,55 @@
+"""Mechanisms taken up from held_out_18's development half: Triton missing or too old for torch
+(torch's TritonMissing, with the pin of its wheel; triton-windows on Windows), Triton's
+GPUTooOldForTriton, and Triton's ptx_get_version table stopping before the ptxas it runs."""
+
+from __future__ import annotations
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def _said(found: object) -> str:
+    return " ".join(f"{r.summary} {' '.join(r.commands)} {r.code or ''}"  # type: ignore
+                    for r in found.remedies)  # type: ignore[attr-defined]
+
+
+def _top(text: str, matrix: Matrix) -> object:
+    result = triage(text, matrix)
+    assert result.diagnosis, text
+    return result.diagnosis[0]
+
+
+MISSING = ("backend='inductor' raised:\nRuntimeError: Cannot find a working triton installation. "
+           "Either the package is not installed or it is too old.\n")
+
+
+def test_triton_missing_gets_the_pin_of_torchs_wheel(matrix: Matrix) -> None:
+    top = _top(MISSING + "torch 2.8.0+cu128\n", matrix)
+    assert top.category == Category.NOT_INSTALLED  # type: ignore[attr-defined]
+    assert "triton==3.4.0" in _said(top)
+    windows = _top(MISSING + "I'm on Windows 11, torch 2.7.1+cu128\n", matrix)
+    assert "triton-windows<3.4" in _said(windows) and "triton==" not in _said(windows)
+    stated = _top(MISSING + "torch 2.6.0, triton 3.1.0, on Windows 11\n", matrix)
+    assert stated.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+
+
+def test_a_gpu_too_old_for_triton(matrix: Matrix) -> None:
+    text = ("torch._inductor.exc.GPUTooOldForTriton: Found Tesla P100-PCIE-16GB which is too old "
+            "to be supported by the triton GPU compiler, which is used as the backend. Triton only "
+            "supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability "
+            "6.0\n")
+    top = _top(text, matrix)
+    assert top.category == Category.GPU_UNSUPPORTED and "7.0" in top.message  # type: ignore
+    assert "eager" in _said(top)
+
+
+def test_tritons_ptx_table_before_the_ptxas_it_runs(matrix: Matrix) -> None:
+    text = ("    raise RuntimeError(\"Triton only support CUDA 10.0 or higher, but got CUDA version: \""
+            " + cuda_version)\nRuntimeError: Triton only support CUDA 10.0 or higher, but got CUDA "
+            "version: 12.8\n")
+    top = _top(text, matrix)
+    assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+    assert "12.0-12.6" in top.message and "3.3 or newer" in _said(top)  # type: ignore
+    cuda13 = _top(text.replace("12.8", "13.0"), matrix)
+    assert "3.5 or newer" in _said(cuda13)

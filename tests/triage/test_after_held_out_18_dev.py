@@ -53,3 +53,14 @@ def test_tritons_ptx_table_before_the_ptxas_it_runs(matrix: Matrix) -> None:
     assert "12.0-12.6" in top.message and "3.3 or newer" in _said(top)  # type: ignore
     cuda13 = _top(text.replace("12.8", "13.0"), matrix)
     assert "3.5 or newer" in _said(cuda13)
+
+
+def test_inductor_importing_a_name_triton_lacks(matrix: Matrix) -> None:
+    """No versions stated (a prose "when PyTorch 2.3 comes out" is not the installed torch)."""
+    text = ("[rank7]:     from triton.compiler.compiler import triton_key\n[rank7]: "
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n[rank7]: "
+            "ImportError: cannot import name 'triton_key' from 'triton.compiler.compiler'\n"
+            "Maybe it'll solve itself when Pytorch 2.3 comes out.\n")
+    top = _top(text, matrix)
+    assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+    assert "pip check" in _said(top) and "triton==2.3" not in _said(top)

@@ -19,9 +19,11 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_triton_pin import pinned
+from fadoctor.triage.observed import PROSE
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _MISSING = re.compile(r"Cannot find a working triton installation|"
@@ -35,24 +37,35 @@ SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton rel
          "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"
 
 
-def _triton_for(ctx: Context, windows: bool) -> Remedy:
+def _installed_torch(ctx: Context) -> Optional[Version]:
+    """The torch the report runs: a tool's or listing's, or prose naming a full release (2.8.0,
+    not a "2.3" the prose may be waiting for)."""
+    stated = ctx.seen.values.get(o.TORCH)
+    if ctx.torch is None or stated is None:
+        return None
+    return ctx.torch if stated.weight > PROSE or len(ctx.torch.release) >= 3 else None
+
+
+def triton_for(ctx: Context, windows: bool) -> Remedy:
     """The Triton the stated torch's wheel requires, for this platform."""
-    want: Optional[Version] = pinned(ctx.torch) if ctx.torch is not None else None
+    torch = _installed_torch(ctx)
+    want: Optional[Version] = pinned(torch) if torch is not None else None
     if windows:
         if want is not None and want.major >= 3:
             return Remedy(summary=f"Install triton-windows {want.major}.{want.minor} (Triton "
                           "publishes no Windows wheels; this fork follows its minors), the "
-                          f"Triton torch {ctx.torch} is built with, into the Python that runs it.",
+                          f"Triton torch {torch} is built with, into the Python that runs it.",
                           commands=[command("pip", "install", "--upgrade",
                                             f"triton-windows<{want.major}.{want.minor + 1}")])
         return Remedy(summary="Install triton-windows (Triton publishes no Windows wheels) of the "
                       "minor your torch's Linux wheel requires (torch 2.6: 3.2, 2.7: 3.3, 2.8: "
                       "3.4), into the Python that runs it; or use WSL2.")
     if want is not None:
-        return Remedy(summary=f"Install the Triton torch {ctx.torch} is built with (its wheel "
+        return Remedy(summary=f"Install the Triton torch {torch} is built with (its wheel "
                       f"requires {want}).", commands=[command("pip", "install", f"triton=={want}")])
-    return Remedy(summary="Install the Triton your torch's wheel requires (`pip show torch` "
-                  "lists it under Requires).", commands=[command("pip", "show", "torch")])
+    return Remedy(summary="Install the matching Triton, the one your torch's wheel requires: "
+                  "`pip check` prints \"torch X has requirement triton==Y, but you have triton "
+                  "Z\"; install triton==Y.", commands=[command("pip", "check")])
 
 
 def missing(ctx: Context) -> List[Signal]:
@@ -69,7 +82,7 @@ def missing(ctx: Context) -> List[Signal]:
                        "no Windows wheels: " + ("the Triton installed here is not one torch can "
                                                 "use" if stated else "none is installed"),
                        quotes, NAMED,
-                       [_triton_for(ctx, True),
+                       [triton_for(ctx, True),
                         Remedy(summary="Or run without compiling: no torch.compile (eager), and "
                                "attention through PyTorch SDPA instead of Triton kernels.")],
                        details={"source": SOURCE})]
@@ -78,7 +91,7 @@ def missing(ctx: Context) -> List[Signal]:
                    "torch cannot use Triton here: " + (f"Triton {stated.value} is not the one "
                                                        "its wheel requires" if stated else
                                                        "it is not installed in this environment"),
-                   quotes, NAMED, [_triton_for(ctx, False)], details={"source": SOURCE})]
+                   quotes, NAMED, [triton_for(ctx, False)], details={"source": SOURCE})]
 
 
 def gpu_too_old(ctx: Context) -> List[Signal]:

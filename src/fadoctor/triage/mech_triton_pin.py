@@ -67,11 +67,29 @@ def _pin(torch: Version, want: Version, pin: str) -> Remedy:
                   "runs it.", commands=[pin])
 
 
+# Inductor importing a name the installed Triton lacks ("cannot import name 'triton_key' from
+# 'triton.compiler.compiler'", "... from 'triton.runtime.jit'"): another Triton than torch's
+_INDUCTOR_IMPORT = re.compile(r"cannot import name '(\w+)' from '(triton[\w.]*)'")
+
+
+def _unstated(ctx: Context) -> List[Signal]:
+    """No pair stated, but Inductor failing to import a name from Triton: the pair is wrong."""
+    hit = ctx.first(_INDUCTOR_IMPORT, ("cannot import name",))
+    if hit is None or not ctx.text.containing(("inductor", "dynamo", "torch.compile")):
+        return []
+    from fadoctor.triage.mech_triton_env import triton_for  # (imports this module)
+    return [Signal("triton_pin", Category.VERSION_CONFLICT,
+                   f"torch's Inductor imports {hit[1].group(1)} from {hit[1].group(2)}, which the "
+                   "installed Triton lacks: it is not the Triton this torch was built with",
+                   [ctx.quote(hit[0])], IMPLIED, [triton_for(ctx, on_windows(ctx))],
+                   details={"source": SOURCE})]
+
+
 def mismatch(ctx: Context) -> List[Signal]:
     torch = ctx.torch
     stated = ctx.package(*_NAMES)
     if torch is None or stated is None or ctx.amd:
-        return []
+        return [] if ctx.amd else _unstated(ctx)
     try:
         triton = Version(stated.value)
     except InvalidVersion:

@@ -64,3 +64,22 @@ def test_inductor_importing_a_name_triton_lacks(matrix: Matrix) -> None:
     top = _top(text, matrix)
     assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
     assert "pip check" in _said(top) and "triton==2.3" not in _said(top)
+
+
+def test_tritons_launcher_finding_no_libcuda(matrix: Matrix) -> None:
+    linker = _top("Number of parameters: 2768345600\n/usr/bin/ld: cannot find -lcuda\ncollect2: "
+                  "error: ld returned 1 exit status\n  File \"mamba_ssm/utils/generation.py\"\n",
+                  matrix)
+    assert linker.category == Category.BUILD_TOOLCHAIN  # type: ignore[attr-defined]
+    assert "TRITON_LIBCUDA_PATH" in _said(linker) and "symlink" in _said(linker)
+    path = _top("  File \"triton/common/build.py\", line 20, in libcuda_dirs\nFileNotFoundError: "
+                "[Errno 2] No such file or directory: 'ldconfig'\n", matrix)
+    assert "/usr/sbin" in _said(path)
+
+
+def test_an_fp8_matmul_on_a_gpu_before_ada(matrix: Matrix) -> None:
+    text = ("3090Ti too old? Error: torch._scaled_mm is only supported on CUDA devices with compute "
+            "capability >= 9.0 or 8.9, or ROCm MI300+\n")
+    top = _top(text, matrix)
+    assert top.category == Category.DTYPE_UNSUPPORTED and "sm_89" in top.message  # type: ignore
+    assert "fast mode" in _said(top)

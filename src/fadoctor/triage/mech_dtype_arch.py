@@ -105,3 +105,25 @@ def cutlass_bf16(ctx: Context) -> List[Signal]:
                    [Remedy(summary=_TO_FP16)],
                    details={"source": "pytorch/pytorch aten/src/ATen/native/transformers/cuda/"
                                       "mem_eff_attention/kernels/cutlassF.h (dispatch_cutlassF)"})]
+
+
+# PyTorch's FP8 matmul (aten/src/ATen/native/cuda/Blas.cpp, _scaled_mm_out_cuda: TORCH_CHECK(
+# allowed_device, "torch._scaled_mm is only supported on CUDA devices with compute capability >=
+# 9.0 or 8.9, or ROCm MI300+"))
+_SCALED_MM = re.compile(r"_scaled_mm is only supported on CUDA devices with compute capability")
+
+
+def fp8_matmul(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SCALED_MM, ("_scaled_mm is only supported",))
+    if hit is None:
+        return []
+    return [Signal("fp8_matmul", Category.DTYPE_UNSUPPORTED,
+                   f"an FP8 matmul (torch._scaled_mm) runs only on sm_89 and newer (Ada, Hopper, "
+                   f"Blackwell; ROCm MI300+); {_gpu(ctx)} has no FP8 tensor cores",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Turn the FP8 compute path off (a node's \"fp8 fast mode\" / "
+                           "fp8_fast, vLLM's --quantization fp8, torchao's float8 training): fp8 "
+                           "weights can still be stored and upcast to bf16/fp16 for the matmul "
+                           "(fp8_e4m3fn weights without the fast mode); or use an sm_89+ GPU.")],
+                   details={"source": "pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp "
+                                      "(_scaled_mm_out_cuda: _scaled_mm_allowed_device)"})]

@@ -145,3 +145,35 @@ def ptx_version(ctx: Context) -> List[Signal]:
                     "it knows" + (" (12.6 or older)" if need == "3.3" else "") + ".")]
     return [Signal("triton_ptx_version", Category.VERSION_CONFLICT, said,
                    [ctx.quote(hit[0])], NAMED, fixes, details={"source": SOURCE})]
+
+
+# Triton links the launcher it compiles against the driver's libcuda.so, found by `ldconfig -p`
+# unless TRITON_LIBCUDA_PATH names the folder (triton/backends/nvidia/driver.py libcuda_dirs() in
+# the 3.1.0 to 3.5.0 wheels; its own assert: "libcuda.so cannot found!"); the linker's words when
+# it is not there, and ldconfig itself missing from the process's PATH
+_LIBCUDA = re.compile(r"cannot find -lcuda\b|libcuda\.so cannot found|No such file or directory: "
+                      r"'(?:/sbin/)?ldconfig'")
+
+
+def libcuda(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LIBCUDA, ("-lcuda", "libcuda.so cannot", "ldconfig"))
+    if hit is None or not ctx.text.containing(("triton", "mamba", "torch", "collect2", "inductor")):
+        return []
+    ldconfig = "ldconfig'" in ctx.text.lines[hit[0]]
+    said = ("Triton looks for the driver's libcuda.so with `ldconfig -p`, and ldconfig is not on "
+            "this process's PATH (/sbin, /usr/sbin missing: an IDE's or service's environment)"
+            if ldconfig else
+            "Triton links each kernel's launcher against the driver's libcuda.so, and the linker "
+            "finds none: the driver's library folder is not in the linker cache (containers, WSL, "
+            "a driver installed after the cache was built)")
+    return [Signal("triton_libcuda", Category.BUILD_TOOLCHAIN, said, [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Tell Triton where libcuda.so.1 is: TRITON_LIBCUDA_PATH names the "
+                           "folder (Triton then skips ldconfig); find it with `ldconfig -p` (WSL: "
+                           "/usr/lib/wsl/lib). Or refresh the linker cache (sudo /sbin/ldconfig)"
+                           + (", or put /sbin and /usr/sbin on the PATH the program runs with."
+                              if ldconfig else "; where only libcuda.so.1 exists, a libcuda.so "
+                              "symlink beside it lets the linker take it."),
+                           commands=["/sbin/ldconfig -p",
+                                     "export TRITON_LIBCUDA_PATH=/usr/lib/x86_64-linux-gnu"])],
+                   details={"source": "triton release wheels' triton/backends/nvidia/driver.py "
+                                      "(libcuda_dirs, TRITON_LIBCUDA_PATH)"})]

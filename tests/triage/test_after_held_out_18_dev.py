@@ -83,3 +83,11 @@ def test_an_fp8_matmul_on_a_gpu_before_ada(matrix: Matrix) -> None:
     top = _top(text, matrix)
     assert top.category == Category.DTYPE_UNSUPPORTED and "sm_89" in top.message  # type: ignore
     assert "fast mode" in _said(top)
+
+
+def test_ptxas_older_than_the_ptx_isa_asked(matrix: Matrix) -> None:
+    text = ("E   RuntimeError: Internal Triton PTX codegen error:\nE   ptxas /tmp/x.ptx, line 5; "
+            "fatal   : Unsupported .version 8.6; current version is '8.5'\n")
+    top = _top(text, matrix)
+    assert top.category == Category.VERSION_CONFLICT and "ISA 8.6" in top.message  # type: ignore
+    assert "TRITON_PTXAS_PATH" in _said(top)

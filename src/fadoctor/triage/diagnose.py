@@ -142,6 +142,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_cuda_toolkit.toolkit_below_floor, mech_cuda_toolkit.compiler_headers,
     mech_cxx_std.cxx_standard, mech_cxx_std.llvm_target, mech_build.compiler, mech_cxx_std.torch_header,
     mech_build.architecture, mech_ptxas.unknown_target, mech_ptxas.instruction_target,
+    mech_ptxas.isa_version,
     mech_headers.python_headers, mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin,
     mech_uv_tags.no_matching_wheel,
     mech_install.invalid_wheel, mech_install.compiler_crash, mech_install.long_paths,

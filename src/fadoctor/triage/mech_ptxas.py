@@ -84,3 +84,33 @@ def instruction_target(ctx: Context) -> List[Signal]:
                                              "--no-build-isolation", "-v", ".")] if arch else [])],
                    details={"source": "PTX ISA, Target ISA notes of each instruction "
                                       "(wgmma: sm_90a; tcgen05: sm_100a family)"})]
+
+
+# ptxas refusing PTX of a newer ISA than it knows: "fatal   : Unsupported .version 8.6; current
+# version is '8.5'". Under Triton, the ISA comes from its ptx_get_version table: Triton 3.1.0 maps
+# CUDA 12.x to 8.x (12.6 -> 8.6, which CUDA 12.6's ptxas does not know: PTX ISA 8.5 is CUDA 12.5
+# and 12.6's), 3.2.0 maps 12.6 to 8.5 (the release wheels' triton/backends/nvidia/compiler.py).
+_ISA = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
+
+
+def isa_version(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ISA, ("unsupported .version",))
+    if hit is None:
+        return []
+    asked, known = hit[1].group(1), hit[1].group(2)
+    triton = bool(ctx.text.containing(("triton",)))
+    fixes = [Remedy(summary="Upgrade Triton (with the torch that pins it): 3.2 maps CUDA 12.6 to "
+                    "PTX 8.5, and each newer release knows newer toolkits; or let it run its "
+                    "bundled ptxas (unset TRITON_PTXAS_PATH), whose PTX version its table "
+                    "matches.")] if triton else []
+    fixes.append(Remedy(summary=f"Or assemble with a ptxas that knows PTX ISA {asked} (a newer "
+                        "CUDA toolkit's), or emit PTX for the ptxas in use: the compiler's "
+                        "target CUDA and the ptxas must be one toolkit."))
+    return [Signal("ptx_isa", Category.VERSION_CONFLICT if triton else Category.BUILD_TOOLCHAIN,
+                   f"the PTX asks for ISA {asked} and this ptxas knows {known}: "
+                   + ("Triton's PTX-version table maps this toolkit to an ISA its ptxas lacks "
+                      "(Triton 3.1 maps CUDA 12.6 to 8.6)" if triton else
+                      "the code generator targets a newer CUDA than the ptxas assembling it"),
+                   [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": "triton release wheels 3.1.0/3.2.0 "
+                                      "triton/backends/nvidia/compiler.py (ptx_get_version)"})]

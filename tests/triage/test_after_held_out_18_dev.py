@@ -91,3 +91,16 @@ def test_ptxas_older_than_the_ptx_isa_asked(matrix: Matrix) -> None:
     top = _top(text, matrix)
     assert top.category == Category.VERSION_CONFLICT and "ISA 8.6" in top.message  # type: ignore
     assert "TRITON_PTXAS_PATH" in _said(top)
+
+
+def test_tritons_api_by_release_from_its_wheels(matrix: Matrix) -> None:
+    """data/triton_api.yaml (tools/gen_triton_api.py from the release wheels): a module a
+    library imports, and the torch built with the Triton that has it."""
+    top = _top("from triton.tools.tensor_descriptor import TensorDescriptor\nModuleNotFoundError: "
+               "No module named 'triton.tools.tensor_descriptor'\ntriton version: 3.3.1\n", matrix)
+    assert top.category == Category.VERSION_CONFLICT  # type: ignore[attr-defined]
+    assert "triton>=3.4.0" in _said(top) and "torch 2.8.0 is built with Triton 3.4" in _said(top)
+    # triton.common lived from 2.1.0 to 2.3.1: without the installed Triton, both directions
+    common = _top("  File \"unsloth/__init__.py\", line 9\n    from triton.common.build import "
+                  "libcuda_dirs\nModuleNotFoundError: No module named 'triton.common'\n", matrix)
+    assert "appeared in 2.1.0" in _said(common) and "triton==2.3.1" in _said(common)

@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_triton_pin import pair_differs, with_torch
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
@@ -28,11 +29,16 @@ _KWARG = re.compile(r"\b(\w{1,60})\(\) got an unexpected keyword argument " + _Q
 _MISSING = re.compile(r"\b(\w{1,60})\(\) missing \d required (?:positional|keyword-only) "
                       r"arguments?: " + _Q + r"(\w{1,60})")
 _IMPORT = re.compile(r"cannot import name " + _Q + r"(\w{1,80})" + _Q + r" from " + _Q +
-                     r"((?:flash_attn|transformers)[\w.]{0,80})")
-_ATTR = re.compile(r"module " + _Q + r"((?:flash_attn|transformers)[\w.]{0,80})" + _Q +
+                     r"((?:flash_attn|transformers|triton)[\w.]{0,80})")
+_ATTR = re.compile(r"module " + _Q + r"((?:flash_attn|transformers|triton)[\w.]{0,80})" + _Q +
                    r" has no attribute " + _Q + r"(\w{1,80})")
 # flash_attn.cute is flash-attn-4's (another distribution; mech_catalog's FA4 entries read it).
-_MODULE = re.compile(r"No module named " + _Q + r"(flash_attn\.(?!cute)[\w.]{1,80})")
+_MODULE = re.compile(r"No module named " + _Q + r"((?:flash_attn\.(?!cute)|triton\.)[\w.]{1,80})")
+_FILES = {"flash_attn": "flash_attn_api.yaml", "transformers": "transformers_api.yaml",
+          "triton": "triton_api.yaml"}
+_SOURCES = {"flash_attn": "Dao-AILab/flash-attention at every release tag (flash_attn/)",
+            "transformers": "transformers' release wheels", "triton": "Triton's release wheels"}
+_DISTS = {"flash_attn": "flash-attn", "transformers": "transformers", "triton": "triton"}
 _FRAME = re.compile(r"(?:site-packages|dist-packages)/(\w+)/")
 # Names mech_wrappers.renamed_api and mech_catalog.api_names explain (1.x -> 2.x renames).
 _ELSEWHERE = re.compile(r"unpadded|^flash_attn_cuda$")
@@ -69,19 +75,17 @@ def _indexes(runs: str) -> Tuple[int, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=3)
 def api(package: str) -> Api:
-    """flash_attn's or transformers' API, read when a report first needs it."""
-    name = {"flash_attn": "flash_attn_api.yaml", "transformers": "transformers_api.yaml"}[package]
+    """flash_attn's, transformers' or Triton's API, read when a report first needs it."""
+    name = _FILES[package]
     path = _DATA / name if (_DATA / name).is_file() else _SOURCE_TREE / name
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
 
     def table(section: str) -> Dict[str, Dict[str, Tuple[int, ...]]]:
         return {k: {p: _indexes(v) for p, v in ps.items()} for k, ps in raw[section].items()}
-    source = ("Dao-AILab/flash-attention at every release tag (flash_attn/)"
-              if package == "flash_attn" else "transformers' release wheels")
-    return Api("flash-attn" if package == "flash_attn" else "transformers", source,
+    return Api(_DISTS[package], _SOURCES[package],
                tuple(raw["tags"]), {k: _indexes(v) for k, v in raw["names"].items()},
                {k: _indexes(v) for k, v in raw["modules"].items()},
                table("parameters"), table("required"),
@@ -92,7 +96,8 @@ def api(package: str) -> Api:
 def _installed(ctx: Context, data: Api) -> Optional[Version]:
     if data.dist == "flash-attn":
         return ctx.fa2
-    stated = ctx.package("transformers")
+    stated = ctx.package(*(("triton", "triton-windows") if data.dist == "triton"
+                           else ("transformers",)))
     try:
         return Version(stated.value) if stated is not None else None
     except InvalidVersion:
@@ -149,9 +154,13 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
             f"{data.version(first)} to {data.version(last)}"
         message = (f"{what} is in {data.dist} {span} only: {data.version(last + 1)} removed "
                    f"it{stated}")
-        fix = Remedy(summary=f"Downgrade {data.dist} to {data.version(last)}, the last release "
-                     f"with {what}" + (f", or upgrade {caller} to a release written for the newer "
-                                       f"{data.dist}" if caller else "") + ".",
+        move = "Downgrade" if installed is not None or first == 0 else "Move"
+        fix = Remedy(summary=f"{move} {data.dist} to {data.version(last)}, the last release "
+                     f"with {what}" + (f" (it appeared in {data.version(first)}: an older "
+                                       "release lacks it too)" if installed is None and first
+                                       else "")
+                     + (f", or upgrade {caller} to a release written for the newer "
+                        f"{data.dist}" if caller else "") + ".",
                      commands=[_pin(data, data.version(last))])
     return _signal(ctx, index, message, [fix], data)
 
@@ -166,6 +175,7 @@ def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Opti
 
 
 def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api) -> Signal:
+    fixes = with_torch(data.dist, fixes)
     stated = ctx.fa_quote() if data.dist == "flash-attn" else None
     return Signal("api", Category.VERSION_CONFLICT, message,
                   dedupe(sorted({ctx.quote(index), *filter(None, [stated])},
@@ -210,17 +220,28 @@ def names(ctx: Context) -> List[Signal]:
         if signal is not None:
             return [signal]
     for index, found in ctx.find(_MODULE, ("no module named",)):
-        data = api("flash_attn")
+        if _inductors(ctx, found.group(1).split(".")[0]):
+            continue
+        data = api(found.group(1).split(".")[0])
         module = found.group(1)
         signal = _finding(ctx, index, data, f"the module {module}", data.modules.get(module, ()),
-                          _caller(ctx, index, "flash_attn"))
+                          _caller(ctx, index, module.split(".")[0]))
         if signal is not None:
             return [signal]
     return []
 
 
+def _inductors(ctx: Context, package: str) -> bool:
+    """torch's Inductor asking Triton for a name: the Triton torch pins is the fix
+    (mech_triton_pin), not the releases that have the name."""
+    return package == "triton" and (bool(ctx.text.containing(("inductor", "_dynamo")))
+                                     or pair_differs(ctx))
+
+
 def _name(ctx: Context, index: int, module: str, name: str) -> Optional[Signal]:
     package = module.split(".")[0]
+    if _inductors(ctx, package):
+        return None
     one_x = ctx.fa2 is not None and ctx.fa2 < Version("2.0")
     if _ELSEWHERE.search(name) or (package == "flash_attn" and name.startswith("flash_attn_")
                                    and one_x):

@@ -13,17 +13,15 @@ Triton's own words (pure):
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
-from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_triton_pin import pinned
-from fadoctor.triage.observed import PROSE
+from fadoctor.triage.mech_triton_pin import triton_for
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _MISSING = re.compile(r"Cannot find a working triton installation|"
@@ -35,37 +33,6 @@ _PTX = re.compile(r"Triton only support CUDA 10\.0 or higher(?:, but got CUDA ve
                   r"(\d+)\.(\d+))?")
 SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton release wheels' " \
          "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"
-
-
-def _installed_torch(ctx: Context) -> Optional[Version]:
-    """The torch the report runs: a tool's or listing's, or prose naming a full release (2.8.0,
-    not a "2.3" the prose may be waiting for)."""
-    stated = ctx.seen.values.get(o.TORCH)
-    if ctx.torch is None or stated is None:
-        return None
-    return ctx.torch if stated.weight > PROSE or len(ctx.torch.release) >= 3 else None
-
-
-def triton_for(ctx: Context, windows: bool) -> Remedy:
-    """The Triton the stated torch's wheel requires, for this platform."""
-    torch = _installed_torch(ctx)
-    want: Optional[Version] = pinned(torch) if torch is not None else None
-    if windows:
-        if want is not None and want.major >= 3:
-            return Remedy(summary=f"Install triton-windows {want.major}.{want.minor} (Triton "
-                          "publishes no Windows wheels; this fork follows its minors), the "
-                          f"Triton torch {torch} is built with, into the Python that runs it.",
-                          commands=[command("pip", "install", "--upgrade",
-                                            f"triton-windows<{want.major}.{want.minor + 1}")])
-        return Remedy(summary="Install triton-windows (Triton publishes no Windows wheels) of the "
-                      "minor your torch's Linux wheel requires (torch 2.6: 3.2, 2.7: 3.3, 2.8: "
-                      "3.4), into the Python that runs it; or use WSL2.")
-    if want is not None:
-        return Remedy(summary=f"Install the Triton torch {torch} is built with (its wheel "
-                      f"requires {want}).", commands=[command("pip", "install", f"triton=={want}")])
-    return Remedy(summary="Install the matching Triton, the one your torch's wheel requires: "
-                  "`pip check` prints \"torch X has requirement triton==Y, but you have triton "
-                  "Z\"; install triton==Y.", commands=[command("pip", "check")])
 
 
 def missing(ctx: Context) -> List[Signal]:

@@ -15,9 +15,11 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.ext_torch import triton_pins
 from fadoctor.triage.mech_build import on_windows
+from fadoctor.triage.observed import PROSE
 from fadoctor.triage.signal import IMPLIED, Signal, dedupe
 
 SOURCE = "torch wheels' METADATA (Requires-Dist: triton): data/ext_torch.yaml torch_triton"
@@ -77,12 +79,23 @@ def _unstated(ctx: Context) -> List[Signal]:
     hit = ctx.first(_INDUCTOR_IMPORT, ("cannot import name",))
     if hit is None or not ctx.text.containing(("inductor", "dynamo", "torch.compile")):
         return []
-    from fadoctor.triage.mech_triton_env import triton_for  # (imports this module)
     return [Signal("triton_pin", Category.VERSION_CONFLICT,
                    f"torch's Inductor imports {hit[1].group(1)} from {hit[1].group(2)}, which the "
                    "installed Triton lacks: it is not the Triton this torch was built with",
                    [ctx.quote(hit[0])], IMPLIED, [triton_for(ctx, on_windows(ctx))],
                    details={"source": SOURCE})]
+
+
+def pair_differs(ctx: Context) -> bool:
+    """The stated torch and Triton are of different minors than torch's pin."""
+    stated = ctx.package(*_NAMES)
+    if ctx.torch is None or stated is None:
+        return False
+    want = pinned(ctx.torch)
+    try:
+        return want is not None and _minor(want) != _minor(Version(stated.value))
+    except InvalidVersion:
+        return False
 
 
 def mismatch(ctx: Context) -> List[Signal]:
@@ -147,3 +160,49 @@ def pre_release_api(ctx: Context) -> List[Signal]:
                            "a release.")],
                    details={"source": "flash-attention v2.0.0 flash_attn/flash_attn_triton.py; "
                                       "triton release wheels' tl.dot signatures 1.0.0-3.x"})]
+
+
+def with_torch(dist: str, fixes: List[Remedy]) -> List[Remedy]:
+    """Triton moves with torch (each torch wheel pins one Triton): the torch built with the
+    release a remedy names, beside it."""
+    if dist != "triton":
+        return fixes
+    named = [v for rem in fixes for v in re.findall(r"triton(?:==|>=)(\d+\.\d+\.\d+)",
+                                                   " ".join(rem.commands))]
+    torch = torch_for(Version(named[0])) if named else None
+    if torch is None:
+        return fixes
+    return [*fixes, Remedy(summary=f"torch {torch} is built with Triton {named[0].rsplit('.', 1)[0]}: "
+                           "upgrade torch with it (its wheel pins that Triton), not Triton alone; "
+                           "on Windows, triton-windows of the same minor.")]
+
+
+def _installed_torch(ctx: Context) -> Optional[Version]:
+    """The torch the report runs: a tool's or listing's, or prose naming a full release (2.8.0,
+    not a "2.3" the prose may be waiting for)."""
+    stated = ctx.seen.values.get(o.TORCH)
+    if ctx.torch is None or stated is None:
+        return None
+    return ctx.torch if stated.weight > PROSE or len(ctx.torch.release) >= 3 else None
+
+
+def triton_for(ctx: Context, windows: bool) -> Remedy:
+    """The Triton the stated torch's wheel requires, for this platform."""
+    torch = _installed_torch(ctx)
+    want: Optional[Version] = pinned(torch) if torch is not None else None
+    if windows:
+        if want is not None and want.major >= 3:
+            return Remedy(summary=f"Install triton-windows {want.major}.{want.minor} (Triton "
+                          "publishes no Windows wheels; this fork follows its minors), the "
+                          f"Triton torch {torch} is built with, into the Python that runs it.",
+                          commands=[command("pip", "install", "--upgrade",
+                                            f"triton-windows<{want.major}.{want.minor + 1}")])
+        return Remedy(summary="Install triton-windows (Triton publishes no Windows wheels) of the "
+                      "minor your torch's Linux wheel requires (torch 2.6: 3.2, 2.7: 3.3, 2.8: "
+                      "3.4), into the Python that runs it; or use WSL2.")
+    if want is not None:
+        return Remedy(summary=f"Install the Triton torch {torch} is built with (its wheel "
+                      f"requires {want}).", commands=[command("pip", "install", f"triton=={want}")])
+    return Remedy(summary="Install the matching Triton, the one your torch's wheel requires: "
+                  "`pip check` prints \"torch X has requirement triton==Y, but you have triton "
+                  "Z\"; install triton==Y.", commands=[command("pip", "check")])

@@ -104,3 +104,13 @@ def test_tritons_api_by_release_from_its_wheels(matrix: Matrix) -> None:
     common = _top("  File \"unsloth/__init__.py\", line 9\n    from triton.common.build import "
                   "libcuda_dirs\nModuleNotFoundError: No module named 'triton.common'\n", matrix)
     assert "appeared in 2.1.0" in _said(common) and "triton==2.3.1" in _said(common)
+
+
+def test_a_named_fa4_beta_and_the_defect_of_the_pass_that_failed(matrix: Matrix) -> None:
+    """'FA4 b10' is flash-attn-4 4.0.0b10; its backward on a B200 with head dim 104 is the
+    matrix's defect fixed in 4.0.0b30 (commit e8959409), before the forward small-head-dim one."""
+    text = ("[FA4] Backward error on head_dim not divisible by 32\nout.sum().backward()\n"
+            "Env: B200, FA4 b10\ncutlass._mlir._mlir_libs.MLIRError: Verification failed:\n")
+    top = _top(text, matrix)
+    assert "fa4-sm100-backward-head-dim" in top.message  # type: ignore[attr-defined]
+    assert "flash-attn-4>=4.0.0b30" in _said(top)

@@ -66,7 +66,7 @@ _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on
               "was built for:")
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
                   "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth",
-                  "triton")
+                  "triton", "fa4", "fa-4")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
@@ -345,7 +345,15 @@ def _package_name(word: str, version: str = "") -> str:
     return _FLASH_BY_MAJOR.get(flash.group(1) or version.split(".", 1)[0], "flash-attn")
 
 
+# flash-attn-4's betas as people name them: "FA4 b10", "FA4 beta 27" (its releases are
+# 4.0.0bN on the package index)
+_FA4_BETA = re.compile(r"\bFA-?4\s*(?:b|beta)\s?(\d{1,3})\b", re.I)
+
+
 def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
+    beta = _FA4_BETA.search(line) if "fa" in low else None
+    if beta is not None:
+        seen.package("flash-attn-4", f"4.0.0b{beta.group(1)}", quote(), PROSE)
     for found in _PROSE.finditer(line):
         if low[:found.start()].rstrip().endswith(_REQUIRING):
             continue  # "requires torch==2.4.1" states a requirement, not what is installed

@@ -24,14 +24,14 @@ _FAMILIES: Tuple[Tuple[Family, Tuple[str, ...], str], ...] = (
     (Family.FA3, ("flash-attn-3", "flash_attn_3"), "flash-attn-3"),
 )
 # a failure at run time, as printed
-_FAILED = re.compile(r"CUDA Error|cudaError\w+|CUDA error|illegal memory access|RuntimeError|"
-                     r"\bnan\b|launch failed", re.I)
+_FAILED = re.compile(r"CUDA Error|cudaError\w+|CUDA error|illegal memory access|\w+Error\b|"
+                     r"\bnan\b|launch failed|Verification failed", re.I)
 _RUN_CATEGORIES = (Category.KERNEL_FAILURE, Category.NUMERICS, Category.HEAD_DIM_UNSUPPORTED)
 
 
 def stated_release(ctx: Context) -> List[Signal]:
-    failed = ctx.first(_FAILED, ("cuda error", "cudaerror", "illegal memory", "runtimeerror",
-                                 "nan", "launch failed"))
+    failed = ctx.first(_FAILED, ("cuda error", "cudaerror", "illegal memory", "error", "nan",
+                                 "launch failed", "verification failed"))
     if failed is None:
         return []
     for family, names, display in _FAMILIES:
@@ -54,8 +54,9 @@ def stated_release(ctx: Context) -> List[Signal]:
                 IMPLIED, [Remedy(summary=f"{defect.remedy}{when}",
                                  commands=_upgrade(ctx, family, display, defect.versions))],
                 details={"source": defect.source}))
-        if out:
-            return out
+        if out:  # a defect of the pass the report runs (its backward or not) first
+            backward = bool(ctx.text.containing(("backward",)))
+            return sorted(out, key=lambda sig: ("backward" in sig.message) != backward)
     return []
 
 

@@ -114,3 +114,9 @@ def test_a_named_fa4_beta_and_the_defect_of_the_pass_that_failed(matrix: Matrix)
     top = _top(text, matrix)
     assert "fa4-sm100-backward-head-dim" in top.message  # type: ignore[attr-defined]
     assert "flash-attn-4>=4.0.0b30" in _said(top)
+
+
+def test_a_flash_attn_build_taking_tens_of_minutes_is_ninja_first(matrix: Matrix) -> None:
+    top = _top("pip install takes 10+ minutes on zen2 epyc\n\n```\npip install flash-attn\n```\n",
+               matrix)
+    assert "ninja --version" in _said(top)

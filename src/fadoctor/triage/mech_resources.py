@@ -35,7 +35,10 @@ _NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:comman
                        r"no module named '?ninja|falling back to using the slow distutils", re.I)
 _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
                    r"never finish\w*|(?:takes?|taking) (?:so|very|too) long|"
-                   r"(?:always|still|keeps?) (?:building|compiling))\b", re.I)
+                   r"(?:always|still|keeps?) (?:building|compiling)|"
+                   # "pip install takes 10+ minutes", "took 40 minutes", "over 30 minutes"
+                   r"(?:takes?|took|taking|over|more than) (?:\d{2,3}\+?|\d{2,3}-\d{2,3}) min(?:ute)?s)\b",
+                   re.I)
 _PARALLEL = re.compile(r"(?:['\"\s]-j\s?=?\s?|--parallel\s|MAX_JOBS=)(\d{2,3})\b[^\n]{0,400}?"
                        r"(?:non-zero exit status|failed|error)", re.I)
 _COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?error")
@@ -161,8 +164,9 @@ def slow_build(ctx: Context) -> List[Signal]:
     ninja = ctx.first(_NO_NINJA, ("ninja",))
     slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
         "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long", "always", "still",
-        "keep")) if build_context(ctx, i) and ("flash" in ctx.low(i) or e.BUILD in ctx.seen.marks
-                                               or "wheel" in ctx.low(i))), None)
+        "keep", "min")) if build_context(ctx, i) and (
+            "flash" in ctx.low(i) or e.BUILD in ctx.seen.marks or "wheel" in ctx.low(i)
+            or ctx.text.containing(("install flash-attn", "install flash_attn")))), None)
     hit = ninja or slow
     if hit is None:
         return []

@@ -120,3 +120,16 @@ def test_a_flash_attn_build_taking_tens_of_minutes_is_ninja_first(matrix: Matrix
     top = _top("pip install takes 10+ minutes on zen2 epyc\n\n```\npip install flash-attn\n```\n",
                matrix)
     assert "ninja --version" in _said(top)
+
+
+def test_a_setup_pys_own_toolkit_floor(matrix: Matrix) -> None:
+    top = _top("  File \"SageAttention/setup.py\", line 131, in <module>\nRuntimeError: CUDA 12.0 or "
+               "higher is required to build the package.\n", matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN and "12.0 or newer" in _said(top)  # type: ignore
+
+
+def test_tritons_own_invalid_kernel_image_is_its_cache_or_ptxas(matrix: Matrix) -> None:
+    top = _top("Having this issue on A100 but not V100\nRuntimeError: Triton Error [CUDA]: device "
+               "kernel image is invalid\n", matrix)
+    assert top.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
+    assert "TRITON_CACHE_DIR" in _said(top) and "flash-attn" not in _said(top)

@@ -140,6 +140,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.nvcc_missing,
     mech_build.cudnn_missing, mech_build.nvcc_version, mech_cuda_toolkit.toolkit_major_prose,
     mech_cuda_toolkit.toolkit_below_floor, mech_cuda_toolkit.compiler_headers,
+    mech_cuda_toolkit.setup_floor,
     mech_cxx_std.cxx_standard, mech_cxx_std.llvm_target, mech_build.compiler, mech_cxx_std.torch_header,
     mech_build.architecture, mech_ptxas.unknown_target, mech_ptxas.instruction_target,
     mech_ptxas.isa_version,

@@ -199,3 +199,29 @@ def compiler_headers(ctx: Context) -> List[Signal]:
     return [Signal("cccl_headers", Category.BUILD_TOOLCHAIN, said,
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc", "torch")]), NAMED, fixes,
                    details={"source": CCCL_SOURCE})]
+
+
+# A setup.py's own toolkit floor: SageAttention's (thu-ml/SageAttention setup.py: "CUDA 12.0 or
+# higher is required to build the package.", "CUDA 12.4 or higher is required for compute
+# capability 8.9.", "CUDA 12.8 or higher is required for compute capability 12.0.", comparing the
+# nvcc of CUDA_HOME)
+_SETUP_FLOOR = re.compile(r"CUDA (\d+\.\d+) or higher is required (?:to build the package|for "
+                          r"compute capability (\d+\.\d+))")
+
+
+def setup_floor(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SETUP_FLOOR, ("or higher is required",))
+    if hit is None:
+        return []
+    need, arch = hit[1].group(1), hit[1].group(2)
+    have = f" (the one found: {ctx.nvcc})" if ctx.nvcc else ""
+    return [Signal("setup_cuda_floor", Category.BUILD_TOOLCHAIN,
+                   f"the package's setup.py needs CUDA {need} or newer"
+                   + (f" to compile for compute capability {arch}" if arch else "")
+                   + f"; the nvcc it found (CUDA_HOME's) is older{have}",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")]), NAMED,
+                   [Remedy(summary=f"Install a CUDA toolkit of {need} or newer and point CUDA_HOME "
+                           "at it before building (torch must be a build for that CUDA major); or "
+                           "install a prebuilt wheel of the package built for this torch.",
+                           commands=["nvcc --version", "export CUDA_HOME=/usr/local/cuda"])],
+                   details={"source": "thu-ml/SageAttention setup.py (the nvcc version checks)"})]

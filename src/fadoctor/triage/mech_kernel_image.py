@@ -25,7 +25,22 @@ def _gpu_words(ctx: Context, cc: Version) -> str:
 def invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     """cudaErrorInvalidKernelImage: the binary has an image this driver cannot load (compressed
     in a mode it does not know, or from a newer toolkit), not a missing arch. A known defect of
-    the stated flash-attn with a driver floor that the stated driver does not clear names it."""
+    the stated flash-attn with a driver floor that the stated driver does not clear names it.
+    Triton's own ("Triton Error [CUDA]: device kernel image is invalid") is a cubin it compiled
+    or cached: for another GPU (a cache shared between machines) or by a ptxas newer than the
+    driver."""
+    if any("triton error" in q.text.lower() for q in quotes):
+        return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
+                      "Triton loaded a kernel binary this GPU and driver cannot run: one cached "
+                      "from another GPU (a Triton cache shared between machines) or assembled by "
+                      "a ptxas newer than the driver", quotes, LOGGED,
+                      [Remedy(summary="Clear Triton's cache (by default ~/.triton/cache), or "
+                              "give each machine its own with TRITON_CACHE_DIR, so the kernels "
+                              "are compiled again for this GPU.",
+                              commands=["export TRITON_CACHE_DIR=/tmp/triton-cache"]),
+                       Remedy(summary="If TRITON_PTXAS_PATH points at a toolkit newer than the "
+                              "driver, unset it (Triton's bundled ptxas) or upgrade the driver; "
+                              "or upgrade Triton (with the torch that pins it).")])
     if ctx.fa2 is None:
         return _invalid_image_unstated(ctx, quotes)
     for defect in ctx.matrix.defects_for(ctx.fa2):

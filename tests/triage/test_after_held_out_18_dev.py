@@ -133,3 +133,22 @@ def test_tritons_own_invalid_kernel_image_is_its_cache_or_ptxas(matrix: Matrix) 
                "kernel image is invalid\n", matrix)
     assert top.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
     assert "TRITON_CACHE_DIR" in _said(top) and "flash-attn" not in _said(top)
+
+
+def test_ggml_kernels_without_code_for_the_arch(matrix: Matrix) -> None:
+    fa = _top("ggml-cuda/fattn-wmma-f16.cu:437: ERROR: CUDA kernel flash_attn_ext_f16 has no device "
+              "code compatible with CUDA arch 720. ggml-cuda.cu was compiled for: 720\n", matrix)
+    assert fa.category == Category.GPU_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "OLLAMA_FLASH_ATTENTION=0" in _said(fa)
+    other = _top("mmv.cu:51: ERROR: CUDA kernel mul_mat_vec has no device code compatible with "
+                 "CUDA arch 860. ggml-cuda.cu was compiled for: 520\n", matrix)
+    assert other.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
+    assert "CMAKE_CUDA_ARCHITECTURES=86" in _said(other) and "compiled for 520" in _said(other)
+
+
+def test_forward_compatibility_names_the_drivers_cuda(matrix: Matrix) -> None:
+    top = _top("CUDA error 804 at ggml-cuda.cu:5522: forward compatibility was attempted on non "
+               "supported HW\nRTX3090 with `Driver Version: 525.105.17   CUDA Version: 12.0`.\n",
+               matrix)
+    assert top.category == Category.DRIVER_TOO_OLD  # type: ignore[attr-defined]
+    assert "CUDA 12.0 or older" in _said(top)

@@ -28,7 +28,7 @@ _COLLECT_ENV: List[Tuple[str, str, int]] = [
 ]
 _NOT_VALUES = ("n/a", "none", "could not collect", "no cuda", "")
 
-_SMI_HEADER = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
+_SMI_HEADER = re.compile(r"Driver Version:\s*(\d[\d.]*)\s+CUDA Version:\s*(\d+\.\d+)")
 _SMI_L = re.compile(r"^\s*GPU \d+:\s*(.+?)\s*(?:\(UUID:.*)?$")
 _SMI_Q = re.compile(r"^\s*(Driver Version|CUDA Version|Product Name)\s*:\s*(.+?)\s*$")
 _NVCC = re.compile(r"Cuda compilation tools, release (\d+\.\d+)")

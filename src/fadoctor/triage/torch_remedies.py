@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
@@ -64,9 +65,12 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
            "forward": "CUDA's forward-compatibility libraries run on data-center GPUs only"}
     said = next((v for k, v in why.items() if k in entry.printed),
                 "The NVIDIA driver is older than the CUDA runtime needs")
+    runs = ctx.seen.get(o.DRIVER_CUDA)  # nvidia-smi's "CUDA Version": the newest this driver runs
+    within = (f" (this driver runs CUDA {runs} and older: a build or container of CUDA {runs} "
+              "or older works with it)" if runs else "")
     return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch (and "
-                   "flash-attn) built for an older CUDA that this driver runs, or one with SASS "
-                   "for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
+                   f"flash-attn) built for an older CUDA that this driver runs{within}, or one "
+                   "with SASS for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
 
 
 def _no_gpu(entry: Entry) -> List[Remedy]:

@@ -152,3 +152,14 @@ def test_forward_compatibility_names_the_drivers_cuda(matrix: Matrix) -> None:
                matrix)
     assert top.category == Category.DRIVER_TOO_OLD  # type: ignore[attr-defined]
     assert "CUDA 12.0 or older" in _said(top)
+
+
+def test_ollamas_rocm_target_list(matrix: Matrix) -> None:
+    rdna = _top('level=WARN source=amd_linux.go:378 msg="amdgpu is not supported (supported '
+                'types:[gfx1030 gfx1100 gfx906])" gpu_type=gfx1032\n', matrix)
+    assert rdna.category == Category.ROCM  # type: ignore[attr-defined]
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in _said(rdna)
+    vega = _top('msg="amdgpu is not supported (supported types:[gfx1030 gfx908 gfx90a])" '
+                'gpu_type=gfx906\n', matrix)
+    assert "HSA_OVERRIDE" not in " ".join(vega.remedies[0].commands)  # type: ignore
+    assert "AMDGPU_TARGETS" in _said(vega)

@@ -43,3 +43,48 @@ def no_device_code(ctx: Context) -> List[Signal]:
     return [Signal("ggml_no_device_code", Category.NO_KERNEL_IMAGE,
                    f"ggml's kernel {kernel} has no code for {sm}: the build's CUDA architectures "
                    "leave this GPU out", quotes, NAMED, [rebuild], details={"source": SOURCE})]
+
+
+# ollama's AMD discovery (ollama discover/amd_linux.go and amd_windows.go): "amdgpu is not
+# supported (supported types:[gfx1030 gfx1100 ...])" gpu_type=gfx1032: its ROCm libraries carry
+# code for the listed targets only; on Linux HSA_OVERRIDE_GFX_VERSION makes the runtime treat the
+# GPU as another target (ollama skips the check with it set), on Windows it is not supported.
+_AMD_LIST = re.compile(r"amdgpu is not supported \(supported types:\s*\[([\w\s]{1,400})\]\)\W{0,4}"
+                       r"(?:gpu_type=(gfx[0-9a-f]{3,5}))?")
+_GFX = re.compile(r"gpu_type=(gfx[0-9a-f]{3,5})")
+
+
+def hsa_version(gfx: str) -> str:
+    """gfx1030 -> 10.3.0, gfx906 -> 9.0.6, gfx90a -> 9.0.10 (the override's major.minor.step)."""
+    digits = gfx[3:]
+    major, rest = (digits[:2], digits[2:]) if len(digits) == 4 else (digits[:1], digits[1:])
+    return f"{int(major)}.{int(rest[0], 16)}.{int(rest[1:], 16)}"
+
+
+def amd_target(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_AMD_LIST, ("amdgpu is not supported",))
+    if hit is None:
+        return []
+    supported = hit[1].group(1).split()
+    gfx_hit = hit[1].group(2) or next((m.group(1) for _, m in ctx.find(_GFX, ("gpu_type=",))), None)
+    windows = "amd_windows" in ctx.text.lines[hit[0]] or "windows" in ctx.low(hit[0])
+    fixes: List[Remedy] = []
+    # RDNA targets of one generation run each other's code (gfx1031/1032 as gfx1030, gfx1101 as
+    # gfx1100); the gfx9 line mixes generations under one prefix (gfx906 Vega, gfx908 CDNA1)
+    sibling = next((s for s in supported if gfx_hit and len(gfx_hit) == 7 and len(s) == 7
+                    and s[:-1] == gfx_hit[:-1]), None)
+    if gfx_hit and sibling and not windows:
+        fixes.append(Remedy(summary=f"{gfx_hit} shares its ISA generation with {sibling}, which "
+                            "this build has code for: have the ROCm runtime treat the GPU as "
+                            f"{sibling} (HSA_OVERRIDE_GFX_VERSION={hsa_version(sibling)}) in the "
+                            "server's environment.",
+                            commands=[f"export HSA_OVERRIDE_GFX_VERSION={hsa_version(sibling)}"]))
+    fixes.append(Remedy(summary=("Or" if fixes else "Build") + " ollama (or llama.cpp) from source "
+                        f"with its ROCm targets including {gfx_hit or 'this GPU'} "
+                        "(AMDGPU_TARGETS), or use a release whose bundled ROCm still lists it; "
+                        + ("on Windows HSA_OVERRIDE_GFX_VERSION is not supported." if windows
+                           else "the override works only between targets of one generation.")))
+    return [Signal("amd_target", Category.ROCM,
+                   f"this build's ROCm libraries have code for {', '.join(supported)} only, and "
+                   f"the GPU is {gfx_hit or 'another target'}", [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": "ollama discover/amd_linux.go, amd_windows.go"})]

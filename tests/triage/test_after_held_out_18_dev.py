@@ -163,3 +163,10 @@ def test_ollamas_rocm_target_list(matrix: Matrix) -> None:
                 'gpu_type=gfx906\n', matrix)
     assert "HSA_OVERRIDE" not in " ".join(vega.remedies[0].commands)  # type: ignore
     assert "AMDGPU_TARGETS" in _said(vega)
+
+
+def test_flashinfers_jit_with_no_target_names_the_arch_list(matrix: Matrix) -> None:
+    text = ("RTX 5090, cuda 12.8\n  File \"flashinfer/jit/core.py\", line 108, in check_cuda_arch\n"
+            "RuntimeError: FlashInfer requires GPUs with sm75 or higher\n")
+    top = _top(text, matrix)
+    assert "FLASHINFER_CUDA_ARCH_LIST=12.0a" in _said(top)

@@ -6,7 +6,7 @@ cited where it is matched) (pure)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from packaging.version import Version
 
@@ -68,6 +68,8 @@ def flashinfer_arch_list(ctx: Context) -> List[Signal]:
     if hit is None or ctx.amd or (cc is not None and cc < Version("7.5")):
         return []
     arch = f"{cc.major}.{cc.minor}" if cc is not None else None
+    if ctx.text.containing(("flashinfer/jit/", "check_cuda_arch", "gen_jit_spec")):
+        return [_jit_targets(ctx, hit[0], cc)]
     fix = Remedy(summary="Build with TORCH_CUDA_ARCH_LIST set to this GPU's arch only (run it "
                  "where the setup.py that raised it is); `echo $TORCH_CUDA_ARCH_LIST` shows the "
                  "list the build saw.",
@@ -83,6 +85,28 @@ def flashinfer_arch_list(ctx: Context) -> List[Signal]:
                                       "v0.3.0:flashinfer/jit/core.py:57-59"},
                    needs=[] if arch else [("the GPU model", r.REVEAL_GPU)])]
 
+
+
+def _jit_targets(ctx: Context, index: int, cc: Optional[Version]) -> Signal:
+    """The JIT's own target list came out empty: FlashInfer takes it from
+    FLASHINFER_CUDA_ARCH_LIST, else from torch's view of the GPUs, normalized per arch and toolkit
+    (flashinfer/compilation_context.py: an arch given with a suffix, "12.0a", is taken as is)."""
+    suffix = "a" if cc is not None and cc.major >= 9 else ""
+    arch = f"{cc.major}.{cc.minor}{suffix}" if cc is not None else None
+    return Signal("flashinfer_arch_list", Category.BUILD_TOOLCHAIN,
+                  "FlashInfer's JIT found no target to compile for "
+                  f"{ctx.gpu[0] if ctx.gpu else 'the GPU'}: its list (FLASHINFER_CUDA_ARCH_LIST, "
+                  "else torch's view of the GPUs, filtered by what this release and the CUDA "
+                  "toolkit support) came out empty or below sm75",
+                  dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                  [Remedy(summary="Name the GPU's arch yourself: FLASHINFER_CUDA_ARCH_LIST (with "
+                          "its suffix, e.g. 12.0a, it is taken as given); or a newer CUDA "
+                          "toolkit / flashinfer release that lists this GPU.",
+                          commands=[command(env("FLASHINFER_CUDA_ARCH_LIST", arch), "python",
+                                            "-c", "import flashinfer")] if arch else [])],
+                  details={"source": "flashinfer-ai/flashinfer flashinfer/compilation_context.py "
+                                     "(TARGET_CUDA_ARCHS), flashinfer/jit/core.py (check_cuda_arch)"},
+                  needs=[] if arch else [("the GPU model", r.REVEAL_GPU)])
 
 
 # flashinfer-ai/flashinfer@v0.6.14:flashinfer/jit/env.py:74-84 (_get_cubin_dir): with

@@ -170,3 +170,22 @@ def test_flashinfers_jit_with_no_target_names_the_arch_list(matrix: Matrix) -> N
             "RuntimeError: FlashInfer requires GPUs with sm75 or higher\n")
     top = _top(text, matrix)
     assert "FLASHINFER_CUDA_ARCH_LIST=12.0a" in _said(top)
+
+
+def test_transformers_refusing_bf16_on_a_gpu_without_it(matrix: Matrix) -> None:
+    top = _top("ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere "
+               "GPU with cuda>=11.0\nGPU: 2080Ti\n", matrix)
+    assert top.category == Category.DTYPE_UNSUPPORTED  # type: ignore[attr-defined]
+    assert "--bf16 False --fp16 True" in _said(top)
+
+
+def test_triton_without_a_c_compiler(matrix: Matrix) -> None:
+    top = _top("RuntimeError: Failed to find C compiler. Please specify via CC environment "
+               "variable.\n", matrix)
+    assert top.category == Category.BUILD_TOOLCHAIN and "export CC=gcc" in _said(top)  # type: ignore
+
+
+def test_an_optional_attention_library_missing(matrix: Matrix) -> None:
+    top = _top("Can't import SageAttention: No module named 'sageattention'\n", matrix)
+    assert top.category == Category.NOT_INSTALLED  # type: ignore[attr-defined]
+    assert "pip install sageattention" in _said(top) and "sdpa" in _said(top)

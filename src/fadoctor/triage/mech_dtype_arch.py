@@ -127,3 +127,24 @@ def fp8_matmul(ctx: Context) -> List[Signal]:
                            "(fp8_e4m3fn weights without the fast mode); or use an sm_89+ GPU.")],
                    details={"source": "pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp "
                                       "(_scaled_mm_out_cuda: _scaled_mm_allowed_device)"})]
+
+
+# transformers' TrainingArguments (src/transformers/training_args.py, 4.45.0: raised when
+# torch.cuda.is_available() and not is_torch_bf16_gpu_available()): "Your setup doesn't support
+# bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0"
+_HF_BF16 = re.compile(r"Your setup doesn't support bf16/gpu")
+
+
+def trainer_bf16(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HF_BF16, ("support bf16/gpu",))
+    if hit is None:
+        return []
+    return [Signal("trainer_bf16", Category.DTYPE_UNSUPPORTED,
+                   f"transformers' Trainer was asked for bf16 on a GPU without it ({_gpu(ctx)}): "
+                   "it checks for CUDA with bf16, which needs Ampere (sm_80) or newer",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Train in fp16 on this GPU: --bf16 False --fp16 True (in "
+                           "TrainingArguments / SFTConfig: bf16=False, fp16=True), and load the "
+                           "model in torch.float16 rather than bfloat16.")],
+                   details={"source": "huggingface/transformers src/transformers/training_args.py "
+                                      "(TrainingArguments.__post_init__, 4.45.0)"})]

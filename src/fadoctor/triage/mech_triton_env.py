@@ -144,3 +144,28 @@ def libcuda(ctx: Context) -> List[Signal]:
                                      "export TRITON_LIBCUDA_PATH=/usr/lib/x86_64-linux-gnu"])],
                    details={"source": "triton release wheels' triton/backends/nvidia/driver.py "
                                       "(libcuda_dirs, TRITON_LIBCUDA_PATH)"})]
+
+
+# Triton builds a small C launcher per kernel with the host C compiler: CC, else one found on PATH
+# (triton/runtime/build.py in the 3.5.0 wheel, triton/common/build.py in 2.1.0: "Failed to find C
+# compiler. Please specify via CC environment variable.")
+_NO_CC = re.compile(r"Failed to find C compiler\. Please specify via CC environment variable")
+
+
+def no_c_compiler(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_CC, ("failed to find c compiler",))
+    if hit is None:
+        return []
+    windows = on_windows(ctx)
+    fix = (Remedy(summary="Install triton-windows (its install steps give the C compiler it "
+                  "uses) and, for the embedded Python, its include and libs folders; or run "
+                  "without Triton (no torch.compile, attention through PyTorch SDPA).")
+           if windows else
+           Remedy(summary="Install a C compiler where the program runs, or name one with CC "
+                  "(Triton compiles each kernel's launcher with it).",
+                  commands=["apt-get install -y build-essential", "export CC=gcc"]))
+    return [Signal("triton_cc", Category.BUILD_TOOLCHAIN,
+                   "Triton compiles a small C launcher for every kernel with the host C compiler "
+                   "(CC, else cc/gcc/clang on PATH), and none is there", [ctx.quote(hit[0])],
+                   NAMED, [fix], details={"source": SOURCE.split(";")[0] + "; triton release "
+                                          "wheels' triton/runtime/build.py"})]

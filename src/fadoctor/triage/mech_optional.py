@@ -1,0 +1,40 @@
+"""An optional attention library a program was told to use, missing from its Python: No module
+named 'sageattention' / 'xformers' / 'flashinfer' when a node, model loader or server option
+selected it (pure). The library, or the program's SDPA mode instead."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal
+
+_MISSING = re.compile(r"No module named '?(sageattention|xformers|flashinfer)'?(?![.\w])")
+# what each installs as, and how a wheel for this torch is found (the package index's releases
+# are built for one torch each: data/ext_torch.yaml for xformers)
+_DIST = {"sageattention": "sageattention", "xformers": "xformers", "flashinfer": "flashinfer-python"}
+
+
+def missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MISSING, ("no module named",))
+    if hit is None:
+        return []
+    module = hit[1].group(1)
+    dist = _DIST[module]
+    note = {"sageattention": " (the index's sageattention is the Triton-only 1.x; SageAttention 2's "
+                             "CUDA kernels come as wheels built per torch and CUDA, or a build "
+                             "from its repository)",
+            "xformers": " (each xformers release is built for one torch: take the one whose "
+                        "metadata requires the installed torch)",
+            "flashinfer": ""}[module]
+    return [Signal("optional_missing", Category.NOT_INSTALLED,
+                   f"the program was set to use {module}, which is not installed in the Python "
+                   "that runs it", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Install {dist} into that Python{note}.",
+                           commands=[command("pip", "install", dist)]),
+                    r.sdpa("Or switch the attention option to sdpa (PyTorch's own), which needs "
+                           "nothing installed:")])]

@@ -412,14 +412,24 @@ def test_the_action_refuses_to_examine_its_own_interpreter_when_python3_is_missi
 # -- 6. leftovers --------------------------------------------------------------------------------
 
 
+def _default_signals() -> None:
+    import signal
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _rank_0_under_way(temp: Path, tag: str, port: str) -> subprocess.Popen[bytes]:
     """`check --distributed` as rank 0 of two (rank 1 never comes), once its agent and a lane
     run, with its temporary folder under `temp`."""
     temp.mkdir()
     env = base_environ(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
                        TMPDIR=str(temp), **{MARK: tag})
+    # Ctrl-C and a hangup as a terminal delivers them: a suite started in the background (nohup,
+    # `&` without job control) hands its children SIGINT and SIGHUP ignored, and Python keeps an
+    # inherited ignore
     proc = subprocess.Popen([sys.executable, "-m", "fadoctor", "check", "--distributed"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_default_signals)
     deadline = time.monotonic() + 60
     while len(survivors(tag)) < 3 and time.monotonic() < deadline:  # fadoctor, agent, a lane
         time.sleep(0.2)

@@ -235,16 +235,21 @@ def render(found: Dict[str, object]) -> str:
     return header + yaml.safe_dump(found, sort_keys=False, width=100)
 
 
+def emit(out: Path, text: str, check: bool) -> int:
+    """Write a generated file, or with --check exit 1 when it would change."""
+    if check:
+        return 0 if out.read_text(encoding="utf-8") == text else 1
+    out.write_text(text, encoding="utf-8")
+    return 0
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("git_dir", help="a clone (or bare mirror) of Dao-AILab/flash-attention")
     parser.add_argument("--check", action="store_true", help="exit 1 if the file would change")
     args = parser.parse_args(argv)
     text = render(read(args.git_dir))
-    if args.check:
-        return 0 if OUT.read_text(encoding="utf-8") == text else 1
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    return emit(OUT, text, args.check)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import yaml
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fa_api import Release, collect
+from gen_fa_api import Release, collect, emit
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "transformers_api.yaml"
 PATHS = re.compile(r"^transformers/(?:modeling_flash_attention_utils|modeling_utils|utils/__init__|"
@@ -69,10 +69,7 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     text = render(trim(collect(releases(args.wheel_dir), keep=lambda name: bool(ABOUT.search(name)),
                                imports=True)))
-    if args.check:
-        return 0 if OUT.read_text(encoding="utf-8") == text else 1
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    return emit(OUT, text, args.check)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import yaml
 from packaging.version import Version
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fa_api import Release, collect
+from gen_fa_api import Release, collect, emit
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "triton_api.yaml"
 
@@ -51,10 +51,7 @@ def main(argv: List[str]) -> int:
     # modules and names only: what an import asks for (the parameter tables would triple the file)
     found["parameters"], found["required"] = {}, {}
     text = render(found)
-    if args.check:
-        return 0 if OUT.read_text(encoding="utf-8") == text else 1
-    OUT.write_text(text, encoding="utf-8")
-    return 0
+    return emit(OUT, text, args.check)
 
 
 if __name__ == "__main__":

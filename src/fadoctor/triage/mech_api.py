@@ -143,26 +143,28 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
         return _signal(ctx, index, f"{what} is missing from {data.dist} {installed}, though the "
                        f"releases around it have it ({gap} does)", [Remedy(
                            summary=f"Move to {data.dist} {gap}, the nearest later release with "
-                           f"{what}.", commands=[_pin(data, gap)])], data)
+                           f"{what}.", commands=[_pin(data, gap)])], data, gap)
     if last == latest or (installed is not None and installed < Version(data.version(first))):
         message = (f"{what} is in {data.dist} {data.version(first)} and later; the installed "
                    f"{data.dist} is older{stated}")
-        fix = Remedy(summary=f"Upgrade {data.dist} to {data.version(first)} or later, the first "
-                     f"release with {what}.", commands=[_upgrade(data, data.version(first))])
+        target = data.version(first)
+        fix = Remedy(summary=f"Upgrade {data.dist} to {target} or later, the first release with "
+                     f"{what}.", commands=[_upgrade(data, target)])
     else:
         span = f"up to {data.version(last)}" if first == 0 else \
             f"{data.version(first)} to {data.version(last)}"
         message = (f"{what} is in {data.dist} {span} only: {data.version(last + 1)} removed "
                    f"it{stated}")
         move = "Downgrade" if installed is not None or first == 0 else "Move"
+        target = data.version(last)
         fix = Remedy(summary=f"{move} {data.dist} to {data.version(last)}, the last release "
                      f"with {what}" + (f" (it appeared in {data.version(first)}: an older "
                                        "release lacks it too)" if installed is None and first
                                        else "")
                      + (f", or upgrade {caller} to a release written for the newer "
                         f"{data.dist}" if caller else "") + ".",
-                     commands=[_pin(data, data.version(last))])
-    return _signal(ctx, index, message, [fix], data)
+                     commands=[_pin(data, target)])
+    return _signal(ctx, index, message, [fix], data, target)
 
 
 def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Optional[str]:
@@ -174,8 +176,9 @@ def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Opti
     return data.version(later[0]) if later and earlier else None
 
 
-def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api) -> Signal:
-    fixes = with_torch(data.dist, fixes)
+def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api,
+            release: str = "") -> Signal:  # release: what the fixes move to
+    fixes = with_torch(data.dist, fixes, release)
     stated = ctx.fa_quote() if data.dist == "flash-attn" else None
     return Signal("api", Category.VERSION_CONFLICT, message,
                   dedupe(sorted({ctx.quote(index), *filter(None, [stated])},
@@ -232,8 +235,7 @@ def names(ctx: Context) -> List[Signal]:
 
 
 def _inductors(ctx: Context, package: str) -> bool:
-    """torch's Inductor asking Triton for a name: the Triton torch pins is the fix
-    (mech_triton_pin), not the releases that have the name."""
+    """torch's Inductor (or a torch/Triton pair off its pin) asking Triton: mech_triton_pin."""
     return package == "triton" and (bool(ctx.text.containing(("inductor", "_dynamo")))
                                      or pair_differs(ctx))
 

@@ -9,13 +9,13 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import ext_torch
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
 
 _MISSING = re.compile(r"No module named '?(sageattention|xformers|flashinfer)'?(?![.\w])")
-# what each installs as, and how a wheel for this torch is found (the package index's releases
-# are built for one torch each: data/ext_torch.yaml for xformers)
+# what each installs as; xformers' and flashinfer's releases each pin a torch (data/ext_torch.yaml)
 _DIST = {"sageattention": "sageattention", "xformers": "xformers", "flashinfer": "flashinfer-python"}
 
 
@@ -25,16 +25,19 @@ def missing(ctx: Context) -> List[Signal]:
         return []
     module = hit[1].group(1)
     dist = _DIST[module]
-    note = {"sageattention": " (the index's sageattention is the Triton-only 1.x; SageAttention 2's "
-                             "CUDA kernels come as wheels built per torch and CUDA, or a build "
-                             "from its repository)",
-            "xformers": " (each xformers release is built for one torch: take the one whose "
-                        "metadata requires the installed torch)",
-            "flashinfer": ""}[module]
+    note = (" (the index's sageattention is the Triton-only 1.x; SageAttention 2's CUDA kernels "
+            "come as wheels built per torch and CUDA, or a build from its repository)"
+            if module == "sageattention" else "")
+    install = [Remedy(summary=f"Install {dist} into that Python{note}.",
+                      commands=[command("pip", "install", dist)])]
+    if ext_torch.table().get(dist):  # its releases pin torch: a bare install would replace it
+        torch = str(ctx.torch) if ctx.torch is not None else None
+        install = ext_torch.remedies(dist, None, torch) if torch else [Remedy(
+            summary=f"Install the {dist} release whose metadata requires the installed torch "
+                    f"(`pip install {dist}` alone takes the newest, and the torch it pins).")]
     return [Signal("optional_missing", Category.NOT_INSTALLED,
                    f"the program was set to use {module}, which is not installed in the Python "
                    "that runs it", [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary=f"Install {dist} into that Python{note}.",
-                           commands=[command("pip", "install", dist)]),
+                   [*install,
                     r.sdpa("Or switch the attention option to sdpa (PyTorch's own), which needs "
                            "nothing installed:")])]

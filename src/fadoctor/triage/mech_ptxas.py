@@ -50,8 +50,9 @@ def unknown_target(ctx: Context) -> List[Signal]:
                            "torch that pins it) to a release built with a newer CUDA.",
                            commands=["nvcc --list-gpu-arch",
                                      "export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas",
-                                     # newer Triton runs ptxas-blackwell for sm_100 on
-                                     # (triton-lang/triton@00526b7 nvidia compiler.py get_ptxas)
+                                     # Triton 3.6.0 on runs ptxas-blackwell for sm_100+ (the
+                                     # release wheels' knobs.py: env_nvidia_tool("ptxas-blackwell"),
+                                     # key TRITON_PTXAS_BLACKWELL_PATH; compiler.py get_ptxas)
                                      *(["export TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/"
                                         "ptxas"] if int(digits) >= 100 else [])])],
                    details={"source": "triton-lang/triton@00c7dbd:python/triton/knobs.py "

@@ -162,19 +162,18 @@ def pre_release_api(ctx: Context) -> List[Signal]:
                                       "triton release wheels' tl.dot signatures 1.0.0-3.x"})]
 
 
-def with_torch(dist: str, fixes: List[Remedy]) -> List[Remedy]:
+def with_torch(dist: str, fixes: List[Remedy], release: str) -> List[Remedy]:
     """Triton moves with torch (each torch wheel pins one Triton): the torch built with the
-    release a remedy names, beside it."""
-    if dist != "triton":
+    Triton `release` the fixes name, beside them."""
+    if dist != "triton" or not release:
         return fixes
-    named = [v for rem in fixes for v in re.findall(r"triton(?:==|>=)(\d+\.\d+\.\d+)",
-                                                   " ".join(rem.commands))]
-    torch = torch_for(Version(named[0])) if named else None
+    torch = torch_for(Version(release))
     if torch is None:
         return fixes
-    return [*fixes, Remedy(summary=f"torch {torch} is built with Triton {named[0].rsplit('.', 1)[0]}: "
-                           "upgrade torch with it (its wheel pins that Triton), not Triton alone; "
-                           "on Windows, triton-windows of the same minor.")]
+    return [*fixes, Remedy(summary=f"torch {torch} is built with Triton "
+                           f"{release.rsplit('.', 1)[0]}: upgrade torch with it (its wheel pins "
+                           "that Triton), not Triton alone; on Windows, triton-windows of the "
+                           "same minor.")]
 
 
 def _installed_torch(ctx: Context) -> Optional[Version]:

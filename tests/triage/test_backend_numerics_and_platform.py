@@ -1,0 +1,67 @@
+"""NaN or corrupted output tied to SageAttention, SDPA's cuDNN backend or xFormers; torch without
+NCCL (Windows, macOS, CPU builds); DeepSpeed's op builder refusing a CUDA major mismatch."""
+
+from __future__ import annotations
+
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+
+
+def test_sage_black_images_name_the_fp16_kernel_and_the_switch(matrix: Matrix) -> None:
+    text = ("RTX 5090 producing black images with Sage Attention\n"
+            "processing.py:974: RuntimeWarning: invalid value encountered in cast\n"
+            "sage: 2.2.0+cu128torch2.8.0  torch: 2.8.0+cu129\n")
+    found = top(text, matrix)
+    assert found.category == Category.NUMERICS
+    assert "sageattn_qk_int8_pv_fp16_cuda" in said(found) and "--disable-sage" in said(found)
+    assert "RTX 5090" in str(found.evidence["quoted"])
+
+
+def test_cudnn_sdpa_nan_disables_that_backend(matrix: Matrix) -> None:
+    text = ("DPO training goes NaN with the default SDPA backend on torch 2.13 (cuDNN attention)\n"
+            "grad_norm turns NaN after 60 steps\n")
+    found = top(text, matrix)
+    assert found.category == Category.NUMERICS
+    assert "enable_cudnn_sdp(False)" in said(found)
+
+
+def test_xformers_listed_far_from_the_nan_is_not_blamed(matrix: Matrix) -> None:
+    listing = "xformers 0.0.28\n" + "".join(f"package{i} 1.0\n" for i in range(10))
+    text = listing + "loss becomes nan after 100 steps with flash_attn\n"
+    result = top(text, matrix)
+    assert "xFormers" not in result.message
+    near = top("xformers makes the loss nan after 100 steps\ntorch 2.4.0+cu121\n", matrix)
+    assert near.category == Category.NUMERICS and "xformers==0.0.27.post2" in said(near)
+
+
+def test_no_nccl_on_windows_says_gloo_or_linux(matrix: Matrix) -> None:
+    text = ("  File \"C:\\Users\\me\\llama3\\example.py\", line 9, in <module>\n"
+            "RuntimeError: Distributed package doesn't have NCCL built in\n")
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "Windows" in found.message
+    assert 'backend="gloo"' in said(found) and "WSL2" in said(found)
+
+
+def test_no_nccl_in_a_cpu_torch_asks_for_a_cuda_build(matrix: Matrix) -> None:
+    text = ("torch 2.5.1+cpu\nRuntimeError: Distributed package doesn't have NCCL built in\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_CPU_ONLY and "gloo" in said(found)
+
+
+def test_deepspeed_cuda_major_mismatch(matrix: Matrix) -> None:
+    text = ("deepspeed.ops.op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: "
+            "Installed CUDA version 12.2 does not match the version torch was compiled with 11.7, "
+            "unable to compile cuda/cpp extensions without a matching cuda version.\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "/usr/local/cuda-11.7" in said(found) and "DS_SKIP_CUDA_CHECK=1" in said(found)
+    assert "cu12" in said(found)  # a torch for the installed toolkit's major
+
+
+def test_deepspeeds_accepted_minor_mismatch_is_no_finding(matrix: Matrix) -> None:
+    text = ("Installed CUDA version 12.6 does not match the version torch was compiled with 12.4 "
+            "but since the APIs are compatible, accepting this combination\n")
+    result = top(text + "RuntimeError: Distributed package doesn't have NCCL built in\n", matrix)
+    assert result.category != Category.BUILD_TOOLCHAIN

@@ -1,5 +1,6 @@
 """NaN or corrupted output tied to SageAttention, SDPA's cuDNN backend or xFormers; torch without
-NCCL (Windows, macOS, CPU builds); DeepSpeed's op builder refusing a CUDA major mismatch."""
+NCCL (Windows, macOS, CPU builds); DeepSpeed's op builder refusing a CUDA major mismatch; ROCm
+torch without the GPU's target; an API-shaped error between two packages."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 
 def test_sage_black_images_name_the_fp16_kernel_and_the_switch(matrix: Matrix) -> None:
@@ -65,3 +67,54 @@ def test_deepspeeds_accepted_minor_mismatch_is_no_finding(matrix: Matrix) -> Non
             "but since the APIs are compatible, accepting this combination\n")
     result = top(text + "RuntimeError: Distributed package doesn't have NCCL built in\n", matrix)
     assert result.category != Category.BUILD_TOOLCHAIN
+
+
+def test_rocm_torch_without_the_gpus_target_names_the_override(matrix: Matrix) -> None:
+    text = ("torch.AcceleratorError: HIP error: invalid device function\n"
+            "[pip3] torch==2.10.0.dev20250929+rocm7.0\nGPU: gfx1151 (Strix Halo)\n")
+    found = top(text, matrix)
+    assert found.category == Category.ROCM
+    assert "HSA_OVERRIDE_GFX_VERSION=11.0.0" in said(found) and "gfx1151" in found.message
+    unnamed = top("\"hipErrorNoBinaryForGpu: Unable to find code object for all current "
+                  "devices!\"\n", matrix)
+    assert "10.3.0" in said(unnamed) and "rocminfo" in said(unnamed)
+    windows = top("C:\\comfy> python main.py\nHIP error: invalid device function\ngfx1103\n",
+                  matrix)
+    assert "HSA_OVERRIDE_GFX_VERSION=" not in " ".join(
+        c for r in windows.remedies for c in r.commands)
+
+
+def test_a_hip_error_with_flash_attn_stays_with_its_ck_backend(matrix: Matrix) -> None:
+    text = ("import flash_attn\nHIP error: invalid device function\ngfx1100\n")
+    found = top(text, matrix)
+    assert found.category == Category.ROCM and "Composable Kernel" in found.message
+
+
+def test_an_api_shaped_error_between_two_packages_is_a_version_skew(matrix: Matrix) -> None:
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/transformers/models/qwen2_vl/'
+            'modeling_qwen2_vl.py", line 1720, in forward\n'
+            "    outputs = self.model(\n"
+            "TypeError: lce_forward() got an unexpected keyword argument 'cache_position'\n"
+            "transformers 4.47.0\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "Upgrade transformers" in said(found)
+    assert "downgrade transformers to the release before 4.47.0" in said(found)
+
+
+def test_a_traceback_without_its_header_still_names_the_caller(matrix: Matrix) -> None:
+    text = ('File "/usr/local/lib/python3.10/dist-packages/stripedhyena/model.py", line 16\n'
+            "    from flash_attn.modules.mha import MHA\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/flash_attn-2.7.4.post1-py3.10-'
+            'linux-x86_64.egg/flash_attn/modules/mha.py", line 28, in <module>\n'
+            "ValueError: too many values to unpack (expected 2)\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "upgrade flash-attn" in said(found)
+
+
+def test_a_shape_error_in_the_users_own_code_is_not_blamed_on_packages(matrix: Matrix) -> None:
+    text = ("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+            "TypeError: main() got an unexpected keyword argument 'lr'\n")
+    result = triage(text, matrix)
+    assert all(d.category != Category.VERSION_CONFLICT for d in result.diagnosis)

@@ -26,6 +26,7 @@ from fadoctor.triage import (
     mech_api,
     mech_api_required,
     mech_api_returns,
+    mech_api_skew,
     mech_arch_list,
     mech_arch_refused,
     mech_backend_nan,
@@ -160,6 +161,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.no_prebuilt_wheel, mech_wheels.no_wheel_for_torch, mech_build.build_failed,
     mech_resources.parallel_failed,
     mech_floor.floor, mech_wrappers.wrappers, mech_fallback.fallback_warning, mech_dsl.beta_failure,
+    mech_api_skew.skew,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"
 

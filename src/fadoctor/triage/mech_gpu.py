@@ -22,6 +22,7 @@ from fadoctor.triage import mech_kernel_libs as kernel_libs
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_rocm_target import torch_target
 from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -300,6 +301,10 @@ def rocm(ctx: Context) -> List[Signal]:
         hit = ck_error if ck_error is not None and outside else None
     if hit is None:
         return _radeon(ctx)
+    if hit[1].group(1) is None:  # a HIP error: torch's own targets, unless flash-attn is there
+        own = torch_target(ctx, hit[0])
+        if own is not None:
+            return [own]
     arch = hit[1].group(1) or ctx.seen.get("amd_arch")
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch", "rocm")])
     ck = _ck_archs(ctx)

@@ -1,0 +1,97 @@
+"""The last resort for an API mismatch between two installed packages that no API table covers:
+an exception whose own words are about a call's shape — an unexpected or missing argument, a
+name a module does not have, a result with another number of values, a torch operator's unknown
+keyword — raised in one package's code (its traceback's site-packages frames) while calling
+another (named in the message). Python raises these where the caller and the callee were
+written against different releases of the callee, so the fix is to move one of them to the
+other's: the caller's newer release, or the callee's release the caller was written for (pure).
+
+It is the weakest finding that still names a mechanism (RAISED_IN): any message that names a
+cause outranks it, and the API tables (mech_api) name exact releases where they know them."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.observed import Raised
+from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
+
+_Q = "['\u2018\u2019\"`]"
+_SHAPE = re.compile(r"got an unexpected keyword argument|missing (?:\d+ |a )?required "
+                    r"(?:positional |keyword-only )?arguments?|takes (?:from \d+ to )?\d+ "
+                    r"positional arguments? but \d+ (?:were|was) given|(?:too many|not enough) "
+                    r"values to unpack|cannot import name|^module " + _Q + r"[\w.]+" + _Q +
+                    r" has no attribute|Unknown keyword argument")
+_KINDS = ("TypeError", "ValueError", "ImportError", "AttributeError", "RuntimeError")
+_FROM = re.compile(r"(?:from|module) " + _Q + r"([A-Za-z_][\w.]*)" + _Q)
+_OPERATOR = re.compile(r"for operator " + _Q + r"(\w+)::")
+_SITE = re.compile(r"(?:site|dist)-packages[\\/]+([A-Za-z_]\w*)")
+# import names whose distribution is not the name with dashes
+_DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
+         "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml",
+         "vllm_flash_attn": "vllm-flash-attn", "sageattention": "sageattention"}
+# frames of the runtime itself, never the package at fault
+_RUNTIME = {"torch", "typing", "importlib", "functools", "contextlib", "abc"}
+
+
+def dist_of(module: str) -> str:
+    top = module.split(".")[0]
+    return _DIST.get(top, top.replace("_", "-").lower())
+
+
+def _parties(ctx: Context, raised: Raised) -> Tuple[Optional[str], Optional[str]]:
+    """(caller, callee) as import names: the callee from the message, the caller from the
+    newest site-packages frame of another package (a traceback pasted without its header: the
+    `File "..."` lines just above the error)."""
+    named = _FROM.search(raised.message) or _OPERATOR.search(raised.message)
+    callee = named.group(1).split(".")[0] if named else None
+    paths = raised.frames or [line for line in ctx.text.lines[max(0, raised.index - 40):
+                                                              raised.index]
+                              if line.lstrip().startswith('File "')]
+    frames = [m.group(1) for f in paths for m in [_SITE.search(f)] if m]
+    caller = next((p for p in reversed(frames) if p != callee and p not in _RUNTIME), None)
+    return caller, callee
+
+
+def skew(ctx: Context) -> List[Signal]:
+    for raised in ctx.seen.raised:
+        if raised.kind not in _KINDS or not _SHAPE.search(raised.message):
+            continue
+        caller, callee = _parties(ctx, raised)
+        if (caller is None and callee is None) or caller == callee:
+            continue
+        return [_signal(ctx, raised, caller, callee)]
+    return []
+
+
+def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optional[str]) -> Signal:
+    fixes: List[Remedy] = []
+    stated = ctx.package(dist_of(callee)) if callee else None
+    if caller is not None:
+        what = f"{dist_of(callee)}'s API" if callee else "another package's API"
+        have = ctx.package(dist_of(caller))
+        back = f" to the release before {have.value}" if have is not None else ""
+        fixes.append(Remedy(summary=f"Upgrade {dist_of(caller)}: this release of it calls "
+                            f"{what} as another release had it; its newer releases follow the "
+                            "current one. If it is the newer side (it passes what the other "
+                            f"does not take yet), downgrade {dist_of(caller)}{back} instead.",
+                            commands=[command("pip", "install", "--upgrade", dist_of(caller))]))
+    if callee is not None:
+        pin = (f" (the installed {stated.value} is the suspect: try the release before it)"
+               if stated is not None else "")
+        fixes.append(Remedy(summary=f"Or downgrade (or upgrade) {dist_of(callee)} to the release "
+                            f"{dist_of(caller) if caller else 'the calling code'} was written "
+                            f"for{pin}: its requirements or changelog name it, and `pip check` "
+                            "shows a requirement the installed one breaks.",
+                            commands=["pip check"]))
+    quotes = dedupe([raised.quote, *([stated.quote] if stated is not None else [])])
+    between = " and ".join(dist_of(p) for p in (caller, callee) if p)
+    return Signal("api_skew", Category.VERSION_CONFLICT,
+                  f"{raised.kind}: {raised.message[:100]} — a call between {between} whose "
+                  "shape the installed releases disagree on: they were written against "
+                  "different releases", quotes, RAISED_IN, fixes,
+                  details={"caller": caller, "callee": callee})

@@ -118,3 +118,13 @@ def test_a_shape_error_in_the_users_own_code_is_not_blamed_on_packages(matrix: M
             "TypeError: main() got an unexpected keyword argument 'lr'\n")
     result = triage(text, matrix)
     assert all(d.category != Category.VERSION_CONFLICT for d in result.diagnosis)
+
+
+def test_a_triton_before_33_on_blackwell_has_no_ptxas_for_it(matrix: Matrix) -> None:
+    found = top("Triton version: 3.2.0\nNVIDIA GeForce RTX 5090\ntorch 2.6.0+cu126\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "3.3.0" in found.message
+    assert "cu128" in said(found)
+    windows = top("C:\\ComfyUI> pip list\ntriton-windows 3.2.0.post18\nRTX 5090\n", matrix)
+    assert "triton-windows<3.4" in said(windows)
+    newer = triage("Triton version: 3.3.1\nNVIDIA GeForce RTX 5090\n", matrix)
+    assert all("ptxas" not in d.message for d in newer.diagnosis)

@@ -19,10 +19,11 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_triton_pin import triton_for
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 _MISSING = re.compile(r"Cannot find a working triton installation|"
                       r"No module named '?triton'?(?![.\w])")
@@ -169,3 +170,45 @@ def no_c_compiler(ctx: Context) -> List[Signal]:
                    "(CC, else cc/gcc/clang on PATH), and none is there", [ctx.quote(hit[0])],
                    NAMED, [fix], details={"source": SOURCE.split(";")[0] + "; triton release "
                                           "wheels' triton/runtime/build.py"})]
+
+
+# Triton's bundled ptxas by release (the wheels' triton/backends/nvidia/bin): 3.2.0 ships only
+# CUDA 12.4's ptxas, which has no Blackwell target; 3.3.0 adds ptxas-blackwell (CUDA 12.8) and
+# picks it for compute capability 10.0 and up (compiler.py get_ptxas: arch >= 100).
+BLACKWELL_FROM = Version("3.3.0")
+
+
+def before_blackwell(ctx: Context) -> List[Signal]:
+    stated = ctx.package("triton", "triton-windows", "pytorch-triton")
+    cc = ctx.gpu_cc_exact
+    if stated is None or cc is None or cc < Version("10.0") or ctx.gpu is None:
+        return []
+    try:
+        have = Version(stated.value.split("+")[0])
+    except InvalidVersion:
+        return []
+    if have >= BLACKWELL_FROM:
+        return []
+    windows = on_windows(ctx)
+    fix = (Remedy(summary="Install triton-windows 3.3 or newer, the minor your torch pins "
+                  "(3.3 for torch 2.7):", commands=[command("pip", "install", "-U",
+                                                            "triton-windows<3.4")])
+           if windows else
+           _torch_with_triton(ctx))
+    return [Signal("triton_before_blackwell", Category.GPU_UNSUPPORTED,
+                   f"Triton {have} cannot compile for {ctx.gpu[0]} (compute capability {cc}): "
+                   "Triton ships its own ptxas, and 3.3.0 is the first release with one for "
+                   "Blackwell (ptxas-blackwell, CUDA 12.8)",
+                   dedupe([stated.quote, ctx.gpu[2]]), IMPLIED,
+                   [fix, Remedy(summary="Meanwhile, run without Triton kernels: no "
+                                "torch.compile, SDPA instead of Triton-based attention.")],
+                   details={"source": "triton 3.2.0/3.3.0 release wheels: backends/nvidia/bin"})]
+
+
+def _torch_with_triton(ctx: Context) -> Remedy:
+    """A torch whose build has kernels for the GPU: its wheel pins a Triton that knows it."""
+    fitting = r.torch_for_cuda(ctx, 12) or r.torch_for_cuda(ctx, 13)
+    return Remedy(summary="Install Triton 3.3 or newer with a torch that pins it and has kernels "
+                  "for this GPU (torch 2.7 pins triton 3.3 and its CUDA 12.8 build has sm_120): "
+                  + (fitting.summary if fitting else "torch 2.7 or newer."),
+                  commands=fitting.commands if fitting else [])

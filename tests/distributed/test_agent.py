@@ -23,6 +23,7 @@ from tests.helpers.broken import (
     requires_gcc,
     requires_torch,
 )
+from tests.helpers.ports import free_port
 
 from fadoctor.distributed.collect import AGENT, read_facts_dir
 from fadoctor.distributed.evaluate import evaluate_job
@@ -34,12 +35,6 @@ pytestmark = [pytest.mark.slow, requires_torch]
 LAUNCHER = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "GROUP_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
             "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "VIRTUAL_ENV",
             "CONDA_PREFIX", "PYTHONPATH")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def clean_env(**extra: str) -> Dict[str, str]:

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 from tests.faults.conftest import Run, assert_error_line, assert_inert, base_environ, unchanged
 from tests.helpers.broken import requires_torch
+from tests.helpers.ports import free_port
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RANK = FIXTURES / "ranks" / "rank-cpu.json"
@@ -316,7 +317,7 @@ def test_bad_values_and_contradictions_are_exit_2(args: List[str], words: List[s
 ])
 def test_a_launch_that_cannot_work_fails_fast(env: Dict[str, str], words: List[str]) -> None:
     launch = base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                          MASTER_PORT="29512")
+                          MASTER_PORT=str(free_port()))
     launch.update(env)
     started = time.monotonic()
     assert_error_line(bounded("check", "--distributed", env=launch), 2, *words)
@@ -342,7 +343,7 @@ def test_the_rank_agent_refuses_an_out_it_cannot_write_at_once(tmp_path: Path, w
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-B", agent, "--out", str(out[where])],
                           env=base_environ(RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
-                                           MASTER_PORT="29513"),
+                                           MASTER_PORT=str(free_port())),
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert done.stderr.startswith("fadoctor rank agent: error: --out"), done.stderr
@@ -452,7 +453,7 @@ def test_a_signal_to_rank_0_leaves_no_agent_and_no_folder(tmp_path: Path, sig: s
     import signal
 
     tag = uuid.uuid4().hex
-    proc = _rank_0_under_way(tmp_path / "temp", tag, "29517")
+    proc = _rank_0_under_way(tmp_path / "temp", tag, str(free_port()))
     proc.send_signal(getattr(signal, sig))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -463,7 +464,7 @@ def test_sigkill_to_rank_0_leaves_no_agent_no_lane_and_no_folder(tmp_path: Path)
     # fadoctor has no say in a SIGKILL: its agent notices its parent's death and ends, its
     # lanes end with the agent, and the agent removes the temporary folder fadoctor made.
     tag = uuid.uuid4().hex
-    proc = _rank_0_under_way(tmp_path / "temp", tag, "29518")
+    proc = _rank_0_under_way(tmp_path / "temp", tag, str(free_port()))
     proc.kill()
     proc.wait(timeout=60)
     try:

@@ -128,3 +128,16 @@ def test_a_triton_before_33_on_blackwell_has_no_ptxas_for_it(matrix: Matrix) -> 
     assert "triton-windows<3.4" in said(windows)
     newer = triage("Triton version: 3.3.1\nNVIDIA GeForce RTX 5090\n", matrix)
     assert all("ptxas" not in d.message for d in newer.diagnosis)
+
+
+def test_cudnn_without_a_plan_for_the_graph_turns_its_backend_off(matrix: Matrix) -> None:
+    text = ("scaled_dot_product_attention fails on Ampere arch with head_dim > 128\n"
+            "q = torch.randn(1, 8, 1024, 256) # head_dim 256\n"
+            "RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans "
+            "support the graph.\n")
+    found = top(text, matrix)
+    assert found.category == Category.HEAD_DIM_UNSUPPORTED and "256" in found.message
+    assert "enable_cudnn_sdp(False)" in said(found)
+    te = top("transformer_engine/pytorch/attention.py\ncuDNN Error: [cudnn_frontend] No "
+             "execution plans support the graph\n", matrix)
+    assert te.category == Category.KERNEL_FAILURE and "NVTE_FUSED_ATTN=0" in said(te)

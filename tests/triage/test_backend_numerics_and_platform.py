@@ -141,3 +141,43 @@ def test_cudnn_without_a_plan_for_the_graph_turns_its_backend_off(matrix: Matrix
     te = top("transformer_engine/pytorch/attention.py\ncuDNN Error: [cudnn_frontend] No "
              "execution plans support the graph\n", matrix)
     assert te.category == Category.KERNEL_FAILURE and "NVTE_FUSED_ATTN=0" in said(te)
+
+
+def test_deepspeed_precompiling_ops_in_an_isolated_build(matrix: Matrix) -> None:
+    text = ("pip install deepspeed\nAssertionError: Unable to pre-compile ops without torch "
+            "installed. Please install torch before attempting to pre-compile ops.\n"
+            "torch 2.0.0+cu118\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_ISOLATION
+    assert "pip install deepspeed --no-build-isolation" in said(found)
+
+
+def test_ggml_finding_no_cuda_device_points_at_the_driver(matrix: Matrix) -> None:
+    found = top("ggml_init_cublas: no CUDA devices found, CUDA will be disabled\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "nvidia-smi" in said(found)
+
+
+def test_a_torch_without_distributed_and_an_unguarded_import(matrix: Matrix) -> None:
+    text = ('  File "/env/lib/python3.10/site-packages/accelerate/accelerator.py", line 35\n'
+            "ModuleNotFoundError: No module named 'torch._C._distributed_c10d'; 'torch._C' is "
+            "not a package\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "pip install --upgrade accelerate" in said(found)
+
+
+def test_a_stated_floor_on_another_package(matrix: Matrix) -> None:
+    found = top("Commit 30a19a0 requires transformers>=4.52.0\nImportError: cannot import name "
+                "'x'\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "transformers>=4.52.0" in said(found)
+    pinned = top("ImportError: transformers>=4.41.2,<=4.46.1 is required for a normal functioning "
+                 "of this module, but found transformers==4.47.1.\nllamafactory 0.9.2\n", matrix)
+    assert "4.47.1 is installed" in pinned.message and "DISABLE_VERSION_CHECK=1" in said(pinned)
+    assert not [d for d in triage("It requires CUDA>=12.4 to build\n", matrix).diagnosis
+                if "requires CUDA" in d.message]
+
+
+def test_ollama_on_a_kepler_gpu(matrix: Matrix) -> None:
+    found = top("ollama can't find my gpu and uses the cpu\nGPU: Tesla K80\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "3.7" in found.message

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 
 _NO_CODE = re.compile(r"(CUDA|HIP) kernel (\w{1,80}) has no device code compatible with (?:CUDA|HIP) "
                       r"arch (\d{2,4})(?:\. ggml-cuda\.cu was compiled for: ([\d, ]{1,200}))?")
@@ -88,3 +90,62 @@ def amd_target(ctx: Context) -> List[Signal]:
                    f"this build's ROCm libraries have code for {', '.join(supported)} only, and "
                    f"the GPU is {gfx_hit or 'another target'}", [ctx.quote(hit[0])], NAMED, fixes,
                    details={"source": "ollama discover/amd_linux.go, amd_windows.go"})]
+
+
+# ggml's CUDA init when cudaGetDeviceCount fails (ggml-cuda.cu, ggml_init_cublas, early 2024: "no
+# CUDA devices found, CUDA will be disabled"; later ggml_cuda_init: "failed to initialize CUDA:
+# <cudaGetErrorString>"): with the GPU and driver present (nvidia-smi works), the usual failure is
+# the build's CUDA runtime needing a newer driver than the one installed
+_NO_DEVICES = re.compile(r"ggml_init_cublas: no CUDA devices found|ggml_cuda_init: failed to "
+                         r"initialize CUDA: (?!no CUDA-capable device)")
+
+
+def no_devices(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_DEVICES, ("no cuda devices found", "failed to initialize cuda"))
+    if hit is None:
+        return []
+    driver_cuda = ctx.seen.get("driver_cuda")
+    said = f" (nvidia-smi says the driver runs CUDA {driver_cuda})" if driver_cuda else ""
+    return [Signal("ggml_no_devices", Category.DRIVER_TOO_OLD,
+                   "ggml's CUDA backend could not open the GPU (cudaGetDeviceCount failed): with "
+                   "a working nvidia-smi, the CUDA toolkit it was built with is newer than the "
+                   f"driver supports{said}",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("driver_cuda", "nvcc", "driver")]),
+                   LOGGED,
+                   [Remedy(summary="Compare the CUDA version nvidia-smi prints (the newest the "
+                           "driver runs) with the toolkit that built it (nvcc --version): update "
+                           "the NVIDIA driver to one for that CUDA, or rebuild with the toolkit "
+                           "of the driver's CUDA version (the same version on both sides).",
+                           commands=["nvidia-smi", "nvcc --version"])],
+                   details={"source": "ggml-org/llama.cpp ggml-cuda.cu (ggml_init_cublas, "
+                                      "ggml_cuda_init)"})]
+
+
+# Ollama's hardware support page (docs/gpu.md, docs.ollama.com/gpu): "Ollama supports Nvidia GPUs
+# with compute capability 5.0+"; GPU selection by CUDA_VISIBLE_DEVICES
+OLLAMA_FLOOR = Version("5.0")
+
+
+def ollama_floor(ctx: Context) -> List[Signal]:
+    if ctx.has("ollama") is None:
+        return []
+    old = [g for g in ctx.seen.gpus if g.vendor == "nvidia" and g.cc and
+           Version(g.cc) < OLLAMA_FLOOR]
+    if not old:
+        return []
+    gpu = min(old, key=lambda g: Version(g.cc or "0"))
+    others = [g for g in ctx.seen.gpus if g.vendor == "nvidia" and g.cc
+              and Version(g.cc) >= OLLAMA_FLOOR]
+    fixes = [Remedy(summary=f"Ollama's CUDA builds support compute capability {OLLAMA_FLOOR}+ "
+                    f"(Maxwell and newer): the {gpu.name} (compute capability {gpu.cc}, Kepler "
+                    "or older) cannot run them. "
+                    + (f"Take it out, or hide it so Ollama uses the {others[0].name} "
+                       "(CUDA_VISIBLE_DEVICES set to that GPU's index or UUID, from nvidia-smi "
+                       "-L)." if others else
+                       "Use a GPU of compute capability 5.0 or newer; a build from source "
+                       "for that arch is unsupported."),
+                    commands=["nvidia-smi -L"])]
+    return [Signal("ollama_gpu_floor", Category.GPU_UNSUPPORTED,
+                   f"Ollama supports NVIDIA GPUs of compute capability {OLLAMA_FLOOR} and newer; "
+                   f"the {gpu.name} is {gpu.cc}", dedupe([gpu.quote]), IMPLIED, fixes,
+                   details={"source": "ollama docs/gpu.md (Hardware support)"})]

@@ -4,7 +4,7 @@ an isolated environment. pip, uv and pixi each get their own documented fix (pur
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
@@ -36,7 +36,17 @@ _REQUIRES_STEP = re.compile(r"Getting requirements to build wheel (?:\.\.\. erro
                             r"successfully)|failed to determine (?:extra )?requires", re.I)
 
 
+# DeepSpeed's setup.py, building its ops ahead of time (DS_BUILD_OPS): "AssertionError: Unable to
+# pre-compile ops without torch installed. Please install torch before attempting to pre-compile
+# ops." (deepspeedai/DeepSpeed setup.py): torch is installed, just not inside pip's isolated build
+_DS_NO_TORCH = re.compile(r"Unable to pre-compile ops without torch installed")
+
+
 def isolation(ctx: Context) -> List[Signal]:
+    deepspeed = ctx.first(_DS_NO_TORCH, ("pre-compile ops",))
+    if deepspeed is not None:
+        return [_signal(ctx, [ctx.quote(deepspeed[0]), *ctx.quotes("torch")], "without torch",
+                        NAMED, "deepspeed")]
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
@@ -98,11 +108,12 @@ def _requires_step(ctx: Context) -> List[Signal]:
                     "build requirements", LOGGED)]
 
 
-def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int) -> Signal:
+def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
+            package: Optional[str] = None) -> Signal:
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
     uv = not pixi and ctx.has(*_UV) is not None
-    package = mech_resources.built(ctx)
+    package = package or mech_resources.built(ctx)
     local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
         if local is not None and package != "flash-attn" else package

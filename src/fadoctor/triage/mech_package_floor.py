@@ -1,0 +1,73 @@
+"""A package's own floor on another (not flash-attn, which mech_floor reads with the installed
+release): "requires transformers>=4.52.0", "xformers>=0.0.28 is required", "please upgrade
+peft to >=0.14", and transformers' require_version ("{requirement} is required for a normal
+functioning of this module, but found {pkg}=={got_ver}." in transformers/utils/versions.py,
+which wrappers such as LLaMA-Factory call on their dependencies). The version is the message's
+own; the fix is that release or newer, or the requiring package's older release (pure).
+LLaMA-Factory's check_dependencies skips these checks with DISABLE_VERSION_CHECK=1
+(src/llamafactory/extras/misc.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from packaging.version import InvalidVersion, Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+
+_D = r"([A-Za-z][A-Za-z0-9_.-]{1,40}?)"
+_V = r"(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.dev\d+|rc\d+)?)"
+_FLOOR = re.compile(
+    rf"(?:requires?d?|needs?)\s+`?{_D}\s*(?:>=|≥)\s*{_V}|"
+    rf"`?{_D}\s*(?:>=|≥)\s*{_V}`?\s+(?:is\s+)?required|"
+    rf"please\s+(?:install|upgrade)\s+{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}", re.I)
+# transformers' require_version: "transformers>=4.41.2,<=4.46.1 is required for a normal
+# functioning of this module, but found transformers==4.47.1."
+_REQUIRE_VERSION = re.compile(r"([A-Za-z][\w.-]{1,40})([<>=!~][^ ]{1,60}) is required for a normal "
+                              r"functioning of this module, but found \1==(\w[\w+-]*(?:\.\w[\w+-]*)*)")
+_NOT_PACKAGES = {"python", "cuda", "gcc", "nvcc", "driver", "glibc", "cmake", "g++", "msvc",
+                 "flash-attn", "flash_attn", "flash-attention", "flashattention", "sm", "cc",
+                 "compute", "capability", "version"}
+
+
+def package_floor(ctx: Context) -> List[Signal]:
+    pinned = ctx.first(_REQUIRE_VERSION, ("is required for a normal functioning",))
+    if pinned is not None:
+        dist, spec, found = pinned[1].group(1), pinned[1].group(2), pinned[1].group(3)
+        return [_signal(ctx, pinned[0], dist, spec, found, LOGGED)]
+    for index, hit in ctx.find(_FLOOR, ("require", "need", "please")):
+        groups = [g for g in hit.groups() if g]
+        dist, text = groups[0], groups[1]
+        if dist.lower() in _NOT_PACKAGES or dist.lower().startswith(("flash", "torch")):
+            continue
+        try:
+            Version(text)
+        except InvalidVersion:
+            continue
+        error = ctx.seen.raised and any(r.index == index for r in ctx.seen.raised)
+        return [_signal(ctx, index, dist, f">={text}", None, LOGGED if error else HINTED)]
+    return []
+
+
+def _signal(ctx: Context, index: int, dist: str, spec: str, found: str | None,
+            strength: int) -> Signal:
+    stated = ctx.package(dist.lower().replace("_", "-"))
+    have = found or (stated.value if stated is not None else None)
+    fixes = [Remedy(summary=f"Install the {dist} the message asks for ({dist}{spec}), or move "
+                    f"the package that asks to a release written for {dist} "
+                    f"{have or 'as installed'}.",
+                    commands=[command("pip", "install", f"{dist}{spec}")])]
+    if ctx.has("llamafactory", "llama-factory", "llama_factory") is not None:
+        fixes.append(Remedy(summary="LLaMA-Factory checks its dependency ranges itself and skips "
+                            "the check with DISABLE_VERSION_CHECK=1 (when the newer release a "
+                            "model needs is outside its range):",
+                            commands=["export DISABLE_VERSION_CHECK=1"]))
+    return Signal("package_floor", Category.VERSION_CONFLICT,
+                  f"the code requires {dist}{spec}" + (f", and {have} is installed" if have
+                                                       else ""),
+                  dedupe([ctx.quote(index), *([stated.quote] if stated else [])]), strength,
+                  fixes)

@@ -181,3 +181,20 @@ def test_a_stated_floor_on_another_package(matrix: Matrix) -> None:
 def test_ollama_on_a_kepler_gpu(matrix: Matrix) -> None:
     found = top("ollama can't find my gpu and uses the cpu\nGPU: Tesla K80\n", matrix)
     assert found.category == Category.GPU_UNSUPPORTED and "3.7" in found.message
+
+
+def test_every_gpu_of_a_listed_line_is_read(matrix: Matrix) -> None:
+    found = top("ollama: I have a Nvidia tesla p40 and a k80 gpu and it will not use the gpu\n",
+                matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "Tesla K80" in found.message
+    assert "Tesla P40" in said(found)  # the supported one stays usable
+
+
+def test_a_pytorch_index_torch_on_a_jetson(matrix: Matrix) -> None:
+    text = ("container for Jetson Orin nano running JP60\n"
+            "pip install torch==2.1.0 torchvision==0.16.0 --index-url https://example/whl/cu121 "
+            "gives torch.cuda.is_available() as False\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL and "l4t-pytorch" in said(found)
+    thor = triage(text.replace("Orin nano", "AGX Thor"), matrix).diagnosis
+    assert all(d.category != Category.WRONG_WHEEL for d in thor)

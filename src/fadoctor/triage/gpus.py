@@ -37,6 +37,10 @@ _GLUED = re.compile(r"(?<=[^\x00-\x7f])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[^\x00
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{3,4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
+# the joins of a list of GPUs in one line
+_LIST = re.compile(r"\s+(?:and|&|\+|plus|with)\s+|,\s*|;\s*|\s+/\s+", re.I)
+
+
 class GpuFinder:
     """`hint` finds lines that may name a GPU (one scan of the text); `names` resolves one."""
 
@@ -51,6 +55,17 @@ class GpuFinder:
         self.names = functools.lru_cache(maxsize=4096)(self._names)
 
     def _names(self, line: str) -> List[Tuple[str, Optional[str]]]:
+        """Every GPU the line names: "a Tesla P40 and a K80" is two (each part of a list is
+        resolved on its own once the whole line names one)."""
+        found = self._one(line)
+        if found and _LIST.search(line):
+            for part in _LIST.split(line[:400]):
+                for named in self._one(part):
+                    if named not in found:
+                        found.append(named)
+        return found
+
+    def _one(self, line: str) -> List[Tuple[str, Optional[str]]]:
         line = _GLUED.sub(" ", line[:400])
         spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:

@@ -198,3 +198,32 @@ def test_a_pytorch_index_torch_on_a_jetson(matrix: Matrix) -> None:
     assert found.category == Category.WRONG_WHEEL and "l4t-pytorch" in said(found)
     thor = triage(text.replace("Orin nano", "AGX Thor"), matrix).diagnosis
     assert all(d.category != Category.WRONG_WHEEL for d in thor)
+
+
+def test_a_submodule_the_installed_release_lacks(matrix: Matrix) -> None:
+    text = ("from diffusers.models.attention_dispatch import AttentionBackendName\n"
+            "ModuleNotFoundError: No module named 'diffusers.models.attention_dispatch'\n"
+            "diffusers 0.34.0\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "0.34.0" in found.message
+    assert "pip install --upgrade diffusers" in said(found)
+    compiled = triage("ModuleNotFoundError: No module named 'xformers._C'\n", matrix).diagnosis
+    assert all("has no xformers._C" not in d.message for d in compiled)
+
+
+def test_a_torch_floor_keeps_the_cuda_variants_index(matrix: Matrix) -> None:
+    text = ("Skipping import of cpp extensions due to incompatible torch version. Please upgrade "
+            "to torch >= 2.11.0 (found 2.9.1+cu128).\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "2.9.1+cu128" in found.message
+    assert "torch>=2.11.0" in said(found) and "whl/cu128" in said(found)
+
+
+def test_rocblas_without_the_gpus_tensile_library(matrix: Matrix) -> None:
+    text = ("rocBLAS error: Cannot read /venv/lib/python3.12/site-packages/torch/lib/rocblas/"
+            "library/TensileLibrary.dat: Illegal seek for GPU arch : gfx900\n")
+    found = top(text, matrix)
+    assert found.category == Category.ROCM and "gfx900" in found.message
+    assert "PYTORCH_ROCM_ARCH=gfx900" in said(found)
+    rdna = top(text.replace("gfx900", "gfx1032"), matrix)
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in said(rdna)

@@ -71,8 +71,10 @@ from fadoctor.triage import (
     mech_ptxas,
     mech_replaced_torch,
     mech_resources,
+    mech_rocm_target,
     mech_source_torch,
     mech_stale_ext,
+    mech_submodule,
     mech_te,
     mech_te_backends,
     mech_tensorrt,
@@ -131,7 +133,8 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_fa3.launch, mech_fa3.hopper_only, mech_fa3.fa3_only_feature, mech_fa3.not_installed,
     mech_fa3_return.returned, mech_stale_ext.stale,
     mech_checkout.submodule,
-    mech_ggml.no_device_code, mech_ggml.amd_target, mech_ggml.no_devices, mech_ggml.ollama_floor,
+    mech_ggml.no_device_code, mech_ggml.amd_target, mech_rocm_target.tensile,
+    mech_ggml.no_devices, mech_ggml.ollama_floor,
     mech_gpu.torch_arch,
     mech_gpu.no_kernel_image,
     mech_gpu.ampere_only,
@@ -170,7 +173,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_resources.parallel_failed,
     mech_floor.floor, mech_package_floor.package_floor, mech_wrappers.wrappers,
     mech_fallback.fallback_warning, mech_dsl.beta_failure,
-    mech_api_skew.skew,
+    mech_api_skew.skew, mech_submodule.submodule,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"
 

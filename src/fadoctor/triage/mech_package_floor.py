@@ -14,6 +14,7 @@ from typing import List
 
 from packaging.version import InvalidVersion, Version
 
+from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
@@ -24,11 +25,12 @@ _V = r"(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.dev\d+|rc\d+)?)"
 _FLOOR = re.compile(
     rf"(?:requires?d?|needs?)\s+`?{_D}\s*(?:>=|≥)\s*{_V}|"
     rf"`?{_D}\s*(?:>=|≥)\s*{_V}`?\s+(?:is\s+)?required|"
-    rf"please\s+(?:install|upgrade)\s+{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}", re.I)
+    rf"please\s+(?:install|upgrade)\s+(?:to\s+)?{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}", re.I)
 # transformers' require_version: "transformers>=4.41.2,<=4.46.1 is required for a normal
 # functioning of this module, but found transformers==4.47.1."
 _REQUIRE_VERSION = re.compile(r"([A-Za-z][\w.-]{1,40})([<>=!~][^ ]{1,60}) is required for a normal "
                               r"functioning of this module, but found \1==(\w[\w+-]*(?:\.\w[\w+-]*)*)")
+_FOUND = re.compile(r"\(found ([\w.+-]+?)\)")
 _NOT_PACKAGES = {"python", "cuda", "gcc", "nvcc", "driver", "glibc", "cmake", "g++", "msvc",
                  "flash-attn", "flash_attn", "flash-attention", "flashattention", "sm", "cc",
                  "compute", "capability", "version"}
@@ -42,7 +44,8 @@ def package_floor(ctx: Context) -> List[Signal]:
     for index, hit in ctx.find(_FLOOR, ("require", "need", "please")):
         groups = [g for g in hit.groups() if g]
         dist, text = groups[0], groups[1]
-        if dist.lower() in _NOT_PACKAGES or dist.lower().startswith(("flash", "torch")):
+        if dist.lower() in _NOT_PACKAGES or dist.lower().startswith("flash") or (
+                dist.lower().startswith("torch") and dist.lower() != "torch"):
             continue
         try:
             Version(text)
@@ -56,11 +59,17 @@ def package_floor(ctx: Context) -> List[Signal]:
 def _signal(ctx: Context, index: int, dist: str, spec: str, found: str | None,
             strength: int) -> Signal:
     stated = ctx.package(dist.lower().replace("_", "-"))
+    if found is None and dist.lower() == "torch":  # torchao's "(found 2.9.1+cu128)"
+        said = _FOUND.search(ctx.text.lines[index]) or next(
+            (m for _, m in ctx.find(_FOUND, ("(found",))), None)
+        found = said.group(1) if said else None
     have = found or (stated.value if stated is not None else None)
+    # a torch from PyTorch's index keeps its CUDA variant (its index beside the default one)
+    index_args = extra_index_args(have) if dist.lower() == "torch" and have else []
     fixes = [Remedy(summary=f"Install the {dist} the message asks for ({dist}{spec}), or move "
                     f"the package that asks to a release written for {dist} "
                     f"{have or 'as installed'}.",
-                    commands=[command("pip", "install", f"{dist}{spec}")])]
+                    commands=[command("pip", "install", f"{dist}{spec}", *index_args)])]
     if ctx.has("llamafactory", "llama-factory", "llama_factory") is not None:
         fixes.append(Remedy(summary="LLaMA-Factory checks its dependency ranges itself and skips "
                             "the check with DISABLE_VERSION_CHECK=1 (when the newer release a "

@@ -65,3 +65,32 @@ def torch_target(ctx: Context, index: int) -> Optional[Signal]:
                   f"this ROCm torch has no code object for the GPU ({named or 'its gfx target'}): "
                   "its build's target list leaves it out", quotes, NAMED, fixes,
                   needs=[] if named else [("the GPU's gfx target", "rocminfo | grep gfx")])
+
+
+# rocBLAS / hipBLASLt without kernels for the GPU: "rocBLAS error: Cannot read .../library/
+# TensileLibrary.dat: ... for GPU arch : gfx900", "hipBLASLt error: No Tensile library for gfx..."
+# (their Tensile libraries are built per gfx target, and a torch's bundled ROCm carries its list)
+_TENSILE = re.compile(r"(?:rocBLAS|hipBLASLt) error:[^\n]{0,300}?(?:for GPU arch\s*:\s*|for )"
+                      r"(gfx[0-9a-f]{3,5})|Cannot read [^\n]{0,200}TensileLibrary[^\n]{0,80}?"
+                      r"(gfx[0-9a-f]{3,5})", re.I)
+
+
+def tensile(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TENSILE, ("rocblas", "hipblaslt", "tensilelibrary"))
+    if hit is None:
+        return []
+    gfx = (hit[1].group(1) or hit[1].group(2)).lower()
+    fixes: List[Remedy] = []
+    base = sibling(gfx)
+    if base is not None and not on_windows(ctx):
+        fixes.append(Remedy(summary=f"{gfx} runs {base}'s code (one ISA generation), which the "
+                            f"bundled libraries carry: have the ROCm runtime treat it as {base}.",
+                            commands=[f"export HSA_OVERRIDE_GFX_VERSION={hsa_version(base)}"]))
+    fixes.append(Remedy(summary=f"Install a torch whose bundled ROCm libraries include {gfx}: "
+                        "an earlier ROCm build of torch that still listed it, or AMD's "
+                        f"per-gfx-family builds (TheRock) for {gfx}; or build PyTorch for it "
+                        f"with PYTORCH_ROCM_ARCH={gfx}."))
+    return [Signal("rocm_tensile_target", Category.ROCM,
+                   f"the ROCm math libraries bundled with this torch (rocBLAS/hipBLASLt) have no "
+                   f"kernels for {gfx}: their build's target list leaves it out",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "rocm")]), NAMED, fixes)]

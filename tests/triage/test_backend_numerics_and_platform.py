@@ -227,3 +227,16 @@ def test_rocblas_without_the_gpus_tensile_library(matrix: Matrix) -> None:
     assert "PYTORCH_ROCM_ARCH=gfx900" in said(found)
     rdna = top(text.replace("gfx900", "gfx1032"), matrix)
     assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in said(rdna)
+
+
+def test_a_floor_the_installed_release_meets_is_not_the_cause(matrix: Matrix) -> None:
+    text = ("ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported device.\n"
+            "torch 2.4.0\n")
+    assert all(d.category != Category.VERSION_CONFLICT for d in triage(text, matrix).diagnosis)
+
+
+def test_a_full_stop_after_a_driver_symbol_is_not_part_of_it(matrix: Matrix) -> None:
+    text = ("ImportError: /opt/conda/lib/python3.10/site-packages/sgl_kernel/common_ops.abi3.so: "
+            "undefined symbol: cuGreenCtxStreamCreate.\n")
+    found = top(text, matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "cuGreenCtxStreamCreate," in found.message

@@ -61,6 +61,9 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     index, found = next(((i, m) for i, m in hits if m.group(1) and (m.group(2) or m.group(3))),
                         next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0]))
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
+    # a sentence's full stop after the name ("undefined symbol: cuGreenCtxStreamCreate.") is not
+    # part of it: no symbol ends in a dot
+    symbol = symbol.rstrip(".") if symbol else symbol
     if not library:  # "sm100/common_ops.abi3.so — undefined symbol": the binary named before it
         named = _SO.findall(ctx.text.lines[index][:found.start()])
         library = named[-1] if named else ""

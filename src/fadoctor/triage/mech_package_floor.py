@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
 
@@ -48,8 +49,10 @@ def package_floor(ctx: Context) -> List[Signal]:
                 dist.lower().startswith("torch") and dist.lower() != "torch"):
             continue
         try:
-            Version(text)
+            need = Version(text)
         except InvalidVersion:
+            continue
+        if _met(ctx, index, dist, need):  # the floor holds: the message's other condition failed
             continue
         error = ctx.seen.raised and any(r.index == index for r in ctx.seen.raised)
         return [_signal(ctx, index, dist, f">={text}", None, LOGGED if error else HINTED)]
@@ -80,3 +83,22 @@ def _signal(ctx: Context, index: int, dist: str, spec: str, found: str | None,
                                                        else ""),
                   dedupe([ctx.quote(index), *([stated.quote] if stated else [])]), strength,
                   fixes)
+
+
+def _met(ctx: Context, index: int, dist: str, need: Version) -> bool:
+    """The installed release is at or above the floor: the message's own "(found X)", else a
+    version stated on another line (the floor's own number is not the installed one)."""
+    name = dist.lower().replace("_", "-")
+    found = _FOUND.search(ctx.text.lines[index])
+    text = found.group(1) if found else None
+    if text is None:
+        said = ctx.package(name)
+        if name in ("torch", "pytorch"):
+            said = ctx.seen.values.get(o.TORCH) or said
+        # a listing or a tool's output, not prose ("introduced in transformers v4.52.0")
+        text = said.value if said is not None and said.weight > o.PROSE \
+            and said.quote.line != ctx.quote(index).line else None
+    try:
+        return text is not None and Version(Version(text.split("+")[0]).base_version) >= need
+    except InvalidVersion:
+        return False

@@ -39,8 +39,7 @@ from fadoctor.triage.text import Quote
 # title's "undefined symbol error" names none; nor does "failing to find a symbol" in prose)
 _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefined symbol|"
                         r"(?:fail\w{0,3} to find|can'?t find|cannot find|could not find) (?:a |the )?"
-                        r"symbol)"
-                        r"(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
+                        r"symbol)(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
 # The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
@@ -61,9 +60,7 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     index, found = next(((i, m) for i, m in hits if m.group(1) and (m.group(2) or m.group(3))),
                         next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0]))
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
-    # a sentence's full stop after the name ("undefined symbol: cuGreenCtxStreamCreate.") is not
-    # part of it: no symbol ends in a dot
-    symbol = symbol.rstrip(".") if symbol else symbol
+    symbol = symbol.rstrip(".") if symbol else symbol  # a sentence's full stop is not part of it
     if not library:  # "sm100/common_ops.abi3.so — undefined symbol": the binary named before it
         named = _SO.findall(ctx.text.lines[index][:found.start()])
         library = named[-1] if named else ""

@@ -58,8 +58,10 @@ class GpuFinder:
         """Every GPU the line names: "a Tesla P40 and a K80" is two (each part of a list is
         resolved on its own once the whole line names one)."""
         found = self._one(line)
-        if found and _LIST.search(line):
-            for part in _LIST.split(line[:400]):
+        # a short line listing a few things (a log line full of commas is not a list of GPUs)
+        parts = _LIST.split(line) if found and len(line) <= 160 and _LIST.search(line) else []
+        if 1 < len(parts) <= 6:
+            for part in parts:
                 for named in self._one(part):
                     if named not in found:
                         found.append(named)

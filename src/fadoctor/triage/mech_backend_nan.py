@@ -12,7 +12,7 @@ torch.backends.cuda.enable_cudnn_sdp(False) (torch/backends/cuda/__init__.py, 2.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import ext_torch
@@ -24,8 +24,6 @@ _SYMPTOM = re.compile(r"\b(?:nan|NaN|NAN|inf)s?\b|\bblack (?:images?|outputs?|pi
                       r"videos?|screen)\b|\bartifacts?\b|\bgarbage (?:output|images?|text)\b|"
                       r"invalid value encountered in cast|\b(?:noisy|corrupted|distorted) "
                       r"(?:images?|outputs?|videos?)\b|\bwrong (?:output|result|gradient)s?\b")
-_SYMPTOM_NEEDLES = ("nan", "inf", "black", "artifact", "garbage", "invalid value", "noisy",
-                    "corrupted", "distorted", "wrong")
 _BACKENDS: Tuple[Tuple[str, re.Pattern[str], Tuple[str, ...]], ...] = (
     ("sageattention", re.compile(r"sageattn|sage[ _-]?attention|_sage_|--use-sage|disable-sage|"
                                  r"\bsage\b", re.I),
@@ -39,20 +37,15 @@ _NEAR = 3  # lines between the symptom and the backend's name
 
 
 def backend_nan(ctx: Context) -> List[Signal]:
-    symptoms = [i for i, _ in ctx.find(_SYMPTOM, _SYMPTOM_NEEDLES)
-                if "nan_to_num" not in ctx.low(i)]
-    if not symptoms:
-        return []
+    """The backends' names are rarer than the symptoms' words ("inf" is in every "INFO"): the
+    symptom is looked for only near a line that names a backend."""
     for name, pattern, needles in _BACKENDS:
-        named = [i for i, _ in ctx.find(pattern, needles)]
-        pair = _near(symptoms, named)
-        if pair is not None:
-            return [_signal(ctx, name, pair)]
+        for named, _ in ctx.find(pattern, needles):
+            for near in range(max(0, named - _NEAR), min(len(ctx.text.lines), named + _NEAR + 1)):
+                line = ctx.text.lines[near]
+                if _SYMPTOM.search(line) and "nan_to_num" not in ctx.low(near):
+                    return [_signal(ctx, name, (near, named))]
     return []
-
-
-def _near(symptoms: List[int], named: List[int]) -> Optional[Tuple[int, int]]:
-    return next(((s, n) for s in symptoms for n in named if abs(s - n) <= _NEAR), None)
 
 
 def _signal(ctx: Context, backend: str, pair: Tuple[int, int]) -> Signal:

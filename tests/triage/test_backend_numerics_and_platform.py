@@ -240,3 +240,34 @@ def test_a_full_stop_after_a_driver_symbol_is_not_part_of_it(matrix: Matrix) -> 
             "undefined symbol: cuGreenCtxStreamCreate.\n")
     found = top(text, matrix)
     assert found.category == Category.DRIVER_TOO_OLD and "cuGreenCtxStreamCreate," in found.message
+
+
+def test_mps_without_float64_and_bf16(matrix: Matrix) -> None:
+    text = ('  File "/venv/lib/python3.11/site-packages/diffusers/models/embeddings.py", line 9\n'
+            "TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't "
+            "support float64. Please use float32 instead.\n")
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED
+    assert "pip install --upgrade diffusers" in said(found) and "float32" in said(found)
+    accel = top("On my M2 Max (mps)\nValueError: bf16 mixed precision requires PyTorch >= 1.10 "
+                "and a supported device.\n", matrix)
+    assert accel.category == Category.PLATFORM_UNSUPPORTED and "torch>=2.6.0" in said(accel)
+    macos = top("TypeError: MPS BFloat16 is only supported on MacOS 14 or newer\n", matrix)
+    assert macos.category == Category.PLATFORM_UNSUPPORTED and "float16" in said(macos)
+
+
+def test_nvrtc_not_knowing_the_gpu_wants_a_newer_cuda_build(matrix: Matrix) -> None:
+    text = ("nvrtc: error: invalid value for --gpu-architecture (-arch)\nRTX 4090\n"
+            "pytorch 1.14+cu117 nightly\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "cu118" in said(found)
+
+
+def test_nvcc_failing_in_a_newer_gccs_headers(matrix: Matrix) -> None:
+    text = ('/usr/include/c++/16.1.1/type_traits(393): error: identifier "char8_t" is undefined\n'
+            '/usr/include/c++/16.1.1/type_traits(1448): error: identifier "__f" is undefined\n')
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "gcc 16" in found.message
+    assert "CC=gcc-15" in said(found) and "CUDA 13.5" in said(found)
+    gcc_style = triage("/usr/include/c++/13/bits/x.h:12:3: error: boom\n", matrix).diagnosis
+    assert all("gcc 13's C++ headers" not in d.message for d in gcc_style)

@@ -55,7 +55,11 @@ def package_floor(ctx: Context) -> List[Signal]:
         if _met(ctx, index, dist, need):  # the floor holds: the message's other condition failed
             continue
         error = ctx.seen.raised and any(r.index == index for r in ctx.seen.raised)
-        return [_signal(ctx, index, dist, f">={text}", None, LOGGED if error else HINTED)]
+        # "requires PyTorch >= 1.10 and a supported device": the floor is one of two conditions
+        both = ctx.text.lines[index][hit.end():hit.end() + 6].lstrip().startswith("and ")
+        dist = "torch" if dist.lower() == "pytorch" else dist
+        return [_signal(ctx, index, dist, f">={text}", None,
+                        LOGGED if error and not both else HINTED)]
     return []
 
 

@@ -1,0 +1,77 @@
+"""Apple's MPS backend refusing a dtype, in torch's own words (aten/src/ATen/mps/EmptyTensor.cpp:
+TORCH_CHECK_TYPE(dtype != Double, MPS_ERROR_DOUBLE_NOT_SUPPORTED): "Cannot convert a MPS Tensor
+to float64 dtype as the MPS framework doesn't support float64. Please use float32 instead."; and
+"MPS BFloat16 is only supported on MacOS 14 or newer"). A library that creates float64 tensors
+(a RoPE table, numpy's default) fixes it for MPS in a later release (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_FLOAT64 = re.compile(r"Cannot convert a MPS Tensor to float64 dtype|MPS framework doesn't "
+                      r"support float64")
+_BF16 = re.compile(r"MPS BFloat16 is only supported on MacOS 14")
+# Accelerate's bf16 check (accelerator.py): "bf16 mixed precision requires PyTorch >= 1.10 and a
+# supported device" when is_bf16_available() is false; its later releases take MPS and say "bf16
+# mixed precision with MPS device requires a Pytorch >= 2.6.0"
+_ACCEL = re.compile(r"bf16 mixed precision requires PyTorch >= 1\.10 and a supported device|"
+                    r"bf16 mixed precision with MPS device requires a Pytorch >= ([\d.]+)")
+_ON_MPS = re.compile(r"\bmps\b|apple silicon|\bm[1-4] (?:pro|max|ultra)\b|macos", re.I)
+_SITE = re.compile(r"(?:site|dist)-packages[\\/]+([A-Za-z_]\w*)[\\/]")
+_NAMED_LIB = re.compile(r"\b(diffusers|transformers|accelerate|whisper|docling|ultralytics)\b")
+
+
+def dtype(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FLOAT64, ("mps",))
+    if hit is not None:
+        lib = _library(ctx, hit[0])
+        fixes = [Remedy(summary="MPS has no float64: the tensor must be float32 before it moves "
+                        "to the GPU (.float(), or torch_dtype=torch.float32 / bfloat16); if the "
+                        "float64 is created inside a library, its fix for MPS is in a later "
+                        "release" + (f": upgrade {lib}." if lib else "."),
+                        commands=[command("pip", "install", "--upgrade", lib)] if lib else []),
+                 Remedy(summary="Or run that step on the CPU (device=\"cpu\"), which has float64.")]
+        return [Signal("mps_float64", Category.DTYPE_UNSUPPORTED,
+                       "Apple's MPS backend has no float64, and the code moves a float64 tensor "
+                       "to it", dedupe([ctx.quote(hit[0])]), NAMED, fixes)]
+    accel = ctx.first(_ACCEL, ("bf16 mixed precision",))
+    if accel is not None and ctx.first(_ON_MPS, ("mps", "apple", "macos", " m1", " m2", " m3",
+                                                 " m4")) is not None:
+        need = accel[1].group(1) or "2.6.0"
+        return [Signal("mps_bf16_amp", Category.PLATFORM_UNSUPPORTED,
+                       "Accelerate's bf16 mixed precision on Apple's MPS needs a release of "
+                       f"Accelerate that takes MPS and torch {need} or newer",
+                       [ctx.quote(accel[0])], NAMED,
+                       [Remedy(summary=f"Upgrade torch to {need} or newer and Accelerate (its "
+                               "later releases accept bf16 on MPS).",
+                               commands=[command("pip", "install", "--upgrade",
+                                                 f"torch>={need}", "accelerate")]),
+                        Remedy(summary="Or train without bf16 on this Mac: "
+                               "mixed_precision=\"no\" (fp32), or fp16.")])]
+    hit = ctx.first(_BF16, ("mps bfloat16",))
+    if hit is None:
+        return []
+    return [Signal("mps_bf16", Category.PLATFORM_UNSUPPORTED,
+                   "torch's MPS backend runs bfloat16 only on macOS 14 or newer",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Upgrade macOS to 14 or newer, or use float16 / float32 on "
+                           "this Mac (torch_dtype=torch.float16, mixed_precision=\"fp16\" or "
+                           "\"no\").", commands=["sw_vers"])])]
+
+
+def _library(ctx: Context, index: int) -> Optional[str]:
+    """The package whose frame is nearest above the error, else one the report names."""
+    for line in reversed(ctx.text.lines[max(0, index - 40):index]):
+        found = _SITE.search(line)
+        if found and found.group(1) not in ("torch", "numpy"):
+            return dist_of(found.group(1))
+    named = ctx.first(_NAMED_LIB, ("diffusers", "transformers", "accelerate", "whisper",
+                                   "docling", "ultralytics"))
+    return named[1].group(1) if named else None

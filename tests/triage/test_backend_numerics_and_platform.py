@@ -271,3 +271,11 @@ def test_nvcc_failing_in_a_newer_gccs_headers(matrix: Matrix) -> None:
     assert "CC=gcc-15" in said(found) and "CUDA 13.5" in said(found)
     gcc_style = triage("/usr/include/c++/13/bits/x.h:12:3: error: boom\n", matrix).diagnosis
     assert all("gcc 13's C++ headers" not in d.message for d in gcc_style)
+
+
+def test_a_c10d_name_missing_from_torch_distributed(matrix: Matrix) -> None:
+    text = ('File "...\\transformers\\generation\\continuous_batching\\distributed.py", line 19\n'
+            "ImportError: cannot import name 'FileStore' from 'torch.distributed'\n")
+    found = top(text, matrix)
+    assert "without distributed support" in found.message
+    assert "pip install --upgrade transformers" in said(found)

@@ -89,9 +89,10 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                             "shows a requirement the installed one breaks.",
                             commands=["pip check"]))
     quotes = dedupe([raised.quote, *([stated.quote] if stated is not None else [])])
-    between = " and ".join(dist_of(p) for p in (caller, callee) if p)
+    parties = (f"between {dist_of(caller)} and {dist_of(callee)}" if caller and callee else
+               f"into {dist_of(callee)}" if callee else f"from {dist_of(caller or '')}")
     return Signal("api_skew", Category.VERSION_CONFLICT,
-                  f"{raised.kind}: {raised.message[:100]} — a call between {between} whose "
-                  "shape the installed releases disagree on: they were written against "
+                  f"{raised.kind}: {raised.message[:100]} — a call {parties} whose shape the "
+                  "installed releases disagree on: the two sides were written against "
                   "different releases", quotes, RAISED_IN, fixes,
                   details={"caller": caller, "callee": callee})

@@ -16,12 +16,17 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
-_NO_C10D = re.compile(r"No module named '?torch\._C\._(?:distributed_c10d|c10d)\b")
-_SITE = re.compile(r"(?:site|dist)-packages[\\/]+([A-Za-z_]\w*)[\\/]")
+# torch/distributed/__init__.py imports these from torch._C._distributed_c10d only when
+# is_available(): a build without distributed has none of them
+_NO_C10D = re.compile(r"No module named '?torch\._C\._(?:distributed_c10d|c10d)\b|cannot import "
+                      r"name '(?:FileStore|HashStore|PrefixStore|TCPStore|Store|ProcessGroup|"
+                      r"Reducer|ReduceOp)' from 'torch\.distributed'")
+# a frame in an installed package, or in a path the report shortened ("...\\transformers\\...")
+_SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*)[\\/]")
 
 
 def no_distributed(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_NO_C10D, ("torch._c._",))
+    hit = ctx.first(_NO_C10D, ("torch._c._", "from 'torch.distributed'"))
     if hit is None:
         return []
     importer = _importer(ctx, hit[0])

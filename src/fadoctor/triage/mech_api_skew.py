@@ -29,7 +29,9 @@ _SHAPE = re.compile(r"got an unexpected keyword argument|missing (?:\d+ |a )?req
 _KINDS = ("TypeError", "ValueError", "ImportError", "AttributeError", "RuntimeError")
 _FROM = re.compile(r"(?:from|module) " + _Q + r"([A-Za-z_][\w.]*)" + _Q)
 _OPERATOR = re.compile(r"for operator " + _Q + r"(\w+)::")
-_SITE = re.compile(r"(?:site|dist)-packages[\\/]+([A-Za-z_]\w*)")
+# the package a traceback frame is in: under site-/dist-packages (an egg's folder name starts with
+# it), or a path the report shortened ("...\\transformers\\...")
+_SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*)")
 # import names whose distribution is not the name with dashes
 _DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
          "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml",
@@ -41,6 +43,17 @@ _RUNTIME = {"torch", "typing", "importlib", "functools", "contextlib", "abc"}
 def dist_of(module: str) -> str:
     top = module.split(".")[0]
     return _DIST.get(top, top.replace("_", "-").lower())
+
+
+def frame_package(ctx: Context, index: int, skip: Tuple[str, ...], after: int = 0
+                  ) -> Optional[str]:
+    """The distribution whose frame is nearest above line `index` (or up to `after` lines
+    below it), not one of `skip` (import names)."""
+    for line in reversed(ctx.text.lines[max(0, index - 40):index + after]):
+        found = _SITE.search(line)
+        if found and found.group(1) not in skip:
+            return dist_of(found.group(1))
+    return None
 
 
 def _parties(ctx: Context, raised: Raised) -> Tuple[Optional[str], Optional[str]]:

@@ -12,7 +12,7 @@ from typing import List, Optional
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _FLOAT64 = re.compile(r"Cannot convert a MPS Tensor to float64 dtype|MPS framework doesn't "
@@ -24,7 +24,6 @@ _BF16 = re.compile(r"MPS BFloat16 is only supported on MacOS 14")
 _ACCEL = re.compile(r"bf16 mixed precision requires PyTorch >= 1\.10 and a supported device|"
                     r"bf16 mixed precision with MPS device requires a Pytorch >= ([\d.]+)")
 _ON_MPS = re.compile(r"\bmps\b|apple silicon|\bm[1-4] (?:pro|max|ultra)\b|macos", re.I)
-_SITE = re.compile(r"(?:site|dist)-packages[\\/]+([A-Za-z_]\w*)[\\/]")
 _NAMED_LIB = re.compile(r"\b(diffusers|transformers|accelerate|whisper|docling|ultralytics)\b")
 
 
@@ -68,10 +67,9 @@ def dtype(ctx: Context) -> List[Signal]:
 
 def _library(ctx: Context, index: int) -> Optional[str]:
     """The package whose frame is nearest above the error, else one the report names."""
-    for line in reversed(ctx.text.lines[max(0, index - 40):index]):
-        found = _SITE.search(line)
-        if found and found.group(1) not in ("torch", "numpy"):
-            return dist_of(found.group(1))
+    framed = frame_package(ctx, index, ("torch", "numpy"))
+    if framed is not None:
+        return framed
     named = ctx.first(_NAMED_LIB, ("diffusers", "transformers", "accelerate", "whisper",
                                    "docling", "ultralytics"))
     return named[1].group(1) if named else None

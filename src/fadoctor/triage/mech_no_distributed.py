@@ -8,12 +8,12 @@ newer release is the usual fix; a torch build with distributed support is the ot
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 # torch/distributed/__init__.py imports these from torch._C._distributed_c10d only when
@@ -21,15 +21,13 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 _NO_C10D = re.compile(r"No module named '?torch\._C\._(?:distributed_c10d|c10d)\b|cannot import "
                       r"name '(?:FileStore|HashStore|PrefixStore|TCPStore|Store|ProcessGroup|"
                       r"Reducer|ReduceOp)' from 'torch\.distributed'")
-# a frame in an installed package, or in a path the report shortened ("...\\transformers\\...")
-_SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*)[\\/]")
 
 
 def no_distributed(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NO_C10D, ("torch._c._", "from 'torch.distributed'"))
     if hit is None:
         return []
-    importer = _importer(ctx, hit[0])
+    importer = frame_package(ctx, hit[0], ("torch",), after=30)
     fixes: List[Remedy] = []
     if importer is not None:
         fixes.append(Remedy(summary=f"Upgrade {importer}: it imports torch.distributed's "
@@ -45,12 +43,3 @@ def no_distributed(ctx: Context) -> List[Signal]:
                    f"{importer or 'a package'} imports torch.distributed's internals "
                    "unconditionally", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
                    fixes)]
-
-
-def _importer(ctx: Context, index: int) -> Optional[str]:
-    """The package whose frame is nearest above the error (not torch itself)."""
-    for line in reversed(ctx.text.lines[max(0, index - 40):index + 30]):
-        found = _SITE.search(line)
-        if found and found.group(1) != "torch":
-            return dist_of(found.group(1))
-    return None

@@ -64,7 +64,7 @@ def test_a_declared_requirement_not_installed_is_named_with_its_install(
     [finding] = problems("FAD130", facts, matrix)
     assert finding.category == "not_installed" and "tensorrt<10.14.0,>=10.13.0" in finding.message
     assert "gpu-only" not in finding.message  # its marker does not apply here
-    assert [c for r in finding.remedies for c in r.commands] == ["pip install 'tensorrt<10.14.0,>=10.13.0'"]
+    assert [c for r in finding.remedies for c in r.commands] == ['pip install "tensorrt<10.14.0,>=10.13.0"']
 
 
 def test_with_every_declared_requirement_installed_it_stays_unexplained(

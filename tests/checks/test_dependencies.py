@@ -52,8 +52,8 @@ def test_on_cuda_13_the_family_is_reinstalled_with_its_cu13_extra(build: ModuleT
     assert "cutlass" in found.message
     # The base requirement and the [cu13] one merge into one: extras and specifiers together.
     assert "nvidia-cutlass-dsl[cu13]>=4.4.2, which is not installed" in found.message
-    assert found.remedies[0].commands == [f"pip install 'flash-attn-4[cu13]=={FA4}'"]
-    assert found.remedies[1].commands == ["pip install 'nvidia-cutlass-dsl[cu13]>=4.4.2'"]
+    assert found.remedies[0].commands == [f'pip install "flash-attn-4[cu13]=={FA4}"']
+    assert found.remedies[1].commands == ['pip install "nvidia-cutlass-dsl[cu13]>=4.4.2"']
     assert not any("build it from source" in r.summary for r in found.remedies)
 
 
@@ -61,7 +61,7 @@ def test_on_cuda_12_the_requirement_itself_is_installed(build: ModuleType,
                                                         matrix: Matrix) -> None:
     found = finding(fa4_facts(build, "12.8"), matrix)
     assert found.category == Category.NOT_INSTALLED
-    assert found.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.4.2'"]
+    assert found.remedies[0].commands == ['pip install "nvidia-cutlass-dsl>=4.4.2"']
     assert "pytest" not in found.message  # the [dev] extra was not asked for
 
 
@@ -147,7 +147,7 @@ def test_a_missing_requirement_on_a_cpu_torch_names_the_cuda_torch_too(build: Mo
             build.failed(NO_CUTLASS, exception_type="ModuleNotFoundError")))])
     found = finding(facts, matrix)
     assert found.category == Category.NOT_INSTALLED
-    assert found.remedies[0].commands == ["pip install 'nvidia-cutlass-dsl>=4.4.2'"]
+    assert found.remedies[0].commands == ['pip install "nvidia-cutlass-dsl>=4.4.2"']
     then = [r for r in found.remedies if r.summary.startswith("Then flash-attn-4")]
     assert then and any("torch==2.11.0+cu" in c for r in then for c in r.commands)
 

@@ -206,7 +206,7 @@ def test_compile_passes_with_custom_ops_and_flags_a_break_with_remedies(
     assert "1 graph break(s)" in finding.message and "no flash-attention custom ops" in \
         finding.message
     first = finding.remedies[0]
-    assert first.commands == ["pip install 'flash-attn>=2.7.0' --no-build-isolation"]
+    assert first.commands == ['pip install "flash-attn>=2.7.0" --no-build-isolation']
     assert "torch >= 2.4" in first.summary
     codes = [r.code or "" for r in finding.remedies]
     assert any("@torch.compiler.disable" in c for c in codes)

@@ -47,7 +47,7 @@ def test_flash_attn_4_on_h200_has_no_problem_and_one_hint(with_fa4: Report) -> N
     assert hint.severity == "info"
     # A uv-made environment (no pip): uv installs into it, by its interpreter's path.
     assert hint.remedies[0].commands == [
-        "uv pip install --python /opt/torch/.venv/bin/python3 'flash-attn-4[cu13]==4.0.0b36'"]
+        'uv pip install --python /opt/torch/.venv/bin/python3 "flash-attn-4[cu13]==4.0.0b36"']
     sdpa = check(with_fa4, "FAD120").findings[0].message
     assert "flash, efficient, cudnn" in sdpa
 
@@ -60,7 +60,7 @@ def test_without_flash_attention_fa4_is_offered_and_fa2_is_a_build(matrix: Matri
     # Pinned (every 4.x is a pre-release) and into the examined (uv-made) environment.
     newest = newest_fa4(matrix)
     assert commands[0] == ("uv pip install --python /opt/torch/.venv/bin/python3 "
-                           f"'flash-attn-4[cu13]=={newest}'")
+                           f'"flash-attn-4[cu13]=={newest}"')
     assert any("FLASH_ATTN_CUDA_ARCHS=90" in c for c in commands)  # no FA2 wheel for torch 2.11
 
 

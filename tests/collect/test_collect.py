@@ -366,5 +366,5 @@ def test_a_missing_requirement_is_named_with_its_install_command(tmp_path: Path)
     assert "a module it imports, cutlass, is missing" in finding.message
     assert "requires nvidia-cutlass-dsl>=4.8, which is not installed" in finding.message
     [install] = finding.remedies[0].commands  # into the examined interpreter
-    assert install == f"{sys.executable} -m pip install 'nvidia-cutlass-dsl>=4.8'"
+    assert install == f'{sys.executable} -m pip install "nvidia-cutlass-dsl>=4.8"'
     assert not any("from source" in r.summary for r in finding.remedies)

@@ -77,7 +77,7 @@ def test_h100_torch211_cu130_gets_the_honest_answer(matrix: Matrix) -> None:
     plan = plan_for(matrix, machine("9.0", driver="580.82.07"), torch="2.11.0+cu130")
     assert plan.best.family == Family.FA4
     # Pinned: every 4.x is a pre-release, which pip skips unless pinned.
-    assert plan.best.commands[-1] == f"pip install 'flash-attn-4[cu13]=={newest_fa4(matrix)}'"
+    assert plan.best.commands[-1] == f'pip install "flash-attn-4[cu13]=={newest_fa4(matrix)}"'
     kinds = [(p.family, p.kind) for p in plan.alternatives]
     assert (Family.FA2, "build") in kinds and (Family.FA3, "build") in kinds
     assert kinds[-1] == (None, "sdpa")
@@ -133,7 +133,7 @@ def test_a_plan_that_keeps_the_installed_torch_comes_first(matrix: Matrix) -> No
     plan = plan_for(matrix, m)
     assert plan.best.family == Family.FA4 and plan.best.torch is not None
     assert plan.best.torch.installed and plan.best.commands == (
-        f"pip install 'flash-attn-4[cu13]=={newest_fa4(matrix)}'",)
+        f'pip install "flash-attn-4[cu13]=={newest_fa4(matrix)}"',)
     wheel = next(p for p in plan.alternatives if p.kind == "wheel" and p.provenance.tier == 1)
     assert wheel.torch is not None and not wheel.torch.installed  # a wheel needs another torch
     assert wheel.commands[0].startswith("pip install torch==")

@@ -109,7 +109,7 @@ def test_provenance_in_text_and_json_and_commands_into_the_examined_python(matri
     assert hub["provenance"]["downloads_at_load"] is True
     into = plan_into(plan, Installer(python="/envs/a b/bin/python", pip=True, known=True))
     community = next(p for p in picks(into) if p.provenance.tier == 4)
-    assert community.commands[0].startswith("'/envs/a b/bin/python' -m pip install --no-deps ")
+    assert community.commands[0].startswith('"/envs/a b/bin/python" -m pip install --no-deps ')
 
 
 def test_lint_names_a_community_row_whose_file_carries_other_versions(matrix: Matrix) -> None:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fadoctor.report import Remedy
-from fadoctor.safety.shell import AND, Unsafe, attempt, command, env, is_safe, name, requirement, url
+from fadoctor.safety.shell import AND, Unsafe, attempt, command, env, is_safe, name, quote, requirement, url
 from fadoctor.safety.shell import version as pep440
 
 SHELL_SYNTAX = " \t;&|<>()$`\\\"'*?[]{}~#!=%,.:/@+-^\n"
@@ -60,7 +60,8 @@ def test_a_line_is_safe_only_when_sh_reads_it_as_its_shlex_words(
     expected = shlex.split(line)
     assert words_as_sh_reads_them(line, cwd) == expected
     assert list(cwd.iterdir()) == []
-    assert command(*expected) == line
+    rebuilt = command(*expected)  # the same words, quoted as `quote` prefers
+    assert words_as_sh_reads_them(rebuilt, cwd) == expected
 
 
 def test_and_joins_two_commands_and_nothing_else() -> None:
@@ -87,7 +88,7 @@ def test_hostile_lines_never_reach_a_remedy_as_shell_syntax(line: str) -> None:
     words = shlex.split(shown)
     assert words == shlex.split(line)  # the same words, each now a literal
     for syntax in (";", "$(", "`", ">", "|", "*"):
-        assert all(syntax not in w or shlex.quote(w) in shown for w in words)
+        assert all(syntax not in w or quote(w) in shown for w in words)
 
 
 @pytest.mark.parametrize("value", HOSTILE)
@@ -99,14 +100,31 @@ def test_hostile_values_fail_validation_with_an_inert_reason(value: str) -> None
         assert str(caught.value).isprintable()
 
 
+@pytest.mark.parametrize("word", ["torch>=2.7", "C:\\Users\\a b\\python.exe", "it's", "a$b",
+                                  "a\\", 'x"y', "7.5 8.6", "", "100%", "a\\\\b", "!x", "`id`"])
+def test_a_quoted_word_reads_back_alike_and_is_double_quoted_only_where_every_shell_agrees(
+        word: str) -> None:
+    """sh prints the word back unchanged; double quotes only hold text that cmd.exe and PowerShell
+    read literally too (no `"`, `$`, backquote, `!`, `%`, and no backslash before a special one
+    or at the end), so `pip install "torch>=2.7"` works pasted into any of them."""
+    quoted = quote(word)
+    shown = subprocess.run(["sh", "-c", f"printf '%s' {quoted}"], capture_output=True, text=True,
+                           check=True).stdout
+    assert shown == word and is_safe(f"pip install {quoted}")
+    if quoted.startswith('"'):
+        assert not set(word) & set('"$`!%') and not word.endswith("\\") and "\\\\" not in word
+    else:
+        assert quoted == word or quoted == shlex.quote(word)
+
+
 def test_valid_values_pass_in_their_normal_form() -> None:
     assert name("flash-attn") == "flash-attn" and name("nvidia_cublas.cu12") == "nvidia_cublas.cu12"
     assert pep440("2.5.5") == "2.5.5" and pep440("2.6.0+CU124") == "2.6.0+cu124"
     assert requirement("flash-attn-4", "4.0.0b36", ["cu13"]) == "flash-attn-4[cu13]==4.0.0b36"
     assert command("pip", "install", requirement("flash-attn-4", extras=["cu13"])) == \
-        "pip install 'flash-attn-4[cu13]'"
+        'pip install "flash-attn-4[cu13]"'
     assert command(env("MAX_JOBS", 4), "pip", "install", ".", AND, "cd", "a b") == \
-        "MAX_JOBS=4 pip install . && cd 'a b'"
+        'MAX_JOBS=4 pip install . && cd "a b"'
     assert url("https://github.com/a/b/releases/download/v2/x-2+cu12-cp311.whl")
 
 

@@ -51,7 +51,7 @@ def test_a_kernel_built_for_an_older_arch_rebuilds_for_every_gpu(matrix: Matrix)
             "built for sm75.\n")
     top = _top(text, matrix)
     assert top.category == Category.NO_KERNEL_IMAGE  # type: ignore[attr-defined]
-    assert "TORCH_CUDA_ARCH_LIST='7.5 8.6' python -m pip install -v" in _said(top)
+    assert 'TORCH_CUDA_ARCH_LIST="7.5 8.6" python -m pip install -v' in _said(top)
 
 
 def test_a_kernel_whose_range_ends_below_the_gpu_is_the_release(matrix: Matrix) -> None:

@@ -129,4 +129,4 @@ def test_missing_cutlass_names_the_requirement_the_stated_beta_declares(matrix: 
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.NOT_INSTALLED
     # flash_attn/cute/pyproject.toml at fa4-v4.0.0.beta16: nvidia-cutlass-dsl>=4.5.2
-    assert top.remedies[0].commands == ["python -m pip install 'nvidia-cutlass-dsl>=4.5.2'"]
+    assert top.remedies[0].commands == ['python -m pip install "nvidia-cutlass-dsl>=4.5.2"']

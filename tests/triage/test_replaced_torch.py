@@ -66,7 +66,7 @@ def test_the_legacy_wording_for_another_requirement_names_both_ways_out(matrix: 
     top = triage(text, matrix).diagnosis[0]
     commands = [c for r in top.remedies for c in r.commands]
     assert top.category == Category.VERSION_CONFLICT
-    assert commands == ["python -m pip install 'tokenizers<0.20,>=0.19'",
+    assert commands == ['python -m pip install "tokenizers<0.20,>=0.19"',
                         "python -m pip install --upgrade transformers tokenizers==0.15.2"]
 
 

@@ -23,9 +23,16 @@ _ENV_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[\w@%+:,./-]*", re.ASCII)
 # upper case, as the variables fadoctor sets are (a requirement such as xformers==0.0.21 is not)
 _ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(?!=)(.*)", re.ASCII | re.DOTALL)
 _URL = re.compile(r"https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%+!,;=:@/-]*)?", re.ASCII)
-# A word as shlex.quote writes it: bare safe characters, or single-quoted ('"'"' joins quotes);
-# an environment assignment may precede it. A line is such words, or `&&`, one space apart.
-_QUOTED = r"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*)"
+# A word as `quote` writes it: bare safe characters; double-quoted when the text means the same
+# inside double quotes to a POSIX shell, cmd.exe and PowerShell (no `"`, `$`, backquote, `!` or
+# `%`, and a backslash only before another character: `"C:\Python\python.exe"`, `"torch>=2.7"`);
+# else single-quoted ('"'"' joins quotes). An environment assignment may precede it. A line is
+# such words, or `&&`, one space apart.
+_PLAIN = r"[^\"$`!%\\\n]"
+_DOUBLE = re.compile(rf"{_PLAIN}*(?:\\{_PLAIN}+)*", re.ASCII)
+_BARE = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+_QUOTED = (r"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*|"
+           rf"\"{_DOUBLE.pattern}\")")
 _WORD = rf"(?:[A-Za-z_][A-Za-z0-9_]*=)?{_QUOTED}"
 _COMMAND = rf"{_WORD}(?: {_WORD})*"
 _LINE = re.compile(rf"{_COMMAND}(?: && {_COMMAND})*", re.ASCII)
@@ -45,6 +52,16 @@ class Word:
 
 
 AND = Word("&&")
+
+
+def quote(word: str) -> str:
+    """One shell word that reads back as `word`: bare when it is plain, in double quotes when
+    those mean the same to every shell a remedy is pasted into, else in POSIX single quotes."""
+    if _BARE.fullmatch(word):
+        return word
+    if _DOUBLE.fullmatch(word):
+        return f'"{word}"'
+    return shlex.quote(word)
 
 
 def _printable(text: str) -> str:
@@ -88,12 +105,12 @@ def env(var: str, value: Union[str, int]) -> Word:
     """`NAME=value` before a command."""
     if not _ENV_NAME.fullmatch(var):
         raise Unsafe(f'"{one_line(var)}" is not an environment variable name')
-    return Word(f"{var}={shlex.quote(_printable(str(value)))}")
+    return Word(f"{var}={quote(_printable(str(value)))}")
 
 
 def command(*words: Union[str, Word]) -> str:
     """One command line: each str is one word, quoted; a `Word` is taken as it is."""
-    text = " ".join(w.text if isinstance(w, Word) else shlex.quote(_printable(w)) for w in words)
+    text = " ".join(w.text if isinstance(w, Word) else quote(_printable(w)) for w in words)
     assert is_safe(text), text
     return text
 
@@ -115,7 +132,7 @@ def words_of(line: str) -> str:
         raise Unsafe(f'"{one_line(line)}" does not split into words: {exc}') from None
     if not parts:
         raise Unsafe("an empty command")
-    return " ".join(_printable(w) if _ENV_ASSIGN.fullmatch(w) else shlex.quote(_printable(w))
+    return " ".join(_printable(w) if _ENV_ASSIGN.fullmatch(w) else quote(_printable(w))
                     for w in parts)
 
 
@@ -179,8 +196,8 @@ def _quoted(word: str) -> str:
     """A word quoted for the shell; a NAME=value word keeps NAME= bare and quotes its value."""
     assign = _ENV_WORD.fullmatch(word)
     if assign is not None:
-        return f"{assign.group(1)}={shlex.quote(assign.group(2))}"
-    return shlex.quote(word)
+        return f"{assign.group(1)}={quote(assign.group(2))}"
+    return quote(word)
 
 
 def into(line: str, inst: Installer) -> str:

@@ -65,7 +65,11 @@ CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
     (r"device kernel image is invalid", "driver_too_old"),
     (r"the provided PTX was compiled with an unsupported toolchain\.|CUDA driver version is "
      r"insufficient for CUDA runtime version|forward compatibility was attempted on non supported "
-     r"HW|system has unsupported display driver / cuda driver combination", "driver_too_old"),
+     r"HW", "driver_too_old"),
+    # cudaErrorSystemDriverMismatch (803): "a mismatch between the versions of the display driver
+    # and the CUDA driver" (CUDA Runtime API, cudaError): the libcuda loaded is not the kernel
+    # module's (an upgrade without a reboot; a container's cuda-compat libcuda ahead of the host's)
+    (r"system has unsupported display driver / cuda driver combination", "cuda_runtime_mismatch"),
     (r"no CUDA-capable device is detected|CUDA driver is a stub library", "no_gpu"),
     (r"out of memory", "out_of_memory"),
 )

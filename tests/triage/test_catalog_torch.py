@@ -105,6 +105,8 @@ def _hit(entry: Entry, found: Dict[str, object]) -> bool:
 FIX = {Category.NO_KERNEL_IMAGE: r"torch==|fadoctor fix|flash-attn>=|arch list|sdpa",
        Category.GPU_UNSUPPORTED: r"torch==|sdpa|eager",
        Category.DRIVER_TOO_OLD: r"[Uu]pgrade the NVIDIA driver|reboot",
+       # cudaErrorSystemDriverMismatch: the libcuda loaded is not the kernel module's
+       Category.CUDA_RUNTIME_MISMATCH: r"reboot|cuda-compat",
        Category.NO_GPU: r"driver|--gpus all|LD_LIBRARY_PATH",
        Category.TORCH_CPU_ONLY: r"CUDA build of torch|torch==",
        Category.BUILD_TOOLCHAIN: r"CUDA_HOME|nvcc|gcc|error:|--no-build-isolation",

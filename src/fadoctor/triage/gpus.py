@@ -31,8 +31,9 @@ _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("16", "56"), ("20", "5678"), ("3
 # Glued words: CJK prose next to a model name ("英伟达titanV"), where no word boundary separates
 # them, a memory size glued to a model ("titanV12G"; two letters before it, so "A10G" stays),
 # the word GPU glued to a model number ("H100GPU", "4090GPU"), and a plural ("8 H100s"; a
-# lower-case s only: "1660S" is a SUPER).
+# lower-case s only: "1660S" is a SUPER), and a count glued before one ("8xA100s"; not 0x, hex).
 _GLUED = re.compile(r"(?<=[^\x00-\x7f])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[^\x00-\x7f\s])|"
+                    r"(?<=(?<!\w)[1-9][x\u00d7])(?=[A-Z])|(?<=(?<!\w)[1-9]\d[x\u00d7])(?=[A-Z])|"
                     r"(?<=[A-Za-z]{2})(?=\d{1,3}[Gg][Bb]?\b)|(?<=\d)(?=GPUs?\b|s\b)")
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{3,4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 

@@ -157,3 +157,57 @@ def capability_refused(ctx: Context) -> List[Signal]:
                            "back to its non-flash implementation (slower), or run on an Ampere or "
                            "newer GPU." if old else "Run on a GPU the framework's flash-attention "
                            "build supports, or its non-flash implementation.")])]
+
+
+# A build's arch table that predates the GPU: torch's cpp_extension (_get_cuda_arch_flags:
+# ValueError(f"Unknown CUDA arch ({arch}) or GPU not supported") for an arch missing from its
+# supported_arches; torch 2.13.0's list ends at 12.1a), and CMake's FindCUDA
+# select_compute_arch.cmake, which torch also bundles (CUDA_SELECT_NVCC_ARCH_FLAGS: "Unknown CUDA
+# Architecture Name ${arch_name} in CUDA_SELECT_NVCC_ARCH_FLAGS").
+_UNKNOWN_ARCH = re.compile(r"Unknown CUDA arch \((\d{1,2})\.(\d)[af]?\) or GPU not supported|"
+                           r"Unknown CUDA Architecture Name (\d{1,2})\.(\d)\S{0,12} in "
+                           r"CUDA_SELECT_NVCC_ARCH_FLAGS")
+# one arch per generation, the ones a table written for that generation's GPUs first names
+_COMMON = ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0", "10.0", "12.0")
+_BUILDING = re.compile(r"\b(?:build|building|compile|compiling|install|installing)\s+"
+                       r"(?!it\b|with\b|from\b|the\b|on\b|fails?\b)([A-Za-z][\w.-]{0,30})\s+"
+                       r"(?:with|from|on|for|against)\b", re.I)
+
+
+def _stand_in(cc: Version) -> str:
+    """A known arch whose code runs on `cc`: SASS of the same major and a lower minor, else the
+    newest older one as PTX (the driver compiles it for the GPU)."""
+    known = [Version(a) for a in _COMMON]
+    same = [a for a in known if a.major == cc.major and a.minor < cc.minor]
+    if same:
+        return str(max(same))
+    older = [a for a in known if a < cc]
+    return f"{max(older)}+PTX" if older else "8.0+PTX"
+
+
+def unknown_arch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_UNKNOWN_ARCH, ("unknown cuda arch",))
+    if hit is None:
+        return []
+    major, minor = hit[1].group(1) or hit[1].group(3), hit[1].group(2) or hit[1].group(4)
+    cc = Version(f"{major}.{minor}")
+    cmake = hit[1].group(3) is not None
+    named = ctx.first(_BUILDING, ("build", "compil", "install"))
+    package = named[1].group(1) if named else "the package"
+    table = "its CMake arch table (CUDA_SELECT_NVCC_ARCH_FLAGS)" if cmake else \
+        "the installed torch's cpp_extension arch list"
+    stand_in = _stand_in(cc)
+    variable = "TORCH_CUDA_ARCH_LIST"
+    return [Signal("unknown_arch", Category.BUILD_TOOLCHAIN,
+                   f"the build of {package} does not know compute capability {cc} (sm_"
+                   f"{major}{minor}): {table} predates this GPU, so it stops before compiling",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary=f"Upgrade {package} (its newest release or main branch)"
+                           + ("" if cmake else " and torch (torch 2.13.0's list holds 12.1a)")
+                           + f" to one that knows sm_{major}{minor}; or build for an arch the "
+                           f"table knows whose code runs on compute capability {cc}: "
+                           f"{variable}={stand_in}.",
+                           commands=[f'export {variable}="{stand_in}"'])],
+                   details={"source": "pytorch/pytorch torch/utils/cpp_extension.py "
+                                      "(_get_cuda_arch_flags); cmake/Modules_CUDA_fix/upstream/"
+                                      "FindCUDA/select_compute_arch.cmake"})]

@@ -52,8 +52,10 @@ _TOLD = re.compile(r"\b(?:giving|gives|gave|getting|gets|got|throws?|threw|throw
 _FUSED_FLOOR = Version("8.0")
 # vLLM's dtype check (vllm/worker/worker.py, _check_if_gpu_supports_dtype): "Bfloat16 is only
 # supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has
-# compute capability 7.0."
-_BF16_FLOOR = re.compile(r"b(?:float)?16 is only supported on GPUs with compute capability", re.I)
+# compute capability 7.0. You can use float16 instead by explicitly setting the`dtype` flag in
+# CLI, for example: --dtype=half." (its last line alone says it as well: vLLM raises it only there)
+_BF16_FLOOR = re.compile(r"b(?:float)?16 is only supported on GPUs with compute capability|You can "
+                         r"use float16 instead by explicitly setting the\s?`dtype` flag", re.I)
 # A stated floor: "Device compute capability 8.9 or higher required for FP8 execution."
 # (Transformer Engine's fp8 check), "requires compute capability >= 8.0", "sm_80 or newer".
 _FLOOR = re.compile(
@@ -67,18 +69,22 @@ _FLOOR = re.compile(
 
 
 def refused(ctx: Context) -> List[Signal]:
+    bf16 = ctx.first(_BF16_FLOOR, ("bfloat16", "bf16", "`dtype` flag"))
+    if bf16 is not None and not ctx.amd:  # a dtype the GPU lacks, not an architecture refused
+        gpu = f"{ctx.gpu[0]} is {ctx.gpu_cc_exact}" if ctx.gpu and ctx.gpu_cc_exact else \
+            "this GPU is below it"
+        factory = ("; LLaMA-Factory: infer_dtype: float16" if ctx.has(
+            "llamafactory", "llama-factory", "llama_factory") else "")
+        return [Signal("bf16_floor", Category.DTYPE_UNSUPPORTED,
+                       f"bfloat16 needs compute capability 8.0 (Ampere); {gpu}: it has no "
+                       "bfloat16 units", dedupe([ctx.quote(bf16[0]), *([ctx.gpu[2]] if ctx.gpu
+                                                                       else [])]), NAMED,
+                       [Remedy(summary="Run in float16 instead: dtype=\"half\" (vLLM: --dtype "
+                               f"half; transformers: torch_dtype=torch.float16{factory}).")])]
     if ctx.gpu is None or ctx.amd:
         return []
     if ctx.gpu_cc_exact is None:  # a generation named ("Pascal"): only a floor above all of it
         return _below_floor(ctx)
-    bf16 = ctx.first(_BF16_FLOOR, ("bfloat16", "bf16"))
-    if bf16 is not None:  # a dtype the GPU lacks, not an architecture refused
-        return [Signal("bf16_floor", Category.DTYPE_UNSUPPORTED,
-                       f"bfloat16 needs compute capability 8.0 (Ampere); {ctx.gpu[0]} is "
-                       f"{ctx.gpu_cc_exact}: it has no bfloat16 units", dedupe([
-                           ctx.quote(bf16[0]), ctx.gpu[2]]), NAMED,
-                       [Remedy(summary="Run in float16 instead: dtype=\"half\" (vLLM: --dtype "
-                               "half; transformers: torch_dtype=torch.float16).")])]
     below = _below_floor(ctx)
     if below:
         return below

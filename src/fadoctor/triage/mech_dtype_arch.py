@@ -10,7 +10,9 @@ from typing import List, Optional
 
 from packaging.version import Version
 
+from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
@@ -109,24 +111,49 @@ def cutlass_bf16(ctx: Context) -> List[Signal]:
 
 # PyTorch's FP8 matmul (aten/src/ATen/native/cuda/Blas.cpp, _scaled_mm_out_cuda: TORCH_CHECK(
 # allowed_device, "torch._scaled_mm is only supported on CUDA devices with compute capability >=
-# 9.0 or 8.9, or ROCm MI300+"))
-_SCALED_MM = re.compile(r"_scaled_mm is only supported on CUDA devices with compute capability")
+# 9.0 or 8.9, or ROCm MI300+")). Through torch 2.2 the check was `dprops->major >= 9` and said
+# "...only supported on devices with compute capability >= 9.0": sm_89 (Ada) was admitted in
+# torch 2.3.0 (pytorch/pytorch#118703, 2024-01-31, answered by the maintainer: "PR should land in
+# nightly by tomorrow", after 2.2.0's branch cut).
+_SCALED_MM = re.compile(r"_scaled_mm is only supported on (?:CUDA )?devices with compute capability")
+_SCALED_MM_OLD = re.compile(r"_scaled_mm is only supported on devices with compute capability "
+                            r">= ?9\.0(?! or)")
+_SCALED_MM_ADA = "2.3.0"
+_SCALED_MM_SOURCE = {"source": "pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp "
+                               "(_scaled_mm_out_cuda: _scaled_mm_allowed_device); sm_89 from "
+                               "torch 2.3.0: pytorch/pytorch#118703"}
 
 
 def fp8_matmul(ctx: Context) -> List[Signal]:
     hit = ctx.first(_SCALED_MM, ("_scaled_mm is only supported",))
     if hit is None:
         return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    cc = ctx.gpu_cc
+    older = _SCALED_MM_OLD.search(ctx.text.lines[hit[0]]) is not None
+    upgrade = Remedy(summary=f"Upgrade torch to {_SCALED_MM_ADA} or newer: from that release "
+                     "torch._scaled_mm runs on sm_89 (Ada: RTX 40, L4, L40) as well as sm_90+.",
+                     commands=[command("pip", "install", f"torch>={_SCALED_MM_ADA}",
+                                       *extra_index_args(str(ctx.torch or "")))])
+    if older and (cc is None or cc >= Version("8.9")):
+        ada = cc is not None and cc < Version("9.0")
+        return [Signal("fp8_matmul_ada", Category.VERSION_CONFLICT,
+                       f"this torch is older than {_SCALED_MM_ADA}: its torch._scaled_mm (the FP8 "
+                       "matmul) still refused every GPU below sm_90, "
+                       + (f"{_gpu(ctx)} included, which" if ada else "while sm_89 (Ada) GPUs")
+                       + f" torch {_SCALED_MM_ADA} and newer run it on", quotes, NAMED,
+                       [upgrade, Remedy(summary=_FP8_OFF)], details=_SCALED_MM_SOURCE)]
     return [Signal("fp8_matmul", Category.DTYPE_UNSUPPORTED,
                    f"an FP8 matmul (torch._scaled_mm) runs only on sm_89 and newer (Ada, Hopper, "
                    f"Blackwell; ROCm MI300+); {_gpu(ctx)} has no FP8 tensor cores",
-                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
-                   [Remedy(summary="Turn the FP8 compute path off (a node's \"fp8 fast mode\" / "
-                           "fp8_fast, vLLM's --quantization fp8, torchao's float8 training): fp8 "
-                           "weights can still be stored and upcast to bf16/fp16 for the matmul "
-                           "(fp8_e4m3fn weights without the fast mode); or use an sm_89+ GPU.")],
-                   details={"source": "pytorch/pytorch aten/src/ATen/native/cuda/Blas.cpp "
-                                      "(_scaled_mm_out_cuda: _scaled_mm_allowed_device)"})]
+                   quotes, NAMED, [Remedy(summary=_FP8_OFF + "; or use an sm_89+ GPU.")],
+                   details=_SCALED_MM_SOURCE)]
+
+
+_FP8_OFF = ("Turn the FP8 compute path off (a node's \"fp8 fast mode\" / fp8_fast, ComfyUI's "
+            "--fast, vLLM's --quantization fp8, torchao's float8 training): fp8 weights can still "
+            "be stored and upcast to bf16/fp16 for the matmul (fp8_e4m3fn weights without the "
+            "fast mode)")
 
 
 # transformers' TrainingArguments (src/transformers/training_args.py, 4.45.0: raised when
@@ -148,3 +175,4 @@ def trainer_bf16(ctx: Context) -> List[Signal]:
                            "model in torch.float16 rather than bfloat16.")],
                    details={"source": "huggingface/transformers src/transformers/training_args.py "
                                       "(TrainingArguments.__post_init__, 4.45.0)"})]
+

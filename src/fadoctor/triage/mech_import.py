@@ -70,7 +70,7 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     if symbol is not None and ("libtorch" in library or "libc10" in library
                                or _CUDA_SYMBOL.match(symbol) or is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]
-    owner = owner_of(library)
+    owner = owner_of(library, ctx, index)
     abi = _abi_mismatch(ctx, symbol, quotes)
     if abi is not None:
         if owner is not None:

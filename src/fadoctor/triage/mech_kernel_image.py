@@ -4,6 +4,7 @@ release's wheels carry (pure)."""
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional
 
 from packaging.version import Version
@@ -14,7 +15,7 @@ from fadoctor.matrix.defects import Defect
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 
@@ -129,3 +130,33 @@ def no_release_kernels(ctx: Context) -> List[Signal]:
                    dedupe([ctx.quote(hit[0]), ctx.gpu[2], *([q] if (q := ctx.fa_quote()) else [])])
                    if ctx.gpu else [ctx.quote(hit[0])], HINTED, fixes,
                    details={"source": "the matrix's flash_attn_releases archs"})]
+
+
+# CUDA 13.0 removed offline compilation and library support for Maxwell, Pascal and Volta
+# (compute capability below 7.5): NVIDIA CUDA Toolkit 13.0 release notes (shared reference
+# torch_cuda_facts.md §2). A binary, wheel or image built with CUDA 13 has no code for them.
+_CUDA13 = re.compile(r"\bcu13\d\b|\bcuda[-_ ]?13(?:\.\d{1,2})?\b|\bCUDA Version: 13\.", re.I)
+_CUDA13_FLOOR = Version("7.5")
+
+
+def cuda13_old_gpu(ctx: Context) -> List[Signal]:
+    """A GPU below sm_75 running something built with CUDA 13, which cannot target it."""
+    cc = ctx.gpu_cc_exact
+    if ctx.gpu is None or cc is None or cc >= _CUDA13_FLOOR or ctx.amd:
+        return []
+    built = next(((i, m) for i, m in ctx.find(_CUDA13, ("cu13", "cuda")) if "CUDA Version"
+                  not in m.group(0)), None)  # nvidia-smi's driver CUDA is not a build
+    failed = ctx.first(FAILED, FAILED_NEEDLES)
+    if built is None or failed is None:
+        return []
+    return [Signal("cuda13_old_gpu", Category.NO_KERNEL_IMAGE,
+                   f"this build uses CUDA 13, which dropped {_gpu_words(ctx, cc)}: CUDA 13 "
+                   "compiles nothing for compute capability below 7.5 (Maxwell, Pascal, Volta), "
+                   "so its binaries have no code for this GPU",
+                   dedupe([ctx.quote(built[0]), ctx.gpu[2], ctx.quote(failed[0])]), HINTED,
+                   [Remedy(summary="Use the CUDA 12 build instead (the container image's cuda12 "
+                           "tag; a cu126 or cu128 torch; wheels built with CUDA 12): CUDA 12.x "
+                           "still compiles for this GPU, and the driver runs it.",
+                           commands=["fadoctor fix --print-pins"])],
+                   details={"source": "NVIDIA CUDA Toolkit 13.0 release notes (Maxwell, Pascal "
+                                      "and Volta support removed)"})]

@@ -7,7 +7,6 @@ and what would confirm it (pure)."""
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional
 
 from packaging.version import Version
@@ -17,15 +16,9 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_gpu import torch_with_arch
 from fadoctor.triage.mech_symbols import package_in
-from fadoctor.triage.signal import GUESSED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, Signal, dedupe
 
 _BLACKWELL = Version("10.0")
-# A failure said in words or printed (English and the Chinese most reports here use).
-FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?:es|ed)?|"
-                     r"not (?:work(?:ing)?|supported|compatible)|incompatib\w*|compatibility)\b"
-                     r"|失败|报错|错误|不支持|不兼容", re.I)
-FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
-                   "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")
 
 
 def blackwell(ctx: Context) -> List[Signal]:

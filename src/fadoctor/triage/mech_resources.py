@@ -8,6 +8,7 @@ import re
 from typing import List, Optional, Tuple
 
 from fadoctor.install.machine import BUILD_THREADS
+from fadoctor.install.wheels import build_arch
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, env, requirement
 from fadoctor.triage import errors as e
@@ -36,6 +37,10 @@ _NO_NINJA = re.compile(r"could not find ninja|ninja is required|ninja: (?:comman
 _SLOW = re.compile(r"\b(?:stuck|hangs?|hanging|hung|forever|for hours|takes? hours|very slow|"
                    r"never finish\w*|(?:takes?|taking) (?:so|very|too) long|"
                    r"(?:always|still|keeps?) (?:building|compiling)|"
+                   # "it takes me almost 2 hours", "3 hours to build"
+                   r"(?:takes?|took|taking)(?: me| us)? (?:almost |about |around |over |nearly |"
+                   r"more than |close to )?\d{1,2}(?:\.\d)?\+? (?:hours?|hrs?)|"
+                   r"\d{1,2}\+? hours? (?:to|of) (?:build|compil|install)\w*|"
                    # "pip install takes 10+ minutes", "took 40 minutes", "over 30 minutes"
                    r"(?:takes?|took|taking|over|more than) (?:\d{2,3}\+?|\d{2,3}-\d{2,3}) min(?:ute)?s)\b",
                    re.I)
@@ -75,10 +80,18 @@ def jobs(ctx: Context) -> Remedy:
                       commands=[command(env("MAX_JOBS", count), "pip", "install", package,
                                         "--no-build-isolation", "--no-cache-dir")])
     pin = f"=={ctx.fa2}" if ctx.fa2 is not None and ctx.fa2_exact else ""
+    # the newest release's setup.py list (build_archs); a GPU it names gets its kernels alone
+    newest = max((rel for rel in ctx.matrix.flash_attn_releases if rel.build_archs),
+                 key=lambda rel: rel.version, default=None)
+    arch = build_arch(newest, ctx.gpu_cc_exact) if newest is not None else None
+    only = (f" FLASH_ATTN_CUDA_ARCHS={arch} compiles only the kernels {ctx.gpu[0]} runs (setup.py "
+            "builds every arch in its list otherwise)." if arch and ctx.gpu else "")
     return Remedy(summary=f"Bound the parallel compile jobs: each nvcc job with NVCC_THREADS="
-                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={count} fits {memory}.",
-                  commands=[f"MAX_JOBS={count} NVCC_THREADS={BUILD_THREADS} pip install "
-                            f"flash-attn{pin} --no-build-isolation --no-cache-dir"])
+                  f"{BUILD_THREADS} needs about 5 GB, so MAX_JOBS={count} fits {memory}; with more "
+                  f"memory, raise MAX_JOBS up to the core count (nproc).{only}",
+                  commands=[f"MAX_JOBS={count} NVCC_THREADS={BUILD_THREADS} "
+                            + (f"FLASH_ATTN_CUDA_ARCHS={arch} " if only else "")
+                            + f"pip install flash-attn{pin} --no-build-isolation --no-cache-dir"])
 
 
 def wheel_instead(ctx: Context) -> Remedy:

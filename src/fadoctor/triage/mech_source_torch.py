@@ -17,9 +17,8 @@ from fadoctor.safety.shell import command, env, name
 from fadoctor.triage import errors as e
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_prior import FAILED, FAILED_NEEDLES
 from fadoctor.triage.remedies import FORCE_BUILD
-from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, Signal, dedupe
 
 _FORCE = {key: (package, FORCE_BUILD[package]) for key, package in (
     ("flash_attn", "flash-attn"), ("causal_conv1d", "causal-conv1d"), ("mamba_ssm", "mamba-ssm"))}

@@ -10,6 +10,7 @@ from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -52,13 +53,19 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "_mlir": "nvidia-cutlass-dsl"}
 
 
-def owner_of(library: str) -> Optional[str]:
+def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Optional[str]:
     """The distribution a failing binary belongs to when it is not a flash-attention family
-    (None: flash-attention's, or unknown)."""
+    (None: flash-attention's, or unknown). A compiled module installed at site-packages' top
+    level, in no package directory (exllama_kernels.cpython-310-x86_64-linux-gnu.so, which
+    auto-gptq installs), belongs to the distribution whose traceback frame imports it."""
     for marker in ("site-packages/", "dist-packages/"):
         if marker in library:
             top = library.split(marker, 1)[1].split("/", 1)[0]
-            return OTHERS.get(top.split(".", 1)[0])
+            stem = top.split(".", 1)[0]
+            if stem in OTHERS or ctx is None or "." not in top or stem in FA_BINARIES \
+                    or stem.startswith(("flash_attn", "torch")):
+                return OTHERS.get(stem)
+            return frame_package(ctx, index, (stem, "torch", "importlib"))
     parts = library.split("/")
     # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the nearest package directory above
     # the binary that names one, else the binary's own name

@@ -4,9 +4,10 @@ its own cause where no hand-written mechanism reads it, else it corroborates tha
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import re
+from typing import Dict, List, Optional, Set, Tuple
 
-from fadoctor.report import Category
+from fadoctor.report import Category, Remedy
 from fadoctor.triage import toolchain_remedies as tr
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
@@ -72,6 +73,17 @@ def _hand(extra: Signal, signals: List[Signal]) -> Tuple[Optional[Signal], bool]
     return beside, False
 
 
+def _words(text: str) -> Set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _said(advice: Remedy, have: List[Remedy]) -> bool:
+    """Whether a remedy already says this advice, in other words at most a few ("install the
+    release of the package built for this torch" said of auto-gptq by name)."""
+    words = _words(advice.summary)
+    return any(len(words & _words(h.summary)) >= 0.75 * len(words) for h in have)
+
+
 def fold(signals: List[Signal]) -> List[Signal]:
     """A toolchain entry corroborates the hand-written finding `_hand` picks: that finding keeps
     its rank and first remedies, and gains the citation, the quote and, for the same cause, any
@@ -83,7 +95,8 @@ def fold(signals: List[Signal]) -> List[Signal]:
         hand.details["catalogued"] = f"{extra.details['catalog']} ({extra.details['source']})"
         hand.quotes = dedupe([*hand.quotes, *extra.quotes])
         have = {c for rem in hand.remedies for c in rem.commands}
-        hand.remedies += [rem for rem in extra.remedies  # advice without commands adds too
-                          if same_cause and (not rem.commands or not set(rem.commands) <= have)]
+        hand.remedies += [rem for rem in extra.remedies  # advice without commands adds too,
+                          if same_cause and (not set(rem.commands) <= have if rem.commands
+                                             else not _said(rem, hand.remedies))]
         signals.remove(extra)
     return signals

@@ -12,9 +12,8 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_prior import FAILED, FAILED_NEEDLES
 from fadoctor.triage.mech_symbols import owner_of
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 
 _ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be locate[d]? in the dynamic "
                           r"link library\s+([^\n]{1,400}?\.(?:pyd|dll))", re.I)

@@ -222,6 +222,13 @@ def _rename_remedies(ctx: Context, caller: Optional[str], since: str) -> List[Re
 
 
 _UNCHECKED = re.compile(r"^\s*[-*]\s*\[ \]")
+_FLASH_NAMED = re.compile(r"flash[-_ ]?att(?:n|ention)", re.I)
+# a build's own words that it found no CUDA: CMake's message, torch's cpp_extension
+# ("CUDA_HOME environment variable is not set"), nvcc missing
+_NO_CUDA_BUILD = re.compile(r"Neither CUDA nor HIP|(?:CUDA|CUDAToolkit|HIP)\b[^\n]{0,30}"
+                            r"\bnot (?:be )?found|No CUDA (?:toolkit|compiler|runtime) (?:is )?found|"
+                            r"CUDA_HOME environment variable is not set|nvcc: (?:command )?not found|"
+                            r"Failed to find nvcc", re.I)
 
 
 def platform(ctx: Context) -> List[Signal]:
@@ -232,13 +239,23 @@ def platform(ctx: Context) -> List[Signal]:
                                                     "macbook", " mac"))
                 if not _UNCHECKED.match(ctx.text.lines[i])), None)
     # xFormers' attention kernels are CUDA (and ROCm) code too
-    cuda_only = "flash-attention" if ctx.has("flash") else "xFormers" if ctx.has("xformers") \
-        else None
+    cuda_only = "flash-attention" if ctx.first(_FLASH_NAMED, ("flash",)) else "xFormers" \
+        if ctx.has("xformers") else None
     if mac is not None and cuda_only is not None:
         return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
                        f"{cuda_only} needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
                        "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
                        NAMED + 5, [r.sdpa("On a Mac:")])]
+    # any other package's build that looks for CUDA (its CMake or setup.py) on a Mac
+    build = ctx.first(_NO_CUDA_BUILD, ("cuda", "nvcc", "hip")) if mac is not None else None
+    if mac is not None and build is not None:
+        return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
+                       "this package compiles CUDA (or ROCm HIP) code, and macOS has neither: "
+                       "Apple silicon is not supported by its build", dedupe(
+                           [ctx.quote(build[0]), ctx.quote(mac[0])]), NAMED,
+                       [Remedy(summary="Install and run it on Linux (or WSL2) with an NVIDIA GPU "
+                               "and the CUDA toolkit (or an AMD GPU with ROCm); on a Mac use a "
+                               "package or mode that runs on MPS or the CPU.")])]
     dll = ctx.first(_DLL, ("dll load failed",))
     if dll is not None and (dll[1].group(1) or "").startswith("flash_attn") \
             and "module could not be found" not in ctx.low(dll[0]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
@@ -57,3 +58,11 @@ def dedupe(quotes: Sequence[Quote]) -> List[Quote]:
 
 
 Mechanism = Callable[[Any], List[Signal]]
+
+
+# A failure said in words or printed (English and the Chinese most reports here use).
+FAILED = re.compile(r"\b(?:error|errors|failed|fails?|failure|exception|crash(?:es|ed)?|"
+                     r"not (?:work(?:ing)?|supported|compatible)|incompatib\w*|compatibility)\b"
+                     r"|失败|报错|错误|不支持|不兼容", re.I)
+FAILED_NEEDLES = ("error", "fail", "exception", "crash", "not work", "not supported",
+                   "not compatible", "compatib", "失败", "报错", "错误", "不支持", "不兼容")

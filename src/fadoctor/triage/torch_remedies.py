@@ -58,9 +58,13 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
     need = f" >= {toolkit.min_driver} (CUDA {cuda}'s own driver)" if toolkit else ""
     if "display driver" in entry.printed:
         return [Remedy(summary="The driver library loaded (libcuda) is not the kernel module's "
-                       "version (a driver upgraded without a reboot, or a container's own "
-                       "libcuda): reboot, or use the host's driver libraries.",
-                       commands=[r.REVEAL_GPU])]
+                       "version: a driver upgraded without a reboot (reboot), or in a container "
+                       "CUDA's forward-compatibility libcuda (cuda-compat, /usr/local/cuda/compat) "
+                       "found ahead of the host driver's: take that directory out of "
+                       "LD_LIBRARY_PATH and /etc/ld.so.conf.d, run ldconfig, and use the host's "
+                       "driver libraries. The kernel module's version, and the libcuda files "
+                       "the loader finds:",
+                       commands=["cat /proc/driver/nvidia/version", "ldconfig -p"])]
     why = {"PTX": "The binary carries PTX from a CUDA toolkit newer than this driver compiles",
            "forward": "CUDA's forward-compatibility libraries run on data-center GPUs only"}
     said = next((v for k, v in why.items() if k in entry.printed),
@@ -169,7 +173,7 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
     if entry.category == Category.GPU_UNSUPPORTED:
         return [*(_last_torch_with(ctx, cc) if cc is not None else []),
                 r.sdpa("torch dropped this GPU generation; no newer flash-attention runs on it.")]
-    if entry.category == Category.DRIVER_TOO_OLD:
+    if entry.category == Category.DRIVER_TOO_OLD or "display driver" in entry.printed:
         return _driver(ctx, entry)
     if entry.category == Category.NO_GPU:
         return _no_gpu(entry)

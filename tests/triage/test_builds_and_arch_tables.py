@@ -1,0 +1,113 @@
+"""torch's older FP8 matmul check on Ada; builds that take hours (the arch list too); a compiled
+module at site-packages' top level owned by its importer; a CUDA build on a Mac; the driver
+library not being the kernel module's (error 803); an arch table that predates the GPU; vLLM's
+bf16 refusal by its last line; CUDA 13 builds on GPUs below sm_75."""
+
+from __future__ import annotations
+
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def test_the_old_scaled_mm_wording_on_ada_asks_for_a_newer_torch(matrix: Matrix) -> None:
+    text = ("RuntimeError: torch._scaled_mm is only supported on devices with compute capability "
+            ">= 9.0)\nGPU: RTX 4090, torch 2.2.1+cu121\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert 'install "torch>=2.3.0" --extra-index-url' in said(found)
+    assert "cu121" in said(found)
+
+
+def test_the_current_wording_below_ada_is_the_gpu_lacking_fp8(matrix: Matrix) -> None:
+    text = ("RuntimeError: torch._scaled_mm is only supported on CUDA devices with compute "
+            "capability >= 9.0 or 8.9, or ROCm MI300+\nmy GPU is an RTX 3090\n")
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "torch>=" not in said(found)
+
+
+def test_a_build_of_hours_bounds_jobs_and_compiles_only_the_gpus_arch(matrix: Matrix) -> None:
+    text = ("Building flash-attn from source on our 4xH100 node takes nearly 3 hours\n"
+            "pip install flash-attn --no-build-isolation\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_RESOURCES
+    assert "FLASH_ATTN_CUDA_ARCHS=90 " in said(found) and "MAX_JOBS=" in said(found)
+
+
+def test_a_count_glued_to_a_gpu_name_is_read_but_not_hex(matrix: Matrix) -> None:
+    assert "H100" in str(top("8xH100s: build takes 2 hours for flash-attn\n", matrix).evidence)
+    found = triage("pointer 0xA100 failed\n", matrix).diagnosis
+    assert all("A100" not in str(d.evidence.get("quoted")) for d in found)
+
+
+def test_a_top_level_extension_belongs_to_the_package_importing_it(matrix: Matrix) -> None:
+    text = ('  File "/opt/venv/lib/python3.11/site-packages/auto_gptq/utils/exllama_utils.py", '
+            'line 17, in exllama_set_max_input_length\n'
+            "    from exllama_kernels import prepare_buffers\n"
+            "ImportError: /opt/venv/lib/python3.11/site-packages/exllama_kernels.cpython-311-"
+            "x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and found.message.startswith("auto-gptq")
+    summaries = [r.summary for r in found.remedies]
+    assert not any("the package" in s for s in summaries)  # the catalog's generic words folded
+    assert len(summaries) == len(set(summaries))
+
+
+def test_a_cuda_build_on_a_mac_is_the_platform_whatever_the_package(matrix: Matrix) -> None:
+    text = ("Build fails on my MacBook Pro M3\n"
+            "CMake Error at CMakeLists.txt:12 (message):\n  Neither CUDA nor HIP found\n")
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert "Linux" in said(found) and "flash-attention" not in found.message
+
+
+def test_error_803_is_a_driver_library_mismatch_with_the_compat_library_named(
+        matrix: Matrix) -> None:
+    text = ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 803: system has "
+            "unsupported display driver / cuda driver combination\n")
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "cuda-compat" in said(found) and "cat /proc/driver/nvidia/version" in found.remedies[0].commands
+
+
+def test_torchs_arch_list_not_knowing_the_gpu_builds_for_a_compatible_arch(matrix: Matrix) -> None:
+    text = ("I'm trying to build mypkg with CUDA on a GB10\n"
+            "ValueError: Unknown CUDA arch (12.1) or GPU not supported\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "mypkg" in said(found)
+    assert "export TORCH_CUDA_ARCH_LIST=12.0" in found.remedies[0].commands
+
+
+def test_cmakes_arch_table_not_knowing_the_gpu_falls_back_to_ptx_of_an_older_major(
+        matrix: Matrix) -> None:
+    text = "CMake Error: Unknown CUDA Architecture Name 9.0 in CUDA_SELECT_NVCC_ARCH_FLAGS\n"
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "CUDA_SELECT_NVCC_ARCH_FLAGS" in found.message
+    assert found.remedies[0].commands == ['export TORCH_CUDA_ARCH_LIST=8.6+PTX']
+
+
+def test_vllms_bf16_refusal_by_its_last_line_alone(matrix: Matrix) -> None:
+    text = ("llamafactory-cli api examples/inference/qwen_vllm.yaml\n"
+            "You can use float16 instead by explicitly setting the`dtype` flag in CLI, for "
+            "example: --dtype=half\n")
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED
+    assert "--dtype half" in said(found) and "infer_dtype: float16" in said(found)
+
+
+def test_a_cuda_13_image_on_a_volta_gpu_has_no_code_for_it(matrix: Matrix) -> None:
+    text = ("The cuda13 image fails to load any model on my Tesla V100; the cuda12 one works.\n"
+            "error loading backend\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "CUDA 12" in said(found)
+
+
+def test_nvidia_smis_cuda_13_is_the_driver_not_a_build(matrix: Matrix) -> None:
+    text = ("| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |\n"
+            "Tesla V100 error: something failed\n")
+    found = triage(text, matrix).diagnosis
+    assert all(d.subject != "cuda13_old_gpu" and "CUDA 13 compiles nothing" not in d.message
+               for d in found)

@@ -14,6 +14,7 @@ from fadoctor.fix.render import PinFormat, render_plan
 from fadoctor.fix.solver import Constraints, Plan, solve
 from fadoctor.install.fa4 import newest_fa4
 from fadoctor.install.machine import Machine, WhatIf, apply
+from fadoctor.install.torch import torch_index
 from fadoctor.matrix import Matrix, load_matrix
 
 
@@ -59,8 +60,7 @@ def test_a100_torch24_cu121_py311_gets_the_exact_abi0_wheel(matrix: Matrix) -> N
     assert best.commands[0] == f"pip install --no-deps {best.wheel.url}"
     # A machine without it gets it from PyTorch's CUDA 12.1 index first.
     fresh = plan_for(matrix, machine("8.0"), torch="2.4.0+cu121").best
-    assert fresh.commands[0] == ("pip install torch==2.4.0+cu121 --index-url "
-                                 "https://download.pytorch.org/whl/cu121")
+    assert fresh.commands[0] == f"pip install torch==2.4.0+cu121 --index-url {torch_index('cu121')}"
 
 
 def test_torch26_cu124_avoids_the_28x_false_wheels_built_on_abi1(matrix: Matrix) -> None:

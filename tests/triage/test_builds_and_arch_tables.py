@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tests.helpers.triage_said import said, top
 
+from fadoctor.install.torch import torch_index
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 from fadoctor.triage.diagnose import triage
@@ -111,3 +112,51 @@ def test_nvidia_smis_cuda_13_is_the_driver_not_a_build(matrix: Matrix) -> None:
     found = triage(text, matrix).diagnosis
     assert all(d.subject != "cuda13_old_gpu" and "CUDA 13 compiles nothing" not in d.message
                for d in found)
+
+
+def test_tei_built_for_another_compute_cap_names_the_image_for_this_gpu(matrix: Matrix) -> None:
+    text = ("Error: Could not create backend\nCaused by:\n    Could not start backend: Runtime "
+            "compute cap 89 is not compatible with compile time compute cap 80\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "text-embeddings-inference:89-<version>" in said(found)
+    assert "CUDA_COMPUTE_CAP=89" in said(found)
+
+
+def test_tei_on_a_gpu_it_has_no_build_for_is_unsupported(matrix: Matrix) -> None:
+    text = ("Could not start backend: Runtime compute cap 70 is not compatible with compile time "
+            "compute cap 80\n")
+    assert top(text, matrix).category == Category.GPU_UNSUPPORTED
+
+
+def test_tei_nulls_on_turing_turn_its_flash_attention_off(matrix: Matrix) -> None:
+    text = ("docker run --gpus all ghcr.io/huggingface/text-embeddings-inference:turing-0.3.0 "
+            "--model-id BAAI/bge-small-en-v1.5\n/embed returns [[null, null, null]] for some inputs\n")
+    found = top(text, matrix)
+    assert found.category == Category.NUMERICS
+    assert found.remedies[0].commands == ["export USE_FLASH_ATTENTION=False"]
+
+
+def test_inductor_skipping_bf16_on_turing_says_fp16_or_no_compile(matrix: Matrix) -> None:
+    text = ("UserWarning: NVIDIA GeForce RTX 2080 Ti does not support bfloat16 compilation "
+            "natively, skipping\n")
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED
+    assert "float16" in said(found) and "without compilation" in said(found)
+
+
+def test_a_name_torch_lacks_asks_for_a_newer_torch_keeping_its_cuda_index(matrix: Matrix) -> None:
+    text = ("torch 2.1.2+cu121\nImportError: cannot import name 'return_and_correct_aliasing' "
+            "from 'torch.utils._python_dispatch'\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert found.remedies[0].summary.startswith("Upgrade torch to a release that defines "
+                                                "return_and_correct_aliasing")
+    assert found.remedies[0].commands[0].endswith(f"--extra-index-url {torch_index('cu121')}")
+
+
+def test_a_torch_release_named_bare_as_a_requirement_is_a_floor(matrix: Matrix) -> None:
+    text = ("allow_fp16_accumulation is not available in this version of torch, requires torch "
+            "2.7.0 nightly currently\ntorch 2.6.0+cu126\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "torch>=2.7.0" in said(found)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
@@ -36,6 +37,7 @@ _SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*
 _DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
          "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml",
          "vllm_flash_attn": "vllm-flash-attn", "sageattention": "sageattention"}
+_MISSING = re.compile(r"cannot import name '(\w+)'|has no attribute '(\w+)'")
 # frames of the runtime itself, never the package at fault
 _RUNTIME = {"torch", "typing", "importlib", "functools", "contextlib", "abc"}
 
@@ -93,7 +95,18 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                             "current one. If it is the newer side (it passes what the other "
                             f"does not take yet), downgrade {dist_of(caller)}{back} instead.",
                             commands=[command("pip", "install", "--upgrade", dist_of(caller))]))
-    if callee is not None:
+    missing = _MISSING.search(raised.message)
+    if callee is not None and missing is not None:  # a name the installed release lacks
+        name = missing.group(1) or missing.group(2)
+        fixes.insert(0, Remedy(summary=f"Upgrade {dist_of(callee)} to a release that defines "
+                               f"{name}: the caller was most likely written for a newer "
+                               f"{dist_of(callee)}" + (f" than {stated.value}" if stated else "")
+                               + f" (if {name} was removed instead, the release before that).",
+                               commands=[command("pip", "install", "--upgrade",
+                                                 dist_of(callee), *(extra_index_args(str(
+                                                     ctx.torch)) if dist_of(callee) == "torch"
+                                                     and ctx.torch else []))]))
+    elif callee is not None:
         pin = (f" (the installed {stated.value} is the suspect: try the release before it)"
                if stated is not None else "")
         fixes.append(Remedy(summary=f"Or downgrade (or upgrade) {dist_of(callee)} to the release "

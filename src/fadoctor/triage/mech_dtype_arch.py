@@ -176,3 +176,26 @@ def trainer_bf16(ctx: Context) -> List[Signal]:
                    details={"source": "huggingface/transformers src/transformers/training_args.py "
                                       "(TrainingArguments.__post_init__, 4.45.0)"})]
 
+
+
+# torch.compile's inductor refuses a graph with bf16 inputs or outputs on a GPU whose Triton has
+# no bf16 (torch/_inductor/compile_fx.py, _check_triton_bf16_support: warnings.warn(f"{name} does
+# not support bfloat16 compilation natively, skipping"), then SkipFrame: the frame runs eager).
+_INDUCTOR_BF16 = re.compile(r"does not support bfloat16 compilation natively")
+
+
+def inductor_bf16(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INDUCTOR_BF16, ("bfloat16 compilation",))
+    if hit is None:
+        return []
+    return [Signal("inductor_bf16", Category.DTYPE_UNSUPPORTED,
+                   f"torch.compile skips every graph in bfloat16 on {_gpu(ctx)}: the GPU has no "
+                   "bf16 (before sm_80), so inductor's Triton kernels cannot be made for it and "
+                   "those frames run uncompiled",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Run the model in float16 (a fp16 checkpoint or torch_dtype="
+                           "torch.float16) so the graphs compile, or run without compilation "
+                           "(drop torch.compile / the app's compile option): bf16 on this GPU is "
+                           "emulated and slow either way.")],
+                   details={"source": "pytorch/pytorch torch/_inductor/compile_fx.py "
+                                      "(_check_triton_bf16_support)"})]

@@ -26,7 +26,9 @@ _V = r"(\d+\.\d+(?:\.\d+)?(?:\.post\d+|\.dev\d+|rc\d+)?)"
 _FLOOR = re.compile(
     rf"(?:requires?d?|needs?)\s+`?{_D}\s*(?:>=|≥)\s*{_V}|"
     rf"`?{_D}\s*(?:>=|≥)\s*{_V}`?\s+(?:is\s+)?required|"
-    rf"please\s+(?:install|upgrade)\s+(?:to\s+)?{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}", re.I)
+    rf"please\s+(?:install|upgrade)\s+(?:to\s+)?{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}|"
+    # a release named bare, torch only ("requires torch 2.7.0 nightly currently")
+    rf"(?:requires?d?|needs?)\s+(?:at least\s+)?(torch|pytorch)\s+{_V}\b", re.I)
 # transformers' require_version: "transformers>=4.41.2,<=4.46.1 is required for a normal
 # functioning of this module, but found transformers==4.47.1."
 _REQUIRE_VERSION = re.compile(r"([A-Za-z][\w.-]{1,40})([<>=!~][^ ]{1,60}) is required for a normal "
@@ -73,7 +75,7 @@ def _signal(ctx: Context, index: int, dist: str, spec: str, found: str | None,
     have = found or (stated.value if stated is not None else None)
     # a torch from PyTorch's index keeps its CUDA variant (its index beside the default one)
     index_args = extra_index_args(have) if dist.lower() == "torch" and have else []
-    fixes = [Remedy(summary=f"Install the {dist} the message asks for ({dist}{spec}), or move "
+    fixes = [Remedy(summary=f"Upgrade {dist} as the message asks ({dist}{spec}), or move "
                     f"the package that asks to a release written for {dist} "
                     f"{have or 'as installed'}.",
                     commands=[command("pip", "install", f"{dist}{spec}", *index_args)])]

@@ -160,3 +160,22 @@ def test_a_torch_release_named_bare_as_a_requirement_is_a_floor(matrix: Matrix) 
             "2.7.0 nightly currently\ntorch 2.6.0+cu126\n")
     found = top(text, matrix)
     assert found.category == Category.VERSION_CONFLICT and "torch>=2.7.0" in said(found)
+
+
+def test_tritons_own_compiler_assert_is_its_release_not_the_gpu(matrix: Matrix) -> None:
+    text = ("python: /project/lib/Analysis/Allocation.cpp:43: std::pair<...> mlir::triton::"
+            "getCvtOrder(mlir::Attribute, mlir::Attribute): Assertion `!(srcMmaLayout && "
+            "dstMmaLayout && !srcMmaLayout.isAmpere()) && \"mma -> mma layout conversion is only "
+            "supported on Ampere\"' failed.\ntriton: 3.0.0\nGPU: H100\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "Triton 3.0.0" in found.message
+    assert "num_warps" in said(found)
+
+
+def test_tei_refusing_a_cap_it_was_built_for_is_a_release_older_than_the_gpu(
+        matrix: Matrix) -> None:
+    text = ("Could not start backend: Runtime compute cap 120 is not compatible with compile time "
+            "compute cap 120\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "predates the GPU" in found.message
+    assert "Upgrade TEI" in said(found) and "120-<version>" in said(found)

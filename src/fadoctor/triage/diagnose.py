@@ -148,7 +148,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_dtype_arch.fp8_matmul, mech_dtype_arch.trainer_bf16, mech_dtype_arch.inductor_bf16, mech_mps.dtype,
     mech_triton_smem.shared_memory, mech_triton_smem.no_valid_choices, mech_triton_pin.mismatch,
     mech_triton_pin.pre_release_api, mech_triton_env.missing, mech_triton_env.gpu_too_old,
-    mech_triton_env.before_blackwell,
+    mech_triton_env.before_blackwell, mech_triton_env.compiler_assert,
     mech_triton_env.ptx_version, mech_triton_env.libcuda, mech_triton_env.no_c_compiler,
     mech_pre_ampere.pre_ampere,
     mech_kernel_image.no_release_kernels, mech_kernel_image.cuda13_old_gpu,

@@ -23,6 +23,8 @@ _CAP = re.compile(r"Runtime compute cap (\d{2,3}) is not compatible with compile
 # the image tag prefix of each build (README "Docker Images"; 100- and 120- from later releases)
 _TAG: Dict[int, str] = {75: "turing-", 80: "", 86: "86-", 89: "89-", 90: "hopper-", 100: "100-",
                         120: "120-"}
+# the builds README.md@007ac68 (0.7) already publishes an image for
+_SINCE_07 = {75, 80, 86, 89, 90}
 _BUILDS = {75: 75, 80: 80, 81: 80, 82: 80, 83: 80, 84: 80, 85: 80, 86: 86, 87: 87, 89: 89, 90: 90,
            100: 100, 120: 120}
 _SOURCE = {"source": "huggingface/text-embeddings-inference backends/candle/src/compute_cap.rs "
@@ -53,6 +55,21 @@ def compute_cap(ctx: Context) -> List[Signal]:
                        [Remedy(summary="Run TEI on a GPU it builds for, or its CPU image "
                                "(text-embeddings-inference:cpu-<version>).")], details=_SOURCE)]
     image = _image(build)
+    if build not in _SINCE_07:  # no early release builds it: an old TEI, not only a wrong image
+        return [Signal("tei_compute_cap", Category.GPU_UNSUPPORTED,
+                       (f"this TEI release refuses compute cap {runtime} even built for it: its "
+                        "compute-cap table predates the GPU" if built == runtime else
+                        f"this TEI build was compiled for compute cap {built}, and compute cap "
+                        f"{runtime} has its own build only in later TEI releases")
+                       + " (Jetson Orin's 8.7, Blackwell's 10.0 and 12.0 are not in the early "
+                       "releases' images)",
+                       quotes, NAMED,
+                       [Remedy(summary="Upgrade TEI to a release that builds for compute cap "
+                               f"{build}" + (f" and use its image {image}" if image else "")
+                               + f", or build one with --build-arg CUDA_COMPUTE_CAP={build} from "
+                               "a release whose compute_cap.rs lists it.",
+                               commands=[f"docker build . -f Dockerfile-cuda --build-arg "
+                                         f"CUDA_COMPUTE_CAP={build}"])], details=_SOURCE)]
     return [Signal("tei_compute_cap", Category.WRONG_WHEEL,
                    f"this TEI build was compiled for compute cap {built} and the GPU is {runtime}: "
                    f"each TEI image runs on its own generation only (compute cap {runtime} needs "

@@ -212,3 +212,31 @@ def _torch_with_triton(ctx: Context) -> Remedy:
                   "for this GPU (torch 2.7 pins triton 3.3 and its CUDA 12.8 build has sm_120): "
                   + (fitting.summary if fitting else "torch 2.7 or newer."),
                   commands=fitting.commands if fitting else [])
+
+
+# Triton's own C++ asserting while it compiles a kernel: an assert in its MLIR passes
+# ("python: /project/lib/Analysis/Allocation.cpp:43: ... mlir::triton::getCvtOrder(...): Assertion
+# `...' failed."; /project is where Triton's release wheels are built). The kernel's source is
+# legal: this Triton release cannot lower it for this GPU with these launch options.
+_COMPILER_ASSERT = re.compile(r"(?:/project/lib/|/lib/(?:Analysis|Dialect|Conversion)/)[\w/]+\."
+                              r"cpp:\d+:[^\n]{0,400}(?:mlir::triton|triton::)[^\n]{0,600}Assertion"
+                              r"|mlir::triton::[^\n]{0,600}Assertion `[^\n]{0,300}' failed")
+
+
+def compiler_assert(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_COMPILER_ASSERT, ("assertion",))
+    if hit is None:
+        return []
+    stated = ctx.package("triton", "pytorch-triton", "triton-windows")
+    have = f"Triton {stated.value}" if stated is not None else "this Triton"
+    gpu = f" on {ctx.gpu[0]}" if ctx.gpu else ""
+    return [Signal("triton_compiler_assert", Category.VERSION_CONFLICT,
+                   f"{have} asserted inside its own compiler while lowering a kernel{gpu}: a "
+                   "defect of that Triton release for this kernel's launch options (num_warps, "
+                   "block sizes) on this architecture, not an error in the program",
+                   dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else []),
+                           *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Upgrade Triton to a newer release (with the torch that pins "
+                           "it: torch's wheel requires one Triton) or go back to the release "
+                           "before; or drop the autotune configs that trigger it (often "
+                           "num_warps=8 or 16) in the package that owns the kernel.")])]

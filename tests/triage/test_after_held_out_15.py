@@ -66,8 +66,8 @@ def test_nothing_for_windows_is_linux_only(matrix: Matrix) -> None:
             "mamba-ssm) (from versions: none)\n")
     top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.PLATFORM_UNSUPPORTED
-    assert top.message.startswith("triton publishes nothing installable for Windows")
-    assert "wsl --install" in _said(top)
+    assert top.message.startswith("triton has no Windows wheel")
+    assert "wsl --install" in _said(top) and "triton-windows" in _said(top)
 
 
 def test_the_same_message_on_linux_is_not_windows(matrix: Matrix) -> None:

@@ -179,3 +179,53 @@ def test_tei_refusing_a_cap_it_was_built_for_is_a_release_older_than_the_gpu(
     found = top(text, matrix)
     assert found.category == Category.GPU_UNSUPPORTED and "predates the GPU" in found.message
     assert "Upgrade TEI" in said(found) and "120-<version>" in said(found)
+
+
+def test_triton_pinned_on_windows_offers_triton_windows_of_that_minor(matrix: Matrix) -> None:
+    text = ("ERROR: Could not find a version that satisfies the requirement triton==3.4.0 (from "
+            "versions: none)\nI ran pip install -r requirements.txt in PowerShell\n")
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert found.remedies[0].commands == ['python -m pip install "triton-windows<3.5"']
+
+
+def test_triton_2_on_windows_has_no_windows_build_at_all(matrix: Matrix) -> None:
+    text = "triton==2.0.0 is not available on windows, pip fails on my Windows 11 machine\n"
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert "triton-windows starts at 3.1" in said(found) and "triton-windows<" not in said(found)
+
+
+def test_the_runtimes_error_name_is_no_kernel_image_joined_with_the_torch_build(
+        matrix: Matrix) -> None:
+    text = ("every CUDA op fails with `cudaErrorNoKernelImageForDevice` on the Tesla P100\n"
+            "- `torch 2.10.0+cu128`\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "cu126" in said(found)
+
+
+def test_a_title_quoting_a_capability_floor_above_the_named_gpu(matrix: Matrix) -> None:
+    text = ("punica LoRA kernels require compute capability >= 8.0\n\nbenchmarking multi-LoRA on "
+            "a V100\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "8.0" in found.message
+
+
+def test_transformer_engine_without_its_pytorch_extra(matrix: Matrix) -> None:
+    text = ("AttributeError: module 'transformer_engine' has no attribute 'pytorch'\n"
+            "transformer_engine==1.13.0\n")
+    found = top(text, matrix)
+    assert found.category == Category.NOT_INSTALLED
+    assert found.remedies[0].commands == [
+        'python -m pip install --no-build-isolation "transformer_engine[pytorch]==1.13"']
+
+
+def test_torchs_range_warning_past_the_maximum_in_the_same_major_is_harmless(
+        matrix: Matrix) -> None:
+    text = ("Found GPU0 NVIDIA GB10 which is of cuda capability 12.1. Minimum and Maximum cuda "
+            "capability supported by this version of PyTorch is (8.0) - (12.0)\n")
+    found = top(text, matrix)
+    assert found.category == Category.INFO and "harmless" in found.message
+    below = ("Found GPU0 Tesla P100 which is of cuda capability 6.0. Minimum and Maximum cuda "
+             "capability supported by this version of PyTorch is (7.0) - (9.0)\n")
+    assert top(below, matrix).category != Category.INFO

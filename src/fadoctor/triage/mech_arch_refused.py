@@ -142,7 +142,8 @@ def _below_floor(ctx: Context) -> List[Signal]:
         digits = [g for g in found.groups() if g is not None]
         floor = Version(f"{digits[0]}.{digits[1]}")
         retold = found.group(0).split()[0].lower() in ("under", "below", "less", "lower", "older")
-        if cc >= floor or not (_ERRORISH.search(line) or retold):
+        # the title quoting the message ("punica LoRA kernels require compute capability >= 8.0")
+        if cc >= floor or not (_ERRORISH.search(line) or retold or index == 0):
             continue
         fp8 = "fp8" in ctx.low(index)
         family = _family(floor).capitalize()

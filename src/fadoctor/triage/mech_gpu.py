@@ -28,8 +28,14 @@ from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
+# the runtime's strings, or its error names as code and logs print them (CUDA Runtime API
+# cudaError: cudaErrorNoKernelImageForDevice = 209, cudaErrorInvalidDeviceFunction = 98; the
+# driver API's CUDA_ERROR_NO_BINARY_FOR_GPU = 209)
 _NO_KERNEL = re.compile(r"no kernel image is available|invalid device function|device kernel "
-                        r"image is invalid", re.I)
+                        r"image is invalid|cudaErrorNoKernelImageForDevice|"
+                        r"cudaErrorInvalidDeviceFunction|CUDA_ERROR_NO_BINARY_FOR_GPU", re.I)
+_NO_KERNEL_NEEDLES = ("kernel image", "invalid device function", "nokernelimage",
+                      "invaliddevicefunction", "no_binary_for_gpu")
 _TORCH_ARCH = re.compile(r"capability sm_(\d+) is not compatible with the current PyTorch")
 _DTYPE = re.compile(r"only supports? (?:fp16 and bf16|fp16/bf16|half|float16 and bfloat16)|"
                     r"bfloat16 is only supported on Ampere", re.I)
@@ -153,7 +159,7 @@ def variants(rel: TorchRelease, cc: Version) -> List[str]:
 
 
 def no_kernel_image(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_NO_KERNEL, ("kernel image", "invalid device function"))
+    hit = ctx.first(_NO_KERNEL, _NO_KERNEL_NEEDLES)
     if hit is None or ctx.amd:
         return []
     if ctx.first(_TORCH_ARCH, ("is not compatible with the current pytorch",)) is not None:
@@ -173,7 +179,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        f"{CSRC[module][0]}, has no kernels for {gpu_words(ctx)}: it is "
                        "unmaintained since 2024-01 (flash-attention#1966)", quotes, NAMED,
                        csrc_remedies(module))]
-    for line, _ in ctx.find(_NO_KERNEL, ("kernel image", "invalid device function")):
+    for line, _ in ctx.find(_NO_KERNEL, _NO_KERNEL_NEEDLES):
         library = kernel_libs.library_at(ctx, line)
         found = kernel_libs.verdict(ctx, library[0], [*quotes, ctx.quote(line), ctx.quote(
             library[1])], NAMED) if library is not None else None

@@ -12,7 +12,7 @@ from packaging.version import Version
 from fadoctor.archs import arch_runs_on
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.matrix.defects import Defect
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, Signal, dedupe
@@ -160,3 +160,37 @@ def cuda13_old_gpu(ctx: Context) -> List[Signal]:
                            commands=["fadoctor fix --print-pins"])],
                    details={"source": "NVIDIA CUDA Toolkit 13.0 release notes (Maxwell, Pascal "
                                       "and Volta support removed)"})]
+
+
+# torch's older capability check (torch/cuda/__init__.py _check_capability before the
+# DEVICE_REQUIREMENT table): "Found GPU0 NVIDIA GB10 which is of cuda capability 12.1. Minimum and
+# Maximum cuda capability supported by this version of PyTorch is (8.0) - (12.0)". It compares
+# against the highest arch built, but SASS for sm_XY runs on any sm_XZ with Z >= Y of the same
+# major (CUDA C++ Programming Guide, Binary Compatibility): a GPU past the maximum in the same
+# major runs the build's kernels, and the warning is spurious.
+_RANGE = re.compile(r"which is of cuda capability (\d{1,2})\.(\d)\.?\s+Minimum and Maximum cuda "
+                    r"capability supported by this version of PyTorch is\s+\((\d{1,2})\.(\d)\)\s*-"
+                    r"\s*\((\d{1,2})\.(\d)\)", re.I)
+
+
+def capability_range(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_RANGE, ("minimum and maximum cuda capability",))
+    if hit is None:
+        return []
+    major, minor, _, _, top_major, top_minor = (int(g) for g in hit[1].groups())
+    if major != top_major or minor <= top_minor:
+        return []
+    return [Signal("capability_range", Category.INFO,
+                   f"torch warns that compute capability {major}.{minor} is outside its range "
+                   f"(up to {top_major}.{top_minor}), but it is the same major: its sm_"
+                   f"{top_major}{top_minor} kernels (SASS) run on sm_{major}{minor}, so this "
+                   "warning is harmless (newer torch releases check binary compatibility instead)",
+                   [ctx.quote(hit[0])], NAMED, [Remedy(summary="Nothing to fix: the warning can be "
+                                                       "ignored. Confirm with a CUDA op, e.g. "
+                                                       "torch.ones(1, device='cuda') * 2.",
+                                                       commands=['python -c "import torch; '
+                                                                 "print(torch.ones(1, device='cuda') "
+                                                                 '* 2)"'])],
+                   severity=Severity.INFO,
+                   details={"source": "NVIDIA CUDA C++ Programming Guide, Binary Compatibility; "
+                                      "torch/cuda/__init__.py _check_capability"})]

@@ -190,3 +190,30 @@ def _first_accepting(installed: Version) -> Optional[Tuple[Version, str, str]]:
         if low is not None and high is not None and low <= installed <= high:
             return te, str(low), str(high)
     return None
+
+
+# Transformer Engine's PyTorch side is its own distribution, pulled in by the `pytorch` extra only
+# (transformer_engine 1.13.0's METADATA: Requires-Dist: transformer_engine_torch==1.13.0; extra ==
+# "pytorch"; the core alone is transformer_engine_cu12): `pip install transformer_engine` leaves
+# transformer_engine.pytorch out.
+_NO_TORCH_SIDE = re.compile(r"module 'transformer_engine' has no attribute 'pytorch'|"
+                            r"No module named '?transformer_engine(?:\.pytorch|_torch)\b")
+
+
+def no_pytorch_extra(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_TORCH_SIDE, ("transformer_engine",))
+    if hit is None:
+        return []
+    installed = _te(ctx)
+    spec = f"transformer_engine[pytorch]=={installed}" if installed else \
+        "transformer_engine[pytorch]"
+    return [Signal("te_no_pytorch_extra", Category.NOT_INSTALLED,
+                   "Transformer Engine's PyTorch module is not installed: it is a separate "
+                   "distribution (transformer_engine_torch) that only the `pytorch` extra pulls in",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes(*_TE_NAMES)]), NAMED,
+                   [Remedy(summary="Install Transformer Engine with its PyTorch extra (it builds "
+                           "transformer_engine_torch against the installed torch, so without "
+                           "build isolation):",
+                           commands=[command("pip", "install", "--no-build-isolation", spec)])],
+                   details={"source": "transformer_engine 1.13.0 wheel METADATA (Provides-Extra: "
+                                      "pytorch)"})]

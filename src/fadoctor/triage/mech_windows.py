@@ -8,12 +8,16 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_symbols import owner_of
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 _ENTRY_POINT = re.compile(r"procedure entry point\b[^\n]{0,300}?could not be locate[d]? in the dynamic "
                           r"link library\s+([^\n]{1,400}?\.(?:pyd|dll))", re.I)
@@ -136,6 +140,13 @@ _NO_DISTRIBUTION = re.compile(r"Could not find a version that satisfies the requ
                               r"([\w.-]{1,60})[^\n]{0,80}\(from versions: none\)")
 _NO_WIN_WHEEL = re.compile(r"\b(?:no|not (?:a|any)|there is not|there's no|without)\s+(?:a\s+)?"
                            r"win_amd64\b[^\n]{0,20}(?:\.whl|wheel)", re.I)
+# a pinned Triton said to be unavailable on Windows ("triton==3.4.0 is the blocker ... windows",
+# "triton is not available on windows"): PyPI's triton has no win_amd64 wheel at any release
+# (pip index versions triton --platform win_amd64: none, 5 Dec 2026)
+_TRITON_ON_WINDOWS = re.compile(r"\btriton(?:==([\d.]+))?\b[^\n]{0,80}\b(?:not available|"
+                                r"unavailable|blocker|no wheels?|cannot install|can't install)\b",
+                                re.I)
+_TRITON_PIN = re.compile(r"\btriton==(\d+\.\d+(?:\.\d+)?)")
 _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z][\w.-]{1,40})",
                             re.I)
 
@@ -147,8 +158,11 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
     if not on_windows(ctx) or ctx.text.containing(("wsl",)):
         return []
     hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
+    said = ctx.first(_TRITON_ON_WINDOWS, ("triton",)) if hit is None else None
     if hit is not None:
         package, index = hit[1].group(1), hit[0]
+    elif said is not None:
+        package, index = f"triton{'==' + said[1].group(1) if said[1].group(1) else ''}", said[0]
     else:
         prose = ctx.first(_NO_WIN_WHEEL, ("win_amd64",))
         if prose is None:
@@ -158,6 +172,9 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
         package = asked[1].group(1) if asked else "this package"
     windows = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\"))
     quotes = dedupe([ctx.quote(index), *([ctx.quote(windows[0])] if windows else [])])
+    if package.split("==")[0].lower() == "triton":
+        pin = ctx.first(_TRITON_PIN, ("triton==",))
+        return [_triton(f"triton=={pin[1].group(1)}" if pin else package, quotes)]
     return [Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
                    f"{package} publishes nothing installable for Windows ("
                    + ("pip finds no distribution of it for this Windows Python" if hit is not None
@@ -168,3 +185,25 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
                            "community builds exist, if any. (Where it does ship Windows wheels "
                            "for other Pythons, an environment of such a Python.)",
                            commands=["wsl --install"])])]
+
+
+def _triton(package: str, quotes: List[Quote]) -> Signal:
+    """Triton on Windows: PyPI's triton is Linux-only; triton-windows (woct0rdho) follows its
+    3.x minors from 3.1 (3.1.0.post17 ... 3.8.0.postN, win_amd64 wheels on PyPI)."""
+    pinned = package.partition("==")[2]
+    want = Version(pinned) if pinned and re.fullmatch(r"\d+\.\d+(?:\.\d+)?", pinned) else None
+    fixes = [Remedy(summary=("Or run" if want is None or want >= Version("3.1") else
+                             "No Windows build of this Triton exists (triton-windows starts at 3.1): "
+                             "run") + " it under WSL2 (Linux on Windows), where triton's wheels "
+                    "exist.", commands=["wsl --install"])]
+    if want is None or want >= Version("3.1"):
+        spec = (f"triton-windows<{want.major}.{want.minor + 1}" if want is not None
+                else "triton-windows")
+        fixes.insert(0, Remedy(summary="Install triton-windows instead (the Windows build of "
+                               "Triton, its releases following Triton's minors from 3.1; it "
+                               "must match the Triton minor that your torch pins) and drop the "
+                               "triton pin from the requirements on Windows (a `; sys_platform "
+                               "== 'linux'` marker).", commands=[command("pip", "install", spec)]))
+    return Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
+                  f"{package} has no Windows wheel: PyPI's triton publishes Linux wheels only, at "
+                  "every release", quotes, LOGGED, fixes)

@@ -229,3 +229,20 @@ def test_torchs_range_warning_past_the_maximum_in_the_same_major_is_harmless(
     below = ("Found GPU0 Tesla P100 which is of cuda capability 6.0. Minimum and Maximum cuda "
              "capability supported by this version of PyTorch is (7.0) - (9.0)\n")
     assert top(below, matrix).category != Category.INFO
+
+
+def test_an_sdpa_keyword_the_installed_torch_lacks_names_its_first_release(matrix: Matrix) -> None:
+    text = ("torch 2.4.0+cu121\nTypeError: scaled_dot_product_attention() got an unexpected "
+            "keyword argument 'enable_gqa'\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "from 2.5 on" in found.message
+    assert '"torch>=2.5" --extra-index-url' in said(found)
+
+
+def test_a_ptx_toolchain_error_with_a_driver_branch_names_the_next_cudas_driver(
+        matrix: Matrix) -> None:
+    text = ("host running nvidia-driver-570 with a GTX 1080 Ti\n"
+            "CUDA error: the provided PTX was compiled with an unsupported toolchain.\n")
+    found = top(text, matrix)
+    assert found.category == Category.DRIVER_TOO_OLD
+    assert "driver 570 runs CUDA 12.8 and older; CUDA 12.9 needs 575.51.03 or newer" in said(found)

@@ -115,6 +115,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_api.keyword, mech_api_required.required, mech_api.names, mech_api.code_imports,
     mech_api_returns.unpacked, mech_api_returns.incompatible_arguments,
     mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
+    mech_torch_api.sdpa_keyword,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2, mech_custom_op_args.wrong_type,
     mech_vllm.selector,
     mech_catalog.corroborating,

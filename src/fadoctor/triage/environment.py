@@ -112,9 +112,17 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         _hf_env(text.lines[index], _Lazy(text, index), seen)
     read_paths(text, seen)
     read_hardware(text, seen, gpus)
+    # a distribution's driver package names the branch: Ubuntu's nvidia-driver-570
+    for index in text.containing(("nvidia-driver",)):
+        package = _DRIVER_PACKAGE.search(text.lines[index])
+        if package is not None:
+            seen.state(o.DRIVER, package.group(1), _Lazy(text, index)(), PROSE)
     for kind, count in seen.rows.items():
         if count >= 3:  # a listing, not a requirement or two quoted in prose
             seen.kinds.add(kind)
+
+
+_DRIVER_PACKAGE = re.compile(r"\bnvidia-drivers?-(\d{3})(?:-(?:open|server))?\b", re.I)
 
 
 # `transformers-cli env` (the issue template of transformers and many HF projects):

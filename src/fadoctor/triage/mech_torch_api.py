@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 import yaml
 from packaging.version import Version
 
+from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage import observed as o
@@ -127,3 +128,31 @@ def _release_before(where: str) -> Optional[str]:
         return None
     earlier = [t for t in tags[:tags.index(tag)] if re.match(r"^v\d+\.\d+\.\d+(\.post\d+)?$", t)]
     return earlier[-1].lstrip("v") if earlier else None
+
+
+# scaled_dot_product_attention's keywords by release (PyTorch's documentation at each release:
+# docs/2.0 shows (query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False); `scale` is
+# in 2.1's signature, `enable_gqa` first in 2.5's, 2.4's page lacks it).
+_SDPA_KEYWORDS = {"scale": "2.1", "enable_gqa": "2.5"}
+_SDPA_KEYWORD = re.compile(r"scaled_dot_product_attention\(\)[^\n]{0,60}?(?:got an unexpected "
+                           r"keyword argument|does not have a keyword argument) '(\w{1,30})'")
+
+
+def sdpa_keyword(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SDPA_KEYWORD, ("keyword argument",))
+    if hit is None or hit[1].group(1) not in _SDPA_KEYWORDS:
+        return []
+    keyword = hit[1].group(1)
+    first = _SDPA_KEYWORDS[keyword]
+    have = f"torch {ctx.torch}" if ctx.torch is not None else "the installed torch"
+    return [Signal("sdpa_keyword", Category.VERSION_CONFLICT,
+                   f"the caller passes scaled_dot_product_attention({keyword}=...), a keyword "
+                   f"torch has from {first} on; {have} is older", dedupe(
+                       [ctx.quote(hit[0]), *ctx.quotes(o.TORCH)]), NAMED,
+                   [Remedy(summary=f"Upgrade torch to {first} or newer, or use the caller's "
+                           "release written for this torch.",
+                           commands=[command("pip", "install", f"torch>={first}", *(
+                               extra_index_args(str(ctx.torch)) if ctx.torch else []))])],
+                   details={"source": "PyTorch documentation of "
+                                      "torch.nn.functional.scaled_dot_product_attention at 2.0, "
+                                      "2.1, 2.4 and 2.5"})]

@@ -45,8 +45,10 @@ _REASONS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
                             r"min\(query\.shape\[-1\], value\.shape\[-1\]\) < (\d+)|"
                             r"unsupported embed per head: (\d+)|query\.shape\[-1\] % (\d+) != 0")),
 )
-# the order that breaks a tie in how many operators a reason refuses: the more basic cause first
-_PRIORITY = [name for name, _ in _REASONS]
+# the order that breaks a tie in how many operators a reason refuses: the more basic cause first;
+# but a GPU newer than as many operators accept as were not built is a release older than the
+# GPU (its kernels for it were never compiled), not a build for another torch
+_PRIORITY = ["too_new", *(name for name, _ in _REASONS if name != "too_new")]
 
 
 def _pattern(family: str) -> re.Pattern[str]:

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.install.torch import torch_install
+from fadoctor.matrix.hardware import ToolkitDriver
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
@@ -70,6 +71,19 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
     said = next((v for k, v in why.items() if k in entry.printed),
                 "The NVIDIA driver is older than the CUDA runtime needs")
     runs = ctx.seen.get(o.DRIVER_CUDA)  # nvidia-smi's "CUDA Version": the newest this driver runs
+    if runs is None and ctx.driver is not None:  # else the toolkit table's, for the stated driver
+        driver = ctx.driver  # a branch alone ("nvidia-driver-570") runs its branch's toolkits
+        branch = len(driver.release) == 1
+
+        def runs_on(t: ToolkitDriver) -> bool:
+            return t.min_driver.major <= driver.major if branch else t.min_driver <= driver
+        fits = [t.cuda for t in ctx.matrix.cuda_driver.toolkits if runs_on(t)]
+        runs = str(max(fits)) if fits else None
+        newer = sorted((t for t in ctx.matrix.cuda_driver.toolkits if not runs_on(t)),
+                       key=lambda t: t.cuda)
+        if newer and not need:
+            need = (f" (driver {ctx.driver} runs CUDA {runs or 'older than 11.0'} and older; CUDA "
+                    f"{newer[0].cuda} needs {newer[0].min_driver} or newer)")
     within = (f" (this driver runs CUDA {runs} and older: a build or container of CUDA {runs} "
               "or older works with it)" if runs else "")
     return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch (and "

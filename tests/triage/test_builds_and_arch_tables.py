@@ -246,3 +246,43 @@ def test_a_ptx_toolchain_error_with_a_driver_branch_names_the_next_cudas_driver(
     found = top(text, matrix)
     assert found.category == Category.DRIVER_TOO_OLD
     assert "driver 570 runs CUDA 12.8 and older; CUDA 12.9 needs 575.51.03 or newer" in said(found)
+
+
+def test_the_range_warning_wrapped_over_lines_is_read_whole(matrix: Matrix) -> None:
+    text = ("UserWarning:\n    Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.\n"
+            "    Minimum and Maximum cuda capability supported by this version of PyTorch is\n"
+            "    (8.0) - (12.0)\n")
+    assert top(text, matrix).category == Category.INFO
+
+
+def test_a_framework_floor_outranks_the_bf16_refusal_beside_it(matrix: Matrix) -> None:
+    text = ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your "
+            "Tesla P100-PCIE-16GB GPU has compute capability 6.0.\n"
+            "RuntimeError: GPUs with compute capability below 7.0 are not supported.\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "7.0" in found.message
+
+
+def test_a_cuda_error_with_only_an_intel_gpu_named_is_no_nvidia_gpu(matrix: Matrix) -> None:
+    text = ("Error CUDA driver version is insufficient for CUDA runtime version at line 167\n"
+            "I'm using an integrated Intel GPU (Iris Xe Graphics), torch==2.0.0+cu118\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_GPU and "NVIDIA GPU" in said(found)
+    with_nvidia = text + "and a GeForce RTX 3060 Laptop GPU\n"
+    assert top(with_nvidia, matrix).category != Category.NO_GPU
+
+
+def test_nvcc_without_an_arch_names_torchs_variable_for_other_packages(matrix: Matrix) -> None:
+    text = ("installing Uni-Core on an A100\nnvcc fatal   : Unsupported gpu architecture "
+            "'compute_90'\nninja: build stopped: subcommand failed.\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert found.remedies[0].commands == ["export TORCH_CUDA_ARCH_LIST=8.0"]
+
+
+def test_a_missing_cuda_runtime_under_a_vllm_import_is_vllms_wheel(matrix: Matrix) -> None:
+    text = ("ImportError: libcudart.so.12: cannot open shared object file: No such file or "
+            "directory\n\n    from vllm import LLM as VLLModel\n")
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and found.message.startswith("vllm")
+    assert "flash-attn" not in said(found)

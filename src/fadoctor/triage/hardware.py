@@ -65,6 +65,11 @@ def _at(text: Pasted, offset: int) -> Quote:
     return text.quote(text.index_at(offset))
 
 
+# Intel graphics: integrated (Iris Xe, Iris Plus, UHD, HD Graphics) and Arc
+_INTEL = re.compile(r"\b(?:Intel(?:\(R\))?\s+)?(?:Iris(?:\(R\))?\s+(?:Xe|Plus|Pro)\b(?:\s+Graphics)?|"
+                    r"(?:UHD|HD)\s+Graphics(?:\s+\d{3,4})?|Arc(?:\(TM\))?\s+[AB]\d{3}M?)", re.I)
+
+
 def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
     for index in text.distinct(text.containing(("ram", "memory"))):
         line = text.lines[index]
@@ -84,6 +89,10 @@ def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
             seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
             if amd.group(1):
                 seen.state(o.AMD_ARCH, amd.group(1).lower(), text.quote(index), PROSE)
+    for index in text.distinct(text.containing(("intel", "iris"))):
+        intel = _INTEL.search(text.lines[index])
+        if intel:
+            seen.gpus.append(o.Gpu(intel.group(0), text.quote(index), vendor="intel"))
     for index in text.distinct(text.containing(("capability", "run on a sm"))):
         cc = _CC.search(text.lines[index])
         if cc:

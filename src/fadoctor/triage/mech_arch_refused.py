@@ -65,11 +65,17 @@ _FLOOR = re.compile(
     r"|\bsm_?(\d)(\d) or (?:higher|newer|above|later)"
     # the floor retold: "nothing under CUDA Compute 7.0 can be used", "below compute capability 7.0"
     r"|\b(?:under|below|less than|lower than|older than)\s+(?:CUDA\s+)?compute(?:\s+capability)?"
-    r"\s+(\d{1,2})\.(\d)", re.I)
+    r"\s+(\d{1,2})\.(\d)"
+    # vLLM's "GPUs with compute capability below 7.0 are not supported."
+    r"|compute capability (?:below|under|less than|lower than) (\d{1,2})\.(\d) (?:is|are) not "
+    r"supported", re.I)
 
 
 def refused(ctx: Context) -> List[Signal]:
     bf16 = ctx.first(_BF16_FLOOR, ("bfloat16", "bf16", "`dtype` flag"))
+    below = _below_floor(ctx) if bf16 is not None and ctx.gpu_cc_exact is not None else []
+    if below:  # a floor the GPU misses whatever the dtype ("below 7.0 are not supported")
+        return below
     if bf16 is not None and not ctx.amd:  # a dtype the GPU lacks, not an architecture refused
         gpu = f"{ctx.gpu[0]} is {ctx.gpu_cc_exact}" if ctx.gpu and ctx.gpu_cc_exact else \
             "this GPU is below it"

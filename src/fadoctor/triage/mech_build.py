@@ -200,14 +200,21 @@ def architecture(ctx: Context) -> List[Signal]:
     need = next((nvcc for arch, nvcc in newest.build_archs.items()
                  if arch.removeprefix("sm_") == digits), _FIRST_NVCC.get(digits))
     cc = ctx.gpu_cc_exact
-    narrow = (f" or build only for this GPU: {newest.arch_env}={cc.major}{cc.minor}"
-              if cc is not None and newest.arch_env else "")
+    flash = bool(ctx.text.containing(("flash_attn", "flash-attn", "flash-attention")))
+    # flash-attn's setup.py reads its own variable; torch's extension builder reads
+    # TORCH_CUDA_ARCH_LIST (cpp_extension._get_cuda_arch_flags) for every other package
+    setting = (f"{newest.arch_env}={cc.major}{cc.minor}" if flash and newest.arch_env else
+               f"TORCH_CUDA_ARCH_LIST={cc.major}.{cc.minor}") if cc is not None else ""
+    narrow = (f" or build only for this GPU ({setting}; a package that hard-codes its "
+              f"-gencode list needs sm_{digits} removed from it)" if setting else
+              f", or drop sm_{digits} from the architectures the build compiles for")
     return [Signal("nvcc_arch", Category.BUILD_TOOLCHAIN,
                    f"this nvcc{f' ({ctx.nvcc})' if ctx.nvcc else ''} cannot compile for sm_{digits}"
                    + (f", which needs nvcc {need} or newer" if need else ""),
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")]), NAMED,
-                   [Remedy(summary=f"Use a newer CUDA toolkit{f' (>= {need})' if need else ''}"
-                           f"{narrow}."), prebuilt(ctx)])]
+                   [Remedy(summary=f"Upgrade CUDA: a toolkit{f' >= {need}' if need else ''}"
+                           f"{narrow}.", commands=[f"export {setting}"] if setting else []),
+                    *([prebuilt(ctx)] if flash else [])])]
 
 
 def on_windows(ctx: Context) -> bool:

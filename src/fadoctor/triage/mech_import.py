@@ -27,6 +27,7 @@ from fadoctor.triage.mech_symbols import (
     installed_wheel,
     is_cuda_library,
     other_abi_wheel,
+    other_named,
     owner_in_text,
     owner_of,
     reinstall_owner,
@@ -42,8 +43,7 @@ _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefi
                         r"symbol)(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
-# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019) when a
-# locale or an issue tracker changed it.
+# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019).
 _GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2019\"]? "
                     r"not found"
                     r"(?:\s*\(required by ([^)]{1,400})\))?")
@@ -226,7 +226,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        owner = OTHERS.get(module or "") or owner_in_text(ctx)
+        owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]

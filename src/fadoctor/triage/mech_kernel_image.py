@@ -175,6 +175,13 @@ _RANGE = re.compile(r"which is of cuda capability (\d{1,2})\.(\d)\.?\s+Minimum a
 
 def capability_range(ctx: Context) -> List[Signal]:
     hit = ctx.first(_RANGE, ("minimum and maximum cuda capability",))
+    if hit is None:  # the warning printed over several lines (warnings' own wrapping)
+        for index in ctx.text.containing(("which is of cuda capability",)):
+            joined = " ".join(line.strip() for line in ctx.text.lines[index:index + 4])
+            found = _RANGE.search(joined)
+            if found is not None:
+                hit = (index, found)
+                break
     if hit is None:
         return []
     major, minor, _, _, top_major, top_minor = (int(g) for g in hit[1].groups())

@@ -193,3 +193,10 @@ def package_in(ctx: Context, line: str = "") -> Optional[str]:
             return _BINARIES[found.group(1).lower()]
     return None
 
+
+def other_named(ctx: Context) -> Optional[str]:
+    """The binary package the report names, in a report that never names flash-attention (a
+    vLLM import failing on its CUDA runtime is vLLM's wheel, not flash-attn's)."""
+    if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
+        return None
+    return package_in(ctx)

@@ -1,0 +1,39 @@
+"""A CUDA error on a machine whose only GPU the report names is not NVIDIA's (Intel's integrated
+Iris Xe/UHD graphics or Arc, or an AMD GPU under a CUDA build of torch): CUDA runs on NVIDIA GPUs
+only, so "CUDA driver version is insufficient", "no CUDA GPUs are available" or "Found no NVIDIA
+driver" mean there is no NVIDIA GPU at all, not an old driver (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import observed as o
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_CUDA_FAILED = re.compile(r"CUDA driver version is insufficient for CUDA runtime version|No CUDA "
+                          r"GPUs are available|Found no NVIDIA driver on your system|no CUDA-capable "
+                          r"device is detected|Torch not compiled with CUDA enabled|CUDA driver "
+                          r"initialization failed", re.I)
+
+
+def no_nvidia_gpu(ctx: Context) -> List[Signal]:
+    if any(g.vendor == "nvidia" for g in ctx.seen.gpus):
+        return []
+    other = next((g for g in ctx.seen.gpus if g.vendor == "intel"
+                  or (g.vendor == "amd" and not (ctx.seen.get(o.ROCM) or ctx.seen.get(o.TORCH_HIP)))),
+                 None)
+    failed = ctx.first(_CUDA_FAILED, ("cuda", "nvidia"))
+    if other is None or failed is None:
+        return []
+    vendor = "Intel" if other.vendor == "intel" else "AMD"
+    return [Signal("no_nvidia_gpu", Category.NO_GPU,
+                   f"the only GPU the report names is {vendor}'s ({other.name}), and CUDA runs on "
+                   "NVIDIA GPUs only: there is no CUDA-capable GPU here, whatever the driver",
+                   dedupe([ctx.quote(failed[0]), other.quote]), NAMED + 5,
+                   [Remedy(summary="This needs an NVIDIA GPU (CUDA): run it on a machine or cloud "
+                           "instance with one, or on the CPU where the program offers that"
+                           + (" (on AMD GPUs, a ROCm build of torch on Linux)" if vendor == "AMD"
+                              else "") + ".", commands=["nvidia-smi"])])]

@@ -286,3 +286,17 @@ def test_a_missing_cuda_runtime_under_a_vllm_import_is_vllms_wheel(matrix: Matri
     found = top(text, matrix)
     assert found.category == Category.CUDA_RUNTIME_MISMATCH and found.message.startswith("vllm")
     assert "flash-attn" not in said(found)
+
+
+def test_a_geforce_series_written_as_such_has_that_series_capability(matrix: Matrix) -> None:
+    text = ("RTX 50XX with xformers-0.0.31\nCUDA error (/__w/xformers/xformers/third_party/"
+            "flash-attention/hopper/flash_fwd_launch_template.h:188): invalid argument\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "sm_120" in found.message
+    assert "xformers" in said(found)
+
+
+def test_the_older_torchs_mps_bf16_refusal_is_the_dtype(matrix: Matrix) -> None:
+    text = "MacBook Pro M1\nTypeError: BFloat16 is not supported on MPS\n"
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "float16" in said(found)

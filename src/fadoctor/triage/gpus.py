@@ -38,6 +38,13 @@ _GLUED = re.compile(r"(?<=[^\x00-\x7f])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[^\x00
 _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{3,4}(?:\s*Ti)?(?:\s+(?:Laptop|SUPER))?", re.I)
 
 
+# A GeForce RTX series written as such ("RTX 50XX", "RTX 40 series"): every model of one series
+# has one compute capability (NVIDIA's CUDA GPUs list: 20xx 7.5, 30xx 8.6, 40xx 8.9, 50xx 12.0)
+_GEFORCE_SERIES = re.compile(r"\bRTX\s?(20|30|40|50)[xX]{2}\b|\bRTX\s?(20|30|40|50)(?:00)?[\s-]?"
+                             r"series\b", re.I)
+_SERIES_CC = {"20": "7.5", "30": "8.6", "40": "8.9", "50": "12.0"}
+
+
 # the joins of a list of GPUs in one line
 _LIST = re.compile(r"\s+(?:and|&|\+|plus|with)\s+|,\s*|;\s*|\s+/\s+", re.I)
 
@@ -70,6 +77,10 @@ class GpuFinder:
 
     def _one(self, line: str) -> List[Tuple[str, Optional[str]]]:
         line = _GLUED.sub(" ", line[:400])
+        series = _GEFORCE_SERIES.search(line)
+        if series is not None:  # one compute capability for every model of a GeForce series
+            number = series.group(1) or series.group(2)
+            return [(f"GeForce RTX {number} series", _SERIES_CC[number])]
         spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:
             return [(spec.name, str(spec.cc))]

@@ -18,6 +18,8 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 _FLOAT64 = re.compile(r"Cannot convert a MPS Tensor to float64 dtype|MPS framework doesn't "
                       r"support float64")
 _BF16 = re.compile(r"MPS BFloat16 is only supported on MacOS 14")
+# the older torch's refusal of bf16 on MPS altogether (getMPSDataType's TORCH_CHECK_TYPE)
+_BF16_NONE = re.compile(r"BFloat16 is not supported on MPS")
 # Accelerate's bf16 check (accelerator.py): "bf16 mixed precision requires PyTorch >= 1.10 and a
 # supported device" when is_bf16_available() is false; its later releases take MPS and say "bf16
 # mixed precision with MPS device requires a Pytorch >= 2.6.0"
@@ -54,6 +56,14 @@ def dtype(ctx: Context) -> List[Signal]:
                                                  f"torch>={need}", "accelerate")]),
                         Remedy(summary="Or train without bf16 on this Mac: "
                                "mixed_precision=\"no\" (fp32), or fp16.")])]
+    none = ctx.first(_BF16_NONE, ("bfloat16 is not supported on mps",))
+    if none is not None:
+        return [Signal("mps_bf16", Category.DTYPE_UNSUPPORTED,
+                       "this torch's MPS backend has no bfloat16 at all: the model or its config "
+                       "asks for bf16 on an Apple GPU", [ctx.quote(none[0])], NAMED,
+                       [Remedy(summary="Run in float16 on the Mac (torch_dtype=torch.float16; a "
+                               "model config's bf16 flag set to false and fp16 to true), or "
+                               "float32; a newer torch runs bf16 on MPS from macOS 14.")])]
     hit = ctx.first(_BF16, ("mps bfloat16",))
     if hit is None:
         return []

@@ -300,3 +300,19 @@ def test_the_older_torchs_mps_bf16_refusal_is_the_dtype(matrix: Matrix) -> None:
     text = "MacBook Pro M1\nTypeError: BFloat16 is not supported on MPS\n"
     found = top(text, matrix)
     assert found.category == Category.DTYPE_UNSUPPORTED and "float16" in said(found)
+
+
+def test_a_launcher_named_near_a_missing_runtime_is_not_its_owner(matrix: Matrix) -> None:
+    text = ("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or "
+            "directory\n(venv) root@host:/workspace# deepspeed --num_gpus=1 train.py\n")
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert not found.message.startswith("deepspeed")
+
+
+def test_a_framework_saying_flash_attn_is_broken_on_blackwell_is_its_missing_kernels(
+        matrix: Matrix) -> None:
+    text = ("Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.\n"
+            "Unsloth: Your Flash Attention 2 installation seems to be broken?\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "sm_121" in said(found)

@@ -226,7 +226,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx)
+        owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]

@@ -192,7 +192,7 @@ def capability_range(ctx: Context) -> List[Signal]:
                    f"(up to {top_major}.{top_minor}), but it is the same major: its sm_"
                    f"{top_major}{top_minor} kernels (SASS) run on sm_{major}{minor}, so this "
                    "warning is harmless (newer torch releases check binary compatibility instead)",
-                   [ctx.quote(hit[0])], NAMED, [Remedy(summary="Nothing to fix: the warning can be "
+                   [ctx.quote(hit[0])], HINTED, [Remedy(summary="Nothing to fix: the warning can be "
                                                        "ignored. Confirm with a CUDA op, e.g. "
                                                        "torch.ones(1, device='cuda') * 2.",
                                                        commands=['python -c "import torch; '

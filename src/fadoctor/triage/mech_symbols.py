@@ -194,9 +194,19 @@ def package_in(ctx: Context, line: str = "") -> Optional[str]:
     return None
 
 
-def other_named(ctx: Context) -> Optional[str]:
-    """The binary package the report names, in a report that never names flash-attention (a
-    vLLM import failing on its CUDA runtime is vLLM's wheel, not flash-attn's)."""
+# an import statement, as a traceback shows it (Jupyter's "---> 81" and line numbers before it)
+_IMPORTS = re.compile(r"^\s*(?:-*>\s*)?(?:\d+\s+)?(?:from|import)\s+([A-Za-z_]\w*)")
+
+
+def other_named(ctx: Context, index: int) -> Optional[str]:
+    """The binary package imported within 15 lines of a loader's error, in a report that never
+    names flash-attention (`from vllm import LLM` around libcudart.so.12 missing is vLLM's wheel,
+    not flash-attn's; a launcher such as deepspeed merely named is not)."""
     if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
         return None
-    return package_in(ctx)
+    for anchor in [index, *ctx.text.containing(("cannot open shared object",))]:  # each retelling
+        for line in ctx.text.lines[max(0, anchor - 15):anchor + 15]:
+            found = _IMPORTS.match(line)
+            if found is not None and found.group(1) in OTHERS:
+                return OTHERS[found.group(1)]
+    return None

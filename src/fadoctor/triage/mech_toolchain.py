@@ -78,10 +78,11 @@ def _words(text: str) -> Set[str]:
 
 
 def _said(advice: Remedy, have: List[Remedy]) -> bool:
-    """Whether a remedy already says this advice, in other words at most a few ("install the
-    release of the package built for this torch" said of auto-gptq by name)."""
+    """Whether a remedy already says this advice with a name put in ("install the release of
+    the package built for this torch" said of auto-gptq by name)."""
     words = _words(advice.summary)
-    return any(len(words & _words(h.summary)) >= 0.75 * len(words) for h in have)
+    return any(len(words & _words(h.summary)) >= 0.6 * len(words | _words(h.summary))
+               for h in have)  # Jaccard: the same sentence with one name changed
 
 
 def fold(signals: List[Signal]) -> List[Signal]:

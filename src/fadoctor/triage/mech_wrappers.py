@@ -84,7 +84,21 @@ def wrappers(ctx: Context) -> List[Signal]:
     if FALLS_BACK.search(ctx.text.lines[index]):
         return []  # the program's own fallback said on the line: mech_fallback's warning
     installed = installed_quote(ctx)
-    if installed is None:
+    broken = "broken" in ctx.low(index)  # "seems to be broken": installed, its import fails
+    cc = ctx.gpu_cc_exact
+    if broken and cc is not None and cc >= Version("10.0"):
+        return [Signal(
+            "wrapper", Category.NO_KERNEL_IMAGE,
+            f"the framework finds flash-attn installed but broken on {ctx.gpu[0] if ctx.gpu else 'this GPU'} "
+            f"(sm_{cc.major}{cc.minor}): a flash-attn build from before Blackwell support has no "
+            "kernels for it (its import or first call fails)", dedupe(
+                [*quotes, *([ctx.gpu[2]] if ctx.gpu else [])]), WRAPPED,
+            r.keep([r.force_build(ctx, f"Build flash-attn with sm_{cc.major}{cc.minor} code on "
+                                       "this machine:"),
+                    r.sdpa("Or let the framework fall back (it says so) to SDPA/xformers.")]),
+            severity=Severity.WARNING,
+            needs=[("the real import error, which the framework's message hides", r.REVEAL_IMPORT)])]
+    if installed is None and not broken:
         fixes = _install(ctx)
         if "not found in your environment" in ctx.low(index):
             fixes.insert(0 if _scans_try_blocks(ctx) else len(fixes), _CHECK_IMPORTS)
@@ -97,10 +111,11 @@ def wrappers(ctx: Context) -> List[Signal]:
                     'pip show flash-attn; python -c "import flash_attn"')])]
     return [Signal(
         "wrapper", Category.TORCH_VERSION_MISMATCH,
-        "the framework says flash-attn is missing or broken, but the report shows it installed: "
+        "the framework says flash-attn is missing or broken, but "
+        + ("it says broken" if installed is None else "the report shows it installed") + ": "
         "its import fails, and the framework's message hides the real error (most often a "
         "flash-attn binary built for another torch: an undefined symbol)",
-        dedupe([*quotes, installed]), WRAPPED,
+        dedupe([*quotes, *([installed] if installed else [])]), WRAPPED,
         [Remedy(summary="Import it directly to see the real error, then triage that output.",
                 commands=[r.REVEAL_IMPORT]),
          r.reinstall(ctx, "If it is an undefined symbol:")],

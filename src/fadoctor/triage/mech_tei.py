@@ -29,7 +29,7 @@ _BUILDS = {75: 75, 80: 80, 81: 80, 82: 80, 83: 80, 84: 80, 85: 80, 86: 86, 87: 8
            100: 100, 120: 120}
 _SOURCE = {"source": "huggingface/text-embeddings-inference backends/candle/src/compute_cap.rs "
                      "(compute_cap_matching); README.md (Docker Images)"}
-_TEI = ("text-embeddings-inference", "text-embeddings-router", "tei", "embed")
+_TEI = ("text-embeddings-inference", "text-embeddings-router")
 _NULL = re.compile(r"\[\[?\s*(?:null|None|NaN)\s*,|\breturns? (?:only )?(?:a list of )?"
                    r"(?:null|None|NaN)s?\b|\b(?:null|NaN) embeddings?\b", re.I)
 _TURING_TAG = re.compile(r"text-embeddings-inference:turing-|\bg4dn\.", re.I)
@@ -84,7 +84,7 @@ def compute_cap(ctx: Context) -> List[Signal]:
 
 def turing_nulls(ctx: Context) -> List[Signal]:
     """TEI on a Turing GPU answering null/NaN embeddings: flash-attention v1's precision there."""
-    if ctx.has(*_TEI[:2]) is None and not ctx.text.containing(("tei ", "tei:", "(tei)")):
+    if ctx.has(*_TEI) is None and not ctx.text.containing(("tei ", "tei:", "(tei)")):
         return []
     null = ctx.first(_NULL, ("null", "none", "nan"))
     turing = ctx.first(_TURING_TAG, ("turing-", "g4dn"))

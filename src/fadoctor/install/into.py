@@ -8,11 +8,18 @@ from typing import List, Optional, Sequence, TypeVar
 
 from fadoctor.facts.model import Facts
 from fadoctor.report import CheckResult, Finding, Remedy, Report
-from fadoctor.safety.shell import Installer, into
+from fadoctor.safety.shell import Installer, into_lines
 
 # An interpreter's prefix, as a traceback's site-packages path names it. A match starts only where
 # a path starts (the look-behind): a search restarting inside a long path would make it quadratic.
 _SITE = re.compile(r"(?<![\w.+/-])((?:/[\w.+-]+)+)/lib/python3\.\d+t?/site-packages/")
+# The same on Windows: PREFIX\Lib\site-packages\ (a venv's interpreter is PREFIX\Scripts\python.exe;
+# an installed, conda or embedded Python's is PREFIX\python.exe)
+_WIN_SITE = re.compile(r"(?<![\w.+\\-])([A-Za-z]:(?:\\[\w .+()-]+)+?)\\Lib\\site-packages\\", re.I)
+_VENV = re.compile(r"\.?venv\w*|\w*[-_.]?env", re.I)
+# PowerShell's prompt (PS C:\...>) and cmd.exe's (C:\...>) before a command the reporter ran
+_PS_PROMPT = re.compile(r"^\s*PS [A-Za-z]:\\[^\n>]*>", re.M)
+_CMD_PROMPT = re.compile(r"^\s*(?:\([\w.-]+\) )?[A-Za-z]:\\[^\n>]*>\s?\S", re.M)
 UNKNOWN = Installer()
 NOT_NAMED = ("remedies say `python -m pip`: the report names no interpreter, so run them with "
              "the python of the environment that printed it")
@@ -44,21 +51,38 @@ def installer_of_report(report: Report) -> Installer:
     return Installer(python=python, pip=True, known=True) if _carried(python) else UNKNOWN
 
 
-def named_in(text: str) -> Optional[Installer]:
+def shell_of(text: str, windows: bool) -> str:
+    """The shell a pasted report's remedies are for: POSIX unless it comes from Windows; there
+    cmd.exe where its prompt shows, else PowerShell (the default terminal of Windows 10 and 11,
+    and where a cmd.exe `set` would silently set no environment variable)."""
+    if not windows or _PS_PROMPT.search(text):
+        return "powershell" if windows else "posix"
+    return "cmd" if _CMD_PROMPT.search(text) else "powershell"
+
+
+def named_in(text: str, shell: str = "posix") -> Optional[Installer]:
     """The interpreter a pasted traceback's site-packages paths name, when they all name one."""
     prefixes = {m.group(1) for m in _SITE.finditer(text)}
-    if len(prefixes) != 1:
+    windows = {m.group(1) for m in _WIN_SITE.finditer(text)} if ":\\" in text else set()
+    if len(prefixes) + len({w.lower() for w in windows}) != 1:
         return None
+    if windows:
+        prefix = windows.pop()
+        parent, _, last = prefix.rpartition("\\")
+        venv = not parent.lower().endswith("\\envs") and (  # conda's envs\NAME hold python.exe
+            _VENV.fullmatch(last) is not None or f"{prefix}\\scripts\\".lower() in text.lower())
+        python = f"{prefix}\\Scripts\\python.exe" if venv else f"{prefix}\\python.exe"
+        return Installer(python=python, pip=True, known=True, shell=shell)
     prefix = prefixes.pop()
     if prefix.endswith("/.local"):
         return None  # the user site of some system python, whose path the text does not give
-    return Installer(python=f"{prefix}/bin/python", pip=True, known=True)
+    return Installer(python=f"{prefix}/bin/python", pip=True, known=True, shell=shell)
 
 
 def remedy_into(remedy: Remedy, inst: Installer) -> Remedy:
     if not remedy.commands:
         return remedy
-    return remedy.model_copy(update={"commands": [into(c, inst) for c in remedy.commands]})
+    return remedy.model_copy(update={"commands": commands_into(remedy.commands, inst)})
 
 
 F = TypeVar("F", bound=Finding)
@@ -77,4 +101,4 @@ def results_into(results: Sequence[CheckResult], inst: Installer) -> List[CheckR
 
 
 def commands_into(commands: Sequence[str], inst: Installer) -> List[str]:
-    return [into(c, inst) for c in commands]
+    return [line for c in commands for line in into_lines(c, inst)]

@@ -36,6 +36,10 @@ _QUOTED = (r"(?:[\w@%+=:,./-]+|'[^']*'(?:\"'\"'[^']*')*|"
 _WORD = rf"(?:[A-Za-z_][A-Za-z0-9_]*=)?{_QUOTED}"
 _COMMAND = rf"{_WORD}(?: {_WORD})*"
 _LINE = re.compile(rf"{_COMMAND}(?: && {_COMMAND})*", re.ASCII)
+# Windows shells (`into_lines`): PowerShell's `$env:NAME = "value"` and its call operator before a
+# quoted interpreter path (`& "C:\…\python.exe" -m pip …`); cmd.exe's `set "NAME=value"` is words.
+_PS_SET = re.compile(rf'\$env:[A-Za-z_][A-Za-z0-9_]* = "{_DOUBLE.pattern}"', re.ASCII)
+_PS_CALL = re.compile(rf'& "{_DOUBLE.pattern}"(?: {_WORD})*', re.ASCII)
 
 
 class Unsafe(InputError):
@@ -118,7 +122,8 @@ def command(*words: Union[str, Word]) -> str:
 def is_safe(line: str) -> bool:
     """Whether `line` is words as `command` writes them: nothing a shell would read as more than
     the words shown (no `;`, `$(…)`, backquotes, redirections, globs or control characters)."""
-    return all(ch.isprintable() for ch in line) and _LINE.fullmatch(line) is not None
+    return all(ch.isprintable() for ch in line) and any(
+        form.fullmatch(line) is not None for form in (_LINE, _PS_SET, _PS_CALL))
 
 
 def words_of(line: str) -> str:
@@ -166,6 +171,7 @@ class Installer:
     python: str = "python"
     pip: bool = True
     known: bool = False
+    shell: str = "posix"  # or "powershell", "cmd": how `into_lines` writes assignments
 
 
 def _installer_words(inst: Installer, words: List[str]) -> List[str]:
@@ -200,24 +206,62 @@ def _quoted(word: str) -> str:
     return quote(word)
 
 
-def into(line: str, inst: Installer) -> str:
-    """`line` with every command that runs `pip` or `python` (after its NAME=value words, in each
-    part joined by `&&`) running the examined interpreter's instead, its path quoted."""
+def _parts(line: str, inst: Installer) -> List[List[str]]:
+    """The commands of `line` (its parts joined by `&&`), each as words, `pip` and `python`
+    made the examined interpreter's."""
     try:
-        parts = shlex.split(line)
+        words = shlex.split(line)
     except ValueError as exc:
         raise Unsafe(f'"{one_line(line)}" does not split into words: {exc}') from None
     _printable(inst.python)
-    out: List[str] = []
-    current: List[str] = []
-    for word in [*parts, "&&"]:
-        if word != "&&":
-            current.append(word)
-            continue
-        if out:
-            out.append("&&")
-        out.extend(_one_into(current, inst))
-        current = []
-    text = " ".join(w if w == "&&" or _ENV_ASSIGN.fullmatch(w) else _quoted(w) for w in out)
+    parts: List[List[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [_one_into(part, inst) for part in parts if part]
+
+
+def into(line: str, inst: Installer) -> str:
+    """`line` with every command that runs `pip` or `python` (after its NAME=value words, in each
+    part joined by `&&`) running the examined interpreter's instead, its path quoted."""
+    text = " && ".join(" ".join(w if _ENV_ASSIGN.fullmatch(w) else _quoted(w) for w in part)
+                       for part in _parts(line, inst))
     assert is_safe(text), text
     return text
+
+
+def _assignment(shell: str, var: str, value: str) -> Optional[str]:
+    """NAME=value as its own line for a Windows shell (None where the value cannot be written
+    there literally)."""
+    if not _DOUBLE.fullmatch(value):
+        return None
+    return f'$env:{var} = "{value}"' if shell == "powershell" else f'set "{var}={value}"'
+
+
+def into_lines(line: str, inst: Installer) -> List[str]:
+    """`into` for the examined environment's shell: one line for a POSIX shell; for PowerShell
+    and cmd.exe each command on its own line (Windows PowerShell 5.1 has no `&&`), with its
+    NAME=value words and `export` set first as that shell sets a variable, and (PowerShell) a
+    quoted interpreter path run through its call operator `&`."""
+    if inst.shell == "posix":
+        return [into(line, inst)]
+    out: List[str] = []
+    for part in _parts(line, inst):
+        lead = 0
+        while lead < len(part) and _ENV_WORD.fullmatch(part[lead]):
+            lead += 1
+        sets, body = part[:lead], part[lead:]
+        if body[:1] == ["export"] and all(_ENV_WORD.fullmatch(w) for w in body[1:]):
+            sets, body = sets + body[1:], []
+        assigns = [_ENV_WORD.fullmatch(w) for w in sets]
+        lines = [_assignment(inst.shell, m.group(1), m.group(2)) for m in assigns if m]
+        if len(lines) != len(sets) or None in lines:
+            return [into(line, inst)]  # a value no Windows shell reads literally: as it was
+        out += [one for one in lines if one is not None]
+        if body:
+            text = " ".join(_quoted(w) for w in body)
+            out.append(f"& {text}" if inst.shell == "powershell" and text.startswith('"') else text)
+    assert all(is_safe(one) for one in out), out
+    return out

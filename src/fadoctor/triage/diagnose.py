@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from fadoctor import __version__
@@ -18,6 +19,7 @@ from fadoctor.install.into import (
     installer_of_report,
     named_in,
     results_into,
+    shell_of,
 )
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
@@ -203,8 +205,9 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
     if not candidates:  # the last resort: what the GPU alone makes likely
         candidates = [s for prior in mech_prior.PRIORS for s in _run(prior, ctx)]
+    shell = shell_of(ctx.text.joined, ctx.machine().platform.startswith("windows"))
     return _result(ctx, candidates, checks, _environment(ctx),
-                   named_in(ctx.text.joined) or UNKNOWN)
+                   named_in(ctx.text.joined, shell) or replace(UNKNOWN, shell=shell))
 
 
 def _run(mechanism: Mechanism, ctx: Context) -> List[Signal]:

@@ -12,8 +12,8 @@ from packaging.version import Version
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.safety.shell import command
+from fadoctor.triage import build_package, mech_api
 from fadoctor.triage import errors as e
-from fadoctor.triage import mech_api
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_symbols import package_in
@@ -70,6 +70,10 @@ def build_context(ctx: Context, index: int) -> bool:
 
 
 def prebuilt(ctx: Context) -> Remedy:
+    """Skip the build: flash-attn's prebuilt wheel, or the other package's (build_package)."""
+    other = build_package.other_wheel(ctx)
+    if other is not None:
+        return other
     exact = r.exact_wheel(ctx, replace_installed=False)
     if exact is not None:
         return exact

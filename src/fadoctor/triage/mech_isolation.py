@@ -7,8 +7,8 @@ import re
 from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import build_package, mech_build
 from fadoctor.triage import errors as e
-from fadoctor.triage import mech_build, mech_resources
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal
 from fadoctor.triage.text import Quote
@@ -113,7 +113,7 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
     uv = not pixi and ctx.has(*_UV) is not None
-    package = package or mech_resources.built(ctx)
+    package = package or build_package.built(ctx) or "flash-attn"
     local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
         if local is not None and package != "flash-attn" else package

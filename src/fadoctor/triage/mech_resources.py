@@ -10,9 +10,9 @@ from typing import List, Optional, Tuple
 from fadoctor.install.machine import BUILD_THREADS
 from fadoctor.install.wheels import build_arch
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, env, requirement
+from fadoctor.safety.shell import command, env
+from fadoctor.triage import build_package
 from fadoctor.triage import errors as e
-from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import build_context, prebuilt
 from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
@@ -52,28 +52,21 @@ _COMPILER_ERROR = re.compile(r"[\w./-]+(?:\(\d+\)|:\d+(?::\d+)?):\s+(?:fatal\s)?
 _NINJA_FAILED = re.compile(r"Command '\['ninja', '-v'[^\]]{0,40}\]' returned non-zero exit status|"
                            r"\bninja -v\b[^\n]{0,40}\bfail", re.I)
 _JOBS_SAID = re.compile(r"\bMAX_JOBS=(\d{1,3})\b")
-# Packages that compile CUDA with torch's BuildExtension, which reads MAX_JOBS
-# (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, _get_num_workers).
-_COMPILED = ("flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "transformer-engine",
-             "sageattention", "deepspeed", "vllm", "sglang", "sgl-kernel", "flashinfer-python")
-_BUILT = re.compile(r"(?:building wheels? for|build(?:ing)?|compil(?:e|ing)|install(?:ing)?)\s+"
-                    r"(?:\w+\s+){0,2}?(flash[-_]attn|xformers|mamba[-_]ssm|causal[-_]conv1d|apex|"
-                    r"transformer[-_]engine|sageattention|deepspeed|vllm|sglang|sgl[-_]kernel|"
-                    r"flashinfer(?:-python)?)\b", re.I)
 
 
 def built(ctx: Context) -> str:
-    """The package the log builds: the first one named in a build or install line, else
-    flash-attn."""
-    hit = ctx.first(_BUILT, ("build", "compil", "install"))
-    name = hit[1].group(1).lower().replace("_", "-") if hit else "flash-attn"
-    name = "flashinfer-python" if name == "flashinfer" else name
-    return name if name in _COMPILED else "flash-attn"
+    """The package the log builds, in words ("the CUDA extension build" where it names none)."""
+    return build_package.built(ctx) or "CUDA extension"
 
 
 def jobs(ctx: Context) -> Remedy:
-    count, package = ctx.build_jobs, built(ctx)
+    count, package = ctx.build_jobs, build_package.built(ctx)
     memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
+    if package is None:
+        return Remedy(summary=f"Bound the parallel compile jobs: torch's extension builder starts "
+                      f"one nvcc per core, each needing several GB; MAX_JOBS={count} fits {memory}. "
+                      "Set it, then run the same build command again.",
+                      commands=[command("export", env("MAX_JOBS", count))])
     if package != "flash-attn":
         return Remedy(summary=f"Bound the parallel compile jobs: torch's extension builder starts "
                       f"one nvcc per core, each needing several GB; MAX_JOBS={count} fits {memory}.",
@@ -94,25 +87,11 @@ def jobs(ctx: Context) -> Remedy:
                             + f"pip install flash-attn{pin} --no-build-isolation --no-cache-dir"])
 
 
-def wheel_instead(ctx: Context) -> Remedy:
-    """Skip the build: flash-attn's prebuilt wheel, or the other package's release built for the
-    stated torch (from its index metadata), never compiled."""
-    package = built(ctx)
-    if package == "flash-attn":
-        return prebuilt(ctx)
-    fits = ext_torch.releases_for(package, ctx.torch) if ctx.torch is not None else []
-    pinned = requirement(package, fits[-1][0]) if fits else package
-    return Remedy(summary=f"Skip compiling: install a prebuilt wheel of {package}"
-                  + (f" (the newest release whose metadata accepts torch {ctx.torch})" if fits else "")
-                  + "; --only-binary makes pip refuse to build it.",
-                  commands=[command("pip", "install", pinned, f"--only-binary={package}")])
-
-
 def _memory_hit(ctx: Context) -> Tuple[Optional[Tuple[int, re.Match[str]]], bool]:
     """The line showing the build ran out of memory, and whether it is a log line (not prose).
     A line counts in a build: its own words say so, or the report shows a build elsewhere."""
     somewhere = e.BUILD in ctx.seen.marks or e.FROM_SOURCE in ctx.seen.marks or bool(
-        ctx.first(_BUILT, ("build", "compil", "install")))
+        ctx.first(build_package.BUILT, ("build", "compil", "install")))
 
     def building(index: int, prose: bool) -> bool:
         # prose ("it froze") says a build only in its own words: a training run freezes too
@@ -147,7 +126,7 @@ def memory(ctx: Context) -> List[Signal]:
     return [Signal("build_memory", Category.BUILD_RESOURCES,
                    f"the {built(ctx)} build ran out of memory: parallel nvcc jobs each take several "
                    "GB, and the kernel killed them (or the machine froze)", quotes,
-                   LOGGED if logged else HINTED, [jobs(ctx), wheel_instead(ctx)],
+                   LOGGED if logged else HINTED, [jobs(ctx), prebuilt(ctx)],
                    needs=[] if ctx.memory_gib else [("the machine's memory and cores",
                                                      "free -g; nproc")])]
 
@@ -162,13 +141,13 @@ def parallel_failed(ctx: Context) -> List[Signal]:
     many = f"with {hit[1].group(1)} parallel jobs " if hit is not None else ""
     if hit is None:  # flash-attn's build with ninja's failure alone (ninja runs one job per core)
         hit = ctx.first(_NINJA_FAILED, ("ninja",))
-        if hit is None or built(ctx) != "flash-attn" or not ctx.text.containing(
+        if hit is None or build_package.built(ctx) != "flash-attn" or not ctx.text.containing(
                 ("flash-attn", "flash_attn", "flash-attention", "flashattention")):
             return []
     return [Signal("build_memory", Category.BUILD_RESOURCES,
                    f"a build {many}failed without a compiler error "
                    "in the log: most often the kernel killed compilers for memory (each nvcc job "
-                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), wheel_instead(ctx)],
+                   "takes several GB)", [ctx.quote(hit[0])], HINTED, [jobs(ctx), prebuilt(ctx)],
                    needs=[("the first error of the full build log, and the machine's memory",
                            "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
 
@@ -193,6 +172,6 @@ def slow_build(ctx: Context) -> List[Signal]:
     return [Signal("build_slow", Category.BUILD_RESOURCES,
                    f"the {built(ctx)} build is compiling without ninja (serially), or far slower "
                    "than it should", quotes, LOGGED if ninja else HINTED,
-                   [ninja_fix, wheel_instead(ctx), jobs(ctx)],
+                   [ninja_fix, prebuilt(ctx), jobs(ctx)],
                    needs=[("whether ninja works in the build environment",
                            "ninja --version; echo $?")])]

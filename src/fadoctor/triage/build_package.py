@@ -1,0 +1,73 @@
+"""Which package a build log compiles, and how to skip compiling it: flash-attn's prebuilt wheel
+only when the build is flash-attn's (a Uni-Core or mamba build gets its own package's advice, and
+a log that names no package gets advice that names none) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from fadoctor.report import Remedy
+from fadoctor.safety.shell import Unsafe, command, requirement
+from fadoctor.triage import ext_torch
+from fadoctor.triage.context import Context
+
+FLASH = "flash-attn"
+# Packages that compile CUDA with torch's BuildExtension, which reads MAX_JOBS
+# (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, _get_num_workers).
+COMPILED = ("flash-attn", "xformers", "mamba-ssm", "causal-conv1d", "apex", "transformer-engine",
+            "sageattention", "deepspeed", "vllm", "sglang", "sgl-kernel", "flashinfer-python")
+BUILT = re.compile(r"(?:building wheels? for|build(?:ing)?|compil(?:e|ing)|install(?:ing)?)\s+"
+                   r"(?:\w+\s+){0,2}?(flash[-_]attn|xformers|mamba[-_]ssm|causal[-_]conv1d|apex|"
+                   r"transformer[-_]engine|sageattention|deepspeed|vllm|sglang|sgl[-_]kernel|"
+                   r"flashinfer(?:-python)?)\b", re.I)
+# pip's own lines naming the distribution it builds (pip/_internal/wheel_builder.py: "Building
+# wheel for %s (%s)", "Failed to build %s"; pip/_internal/operations/install: "Running setup.py
+# install for %s"); uv: "Failed to build `name @ …`", "Building name @ …"
+_PIP_BUILT = re.compile(r"(?:Building wheel for|Failed building wheel for|Running setup\.py "
+                        r"(?:install|develop) for|Failed to build|Building(?= \S+ @))\s+`?"
+                        r"([A-Za-z0-9][A-Za-z0-9._-]{0,60}[A-Za-z0-9])(?=[\s`=@(]|$)")
+_FLASH_WORDS = ("flash-attn", "flash_attn", "flash-attention", "flash attention", "flashattention",
+                "flash attn")
+# words pip's build lines hold that are no distribution's name
+_NOT_NAMES = {"wheel", "wheels", "installable", "the", "from", "editable", "for", "dependencies"}
+
+
+def built(ctx: Context) -> Optional[str]:
+    """The package the log builds: a compiled package named in a build or install line; else the
+    distribution pip's own build lines name; else flash-attn when the report speaks of it at all;
+    else None (a build whose package the text does not say)."""
+    hit = ctx.first(BUILT, ("build", "compil", "install"))
+    if hit is not None:
+        name = hit[1].group(1).lower().replace("_", "-")
+        name = "flashinfer-python" if name == "flashinfer" else name
+        if name in COMPILED:
+            return name
+    for _, found in ctx.find(_PIP_BUILT, ("building", "failed", "running setup.py")):
+        name = found.group(1).lower().replace("_", "-")
+        if name not in _NOT_NAMES and not name.replace(".", "").isdigit():
+            return FLASH if name in ("flash-attn", "flash-attention") else name
+    return FLASH if ctx.text.containing(_FLASH_WORDS) else None
+
+
+def other_wheel(ctx: Context) -> Optional[Remedy]:
+    """Skipping the build of a package other than flash-attn: its release built for the stated
+    torch (from its index metadata) with --only-binary, or in words when no package is named.
+    None when the build is flash-attn's."""
+    package = built(ctx)
+    if package == FLASH:
+        return None
+    if package is None:
+        return Remedy(summary="Or skip compiling: install the package's prebuilt wheel for this "
+                      "torch, CUDA and Python where its releases publish one (pip's "
+                      "--only-binary=NAME refuses to build it).")
+    fits = ext_torch.releases_for(package, ctx.torch) if ctx.torch is not None else []
+    try:
+        pinned = requirement(package, fits[-1][0]) if fits else requirement(package)
+        line = command("pip", "install", pinned, f"--only-binary={package}")
+    except Unsafe:
+        return None
+    return Remedy(summary=f"Skip compiling: install a prebuilt wheel of {package}"
+                  + (f" (the newest release whose metadata accepts torch {ctx.torch})" if fits else
+                     ", where its releases publish one for this torch, CUDA and Python")
+                  + "; --only-binary makes pip refuse to build it.", commands=[line])

@@ -63,6 +63,9 @@ CUDART_KINDS: Tuple[Tuple[str, str], ...] = (
     # cudaErrorInvalidKernelImage: an image for this GPU that the driver cannot load (compressed
     # in a mode it does not know, or from a newer toolkit), not a missing architecture
     (r"device kernel image is invalid", "driver_too_old"),
+    # cudaErrorInvalidPtx: the driver's JIT could not compile the PTX; before CUDA 11.1 added
+    # cudaErrorUnsupportedPtxVersion, PTX from a toolkit newer than the driver failed so
+    (r"a PTX JIT compilation failed", "driver_too_old"),
     (r"the provided PTX was compiled with an unsupported toolchain\.|CUDA driver version is "
      r"insufficient for CUDA runtime version|forward compatibility was attempted on non supported "
      r"HW", "driver_too_old"),

@@ -27,8 +27,14 @@ BUILT = re.compile(r"(?:building wheels? for|build(?:ing)?|compil(?:e|ing)|insta
 _PIP_BUILT = re.compile(r"(?:Building wheel for|Failed building wheel for|Running setup\.py "
                         r"(?:install|develop) for|Failed to build|Building(?= \S+ @))\s+`?"
                         r"([A-Za-z0-9][A-Za-z0-9._-]{0,60}[A-Za-z0-9])(?=[\s`=@(]|$)")
+# the source distribution pip fetched to build ("Using cached mamba_ssm-2.2.4.tar.gz")
+_SDIST = re.compile(r"(?:Using cached|Downloading)\s+(?:\S*/)?([A-Za-z0-9][\w.]*?)-\d[\w.]*\.tar\.gz")
 _FLASH_WORDS = ("flash-attn", "flash_attn", "flash-attention", "flash attention", "flashattention",
                 "flash attn")
+# packages whose name on the index is another project's: no wheel to install by that name
+_NO_WHEELS = {"apex": "NVIDIA apex publishes no wheels (the index's `apex` is another project): "
+                      "NVIDIA's NGC PyTorch containers ship it built; else it is built from its "
+                      "repository."}
 # words pip's build lines hold that are no distribution's name
 _NOT_NAMES = {"wheel", "wheels", "installable", "the", "from", "editable", "for", "dependencies"}
 
@@ -47,6 +53,10 @@ def built(ctx: Context) -> Optional[str]:
         name = found.group(1).lower().replace("_", "-")
         if name not in _NOT_NAMES and not name.replace(".", "").isdigit():
             return FLASH if name in ("flash-attn", "flash-attention") else name
+    sdist = ctx.first(_SDIST, (".tar.gz",))
+    if sdist is not None:
+        name = sdist[1].group(1).lower().replace("_", "-")
+        return FLASH if name in ("flash-attn", "flash-attention") else name
     return FLASH if ctx.text.containing(_FLASH_WORDS) else None
 
 
@@ -57,6 +67,8 @@ def other_wheel(ctx: Context) -> Optional[Remedy]:
     package = built(ctx)
     if package == FLASH:
         return None
+    if package in _NO_WHEELS:
+        return Remedy(summary=_NO_WHEELS[package])
     if package is None:
         return Remedy(summary="Or skip compiling: install the package's prebuilt wheel for this "
                       "torch, CUDA and Python where its releases publish one (pip's "

@@ -25,9 +25,11 @@ from fadoctor.matrix import Matrix
 from fadoctor.report import Category, CheckResult, Environment, Remedy, Report, Severity, Status
 from fadoctor.safety.shell import Installer
 from fadoctor.triage import (
+    mech_apex,
     mech_api,
     mech_api_required,
     mech_api_returns,
+    mech_api_shadow,
     mech_api_skew,
     mech_arch_list,
     mech_arch_refused,
@@ -54,6 +56,7 @@ from fadoctor.triage import (
     mech_floor,
     mech_ggml,
     mech_gpu,
+    mech_head_assert,
     mech_headers,
     mech_host_gcc,
     mech_import,
@@ -161,13 +164,15 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_arch_list.datacenter_blackwell_only, mech_arch_list.capability_refused,
     mech_arch_list.unknown_arch,
     mech_arch_refused.refused, mech_kernel_libs.own_words, mech_lib_messages.head_dim,
-    mech_lib_messages.flashinfer_arch_list, mech_lib_messages.xqa_head_dim,
+    mech_lib_messages.flashinfer_arch_list, mech_head_assert.head_assert,
+    mech_lib_messages.xqa_head_dim,
     mech_kernel_libs.built_for_other,
     mech_lib_messages.version_skew, mech_lib_messages.sage_kernel_missing,
     mech_backend_nan.backend_nan, mech_numerics.nan, mech_numerics.black_images, mech_defects.stated_release,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,
-    mech_build.nvcc_missing, mech_deepspeed.cuda_mismatch, mech_distributed.no_nccl,
+    mech_build.nvcc_missing, mech_deepspeed.cuda_mismatch, mech_apex.cuda_mismatch,
+    mech_distributed.no_nccl,
     mech_build.cudnn_missing, mech_build.nvcc_version, mech_cuda_toolkit.toolkit_major_prose,
     mech_cuda_toolkit.toolkit_below_floor, mech_cuda_toolkit.compiler_headers,
     mech_cuda_toolkit.setup_floor,
@@ -185,7 +190,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_resources.parallel_failed,
     mech_floor.floor, mech_package_floor.package_floor, mech_wrappers.wrappers,
     mech_fallback.fallback_warning, mech_dsl.beta_failure,
-    mech_api_skew.skew, mech_submodule.submodule,
+    mech_api_skew.skew, mech_submodule.submodule, mech_api_shadow.shadowed,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"
 

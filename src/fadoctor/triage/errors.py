@@ -10,7 +10,7 @@ from fadoctor.triage.observed import Observed, Raised
 from fadoctor.triage.text import Pasted
 
 _EXCEPTION = re.compile(
-    r"^\s*(?:E\s+)?(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Unsupported|Exit))"
+    r"^\s*(?:>\s?)*(?:E\s+)?(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Unsupported|Exit))"
     r"\s*:\s?(.*)$")
 _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
                          r"RuntimeError)\s*:?\s+(.+)$")

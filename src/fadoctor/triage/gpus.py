@@ -41,7 +41,8 @@ _MODEL = re.compile(r"\b(?:GeForce\s+)?(?:RTX|GTX)\s*\d{3,4}(?:\s*Ti)?(?:\s+(?:L
 # A GeForce RTX series written as such ("RTX 50XX", "RTX 40 series"): every model of one series
 # has one compute capability (NVIDIA's CUDA GPUs list: 20xx 7.5, 30xx 8.6, 40xx 8.9, 50xx 12.0)
 _GEFORCE_SERIES = re.compile(r"\bRTX\s?(20|30|40|50)[xX]{2}\b|\bRTX\s?(20|30|40|50)(?:00)?[\s-]?"
-                             r"series\b", re.I)
+                             r"series\b|(?<![\w.])(20|30|40|50)(?:00)?[\s-]?series\s(?:cards?|gpus?|"
+                             r"graphics)\b", re.I)
 _SERIES_CC = {"20": "7.5", "30": "8.6", "40": "8.9", "50": "12.0"}
 
 
@@ -58,7 +59,7 @@ class GpuFinder:
             {g.key_word.lower() for g in matrix.gpus}
         # Lines worth resolving: a model's first word (short ones only after a space).
         self.needles = tuple(sorted({w if len(w) > 2 else f" {w}" for w in words}
-                                    | {"nvidia", "rtx", "gtx", "tesla", "dgx"}
+                                    | {"nvidia", "rtx", "gtx", "tesla", "dgx", "series card", "series gpu"}
                                     | set(_BARE_NEEDLES)))
         self.names = functools.lru_cache(maxsize=4096)(self._names)
 
@@ -79,7 +80,7 @@ class GpuFinder:
         line = _GLUED.sub(" ", line[:400])
         series = _GEFORCE_SERIES.search(line)
         if series is not None:  # one compute capability for every model of a GeForce series
-            number = series.group(1) or series.group(2)
+            number = series.group(1) or series.group(2) or series.group(3)
             return [(f"GeForce RTX {number} series", _SERIES_CC[number])]
         spec = self.matrix.gpu(line) or self.matrix.gpu(_CONSUMER.sub(r"GeForce \1", line))
         if spec is not None:

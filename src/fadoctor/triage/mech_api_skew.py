@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import Unsafe, command, requirement
 from fadoctor.triage.context import Context
 from fadoctor.triage.observed import Raised
 from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
@@ -33,6 +33,14 @@ _OPERATOR = re.compile(r"for operator " + _Q + r"(\w+)::")
 # the package a traceback frame is in: under site-/dist-packages (an egg's folder name starts with
 # it), or a path the report shortened ("...\\transformers\\...")
 _SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*)")
+# a frame in a source checkout's src/ layout (`pip install -e .`: /home/me/axolotl/src/axolotl/…)
+_SRC = re.compile(r"[\\/]src[\\/]([A-Za-z_]\w*)[\\/][\w\\/]+\.py\"")
+# a class transformers defines, named as the callee ("LlamaRotaryEmbedding.forward() got …")
+_HF_CLASS = re.compile(r"^([A-Z]\w*(?:RotaryEmbedding|Attention\w*|DecoderLayer|Model|ForCausalLM|"
+                       r"MLP|RMSNorm|PreTrainedModel|Config))\.\w+\(\)")
+_FAMILY = re.compile(r"(?:Llama|Mistral|Mixtral|Qwen\d*|Gemma\d*|Phi\d*|Falcon|GPTNeoX|GPT2|Bloom|"
+                     r"Starcoder2|Cohere|Olmo\d*|DeepseekV\d|Bert|T5|Whisper|OPT)[A-Z]")
+_KEYWORD = re.compile(r"unexpected keyword argument " + _Q + r"(\w+)" + _Q)
 # import names whose distribution is not the name with dashes
 _DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
          "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml",
@@ -64,10 +72,14 @@ def _parties(ctx: Context, raised: Raised) -> Tuple[Optional[str], Optional[str]
     `File "..."` lines just above the error)."""
     named = _FROM.search(raised.message) or _OPERATOR.search(raised.message)
     callee = named.group(1).split(".")[0] if named else None
-    paths = raised.frames or [line for line in ctx.text.lines[max(0, raised.index - 40):
-                                                              raised.index]
+    if callee is None and _HF_CLASS.match(raised.message) and (ctx.text.containing((
+            "transformers", "modeling_")) or _FAMILY.match(raised.message)):
+        callee = "transformers"
+    # the traceback above the message's last occurrence (a title repeats it with none above)
+    anchor = max([raised.index, *ctx.text.containing((raised.message[:60].lower(),))])
+    paths = raised.frames or [line for line in ctx.text.lines[max(0, anchor - 40):anchor]
                               if line.lstrip().startswith('File "')]
-    frames = [m.group(1) for f in paths for m in [_SITE.search(f)] if m]
+    frames = [m.group(1) for f in paths for m in [_SITE.search(f) or _SRC.search(f)] if m]
     caller = next((p for p in reversed(frames) if p != callee and p not in _RUNTIME), None)
     return caller, callee
 
@@ -106,6 +118,25 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                                                  dist_of(callee), *(extra_index_args(str(
                                                      ctx.torch)) if dist_of(callee) == "torch"
                                                      and ctx.torch else []))]))
+        try:
+            below = [command("pip", "install", requirement(dist_of(callee), stated.value, op="<"))
+                     ] if stated is not None and dist_of(callee) != "torch" else []
+        except Unsafe:  # a version the text states loosely ("4.x")
+            below = []
+        if below and stated is not None:
+            fixes.insert(1, Remedy(summary=f"Or, if {dist_of(callee)} {stated.value} removed "
+                                   f"{name} (the caller written for an older one), downgrade "
+                                   f"{dist_of(callee)} below it.", commands=below))
+    elif callee is not None and caller is not None and (kw := _KEYWORD.search(raised.message)):
+        # the caller passes a keyword the installed callee does not take: most often one the
+        # callee's newer release dropped (a monkeypatch written against its internals)
+        fixes.insert(0, Remedy(summary=f"Downgrade {dist_of(callee)} to the release "
+                               f"{dist_of(caller)} was written for: the installed "
+                               f"{dist_of(callee)}" + (f" {stated.value}" if stated else "")
+                               + f" most likely dropped `{kw.group(1)}` (its requirements name "
+                               f"the release), or upgrade "
+                               f"{dist_of(caller)} to one written for this {dist_of(callee)}.",
+                               commands=["pip check"]))
     elif callee is not None:
         pin = (f" (the installed {stated.value} is the suspect: try the release before it)"
                if stated is not None else "")

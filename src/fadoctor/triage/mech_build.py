@@ -26,7 +26,7 @@ from fadoctor.triage.text import Quote
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
                         r"NameError: name 'bare_metal_(?:version|major|minor)' is not defined|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
-                        r"(?:cuda|cublas|cusparse|cusolver|curand|cufft)\w{0,20}\.h: No such file", re.I)
+                        r"cu(?:da|blas|sparse|solver|rand|fft)\w{0,20}\.h\s?:\s?No (?:such )?file", re.I)
 _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the version that "
                             r"was used to compile\s+PyTorch \((\d+\.\d+)\)")
 # flash-attention's setup.py, and the same template in mamba-ssm's and causal-conv1d's
@@ -71,20 +71,17 @@ def build_context(ctx: Context, index: int) -> bool:
 
 def prebuilt(ctx: Context) -> Remedy:
     """Skip the build: flash-attn's prebuilt wheel, or the other package's (build_package)."""
-    other = build_package.other_wheel(ctx)
-    if other is not None:
-        return other
-    exact = r.exact_wheel(ctx, replace_installed=False)
-    if exact is not None:
-        return exact
+    found = build_package.other_wheel(ctx) or r.exact_wheel(ctx, replace_installed=False)
+    if found is not None:
+        return found
     return Remedy(summary="Skip compiling: install the prebuilt .whl for your torch, CUDA, C++ ABI "
                   "and Python from the release page (`fadoctor fix --print-pins` names it).",
                   commands=["fadoctor fix --print-pins"], link=r.WHEELS_PAGE)
 
 
 def nvcc_missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file", "bare_metal_"))
-    if hit is None:
+    hit = ctx.first(_CUDA_HOME, ("cuda_home", "nvcc", ".h: no such file", "bare_metal_", ".h:no "))
+    if hit is None or (ctx.amd and ctx.has("pip-build-env-")):  # a CUDA torch isolation pulled
         return []
     if "cuda_home" in ctx.low(hit[0]) and ctx.torch is not None and ctx.torch.local == "cpu":
         # torch/utils/cpp_extension.py (2.13.0:359): CUDA_HOME = _find_cuda_home() if
@@ -93,14 +90,16 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                        f"torch {ctx.torch} is a CPU-only build: torch's extension builder sets "
                        "CUDA_HOME only for a CUDA torch, so no CUDA toolkit is found whatever is "
                        "installed", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
-                       [Remedy(summary="Install a CUDA build of torch (the +cuXXX wheel for your "
-                               "driver, from the PyTorch index: `fadoctor fix` picks it), then "
-                               "build again.", commands=["fadoctor fix --print-pins"])])]
-    package = package_in(ctx, ctx.text.lines[hit[0]])
-    skip = prebuilt(ctx) if package in (None, "flash-attn") else Remedy(
+                       [Remedy(summary="Install a CUDA build of torch (the +cuXXX wheel for your driver: "
+                               "`fadoctor fix` picks it), then build again.",
+                               commands=["fadoctor fix --print-pins"])])]
+    package = build_package.built(ctx) or package_in(ctx, ctx.text.lines[hit[0]])
+    skip = prebuilt(ctx) if package in (None, "flash-attn", build_package.built(ctx)) else Remedy(
         summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
                 "and Python (its release page lists them), where one exists.")
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
+                   "the build found no CUDA headers: the toolkit is incomplete (conda's nvcc package "
+                   "alone has none) or CUDA_HOME points elsewhere" if ".h" in ctx.low(hit[0]) else
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
                    NAMED, [_toolkit(ctx), skip])]

@@ -1,6 +1,5 @@
-"""Import failures by mechanism: undefined symbols (demangled; torch's namespaces and the
-std::string ABI decide), missing shared libraries (CUDA runtime, torch's own), GLIBC/GLIBCXX
-versions (pure)."""
+"""Import failures by mechanism: undefined symbols (demangled; torch's namespaces, std:: and the
+std::string ABI decide), missing shared libraries, GLIBC/GLIBCXX versions (pure)."""
 
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
     FA_BINARIES,
@@ -82,10 +82,10 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
                         f"is {1 - want}, the one {owner} was built against."),
                 *r.rebuild_other(ctx, owner)]
-            other = other_abi_wheel(ctx, owner, want)
-            if other is not None:
-                abi.remedies.insert(0, other)
+            abi.remedies[:0] = [w for w in [other_abi_wheel(ctx, owner, want)] if w is not None]
         return [abi]
+    if is_std_symbol(symbol):
+        return [libstdcxx(owner, binary_name(library), demangled(str(symbol)), quotes)]
     if symbol is not None and not is_torch_symbol(symbol):
         split = split_abi(owner, library, symbol, quotes)  # the package's own parts disagree
         if split is not None:

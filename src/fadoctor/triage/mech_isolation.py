@@ -51,7 +51,8 @@ def isolation(ctx: Context) -> List[Signal]:
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
     if hit is None:
-        return _requires_step(ctx) or _pulls_torch(ctx) or _said_installing(ctx)
+        return (_requires_step(ctx) or _isolated_torch(ctx) or _pulls_torch(ctx)
+                or _said_installing(ctx))
     missing = hit[1].group(1)
     return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
 
@@ -82,6 +83,23 @@ def _under_setup_py(ctx: Context, index: int) -> bool:
 # "When `pip install -e .`, the building process automatically downloads and installs torch"
 _PULLS = re.compile(r"\bbuil\w{0,6}\b[^\n]{0,80}?\b(?:download|install|pull|fetch)(?:s|es|ing|ed)?\b"
                     r"[^\n]{0,30}?\btorch\b", re.I)
+
+
+# pip's isolated build environment (pip/_internal/build_env.py: a "pip-build-env-" temporary
+# directory, its packages under overlay/ and normal/) holding the torch the build imported
+_ENV_TORCH = re.compile(r"pip-build-env-\w+[/\\](?:overlay|normal)[/\\][^\s'\"]{0,200}?[/\\]"
+                        r"torch[/\\]")
+
+
+def _isolated_torch(ctx: Context) -> List[Signal]:
+    """The build log shows torch imported from pip's isolated build environment: the package
+    was compiled against a torch pip downloaded for the build (a CUDA one on a ROCm machine, a
+    newer one than the environment's), not the installed torch."""
+    hit = ctx.first(_ENV_TORCH, ("pip-build-env-",))
+    if hit is None:
+        return []
+    return [_signal(ctx, [ctx.quote(hit[0]), *ctx.quotes("torch")], "and imported the torch pip "
+                    "put there for the build, not this environment's", LOGGED)]
 
 
 def _pulls_torch(ctx: Context) -> List[Signal]:
@@ -119,7 +137,10 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
         if local is not None and package != "flash-attn" else package
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
                     "isolation so setup.py sees your torch.",
-                    commands=["pip install torch packaging ninja wheel setuptools",
+                    # torch named only when none is stated: pip's default torch would replace
+                    # a ROCm or +cuXXX build the environment has
+                    commands=["pip install " + ("" if ctx.torch else "torch ")
+                              + "packaging ninja wheel setuptools",
                               f"pip install {target} --no-build-isolation"]),
              *([mech_build.prebuilt(ctx)] if package == "flash-attn" else [])]
     if pixi:

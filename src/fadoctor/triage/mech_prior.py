@@ -55,4 +55,31 @@ def blackwell(ctx: Context) -> List[Signal]:
                            'torch.cuda.get_arch_list())"')])]
 
 
-PRIORS = (blackwell,)
+_AMPERE = Version("8.0")
+_REFUSED = ("not supported", "unsupported", "doesn't support", "does not support", "not support",
+            "不支持")
+
+
+def pre_ampere(ctx: Context) -> List[Signal]:
+    """A GPU older than Ampere named with "not supported", nothing else read: FlashAttention-2
+    (and FA3, FA4) need compute capability 8.0 or newer (flash-attention's README: "Ampere, Ada,
+    or Hopper GPUs"; flash_api.cpp's is_sm8x check), the question such a report most often
+    asks in this field."""
+    if ctx.gpu is None or ctx.amd:
+        return []
+    name, cc, gpu_quote = ctx.gpu
+    said = ctx.text.containing(_REFUSED)
+    if cc is None or cc >= _AMPERE or not said:
+        return []
+    quotes = dedupe([gpu_quote, ctx.quote(said[0])])
+    return [Signal("pre_ampere_prior", Category.GPU_UNSUPPORTED,
+                   f"no message names the cause, but the report names {name} (compute capability "
+                   f"{cc}) as not supported: FlashAttention-2 and its successors run only on "
+                   "Ampere (8.0) or newer", quotes, GUESSED,
+                   r.keep([r.no_flash_gpu(ctx), r.sdpa(f"On the {name}, PyTorch SDPA (its "
+                                                        "memory-efficient backend, or xformers) "
+                                                        "is the fallback.")]),
+                   Severity.WARNING)]
+
+
+PRIORS = (blackwell, pre_ampere)

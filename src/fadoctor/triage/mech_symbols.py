@@ -49,6 +49,11 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "selective_scan_cuda": "mamba-ssm", "causal_conv1d_cuda": "causal-conv1d",
            "fused_adam": "deepspeed", "flashinfer": "flashinfer-python", "sgl_kernel": "sgl-kernel",
            "common_ops": "sgl-kernel",
+           # apex's top-level extensions (NVIDIA/apex setup.py: CppExtension/CUDAExtension names)
+           **dict.fromkeys(("amp_C", "apex_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda",
+                            "fused_dense_cuda", "scaled_masked_softmax_cuda",
+                            "scaled_upper_triang_masked_softmax_cuda",
+                            "fused_weight_gradient_mlp_cuda"), "apex"),
            # the CuTe DSL's MLIR bindings (nvidia-cutlass-dsl installs cutlass/_mlir)
            "_mlir": "nvidia-cutlass-dsl"}
 

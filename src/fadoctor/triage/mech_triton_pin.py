@@ -27,7 +27,9 @@ SOURCE = "torch wheels' METADATA (Requires-Dist: triton): data/ext_torch.yaml to
 _TRITON_FAILED = re.compile(r"No module named '?triton[.\w]*|cannot import name '?\w+'? from "
                             r"'?triton|triton[\w./\\]*\.py\W|\btriton\w*\.\w+Error|"
                             r"(?:Error|error|Exception)\b[^\n]{0,200}\btriton|"
-                            r"\btriton\b[^\n]{0,200}(?:Error|error|failed|not work)", re.I)
+                            r"\btriton\b[^\n]{0,200}(?:Error|error|failed|not work)|"
+                            # Inductor's own error wrapping what Triton's objects lack
+                            r"\bInductorError\b|\bCompiledKernel\b[^\n]{0,40}has no attribute", re.I)
 _NAMES = ("triton", "triton-windows", "pytorch-triton")
 
 
@@ -110,10 +112,10 @@ def mismatch(ctx: Context) -> List[Signal]:
     want = pinned(torch)
     if want is None or _minor(want) == _minor(triton):
         return []
-    failed = ctx.first(_TRITON_FAILED, ("triton",))
+    failed = ctx.first(_TRITON_FAILED, ("triton", "inductorerror", "compiledkernel"))
     if failed is None:
         return []
-    windows = on_windows(ctx)
+    windows = on_windows(ctx) or "triton-windows" in stated.quote.text.lower()
     fixes: List[Remedy] = []
     # Triton publishes no Windows wheels; triton-windows follows its 3.x minors (3.2.0.postN for
     # torch 2.6), so a torch pinned to Triton 2.x has no Windows Triton at all

@@ -1,0 +1,57 @@
+"""Head dims refused by a kernel's own assertion or dispatch rather than by a catalogued message:
+a C assert listing the head sizes a kernel was written for (`assert(head_size == 128 ||
+head_size == 256)`), and FlashInfer's dispatch failing on a head dim it has no tile
+configuration for (include/flashinfer/attention/prefill.cuh: "FlashInfer Internal Error: Invalid
+configuration : num_frags_x=… num_frags_y=…", num_frags_y being head_dim / 16). A head size of
+576 is DeepSeek's MLA layout (kv_lora_rank 512 + qk_rope_head_dim 64, the absorbed form), which
+regular attention kernels never take: it needs an MLA kernel (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import LOGGED, Signal, dedupe
+
+_ASSERT = re.compile(r"assert\w*\(?\s*(?:\w+\.)?head_?(?:size|dim)\w*\s*==\s*(\d+)"
+                     r"((?:\s*\|\|\s*(?:\w+\.)?head_?(?:size|dim)\w*\s*==\s*\d+)*)", re.I)
+_INVALID = re.compile(r"FlashInfer Internal Error: Invalid configuration\s*:\s*num_frags_x=\d+ "
+                      r"num_frags_y=(\d+)")
+_STATED = re.compile(r"\bhead[_ ]?(?:size|dim)\w*\s*(?:=|:|of)?\s*(\d{2,3})\b", re.I)
+_MLA = 576
+
+
+def head_assert(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ASSERT, ("head_size", "head_dim", "headdim", "headsize"))
+    flashinfer = None if hit is not None else ctx.first(_INVALID, ("invalid configuration",))
+    if hit is None and flashinfer is None:
+        return []
+    stated = ctx.first(_STATED, ("head",))
+    dim: Optional[int] = int(stated[1].group(1)) if stated is not None else None
+    if flashinfer is not None:
+        index, allowed = flashinfer[0], "the head dims of its default build (64, 128, 256)"
+        dim = dim or int(flashinfer[1].group(1)) * 16
+        what = f"FlashInfer has no tile configuration for head dim {dim}"
+    else:
+        assert hit is not None
+        index = hit[0]
+        sizes = [hit[1].group(1), *re.findall(r"==\s*(\d+)", hit[1].group(2) or "")]
+        allowed = "head sizes " + ", ".join(sizes)
+        what = f"the kernel asserts {allowed}" + (f"; this model's is {dim}" if dim else "")
+    remedies: List[Remedy] = []
+    if dim == _MLA:
+        remedies.append(Remedy(
+            summary="Head size 576 is DeepSeek MLA's absorbed layout (kv_lora_rank 512 + "
+                    "qk_rope_head_dim 64): regular attention kernels never take it. Run it "
+                    "through an MLA kernel with the query split into q_nope (512) and q_pe (64): "
+                    "FlashInfer's flashinfer.mla.BatchMLAPagedAttentionWrapper, or the serving "
+                    "engine's MLA backend."))
+    remedies.append(Remedy(summary=f"The kernel takes {allowed} only: run this model with another "
+                           "attention backend (the engine's FlashAttention or Triton backend, or "
+                           "PyTorch SDPA) that takes its head dim."))
+    remedies.append(r.sdpa("Or:"))
+    quotes = dedupe([ctx.quote(index), *([ctx.quote(stated[0])] if stated is not None else [])])
+    return [Signal("head_assert", Category.HEAD_DIM_UNSUPPORTED, what, quotes, LOGGED, remedies)]

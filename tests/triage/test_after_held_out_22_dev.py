@@ -140,3 +140,26 @@ def test_a_geforce_series_without_rtx(matrix: Matrix) -> None:
     assert found.category == Category.NO_KERNEL_IMAGE and "sm_120" in found.message
     result = triage("ran 50 series of tests: error\n", matrix)
     assert not any("RTX 50" in d.message for d in result.diagnosis)
+
+
+def test_pythons_own_wording_without_its_exception_class(matrix: Matrix) -> None:
+    found = top("module 'torch' has no attribute 'float8_e4m3fn'\n\nfollowing the README env\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "Upgrade torch to a release that defines float8_e4m3fn" in said(found)
+
+
+def test_a_lookup_by_a_renamed_distribution(matrix: Matrix) -> None:
+    text = ("starting a sglang server: importlib.metadata.PackageNotFoundError: flashinfer\n"
+            "I ran `pip install flashinfer-python -i https://<index>/whl/cu124/torch2.5/`\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "installed as 'flashinfer-python'" in found.message
+    assert "python -m pip install --upgrade sglang" in [c for r in found.remedies for c in r.commands]
+
+
+def test_bitsandbytes_raising_for_a_missing_cuda_binary(matrix: Matrix) -> None:
+    text = ("RuntimeError: Configured CUDA binary not found at /usr/local/lib/python3.12/dist-"
+            "packages/bitsandbytes/libbitsandbytes_cuda129.so\n")
+    found = top(text, matrix)
+    assert "CUDA 12.9" in found.message and "bitsandbytes" in said(found)

@@ -12,6 +12,10 @@ from fadoctor.triage.text import Pasted
 _EXCEPTION = re.compile(
     r"^\s*(?:>\s?)*(?:E\s+)?(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Unsupported|Exit))"
     r"\s*:\s?(.*)$")
+# CPython's messages (Objects/moduleobject.c: "module '%U' has no attribute '%U'";
+# Python/ceval.c: "cannot import name %R from %R"), as the only words of a line
+_BARE_PYTHON = re.compile(r"^\s*(?:(module '[\w.]+' has no attribute '\w+')|cannot import name "
+                          r"'\w+' from '[\w.]+')")
 _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
                          r"RuntimeError)\s*:?\s+(.+)$")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
@@ -53,9 +57,10 @@ def read_errors(text: Pasted, seen: Observed) -> None:
     in_traceback = False
     done: Set[str] = set()
     for index, line in enumerate(text.lines):
-        if ":" not in line and 'File "' not in line and "killed" not in line.lower():
-            continue
         low = line.lower()
+        if ":" not in line and 'File "' not in line and "killed" not in low \
+                and "has no attribute" not in low and "cannot import name" not in low:
+            continue
         if "traceback (most recent call last)" in low:
             in_traceback, frames = True, []
             seen.kinds.add("traceback")
@@ -84,6 +89,10 @@ def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
         found = _EXCEPTION.match(line)
         if found:
             return found.group(1), found.group(2)
+    bare = _BARE_PYTHON.match(line) if ("has no attribute" in low or "cannot import name" in low) \
+        else None
+    if bare is not None:  # Python's own wording, retold without its exception class (a title)
+        return ("AttributeError" if bare.group(1) else "ImportError"), bare.group(0).strip()
     if any(w in low for w in ("error", "failed", "fatal")):
         tool = _TOOL_ERROR.match(line)
         if tool:

@@ -14,12 +14,15 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 SOURCE = "bitsandbytes-foundation/bitsandbytes@1341fb44:bitsandbytes/cextension.py"
-_NO_BINARY = re.compile(r"Could not find the bitsandbytes CUDA binary at [^\n]{0,400}?"
+# 0.46's wording raises instead (bitsandbytes/cextension.py, get_native_library: "Configured CUDA
+# binary not found at {cuda_binary_path}")
+_NO_BINARY = re.compile(r"(?:Could not find the bitsandbytes CUDA binary|Configured CUDA binary "
+                        r"not found) at [^\n]{0,400}?"
                         r"libbitsandbytes_cuda(\d{2,3})\w*\.(?:so|dll)")
 
 
 def no_cuda_binary(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_NO_BINARY, ("bitsandbytes cuda binary",))
+    hit = ctx.first(_NO_BINARY, ("bitsandbytes cuda binary", "configured cuda binary"))
     if hit is None:
         return []
     digits = hit[1].group(1)  # 128: CUDA 12.8, 118: 11.8

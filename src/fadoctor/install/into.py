@@ -62,8 +62,11 @@ def shell_of(text: str, windows: bool) -> str:
 
 def named_in(text: str, shell: str = "posix") -> Optional[Installer]:
     """The interpreter a pasted traceback's site-packages paths name, when they all name one."""
-    prefixes = {m.group(1) for m in _SITE.finditer(text)}
-    windows = {m.group(1) for m in _WIN_SITE.finditer(text)} if ":\\" in text else set()
+    # only the lines naming site-packages (Python writes it in lower case on every platform)
+    lines = [line for line in text.splitlines() if "site-packages" in line] \
+        if "site-packages" in text else []
+    prefixes = {m.group(1) for line in lines for m in _SITE.finditer(line)}
+    windows = {m.group(1) for line in lines if ":\\" in line for m in _WIN_SITE.finditer(line)}
     if len(prefixes) + len({w.lower() for w in windows}) != 1:
         return None
     if windows:

@@ -163,3 +163,20 @@ def test_bitsandbytes_raising_for_a_missing_cuda_binary(matrix: Matrix) -> None:
             "packages/bitsandbytes/libbitsandbytes_cuda129.so\n")
     found = top(text, matrix)
     assert "CUDA 12.9" in found.message and "bitsandbytes" in said(found)
+
+
+def test_mps_without_float8(matrix: Matrix) -> None:
+    # labelled: from held_out_22's held misses, measured after (no longer unseen)
+    found = top("TypeError: Trying to convert Float8_e4m3fn to the MPS backend but it does not "
+                "have support for that dtype.\nMacBook Pro M4\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "fp16" in said(found)
+
+
+def test_xformers_triton_notice_is_harmless(matrix: Matrix) -> None:
+    text = ("A matching Triton is not available, some optimizations will not be enabled.\n"
+            "Error caught was: No module named 'triton'\n")
+    found = top(text, matrix)
+    assert found.category == Category.INFO and "ignore" in said(found)
+    compiled = top("torch.compile failed\n" + text + "torch._inductor.exc.TritonMissing: Cannot "
+                   "find a working triton installation.\n", matrix)
+    assert compiled.category != Category.INFO

@@ -18,6 +18,10 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 _FLOAT64 = re.compile(r"Cannot convert a MPS Tensor to float64 dtype|MPS framework doesn't "
                       r"support float64")
 _BF16 = re.compile(r"MPS BFloat16 is only supported on MacOS 14")
+# getMPSDataType's refusal of any other dtype (aten/src/ATen/native/mps/OperationUtils.mm:
+# "Trying to convert ", scalar_type, " to the MPS backend but it does not have support for that
+# dtype."): Float8_e4m3fn, ComplexDouble, …
+_CONVERT = re.compile(r"Trying to convert (\w+) to the MPS backend but it does not have support")
 # the older torch's refusal of bf16 on MPS altogether (getMPSDataType's TORCH_CHECK_TYPE)
 _BF16_NONE = re.compile(r"BFloat16 is not supported on MPS")
 # Accelerate's bf16 check (accelerator.py): "bf16 mixed precision requires PyTorch >= 1.10 and a
@@ -56,6 +60,16 @@ def dtype(ctx: Context) -> List[Signal]:
                                                  f"torch>={need}", "accelerate")]),
                         Remedy(summary="Or train without bf16 on this Mac: "
                                "mixed_precision=\"no\" (fp32), or fp16.")])]
+    other = ctx.first(_CONVERT, ("to the mps backend",))
+    if other is not None and other[1].group(1) not in ("BFloat16", "Double"):
+        kind = other[1].group(1)
+        return [Signal("mps_dtype", Category.DTYPE_UNSUPPORTED,
+                       f"torch's MPS backend has no {kind}: the model's weights (an fp8 checkpoint) "
+                       "or the code ask for a dtype Apple GPUs do not run", [ctx.quote(other[0])],
+                       NAMED, [Remedy(summary=f"On the Mac, load a checkpoint in a dtype MPS runs: "
+                                      "the fp16 (float16) or bf16 release of the model instead of "
+                                      f"its {kind} one, or a GGUF quantization (Q8) through a "
+                                      "GGUF loader; or cast to torch.float16 before .to(\"mps\").")])]
     none = ctx.first(_BF16_NONE, ("bfloat16 is not supported on mps",))
     if none is not None:
         return [Signal("mps_bf16", Category.DTYPE_UNSUPPORTED,

@@ -17,7 +17,7 @@ from typing import List
 
 from packaging.version import InvalidVersion, Version
 
-from fadoctor.report import Category, Remedy
+from fadoctor.report import Category, Remedy, Severity
 from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
@@ -32,6 +32,9 @@ _TOO_OLD_GPU = re.compile(r"too old to be supported by the triton GPU compiler|"
                           r"\bGPUTooOldForTriton\b")
 _PTX = re.compile(r"Triton only support CUDA 10\.0 or higher(?:, but got CUDA version: "
                   r"(\d+)\.(\d+))?")
+# xformers' log line when its optional Triton kernels cannot import (xformers/__init__.py)
+_XFORMERS_NOTICE = re.compile(r"A matching Triton is not available, some optimizations will not be "
+                              r"enabled")
 SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton release wheels' " \
          "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"
 
@@ -40,6 +43,19 @@ def missing(ctx: Context) -> List[Signal]:
     hit = ctx.first(_MISSING, ("working triton installation", "no module named"))
     if hit is None:
         return []
+    notice = ctx.first(_XFORMERS_NOTICE, ("a matching triton is not available",))
+    if notice is not None and any(abs(notice[0] - i) <= 3 for i, _ in ctx.find(
+            _MISSING, ("working triton installation", "no module named"))) and not ctx.text.containing((
+            "torch.compile", "inductor", "triton.compiler", "sageattention")):
+        return [Signal("xformers_triton_notice", Category.INFO,
+                       "xformers' notice that its optional Triton kernels are off (Triton is not "
+                       "importable here): a warning, not an error; attention still runs through "
+                       "xformers' CUDA kernels", [ctx.quote(notice[0]), ctx.quote(hit[0])], NAMED,
+                       [Remedy(summary="Nothing to fix: ignore it, or install Triton (on Windows "
+                               "triton-windows of torch's Triton minor) only if something else "
+                               "needs it.")], severity=Severity.INFO,
+                       details={"source": "facebookresearch/xformers xformers/__init__.py "
+                                          "(_is_triton_available: logger.warning)"})]
     windows = on_windows(ctx)
     stated = ctx.package("triton", "triton-windows")
     quotes = dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else [])])

@@ -128,3 +128,22 @@ def test_unsafe_forms_stay_refused() -> None:
     assert not is_safe('$env:A = "$(rm -rf /)"')
     assert not is_safe('& "C:\\x\\python.exe"; rm -rf /')
     assert not is_safe('$env:A = "x"; rm')
+
+
+def test_check_on_windows_writes_powershell_and_apply_stays_posix() -> None:
+    import json
+    from pathlib import Path
+
+    from fadoctor.facts.model import Facts
+    from fadoctor.install.into import commands_into, installer_of
+
+    raw = json.loads((Path(__file__).parents[1] / "fixtures" / "facts" /
+                      "a100-driver-too-old.json").read_text(encoding="utf-8"))
+    linux = installer_of(Facts.model_validate(raw))
+    assert linux.shell == "posix"
+    raw["host"]["data"]["os"] = "Windows"
+    raw["host"]["data"]["python_executable"] = "C:\\venv\\Scripts\\python.exe"
+    windows = installer_of(Facts.model_validate(raw))
+    assert windows.shell == "powershell" and windows.known
+    assert commands_into(["MAX_JOBS=4 pip install flash-attn"], windows) == [
+        '$env:MAX_JOBS = "4"', '& "C:\\venv\\Scripts\\python.exe" -m pip install flash-attn']

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ def show_plan(facts: Optional[Facts], plan: Plan, write: Callable[[str], None], 
         return ExitCode.OK
     if facts is None or not installer.known:
         raise UsageError("--verify and --apply need the environment itself: drop --no-detect")
+    installer = dataclasses.replace(installer, shell="posix")  # fadoctor runs these itself
     if actions.verify:
         code = verify_plan(plan, installer)
         if code != ExitCode.OK or not actions.apply:

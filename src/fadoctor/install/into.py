@@ -42,7 +42,10 @@ def installer_of(facts: Facts) -> Installer:
     packages = facts.packages.data
     pip = packages is None or packages.get("pip") is not None or not any(
         d.installer == "uv" for d in packages.distributions)
-    return Installer(python=python, pip=pip, known=True)
+    # remedies shown for a Windows machine are written for PowerShell (`into_lines`); what
+    # fadoctor runs itself (fix --verify/--apply) takes them in the POSIX form (cli/verify.py)
+    shell = "powershell" if host is not None and (host.os or "").lower() == "windows" else "posix"
+    return Installer(python=python, pip=pip, known=True, shell=shell)
 
 
 def installer_of_report(report: Report) -> Installer:

@@ -180,3 +180,10 @@ def test_xformers_triton_notice_is_harmless(matrix: Matrix) -> None:
     compiled = top("torch.compile failed\n" + text + "torch._inductor.exc.TritonMissing: Cannot "
                    "find a working triton installation.\n", matrix)
     assert compiled.category != Category.INFO
+
+
+def test_the_pre_ampere_prior_leaves_a_dtype_refusal_alone(matrix: Matrix) -> None:
+    text = ("V100 32 GB: RuntimeError: Current CUDA Device does not support bfloat16. Please "
+            "switch dtype to float16.\n")
+    assert not any(d.category == Category.GPU_UNSUPPORTED and "no message names" in d.message
+                   for d in triage(text, matrix).diagnosis)

@@ -56,6 +56,7 @@ def blackwell(ctx: Context) -> List[Signal]:
 
 
 _AMPERE = Version("8.0")
+_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float8", "fp8", "dtype")
 _REFUSED = ("not supported", "unsupported", "doesn't support", "does not support", "not support",
             "不支持")
 
@@ -69,8 +70,8 @@ def pre_ampere(ctx: Context) -> List[Signal]:
         return []
     name, cc, gpu_quote = ctx.gpu
     said = ctx.text.containing(_REFUSED)
-    if cc is None or cc >= _AMPERE or not said:
-        return []
+    if cc is None or cc >= _AMPERE or not said or ctx.text.containing(_DTYPES):
+        return []  # "does not support bfloat16" is a dtype's refusal, not the GPU's
     quotes = dedupe([gpu_quote, ctx.quote(said[0])])
     return [Signal("pre_ampere_prior", Category.GPU_UNSUPPORTED,
                    f"no message names the cause, but the report names {name} (compute capability "

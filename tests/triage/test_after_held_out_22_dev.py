@@ -187,3 +187,10 @@ def test_the_pre_ampere_prior_leaves_a_dtype_refusal_alone(matrix: Matrix) -> No
             "switch dtype to float16.\n")
     assert not any(d.category == Category.GPU_UNSUPPORTED and "no message names" in d.message
                    for d in triage(text, matrix).diagnosis)
+
+
+def test_the_loaders_glibc_line_with_two_opening_quotes(matrix: Matrix) -> None:
+    # labelled: found by held_out_23's measure (no longer unseen)
+    found = top("version `GLIBC_2.32\u2018 not found (required by /env/lib/python3.10/site-packages/"
+                "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so)\n", matrix)
+    assert found.category == Category.GLIBC_TOO_OLD and "GLIBC_2.32" in found.message

@@ -44,7 +44,7 @@ _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefi
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
 # The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019).
-_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2019\"]? "
+_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2018\u2019\"]? "
                     r"not found"
                     r"(?:\s*\(required by ([^)]{1,400})\))?")
 _CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"

@@ -194,3 +194,10 @@ def test_the_loaders_glibc_line_with_two_opening_quotes(matrix: Matrix) -> None:
     found = top("version `GLIBC_2.32\u2018 not found (required by /env/lib/python3.10/site-packages/"
                 "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so)\n", matrix)
     assert found.category == Category.GLIBC_TOO_OLD and "GLIBC_2.32" in found.message
+
+
+def test_inductor_without_msvc_on_windows(matrix: Matrix) -> None:
+    # labelled: found by held_out_23's measure (no longer unseen)
+    found = top("torch._inductor.exc.InductorError: RuntimeError: Compiler: cl is not found.\n",
+                matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "vcvarsall.bat" in said(found)

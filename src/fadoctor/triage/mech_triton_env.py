@@ -169,7 +169,27 @@ def libcuda(ctx: Context) -> List[Signal]:
 _NO_CC = re.compile(r"Failed to find C compiler\. Please specify via CC environment variable")
 
 
+# Inductor's C++ compiler check (torch/_inductor/exc.py InvalidCxxCompiler in 2.13.0: "Compiler:
+# {compiler} is not found.", raised by cpp_builder.check_compiler_exist_windows when `cl /help`
+# cannot start: MSVC's environment is not active in this shell)
+_NO_CXX = re.compile(r"Compiler: (cl|cl\.exe) is not found|No working C\+\+ compiler found in "
+                     r"torch\._inductor\.config\.cpp\.cxx")
+
+
 def no_c_compiler(ctx: Context) -> List[Signal]:
+    cxx = ctx.first(_NO_CXX, ("is not found", "no working c++ compiler"))
+    if cxx is not None:
+        return [Signal("inductor_cxx", Category.BUILD_TOOLCHAIN,
+                       "torch.compile's Inductor compiles C++ with MSVC's cl on Windows, and cl "
+                       "cannot start in this shell (the Visual Studio C++ build tools are not "
+                       "installed, or their environment is not active)", [ctx.quote(cxx[0])],
+                       NAMED, [Remedy(summary="Install Visual Studio's \"Desktop development with "
+                                      "C++\" build tools, and start the program from an \"x64 Native "
+                                      "Tools Command Prompt\" (or after running vcvarsall.bat x64), "
+                                      "so that cl.exe is on PATH; or run without torch.compile.",
+                                      commands=["where cl"])],
+                       details={"source": "torch/_inductor/exc.py (InvalidCxxCompiler), "
+                                          "cpp_builder.py (check_compiler_exist_windows), 2.13.0"})]
     hit = ctx.first(_NO_CC, ("failed to find c compiler",))
     if hit is None:
         return []

@@ -31,12 +31,20 @@ _PIP_BUILT = re.compile(r"(?:Building wheel for|Failed building wheel for|Runnin
 _SDIST = re.compile(r"(?:Using cached|Downloading)\s+(?:\S*/)?([A-Za-z0-9][\w.]*?)-\d[\w.]*\.tar\.gz")
 _FLASH_WORDS = ("flash-attn", "flash_attn", "flash-attention", "flash attention", "flashattention",
                 "flash attn")
-# packages whose name on the index is another project's: no wheel to install by that name
+# packages whose name on the index is another project's: no wheel to install by that name (the
+# index's apex is "Pyramid toolkit to add Velruse, Flash Messages…", apex 0.9.10dev's PKG-INFO)
 _NO_WHEELS = {"apex": "NVIDIA apex publishes no wheels (the index's `apex` is another project): "
                       "NVIDIA's NGC PyTorch containers ship it built; else it is built from its "
                       "repository."}
 # words pip's build lines hold that are no distribution's name
 _NOT_NAMES = {"wheel", "wheels", "installable", "the", "from", "editable", "for", "dependencies"}
+
+
+def _named(raw: str) -> str:
+    """A distribution name as the lines write it, normalised (flash-attention's repository name
+    is flash-attn's)."""
+    name = raw.lower().replace("_", "-")
+    return FLASH if name == "flash-attention" else name
 
 
 def built(ctx: Context) -> Optional[str]:
@@ -45,18 +53,17 @@ def built(ctx: Context) -> Optional[str]:
     else None (a build whose package the text does not say)."""
     hit = ctx.first(BUILT, ("build", "compil", "install"))
     if hit is not None:
-        name = hit[1].group(1).lower().replace("_", "-")
+        name = _named(hit[1].group(1))
         name = "flashinfer-python" if name == "flashinfer" else name
         if name in COMPILED:
             return name
     for _, found in ctx.find(_PIP_BUILT, ("building", "failed", "running setup.py")):
-        name = found.group(1).lower().replace("_", "-")
+        name = _named(found.group(1))
         if name not in _NOT_NAMES and not name.replace(".", "").isdigit():
-            return FLASH if name in ("flash-attn", "flash-attention") else name
+            return name
     sdist = ctx.first(_SDIST, (".tar.gz",))
     if sdist is not None:
-        name = sdist[1].group(1).lower().replace("_", "-")
-        return FLASH if name in ("flash-attn", "flash-attention") else name
+        return _named(sdist[1].group(1))
     return FLASH if ctx.text.containing(_FLASH_WORDS) else None
 
 

@@ -211,7 +211,7 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
     if not candidates:  # the last resort: what the GPU alone makes likely
         candidates = [s for prior in mech_prior.PRIORS for s in _run(prior, ctx)]
-    shell = shell_of(ctx.text.joined, ctx.machine().platform.startswith("windows"))
+    shell = shell_of(ctx.text.joined, mech_build.on_windows(ctx))
     return _result(ctx, candidates, checks, _environment(ctx),
                    named_in(ctx.text.joined, shell) or replace(UNKNOWN, shell=shell))
 

@@ -31,6 +31,7 @@ def cuda_mismatch(ctx: Context) -> List[Signal]:
     quotes = dedupe([ctx.quote(hit[0]), *([ctx.quote(said[0])] if said else []),
                      *ctx.quotes("nvcc", "torch")])
     major = int(built.split(".")[0]) if built else None
+    home = f"/usr/local/cuda-{built}" if built else "/usr/local/cuda"  # the toolkit's folder
     fitting = r.torch_for_cuda(ctx, ctx.nvcc.major, ctx.nvcc) if ctx.nvcc and major and \
         ctx.nvcc.major != major else None
     return [Signal("apex_cuda_mismatch", Category.CUDA_RUNTIME_MISMATCH,
@@ -39,7 +40,5 @@ def cuda_mismatch(ctx: Context) -> List[Signal]:
                    r.keep([Remedy(summary=f"Build apex with the same CUDA as torch: install the "
                                   f"{want} toolkit and point CUDA_HOME at it (apex's setup.py "
                                   "runs $CUDA_HOME/bin/nvcc), then build again.",
-                                  commands=[f"export CUDA_HOME=/usr/local/cuda-{built}"
-                                            if built else "export CUDA_HOME=/usr/local/cuda",
-                                            "nvcc -V"]),
+                                  commands=[f"export CUDA_HOME={home}", f"{home}/bin/nvcc -V"]),
                            fitting]))]

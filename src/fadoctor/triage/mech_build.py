@@ -93,8 +93,9 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                        [Remedy(summary="Install a CUDA build of torch (the +cuXXX wheel for your driver: "
                                "`fadoctor fix` picks it), then build again.",
                                commands=["fadoctor fix --print-pins"])])]
-    package = build_package.built(ctx) or package_in(ctx, ctx.text.lines[hit[0]])
-    skip = prebuilt(ctx) if package in (None, "flash-attn", build_package.built(ctx)) else Remedy(
+    building = build_package.built(ctx)
+    package = building or package_in(ctx, ctx.text.lines[hit[0]])
+    skip = prebuilt(ctx) if package in (None, "flash-attn", building) else Remedy(
         summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
                 "and Python (its release page lists them), where one exists.")
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,

@@ -1,8 +1,9 @@
 """Head dims refused by a kernel's own assertion or dispatch rather than by a catalogued message:
 a C assert listing the head sizes a kernel was written for (`assert(head_size == 128 ||
 head_size == 256)`), and FlashInfer's dispatch failing on a head dim it has no tile
-configuration for (include/flashinfer/attention/prefill.cuh: "FlashInfer Internal Error: Invalid
-configuration : num_frags_x=… num_frags_y=…", num_frags_y being head_dim / 16). A head size of
+configuration for ("FlashInfer Internal Error: Invalid configuration : num_frags_x=…
+num_frags_y=…", as reported in flashinfer-ai/flashinfer#528 for head dim 224 with num_frags_y=14:
+head_dim / 16). A head size of
 576 is DeepSeek's MLA layout (kv_lora_rank 512 + qk_rope_head_dim 64, the absorbed form), which
 regular attention kernels never take: it needs an MLA kernel (pure)."""
 
@@ -32,7 +33,7 @@ def head_assert(ctx: Context) -> List[Signal]:
     stated = ctx.first(_STATED, ("head",))
     dim: Optional[int] = int(stated[1].group(1)) if stated is not None else None
     if flashinfer is not None:
-        index, allowed = flashinfer[0], "the head dims of its default build (64, 128, 256)"
+        index, allowed = flashinfer[0], "the head dims its kernels were compiled for"
         dim = dim or int(flashinfer[1].group(1)) * 16
         what = f"FlashInfer has no tile configuration for head dim {dim}"
     else:

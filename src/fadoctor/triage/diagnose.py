@@ -103,6 +103,7 @@ from fadoctor.triage import (
 )
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
+from fadoctor.triage.ask_shell import in_shell
 from fadoctor.triage.bridge import to_facts, unknown_checks
 from fadoctor.triage.context import Context
 from fadoctor.triage.environment import read_environment
@@ -153,7 +154,8 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.trtllm_head_size, mech_gpu.rocm, mech_gpu.graph_breaks,
     mech_dtype_arch.ptxas_feature, mech_dtype_arch.triton_fp8, mech_dtype_arch.cutlass_bf16,
-    mech_dtype_arch.fp8_matmul, mech_dtype_arch.trainer_bf16, mech_dtype_arch.inductor_bf16, mech_mps.dtype,
+    mech_dtype_arch.fp8_matmul, mech_dtype_arch.trainer_bf16, mech_dtype_arch.inductor_bf16,
+    mech_dtype_arch.autocast_bf16, mech_mps.dtype,
     mech_triton_smem.shared_memory, mech_triton_smem.no_valid_choices, mech_triton_pin.mismatch,
     mech_triton_pin.pre_release_api, mech_triton_env.missing, mech_triton_env.gpu_too_old,
     mech_triton_env.before_blackwell, mech_triton_env.compiler_assert,
@@ -313,11 +315,12 @@ def _result(ctx: Context, candidates: List[Signal], checks: Sequence[CheckResult
     assumed = [*ctx.assumptions, *([] if installer.known else [NOT_NAMED])]
     return Triage(fadoctor_version=__version__, read=sorted(ctx.seen.kinds),
                   environment=environment, assumed=list(dict.fromkeys(assumed)),
-                  diagnosis=diagnosis, missing=_missing(ctx, candidates, diagnosis),
+                  diagnosis=diagnosis, missing=_missing(ctx, candidates, diagnosis, installer.shell),
                   checks=results_into(checks, installer))
 
 
-def _missing(ctx: Context, signals: List[Signal], diagnosis: List[Diagnosed]) -> List[Missing]:
+def _missing(ctx: Context, signals: List[Signal], diagnosis: List[Diagnosed],
+             shell: str) -> List[Missing]:
     wanted: List[Tuple[str, str]] = []
     for signal in sorted(signals, key=lambda s: -s.strength):
         wanted += signal.needs
@@ -336,8 +339,9 @@ def _missing(ctx: Context, signals: List[Signal], diagnosis: List[Diagnosed]) ->
     wanted.append(("everything fadoctor checks, gathered on the machine itself (then "
                    "`fadoctor check --facts` or `fadoctor triage` reads it)", SNAPSHOT))
     out, commands = [], set()
-    for what, command in wanted:
-        if command not in commands:
+    for what, posix in wanted:
+        command = in_shell(posix, shell)
+        if command is not None and command not in commands:
             commands.add(command)
             out.append(Missing(what=what, command=command))
     return out

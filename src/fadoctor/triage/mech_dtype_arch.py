@@ -199,3 +199,26 @@ def inductor_bf16(ctx: Context) -> List[Signal]:
                            "emulated and slow either way.")],
                    details={"source": "pytorch/pytorch torch/_inductor/compile_fx.py "
                                       "(_check_triton_bf16_support)"})]
+
+
+# torch's autocast refuses bf16 where torch.cuda.is_bf16_supported() says no (torch==2.13.0:
+# torch/amp/autocast_mode.py:295, raise RuntimeError("Current CUDA Device does not support
+# bfloat16. Please switch dtype to float16.")): before sm_80 on releases without emulation, and
+# where even a bf16 tensor cannot be made on the GPU.
+_AUTOCAST_BF16 = re.compile(r"Current CUDA Device does not support bfloat16")
+
+
+def autocast_bf16(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_AUTOCAST_BF16, ("support bfloat16",))
+    if hit is None:
+        return []
+    return [Signal("autocast_bf16", Category.DTYPE_UNSUPPORTED,
+                   f"torch's autocast was asked for bfloat16 on {_gpu(ctx)}, which it says has no "
+                   "bf16 (Ampere, sm_80, and newer have it)",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Autocast in float16 on this GPU: torch.autocast('cuda', "
+                           "dtype=torch.float16) with a GradScaler; in a framework, its fp16 "
+                           "precision (Lightning precision='16-mixed' or '16-true', accelerate "
+                           "--mixed_precision fp16, Trainer fp16=True).")],
+                   details={"source": "torch==2.13.0:torch/amp/autocast_mode.py:295 "
+                                      "(autocast.__init__)"})]

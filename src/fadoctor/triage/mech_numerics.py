@@ -13,7 +13,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, minor, parse_version
-from fadoctor.triage.signal import HINTED, Signal
+from fadoctor.triage.signal import HINTED, Signal, dedupe
 
 _NAN = re.compile(r"\b(?:nan|NaN|NAN|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|output|logits|"
                   r"attention)\b[^\n]{0,60}?\b(?:nan|NaN|NAN|inf)\b")
@@ -124,3 +124,41 @@ def black_images(ctx: Context) -> List[Signal]:
                            "--force-fp16 (or pass --bf16-unet, --fp32-vae); in AUTOMATIC1111 "
                            "--no-half-vae, or --no-half for the UNet; elsewhere "
                            "torch_dtype=torch.bfloat16.")])]
+
+
+# A model run in float16 whose outputs go NaN, Inf or empty, with no flash-attention in the
+# report: fp16's range (largest 65504) against activations that a bf16-trained model keeps in
+# fp32's range. Told as NaN/Inf, as numpy's "invalid value encountered in cast" (NaN to uint8:
+# a black image), as overflow (溢出), or as bf16 working where fp16 does not.
+_OVERFLOW = re.compile(r"invalid value encountered in cast|\boverflow(?:s|ed|ing)?\b|溢出|"
+                       r"\b(?:bf16|bfloat16)\b[^\n]{0,30}\bworks?\b|\bworks?\b[^\n]{0,20}\b(?:with|in|"
+                       r"on) (?:bf16|bfloat16)\b", re.I)
+
+
+_BOTH = re.compile(r"\b(?:bf16|bfloat16) (?:and|or|&|/) (?:fp16|float16)\b|\b(?:fp16|float16) "
+                   r"(?:and|or|&|/) (?:bf16|bfloat16)\b|\b(?:bf16|bfloat16)\b[^\n]{0,40}\bnan\b", re.I)
+
+
+def fp16_overflow(ctx: Context) -> List[Signal]:
+    if ctx.text.containing(_FLASH) or ctx.first(_BLACK, ("black", "all nans")) is not None:
+        return []  # nan() and black_images() read those
+    half = ctx.first(_HALF, ("fp16", "float16", "torch.half"))
+    if half is None:
+        return []
+    symptom = ctx.first(_OVERFLOW, ("cast", "overflow", "溢出", "bf16", "bfloat16")) or next(
+        ((i, m) for i, m in ctx.find(_NAN, ("nan", "inf")) if _ABOUT.search(ctx.text.lines[i])),
+        None)
+    if symptom is None or _BOTH.search(ctx.text.joined):
+        return []  # NaN in bf16 too: not fp16's range
+    pre_ampere = ctx.gpu is not None and ctx.gpu[1] is not None and ctx.gpu[1].major < 8
+    way = ("this GPU has no bf16 (before Ampere): run the model in float32, or keep float16 with "
+           "the layers that overflow (attention scores, MLP activations, norms) upcast to float32"
+           if pre_ampere else
+           "run the model in bfloat16 (fp32's range; Ampere or newer) or float32 instead of "
+           "float16 (torch_dtype=torch.bfloat16)")
+    return [Signal("numerics_fp16", Category.NUMERICS,
+                   "the model overflows float16: activations past fp16's largest value (65504) "
+                   "become inf and then NaN (or empty output), where bf16 and fp32 keep their "
+                   "range", dedupe([ctx.quote(symptom[0]), ctx.quote(half[0]),
+                                    *([ctx.gpu[2]] if ctx.gpu else [])]), HINTED - 5,
+                   [Remedy(summary=way[0].upper() + way[1:] + ".")])]

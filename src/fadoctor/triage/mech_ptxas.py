@@ -115,3 +115,38 @@ def isa_version(ctx: Context) -> List[Signal]:
                    [ctx.quote(hit[0])], NAMED, fixes,
                    details={"source": "triton release wheels 3.1.0/3.2.0 "
                                       "triton/backends/nvidia/compiler.py (ptx_get_version)"})]
+
+
+# ptxas refusing PTX whose `.version` is older than its target or an instruction needs: "PTX
+# .version 7.4 does not support .target sm_89", "Feature 'cvt with .e4m3x2/.e5m2x2 on sm_89'
+# requires PTX ISA .version 8.1 or later". PTX ISA (NVIDIA's "Parallel Thread Execution ISA",
+# section "Target Directives", .target's PTX ISA notes): each target and feature has a first
+# ISA version; the PTX's `.version` is the code generator's choice (Triton's ptx_get_version, an
+# LLVM/nvcc release), so the generator is older than the GPU or the feature.
+_OLD_FOR_TARGET = re.compile(r"PTX \.version (\d+\.\d+) does not support \.target (sm_\d{2,3}[af]?)")
+_OLD_FOR_FEATURE = re.compile(r"Feature '([^']{1,80})' requires PTX ISA \.version (\d+\.\d+) or "
+                              r"later")
+
+
+def old_isa(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OLD_FOR_TARGET, ("does not support .target",)) or \
+        ctx.first(_OLD_FOR_FEATURE, ("requires ptx isa",))
+    if hit is None:
+        return []
+    target = hit[1].re is _OLD_FOR_TARGET
+    what = (f"PTX ISA {hit[1].group(1)} is older than {hit[1].group(2)} needs" if target else
+            f"'{hit[1].group(1)}' needs PTX ISA {hit[1].group(2)} or later")
+    triton = bool(_TRITON.search(ctx.text.joined)) or bool(ctx.text.containing(("triton",)))
+    generator = "Triton" if triton else "the code generator"
+    fixes = [Remedy(summary=(
+        "Upgrade Triton (for torch.compile, the torch whose pinned Triton knows this GPU: "
+        "pip install --upgrade torch brings its triton / pytorch-triton); a newer Triton emits a "
+        "newer PTX ISA for the same GPU." if triton else
+        "Upgrade the compiler that emitted the PTX (its CUDA toolkit, or the LLVM/Triton "
+        "release) to one that knows this GPU and feature; the PTX's .version is its choice."))]
+    return [Signal("ptx_isa_old", Category.VERSION_CONFLICT,
+                   f"ptxas refuses the PTX: {what}. {generator} emitted PTX for an older ISA than "
+                   "this GPU (or this instruction) needs, so it is older than the GPU",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
+                   details={"source": "NVIDIA PTX ISA, Target Directives: .target (PTX ISA "
+                                      "notes: the first ISA version of each target)"})]

@@ -25,8 +25,9 @@ from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_triton_pin import triton_for
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
+# (any case: a person retelling it writes "no module named Triton")
 _MISSING = re.compile(r"Cannot find a working triton installation|"
-                      r"No module named '?triton'?(?![.\w])")
+                      r"No module named '?triton'?(?![.\w])", re.I)
 _TOO_OLD_GPU = re.compile(r"too old to be supported by the triton GPU compiler|"
                           r"Triton only supports devices of CUDA Capability >= 7\.0|"
                           r"\bGPUTooOldForTriton\b")

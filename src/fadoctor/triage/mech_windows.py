@@ -207,3 +207,34 @@ def _triton(package: str, quotes: List[Quote]) -> Signal:
     return Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
                   f"{package} has no Windows wheel: PyPI's triton publishes Linux wheels only, at "
                   "every release", quotes, LOGGED, fixes)
+
+
+# PyPI's triton has wheels for Linux only (x86_64 at every release, aarch64 from 3.x), for each
+# CPython its release supports: pip finding no triton at all on a machine the report does not
+# place is Windows or macOS, or a Python newer than every triton release.
+_LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
+                    re.I)
+_MAC = re.compile(r"\bmacos\b|\bdarwin\b|\bmac ?os\b|\bapple (?:m\d|silicon)\b|/Users/", re.I)
+
+
+def triton_nowhere(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
+    if hit is None or hit[1].group(1).lower() != "triton" or on_windows(ctx) or \
+            _LINUX.search(ctx.text.joined):
+        return []
+    mac = ctx.first(_MAC, ("mac", "darwin", "/users/", "apple"))
+    if mac is not None:
+        return [Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
+                       "triton has no macOS wheel: PyPI's triton publishes Linux wheels only, and "
+                       "its GPU backends are CUDA and ROCm", dedupe([ctx.quote(hit[0]),
+                                                                     ctx.quote(mac[0])]), LOGGED,
+                       [Remedy(summary="Drop triton on macOS (a `; sys_platform == 'linux'` "
+                               "marker) and run the code path without it: no torch.compile "
+                               "with Inductor's Triton kernels, attention through PyTorch SDPA "
+                               "(MPS). Triton kernels need a Linux machine with a CUDA or ROCm "
+                               "GPU.")])]
+    signal = _triton("triton", [ctx.quote(hit[0])])
+    signal.message = ("pip finds no triton at all: PyPI's triton publishes Linux wheels only, so "
+                      "this is Windows or macOS (or a Python newer than every triton release)")
+    signal.strength = HINTED
+    return [signal]

@@ -8,96 +8,37 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import switches
+from fadoctor.triage.api_tables import PACKAGES, Api, api
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_triton_pin import pair_differs, with_torch
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
-_DATA = Path(__file__).resolve().parent.parent / "data"
-_SOURCE_TREE = Path(__file__).resolve().parents[3] / "data"
 _Q = "['\u2018\u2019\"`]"  # quotes as pasted: straight, or typographic from a rendered page
 _KWARG = re.compile(r"\b(\w{1,60})\(\) got an unexpected keyword argument " + _Q + r"(\w{1,60})")
 _MISSING = re.compile(r"\b(\w{1,60})\(\) missing \d required (?:positional|keyword-only) "
                       r"arguments?: " + _Q + r"(\w{1,60})")
 _IMPORT = re.compile(r"cannot import name " + _Q + r"(\w{1,80})" + _Q + r" from " + _Q +
-                     r"((?:flash_attn|transformers|triton)[\w.]{0,80})")
-_ATTR = re.compile(r"module " + _Q + r"((?:flash_attn|transformers|triton)[\w.]{0,80})" + _Q +
+                     rf"((?:{PACKAGES})[\w.]{{0,80}})")
+_ATTR = re.compile(r"module " + _Q + rf"((?:{PACKAGES})[\w.]{{0,80}})" + _Q +
                    r" has no attribute " + _Q + r"(\w{1,80})")
 # flash_attn.cute is flash-attn-4's (another distribution; mech_catalog's FA4 entries read it).
 _MODULE = re.compile(r"No module named " + _Q + r"((?:flash_attn\.(?!cute)|triton\.)[\w.]{1,80})")
-_FILES = {"flash_attn": "flash_attn_api.yaml", "transformers": "transformers_api.yaml",
-          "triton": "triton_api.yaml"}
-_SOURCES = {"flash_attn": "Dao-AILab/flash-attention at every release tag (flash_attn/)",
-            "transformers": "transformers' release wheels", "triton": "Triton's release wheels"}
-_DISTS = {"flash_attn": "flash-attn", "transformers": "transformers", "triton": "triton"}
-_FRAME = re.compile(r"(?:site-packages|dist-packages)/(\w+)/")
+_FRAME = re.compile(r"(?:site-packages|dist-packages)[/\\](\w+)[/\\]")
 # Names mech_wrappers.renamed_api and mech_catalog.api_names explain (1.x -> 2.x renames).
 _ELSEWHERE = re.compile(r"unpadded|^flash_attn_cuda$")
-
-
-@dataclass(frozen=True)
-class Api:
-    """One package's API by release: each key with the indexes of the releases that have it."""
-
-    dist: str  # the distribution to pin
-    source: str  # where the data comes from
-    tags: Tuple[str, ...]
-    names: Dict[str, Tuple[int, ...]]
-    modules: Dict[str, Tuple[int, ...]]
-    parameters: Dict[str, Dict[str, Tuple[int, ...]]]
-    required: Dict[str, Dict[str, Tuple[int, ...]]]
-    environment: Dict[str, Tuple[int, ...]]  # the variables setup.py reads (flash_attn only)
-    # how many values each function returns, by release (flash_attn only)
-    returns: Dict[str, Dict[str, Tuple[int, ...]]]
-
-    def version(self, index: int) -> str:
-        return self.tags[index].lstrip("v")
-
-    def functions(self, name: str) -> List[str]:
-        """Every module:function key for a bare function name."""
-        return [key for key in self.parameters if key.rsplit(":", 1)[1] == name]
-
-
-def _indexes(runs: str) -> Tuple[int, ...]:
-    out: List[int] = []
-    for run in str(runs).split(","):
-        low, _, high = run.partition("-")
-        out.extend(range(int(low), int(high or low) + 1))
-    return tuple(out)
-
-
-@lru_cache(maxsize=3)
-def api(package: str) -> Api:
-    """flash_attn's, transformers' or Triton's API, read when a report first needs it."""
-    name = _FILES[package]
-    path = _DATA / name if (_DATA / name).is_file() else _SOURCE_TREE / name
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-
-    def table(section: str) -> Dict[str, Dict[str, Tuple[int, ...]]]:
-        return {k: {p: _indexes(v) for p, v in ps.items()} for k, ps in raw[section].items()}
-    return Api(_DISTS[package], _SOURCES[package],
-               tuple(raw["tags"]), {k: _indexes(v) for k, v in raw["names"].items()},
-               {k: _indexes(v) for k, v in raw["modules"].items()},
-               table("parameters"), table("required"),
-               {k: _indexes(v) for k, v in (raw.get("environment") or {}).items()},
-               table("returns") if "returns" in raw else {})
 
 
 def _installed(ctx: Context, data: Api) -> Optional[Version]:
     if data.dist == "flash-attn":
         return ctx.fa2
     stated = ctx.package(*(("triton", "triton-windows") if data.dist == "triton"
-                           else ("transformers",)))
+                           else (data.dist, data.dist.replace("-", "_"))))
     try:
         return Version(stated.value) if stated is not None else None
     except InvalidVersion:
@@ -153,7 +94,7 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
     else:
         span = f"up to {data.version(last)}" if first == 0 else \
             f"{data.version(first)} to {data.version(last)}"
-        message = (f"{what} is in {data.dist} {span} only: {data.version(last + 1)} removed "
+        message = (f"{what} is in {data.dist} {span} only: {data.removed_in(last + 1)} removed "
                    f"it{stated}")
         move = "Downgrade" if installed is not None or first == 0 else "Move"
         target = data.version(last)

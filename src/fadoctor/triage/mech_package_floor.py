@@ -27,6 +27,10 @@ _FLOOR = re.compile(
     rf"(?:requires?d?|needs?)\s+`?{_D}\s*(?:>=|≥)\s*{_V}|"
     rf"`?{_D}\s*(?:>=|≥)\s*{_V}`?\s+(?:is\s+)?required|"
     rf"please\s+(?:install|upgrade)\s+(?:to\s+)?{_D}\s+(?:to\s+)?(?:>=|≥)\s*{_V}|"
+    # diffusers' "`enable_model_cpu_offload` requires `accelerate v0.17.0` or higher."
+    # (src/diffusers/pipelines/pipeline_utils.py), "requires X version 1.2 or later"
+    rf"(?:requires?d?|needs?)\s+`?{_D}\s+(?:version\s+)?v?{_V}`?\s+or\s+(?:higher|later|newer|"
+    rf"above)|"
     # a release named bare, torch only ("requires torch 2.7.0 nightly currently")
     rf"(?:requires?d?|needs?)\s+(?:at least\s+)?(torch|pytorch)\s+{_V}\b", re.I)
 # transformers' require_version: "transformers>=4.41.2,<=4.46.1 is required for a normal

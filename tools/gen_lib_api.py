@@ -35,7 +35,7 @@ MODULES: Dict[str, Tuple[str, ...]] = {
 }
 
 
-def _paths(package: str) -> "re.Pattern[str]":
+def _paths(package: str) -> re.Pattern[str]:
     own = "|".join(re.escape(m) for m in ("__init__", "utils/__init__", *MODULES[package]))
     return re.compile(rf"^{package}/(?:{own})\.py$")
 

@@ -17,8 +17,8 @@ from fadoctor.report import Category
 from fadoctor.triage.api_tables import api
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import gen_lib_api  # noqa: E402
-from gen_fa_api import collect  # noqa: E402
+import gen_lib_api
+from gen_fa_api import collect
 
 LAZY_INIT = '''
 __version__ = "{v}"

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import List, Optional
 
 from fadoctor.report import Remedy
+from fadoctor.triage.api_tables import Api
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api import _MISSING, Api, _caller, _package, _pin, _signal, _upgrade
+from fadoctor.triage.mech_api import _MISSING, _caller, _package, _pin, _signal, _upgrade
 from fadoctor.triage.signal import Signal
 
 

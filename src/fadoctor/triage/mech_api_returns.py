@@ -11,8 +11,8 @@ from typing import Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage.api_tables import Api, api
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api import Api, api
 from fadoctor.triage.mech_symbols import OTHERS
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote

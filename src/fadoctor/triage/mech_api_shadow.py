@@ -10,8 +10,9 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage.api_tables import api
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api import _ATTR, _IMPORT, _has, _inductors, _installed, api
+from fadoctor.triage.mech_api import _ATTR, _IMPORT, _has, _inductors, _installed
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 

@@ -10,8 +10,8 @@ from typing import Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import api_tables, mech_wrappers, torch_remedies
 from fadoctor.triage import catalog_remedies as cr
-from fadoctor.triage import mech_api, mech_wrappers, torch_remedies
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
 from fadoctor.triage.context import Context
@@ -208,7 +208,7 @@ def unbound_classes(ctx: Context) -> List[Signal]:
         name = found.group(1)
         if name.startswith("flash_attn_") or not re.search(r"flash|mha", name, re.I):
             continue  # flash_attn_* names are api_names'; others are not flash-attn's
-        data = mech_api.api("flash_attn")  # read only when a report shows such a name
+        data = api_tables.api("flash_attn")  # read only when a report shows such a name
         have = sorted({i for key, runs in data.names.items() if key.rsplit(":", 1)[-1] == name
                        for i in runs})
         if not have:

@@ -17,8 +17,8 @@ from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage import observed as o
+from fadoctor.triage.api_tables import api
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api import api
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "torch_api.yaml"

@@ -283,6 +283,10 @@ def code_imports(ctx: Context) -> List[Signal]:
 # Please open an issue on GitHub ..."; 4.48.0:1649, "... Please request to add support where the
 # model is hosted ..."). With trust_remote_code the class is the Hub repo's own modeling file.
 _MODEL_NO_FLASH = re.compile(r"(\w{1,80}) does not support Flash Attention 2(?:\.0)? yet")
+# its SDPA twin: transformers==4.36.0:transformers/modeling_utils.py:1465 ("... does not support
+# an attention implementation through torch.nn.functional.scaled_dot_product_attention yet")
+_MODEL_NO_SDPA = re.compile(r"(\w{1,80}) does not support an attention implementation through "
+                            r"torch\.nn\.functional\.scaled_dot_product_attention yet")
 MODEL_NO_FLASH_SOURCE = ("transformers==4.36.0:transformers/modeling_utils.py:1383; "
                          "transformers==4.48.0:transformers/modeling_utils.py:1649")
 
@@ -290,7 +294,7 @@ MODEL_NO_FLASH_SOURCE = ("transformers==4.36.0:transformers/modeling_utils.py:13
 def model_without_flash(ctx: Context) -> List[Signal]:
     hit = ctx.first(_MODEL_NO_FLASH, ("does not support flash attention",))
     if hit is None:
-        return []
+        return _model_without_sdpa(ctx)
     index, found = hit
     model = found.group(1)
     fixes = [Remedy(summary=f"{model}'s modeling code does not declare flash-attention support "
@@ -339,3 +343,21 @@ def fa1_under_transformers_434(ctx: Context) -> List[Signal]:
                            "uninstall flash-attn 1.x.",
                            commands=['pip install --upgrade "transformers>=4.35.0"'])],
                    details={"source": FA1_UNDER_434})]
+
+
+def _model_without_sdpa(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MODEL_NO_SDPA, ("scaled_dot_product_attention yet",))
+    if hit is None:
+        return []
+    model = hit[1].group(1)
+    return [Signal("api", Category.VERSION_CONFLICT,
+                   f"transformers refuses SDPA for {model}: the model class in this transformers "
+                   "(or its remote code) does not declare SDPA support (_supports_sdpa)",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Upgrade transformers: SDPA support reaches models release by "
+                           f"release, so a newer transformers (or its main branch) may have it for "
+                           f"{model}; with trust_remote_code, the model repository's latest code.",
+                           commands=["pip install --upgrade transformers"]),
+                    Remedy(summary="Or load it with attn_implementation=\"eager\" (the attention "
+                           "every model class has).")],
+                   details={"source": "transformers==4.36.0:transformers/modeling_utils.py:1465"})]

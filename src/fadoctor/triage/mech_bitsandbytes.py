@@ -35,3 +35,48 @@ def no_cuda_binary(ctx: Context) -> List[Signal]:
                            "takes the newest; older releases stop at older CUDA versions).",
                            commands=["pip install --upgrade bitsandbytes"])],
                    details={"source": SOURCE})]
+
+
+# transformers' quantized loading: "Using `load_in_8bit=True` requires Accelerate: `pip install
+# accelerate` and the latest version of bitsandbytes ..." (transformers==4.36.0:
+# transformers/modeling_utils.py:2900) is raised when is_bitsandbytes_available() is False, and
+# that is False without a CUDA device even where bitsandbytes is installed
+# (transformers==4.36.0:transformers/utils/import_utils.py:614, "_bitsandbytes_available and
+# torch.cuda.is_available()").
+_HF_QUANT = re.compile(r"Using `?load_in_(?:8|4)bit=True`? requires Accelerate")
+_NO_CUDA = re.compile(r"device_map\s*=\s*['\"]cpu['\"]|\bcpu[- ]only\b|\bno (?:cuda|gpu)\b|"
+                      r"\bwithout (?:a )?(?:cuda|gpu)\b|is_available\(\)\s*(?:->|=|:)?\s*False|"
+                      r"\bCPU runtime\b|\bGPU\?\)?:\s*[\d.+\w]*\s*\(False\)", re.I)
+_INSTALLED = re.compile(r"(?:already|were|are|is) installed|latest versions? (?:were|was|are|is)",
+                        re.I)
+# the same message retold: "an error stating that bitsandbytes and accelerate are required"
+_TOLD = re.compile(r"(?=[^\n]*\bbitsandbytes\b)(?=[^\n]*\baccelerate\b)[^\n]*\brequire[sd]?\b", re.I)
+HF_QUANT_SOURCE = ("transformers==4.36.0:transformers/modeling_utils.py:2900; "
+                   "transformers==4.36.0:transformers/utils/import_utils.py:614")
+
+
+def hf_quantized_without_cuda(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HF_QUANT, ("requires accelerate",)) or ctx.first(_TOLD, ("requir",))
+    if hit is None or (hit[1].re is _TOLD and not ctx.text.containing(("load_in_", "bitsandbytesconfig"))):
+        return []
+    cpu = ctx.first(_NO_CUDA, ("cpu", "cuda", "gpu", "false"))
+    installed = ctx.first(_INSTALLED, ("installed", "latest version"))
+    gpu_fix = Remedy(summary="bitsandbytes' 8-bit and 4-bit loading needs a CUDA GPU: transformers "
+                     "counts bitsandbytes as unavailable without one, so this message appears even "
+                     "with both packages installed. Run on a GPU (in Colab, a GPU runtime), and "
+                     "load on it (device_map=\"auto\" or \"cuda\", not \"cpu\").")
+    install = Remedy(summary="Otherwise install both into the Python that runs it.",
+                     commands=["pip install --upgrade accelerate bitsandbytes"])
+    if cpu is None and installed is None:
+        return [Signal("hf_quantization", Category.NOT_INSTALLED,
+                       "transformers cannot use bitsandbytes for 8-bit/4-bit loading: accelerate "
+                       "or bitsandbytes is missing, or there is no CUDA device",
+                       [ctx.quote(hit[0])], LOGGED, [install, gpu_fix],
+                       details={"source": HF_QUANT_SOURCE})]
+    return [Signal("hf_quantization", Category.PLATFORM_UNSUPPORTED,
+                   "transformers counts bitsandbytes as unavailable because no CUDA device is "
+                   "visible (bitsandbytes' quantization is CUDA-only): the message about installing "
+                   "accelerate and bitsandbytes misleads",
+                   dedupe([ctx.quote(hit[0]), *([ctx.quote(cpu[0])] if cpu else []),
+                           *([ctx.quote(installed[0])] if installed else [])]), LOGGED,
+                   [gpu_fix, install], details={"source": HF_QUANT_SOURCE})]

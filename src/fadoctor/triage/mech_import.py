@@ -8,14 +8,14 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.checks.classify import missing_library, symbol_version
+from fadoctor.checks.classify import missing_library
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.matrix.fa2 import parse_local
 from fadoctor.probes.mangling import is_torch_symbol, string_abi
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
-from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.context import Context
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
@@ -43,10 +43,6 @@ _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefi
                         r"symbol)(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
-# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019).
-_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2018\u2019\"]? "
-                    r"not found"
-                    r"(?:\s*\(required by ([^)]{1,400})\))?")
 _CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"
                           r"cudnn|nvrtc|cu[A-Z])")
 _IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
@@ -337,46 +333,6 @@ def missing_module(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Run from another directory than a flash-attention checkout; "
                            "if it still fails, reinstall it.", commands=["cd"]),
                     r.reinstall(ctx)])]
-
-
-def glibc_versions(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_GLIBC, ("not found",))
-    if hit is None:
-        return []
-    index, found = hit
-    required, kind, number, by = found.groups()
-    diagnosis = symbol_version(required)
-    quotes = dedupe([ctx.quote(index), *ctx.quotes("os", "glibc")])
-    need = parse_version(number)
-    out: List[Optional[Remedy]] = []
-    if kind == "GLIBC" and need is not None:
-        out.append(r.exact_wheel(ctx, glibc_below=need))
-        out.extend(_glibc_defects(ctx, need))
-        out.append(Remedy(summary=f"Or run on a Linux distribution whose glibc is {need} or newer."))
-    else:
-        out.append(Remedy(summary=f"The C++ runtime (libstdc++) loaded is older than the one the "
-                          f"binary was built with ({required}): in a conda environment install a "
-                          "newer libstdc++ into it; else put a newer libstdc++ first.",
-                          commands=["conda install -c conda-forge libstdcxx-ng"]))
-    out.insert(0 if by and "flash" not in by else len(out),
-               r.force_build(ctx, "Or compile it on this machine, so that it links against this "
-                             "system's C and C++ runtimes."))
-    return [Signal("glibc", diagnosis.category,
-                   (f"{by.rsplit('/', 1)[-1]}: " if by else "") + diagnosis.explanation, quotes,
-                   NAMED, r.keep(out), details={**diagnosis.details, "required_by": by},
-                   needs=[] if ctx.glibc else [("the system's glibc", "ldd --version")])]
-
-
-def _glibc_defects(ctx: Context, need: Version) -> List[Remedy]:
-    """Releases the matrix knows need this glibc, and what to take instead."""
-    out = []
-    for defect in ctx.matrix.known_defects:
-        if defect.category != Category.GLIBC_TOO_OLD or defect.min_glibc != need:
-            continue
-        if ctx.fa2 is not None and not defect.affects(ctx.fa2):
-            continue
-        out.append(Remedy(summary=f"flash-attn {defect.versions}: {defect.remedy}"))
-    return out
 
 
 _CUDART_NAMED = re.compile(r"\blibcudart\.so\.(\d{2})\b")

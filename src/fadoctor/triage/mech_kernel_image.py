@@ -30,6 +30,22 @@ def invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     Triton's own ("Triton Error [CUDA]: device kernel image is invalid") is a cubin it compiled
     or cached: for another GPU (a cache shared between machines) or by a ptxas newer than the
     driver."""
+    floor = ctx.matrix.driver_floor(12)
+    triton = any("triton error" in q.text.lower() for q in quotes) or (
+        "triton" in " ".join(q.text.lower() for q in quotes) or bool(ctx.text.containing(("triton",))))
+    if triton and floor is not None and ctx.driver is not None and ctx.driver < floor.min_driver:
+        # Triton assembles its kernels with its bundled ptxas, a CUDA 12 toolkit's: a driver
+        # below CUDA 12's floor cannot load what it makes
+        return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
+                      f"Triton assembled this kernel with its bundled CUDA 12 ptxas, and the "
+                      f"driver here ({ctx.driver}) is older than CUDA 12 needs "
+                      f"({floor.min_driver}), so it cannot load the binary",
+                      dedupe([*quotes, *ctx.quotes("driver")]), NAMED,
+                      [Remedy(summary=f"Upgrade the NVIDIA driver to {floor.min_driver} or newer."),
+                       Remedy(summary="Or, where this Triton still accepts an older ptxas, point "
+                              "it at a toolkit of the driver's CUDA (TRITON_PTXAS_PATH="
+                              "/usr/local/cuda-11.8/bin/ptxas).")],
+                      details={"source": floor.source})
     if any("triton error" in q.text.lower() for q in quotes):
         return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                       "Triton loaded a kernel binary this GPU and driver cannot run: one cached "

@@ -23,8 +23,8 @@ _BLACKWELL = Version("10.0")
 
 def blackwell(ctx: Context) -> List[Signal]:
     """A Blackwell GPU named and a failure said, nothing else read."""
-    if ctx.gpu is None or ctx.amd:
-        return []
+    if ctx.gpu is None or ctx.amd or ctx.text.containing(_AMD_WORDS):
+        return []  # an AMD report comparing its GPU with an NVIDIA one ("MI50 is like 2080ti")
     name, cc, gpu_quote = ctx.gpu
     if cc is None or cc < _BLACKWELL:
         return []
@@ -61,13 +61,17 @@ _REFUSED = ("not supported", "unsupported", "doesn't support", "does not support
             "不支持")
 
 
+_AMD_WORDS = ("rocm", "hipcc", ".hip", "gfx9", "gfx1", "amdgpu", "radeon", " mi50", " mi60", " mi100",
+              " mi210", " mi250", " mi300")
+
+
 def pre_ampere(ctx: Context) -> List[Signal]:
     """A GPU older than Ampere named with "not supported", nothing else read: FlashAttention-2
     (and FA3, FA4) need compute capability 8.0 or newer (flash-attention's README: "Ampere, Ada,
     or Hopper GPUs"; flash_api.cpp's is_sm8x check), the question such a report most often
     asks in this field."""
-    if ctx.gpu is None or ctx.amd:
-        return []
+    if ctx.gpu is None or ctx.amd or ctx.text.containing(_AMD_WORDS):
+        return []  # an AMD report comparing its GPU with an NVIDIA one ("MI50 is like 2080ti")
     name, cc, gpu_quote = ctx.gpu
     said = ctx.text.containing(_REFUSED)
     if cc is None or cc >= _AMPERE or not said or ctx.text.containing(_DTYPES):

@@ -26,6 +26,8 @@ def submodule(ctx: Context) -> List[Signal]:
         top, rest = hit.group(1), hit.group(2)
         if top in _TABLED or _COMPILED.search(rest) or top.startswith("flash_attn"):
             continue
+        if top in _COMFY:
+            return [_comfy(ctx, index, f"{top}.{rest}")]
         dist = dist_of(top)
         stated = ctx.package(dist)
         have = f" {stated.value}" if stated is not None else ""
@@ -39,3 +41,20 @@ def submodule(ctx: Context) -> List[Signal]:
                                "release it was written for.",
                                commands=[command("pip", "install", "--upgrade", dist)])])]
     return []
+
+
+# ComfyUI's own packages (comfyanonymous/ComfyUI: comfy/, comfy_extras/, comfy_api/) are not on
+# the package index: a custom node that imports a newer one needs ComfyUI itself updated.
+_COMFY = {"comfy", "comfy_extras", "comfy_api", "comfy_execution"}
+
+
+def _comfy(ctx: Context, index: int, module: str) -> Signal:
+    return Signal("missing_submodule", Category.VERSION_CONFLICT,
+                  f"this ComfyUI has no {module}: the custom node importing it was written for a "
+                  "newer ComfyUI (custom nodes follow ComfyUI's main branch)", [ctx.quote(index)],
+                  RAISED_IN,
+                  [Remedy(summary="Update ComfyUI itself, not only the custom node: ComfyUI "
+                          "Manager's \"Update ComfyUI\", update\\update_comfyui.bat in the "
+                          "portable build, or git pull in ComfyUI's folder (then its "
+                          "requirements.txt); or pin the custom node to a release written for this "
+                          "ComfyUI.")])

@@ -1,0 +1,87 @@
+"""A binary that needs a newer glibc or libstdc++ than the system has: the loader's
+"version `GLIBC_2.32' not found (required by ...)" (pure). flash-attn's own binary gets the
+wheel built for an older glibc and the releases the matrix knows need it; another package's
+binary gets that package built here."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional
+
+from packaging.version import Version
+
+from fadoctor.checks.classify import symbol_version
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+# The loader quotes the version with a backquote, or a typographic quote (U+2018/U+2019).
+_GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)+))[`'\u2018\u2019\"]? "
+                    r"not found"
+                    r"(?:\s*\(required by ([^)]{1,400})\))?")
+
+
+def glibc_versions(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_GLIBC, ("not found",))
+    if hit is None:
+        return []
+    index, found = hit
+    required, kind, number, by = found.groups()
+    diagnosis = symbol_version(required)
+    quotes = dedupe([ctx.quote(index), *ctx.quotes("os", "glibc")])
+    need = parse_version(number)
+    out: List[Optional[Remedy]] = []
+    owner = _OWNER.search(by or "")
+    if owner and not owner.group(1).startswith(("flash_attn", "torch")):
+        return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need)]
+    if kind == "GLIBC" and need is not None:
+        out.append(r.exact_wheel(ctx, glibc_below=need))
+        out.extend(_glibc_defects(ctx, need))
+        out.append(Remedy(summary=f"Or run on a Linux distribution whose glibc is {need} or newer."))
+    else:
+        out.append(Remedy(summary=f"The C++ runtime (libstdc++) loaded is older than the one the "
+                          f"binary was built with ({required}): in a conda environment install a "
+                          "newer libstdc++ into it; else put a newer libstdc++ first.",
+                          commands=["conda install -c conda-forge libstdcxx-ng"]))
+    out.insert(0 if by and "flash" not in by else len(out),
+               r.force_build(ctx, "Or compile it on this machine, so that it links against this "
+                             "system's C and C++ runtimes."))
+    return [Signal("glibc", diagnosis.category,
+                   (f"{by.rsplit('/', 1)[-1]}: " if by else "") + diagnosis.explanation, quotes,
+                   NAMED, r.keep(out), details={**diagnosis.details, "required_by": by},
+                   needs=[] if ctx.glibc else [("the system's glibc", "ldd --version")])]
+
+
+_OWNER = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_]\w*)")
+
+
+def _glibc_other(ctx: Context, quotes: List[Quote], diagnosis: Any, by: str, dist: str,
+                 need: Optional[Version]) -> Signal:
+    """Another package's binary (not flash-attn's, not torch's) needs a newer glibc: its own
+    wheel was built on a newer Linux, so that package is built here or replaced."""
+    return Signal("glibc", diagnosis.category,
+                  f"{by.rsplit('/', 1)[-1]} ({dist}): " + diagnosis.explanation, quotes, NAMED,
+                  [Remedy(summary=f"Build {dist} from source on this machine, so its binaries link "
+                          "against this system's glibc (its repository's build instructions; for "
+                          "a PyPI sdist, pip's --no-binary).",
+                          commands=[command("pip", "install", "--no-binary", dist, dist)]),
+                   Remedy(summary=f"Or install a {dist} release whose wheels were built for an "
+                          "older glibc, or run on a Linux distribution whose glibc is "
+                          f"{need or 'that version'} or newer.")],
+                  details={**diagnosis.details, "required_by": by})
+
+
+def _glibc_defects(ctx: Context, need: Version) -> List[Remedy]:
+    """Releases the matrix knows need this glibc, and what to take instead."""
+    out = []
+    for defect in ctx.matrix.known_defects:
+        if defect.category != Category.GLIBC_TOO_OLD or defect.min_glibc != need:
+            continue
+        if ctx.fa2 is not None and not defect.affects(ctx.fa2):
+            continue
+        out.append(Remedy(summary=f"flash-attn {defect.versions}: {defect.remedy}"))
+    return out

@@ -60,6 +60,9 @@ _BF16_FLOOR = re.compile(r"b(?:float)?16 is only supported on GPUs with compute 
 # (Transformer Engine's fp8 check), "requires compute capability >= 8.0", "sm_80 or newer".
 _FLOOR = re.compile(
     r"compute capability (?:of )?(\d{1,2})\.(\d)\s*(?:or (?:higher|newer|above|greater|later)|\+)"
+    # Transformer Engine before Ada's FP8: "Device compute capability 9.x required for FP8
+    # execution." (a major alone: its .0)
+    r"|compute capability (\d{1,2})\.(x) required"
     r"|(?:requires?|required|needs?)\s+(?:an? )?(?:GPU |device )?(?:with )?compute capability\s*"
     r"(?:>=|≥|of at least|at least)\s*(\d{1,2})\.(\d)"
     r"|\bsm_?(\d)(\d) or (?:higher|newer|above|later)"
@@ -87,10 +90,12 @@ def refused(ctx: Context) -> List[Signal]:
                                                                        else [])]), NAMED,
                        [Remedy(summary="Run in float16 instead: dtype=\"half\" (vLLM: --dtype "
                                f"half; transformers: torch_dtype=torch.float16{factory}).")])]
+    if ctx.gpu is None and not ctx.amd:
+        return _below_detected(ctx)
     if ctx.gpu is None or ctx.amd:
         return []
     if ctx.gpu_cc_exact is None:  # a generation named ("Pascal"): only a floor above all of it
-        return _below_floor(ctx)
+        return _below_floor(ctx) or _below_detected(ctx)
     below = _below_floor(ctx)
     if below:
         return below
@@ -136,6 +141,11 @@ def refused(ctx: Context) -> List[Signal]:
                    r.keep(remedies))]
 
 
+TE_FP8 = ("NVIDIA/TransformerEngine transformer_engine/pytorch/fp8.py (_check_fp8_support: "
+          "\"Device compute capability 8.9 or higher required for FP8 execution.\", cuBLASLt "
+          "12.1.3 and CUDA 12.1 on Ada)")
+
+
 def _below_floor(ctx: Context) -> List[Signal]:
     """An error stating the compute capability it needs, above the named GPU's (or above every
     GPU of the generation named), or the report retelling that floor."""
@@ -146,7 +156,7 @@ def _below_floor(ctx: Context) -> List[Signal]:
     for index, found in ctx.find(_FLOOR, ("capability", "sm", "compute")):
         line = ctx.text.lines[index]
         digits = [g for g in found.groups() if g is not None]
-        floor = Version(f"{digits[0]}.{digits[1]}")
+        floor = Version(f"{digits[0]}.{digits[1].replace('x', '0')}")
         retold = found.group(0).split()[0].lower() in ("under", "below", "less", "lower", "older")
         # the title quoting the message ("punica LoRA kernels require compute capability >= 8.0")
         if cc >= floor or not (_ERRORISH.search(line) or retold or index == 0):
@@ -155,6 +165,18 @@ def _below_floor(ctx: Context) -> List[Signal]:
         family = _family(floor).capitalize()
         instead = ("; on this GPU train in bf16 without FP8 (fp8_autocast enabled=False)." if fp8
                    else f", or turn the feature off in {_display(package_in(ctx, line))}.")
+        if fp8 and cc == Version("8.9") and floor > cc:  # Ada, before TE admitted it
+            return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
+                           f"this Transformer Engine release allows FP8 on compute capability "
+                           f"{floor}+ only; {gpu[0]} is Ada (8.9), which later releases admit",
+                           dedupe([ctx.quote(index), gpu[2]]), LOGGED,
+                           [Remedy(summary="Upgrade Transformer Engine: its later check admits "
+                                   "compute capability 8.9 when cuBLASLt is 12.1.3 or newer and "
+                                   "CUDA 12.1 or newer (a torch built with CUDA 12.1+).",
+                                   commands=["pip install --upgrade transformer_engine[pytorch]"]),
+                            Remedy(summary="Meanwhile train in bf16 without FP8 (fp8_autocast "
+                                   "enabled=False).")],
+                           details={"source": TE_FP8})]
         return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
                        f"{'FP8' if fp8 else 'this feature'} needs compute capability {floor} or "
                        f"higher ({family} or newer); {gpu[0]} is "
@@ -163,6 +185,32 @@ def _below_floor(ctx: Context) -> List[Signal]:
                        [Remedy(summary=f"Run it on a GPU of compute capability {floor} or newer "
                                f"({family} or newer){instead}")])]
     return []
+
+
+# the package's own detection: "GPUs with compute capability below 8.0 are not supported."
+# (thu-ml/SageAttention setup.py, raised when torch.cuda.get_device_capability() is below it;
+# vLLM's setup.py had the 7.0 form)
+_DETECTED = re.compile(r"GPUs? with compute capability (?:below|under|less than|lower than) "
+                       r"(\d{1,2})\.(\d) (?:is|are) not supported")
+
+
+def _below_detected(ctx: Context) -> List[Signal]:
+    """No GPU named, but the package's own check measured it below its floor."""
+    hit = ctx.first(_DETECTED, ("compute capability",))
+    if hit is None:
+        return []
+    floor = Version(f"{hit[1].group(1)}.{hit[1].group(2)}")
+    family = _family(floor).capitalize()
+    who = _display(package_in(ctx, ctx.text.lines[hit[0]]) or (
+        "sageattention" if ctx.text.containing(("sageattention",)) else None))
+    return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
+                   f"{who} measured this machine's GPU below compute capability {floor} "
+                   f"({family}), the least its kernels support",
+                   [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary=f"{who} cannot run on this GPU: use an attention that does "
+                           f"(PyTorch SDPA: in ComfyUI the default attention, elsewhere "
+                           f"attn_implementation=\"sdpa\"), or a GPU of compute capability "
+                           f"{floor} or newer ({family} or newer).")])]
 
 
 def _generation_top(lowest: Version) -> Version:

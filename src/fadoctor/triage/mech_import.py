@@ -307,9 +307,16 @@ _NO_COMPILED = re.compile(r"No module named ['\u2018\u2019\"`](flash_attn_2_cuda
                           r"fused_softmax_lib)['\u2018\u2019\"`]")
 
 
+# the same retold: "no package 'dropout_layer_norm'", "I can't find any dropout_layer_norm"
+_RETOLD_CSRC = re.compile(r"\b(?:no|missing|can'?t find|cannot find|can not find)\b[^\n]{0,30}?"
+                          r"\b(dropout_layer_norm|rotary_emb|fused_dense_lib|xentropy_cuda_lib|"
+                          r"fused_softmax_lib)\b", re.I)
+
+
 def missing_module(ctx: Context) -> List[Signal]:
     """A compiled module of flash-attention that Python cannot find."""
-    hit = ctx.first(_NO_COMPILED, ("no module named",))
+    hit = ctx.first(_NO_COMPILED, ("no module named",)) or ctx.first(
+        _RETOLD_CSRC, ("dropout_layer_norm", "rotary_emb", "fused_", "xentropy"))
     if hit is None:
         return []
     module, quotes = hit[1].group(1), [ctx.quote(hit[0])]

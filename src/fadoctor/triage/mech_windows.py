@@ -238,3 +238,28 @@ def triton_nowhere(ctx: Context) -> List[Signal]:
                       "this is Windows or macOS (or a Python newer than every triton release)")
     signal.strength = HINTED
     return [signal]
+
+
+# flash-attention's optional extensions (csrc/layer_norm, rotary, fused_dense_lib, xentropy,
+# fused_softmax: each its own setup.py) built on Windows: nothing in flash-attention builds or
+# tests them there, and models that use them fall back without them
+_CSRC_BUILD = re.compile(r"\bpip3?\s+install\b[^\n]{0,40}?\bcsrc[/\\](layer_norm|rotary|"
+                         r"fused_dense_lib|xentropy|fused_softmax)\b", re.I)
+
+
+def csrc_on_windows(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CSRC_BUILD, ("csrc",))
+    if hit is None or not on_windows(ctx):
+        return []
+    folder = hit[1].group(1)
+    windows = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\"))
+    return [Signal("windows_install", Category.PLATFORM_UNSUPPORTED,
+                   f"flash-attention's optional csrc/{folder} extension is being built on Windows, "
+                   "where flash-attention's releases publish no wheels and no release builds "
+                   "its optional extensions",
+                   dedupe([ctx.quote(hit[0]), *([ctx.quote(windows[0])] if windows else [])]),
+                   HINTED,
+                   [Remedy(summary=f"Skip csrc/{folder}: it is optional (a fused kernel), and the "
+                           "model code runs without it (its plain PyTorch layer, or flash_attn's "
+                           "Triton version under flash_attn.ops.triton). Build it only under WSL2 "
+                           "or Linux.", commands=["wsl --install"])])]

@@ -44,7 +44,9 @@ _KEYWORD = re.compile(r"unexpected keyword argument " + _Q + r"(\w+)" + _Q)
 # import names whose distribution is not the name with dashes
 _DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
          "sklearn": "scikit-learn", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml",
-         "vllm_flash_attn": "vllm-flash-attn", "sageattention": "sageattention"}
+         "vllm_flash_attn": "vllm-flash-attn", "sageattention": "sageattention",
+         # published as flashinfer-python from 0.2.0 (flashinfer-ai/flashinfer#794)
+         "flashinfer": "flashinfer-python"}
 _MISSING = re.compile(r"cannot import name '(\w+)'|has no attribute '(\w+)'")
 # frames of the runtime itself, never the package at fault
 _RUNTIME = {"torch", "typing", "importlib", "functools", "contextlib", "abc"}

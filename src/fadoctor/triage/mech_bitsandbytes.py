@@ -80,3 +80,26 @@ def hf_quantized_without_cuda(ctx: Context) -> List[Signal]:
                    dedupe([ctx.quote(hit[0]), *([ctx.quote(cpu[0])] if cpu else []),
                            *([ctx.quote(installed[0])] if installed else [])]), LOGGED,
                    [gpu_fix, install], details={"source": HF_QUANT_SOURCE})]
+
+
+# a bitsandbytes layer missing an attribute its caller (PEFT, transformers) reads: the caller was
+# written for a newer bitsandbytes (bitsandbytes/nn/modules.py defines these classes)
+_BNB_ATTR = re.compile(r"'(Linear4bit|Linear8bitLt|Params4bit|Int8Params|LinearFP4|LinearNF4|"
+                       r"Embedding4bit|Embedding8bit|QuantState)' object has no attribute "
+                       r"'(\w{1,60})'")
+
+
+def old_layer(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_BNB_ATTR, ("object has no attribute",))
+    if hit is None:
+        return []
+    cls, attr = hit[1].group(1), hit[1].group(2)
+    stated = ctx.package("bitsandbytes")
+    return [Signal("bitsandbytes_api", Category.VERSION_CONFLICT,
+                   f"bitsandbytes' {cls} has no {attr} in the installed release"
+                   + (f" ({stated.value})" if stated else "") + ": the code calling it (PEFT, "
+                   "transformers) was written for a newer bitsandbytes",
+                   dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else [])]), LOGGED,
+                   [Remedy(summary="Upgrade bitsandbytes to the release the caller expects (the "
+                           "newest, unless the caller pins one).",
+                           commands=["pip install --upgrade bitsandbytes"])])]

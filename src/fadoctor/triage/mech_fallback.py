@@ -40,3 +40,24 @@ def fallback_warning(ctx: Context) -> List[Signal]:
                            "(Linux, an Ampere or newer GPU).",
                            commands=["fadoctor fix --print-pins"])],
                    Severity.INFO)]
+
+
+# a framework's own warning that the model it loads has no flash-attention path ("Current model
+# does not support FlashAttention-2.", LLaMA-Factory's loader at v0.2.x): it loads the model with
+# its default attention; the model's code, not the installation, decides
+_MODEL_WARNING = re.compile(r"\bmodel (?:does not|doesn't) support Flash ?Attention(?:[- ]?2)?\b",
+                            re.I)
+
+
+def model_warning(ctx: Context) -> List[Signal]:
+    hit = next(((i, m) for i, m in ctx.find(_MODEL_WARNING, ("support flash",))
+                if re.search(r"\bWARN(?:ING)?\b", ctx.text.lines[i], re.I)), None)
+    if hit is None:
+        return []
+    return [Signal("fallback_warning", Category.INFO,
+                   "a warning, not an error: the model being loaded has no flash-attention path "
+                   "in its code, so the framework loads it with its default attention; the "
+                   "flash-attn installation is not at fault", [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary="Nothing to fix: ignore it, or use a model architecture whose "
+                           "code supports FlashAttention-2 (the framework's list; a newer "
+                           "framework release adds models).")], Severity.INFO)]

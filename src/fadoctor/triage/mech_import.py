@@ -95,6 +95,15 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                     "version")
         fixes = r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]) \
             if owner is None else [reinstall_owner(owner)]
+        dev = ctx.first(_DEV_BUILD, ("dev", "continuous", "nightly"))
+        if owner is not None and dev is not None:  # an unreleased build whose parts disagree
+            fixes.insert(0, Remedy(
+                summary=f"This is a development build of {owner} ({dev[1].group(0)}): its own "
+                        "binary lacks a symbol its code needs, a build broken upstream. Install "
+                        f"a released {owner} instead (or an earlier development build), or "
+                        "build from source.",
+                commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]))
+            quotes = dedupe([*quotes, ctx.quote(dev[0])])
         return [Signal("undefined_symbol", category, f"{binary_name(library)} {what}", quotes, NAMED,
                        fixes, details={"symbol": symbol, "demangled": shown})]
     mismatch = _torch_mismatch(ctx, library, symbol, quotes)
@@ -298,6 +307,10 @@ def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quo
     return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
                   r.keep(remedies), details={"library": lib, "cuda_major": built},
                   needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
+
+
+# an unreleased build named: "0.45.3.dev271", "continuous-release_multi-backend-refactor", nightly
+_DEV_BUILD = re.compile(r"\b\d+\.\d+(?:\.\d+)?\.dev\d+\b|continuous-release\w*|\bnightly\b", re.I)
 
 
 # quoted as Python prints it, or as pasted into a rendered page (backticks, typographic quotes)

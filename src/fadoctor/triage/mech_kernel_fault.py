@@ -1,0 +1,102 @@
+"""What a kernel does with the inputs it was given, not the environment (pure):
+- a fault inside a library's kernel ("an illegal memory access was encountered", "misaligned
+  address") with no environment cause read: a bug of that kernel for these inputs, or inputs
+  outside what it indexes;
+- flash-attention's causal mask with more queries than keys: from 2.1 it is aligned to the
+  bottom right corner of the attention matrix, and a query row whose mask is all zero outputs
+  zero (flash_attn_func's docstring in flash_attn/flash_attn_interface.py): by design;
+- float32 asked of flash-attention, which implements fp16 and bf16 only (its README's
+  "Datatype fp16 and bf16"; flash_api.cpp: "FlashAttention only support fp16 and bf16 data
+  type")."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+
+_FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|"
+                    r"illegal instruction was encountered|unspecified launch failure")
+_LIBRARY = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)/")
+
+
+def illegal_access(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FAULT, ("illegal memory access", "misaligned address", "illegal instruction",
+                             "unspecified launch failure"))
+    if hit is None:
+        return []
+    near = ctx.text.lines[max(hit[0] - 3, 0):hit[0] + 4]
+    module = next((m.group(1) for line in near for m in [_LIBRARY.search(line)] if m
+                   and m.group(1) not in ("torch",)), None)
+    library = dist_of(module) if module else None
+    who = library or "the failing kernel's library"
+    return [Signal("kernel_fault", Category.KERNEL_FAILURE,
+                   f"a kernel of {who} read or wrote outside its memory: a bug of that kernel for "
+                   "these inputs (a mask, index or length it does not bound-check), or inputs "
+                   "outside what it supports; nothing in the report points at the environment",
+                   [ctx.quote(hit[0])], HINTED - 5,  # any environment cause read ranks above
+                   [Remedy(summary=f"Upgrade {who}: out-of-bounds bugs for unusual inputs are "
+                           "fixed release by release (its changelog names them).",
+                           commands=[f"pip install --upgrade {library}"] if library else []),
+                    Remedy(summary="Find the kernel: rerun with CUDA_LAUNCH_BLOCKING=1 (the error "
+                           "then points at the launch that failed), and check that the masks, "
+                           "indices and sequence lengths it gets lie within its tensors.",
+                           commands=["export CUDA_LAUNCH_BLOCKING=1"])])]
+
+
+_MORE_QUERIES = re.compile(r"seq(?:len)?_?q\w*\s*(?:>|is (?:longer|larger|greater) than)\s*seq(?:len)?"
+                           r"_?k|seqlen_q\s*-\s*seqlen_k|more queries than keys", re.I)
+_ZERO = re.compile(r"\b(?:is|are|be|remain\w*|become\w*|gets?)\s+(?:all\s+)?(?:0|zeros?)\b|"
+                   r"\bzero(?:s|ed)?\b", re.I)
+CAUSAL_SOURCE = ("Dao-AILab/flash-attention flash_attn/flash_attn_interface.py (flash_attn_func: "
+                 "\"If causal=True, the causal mask is aligned to the bottom right corner of the "
+                 "attention matrix\", from 2.1)")
+
+
+def causal_rows(ctx: Context) -> List[Signal]:
+    more = ctx.first(_MORE_QUERIES, ("seq", "queries"))
+    if more is None or not ctx.text.containing(("causal",)) or not ctx.text.containing(
+            ("flash_attn", "flash-attn", "flashattention", "flash attention")):
+        return []
+    zero = ctx.first(_ZERO, ("0", "zero"))
+    if zero is None:
+        return []
+    return [Signal("causal_alignment", Category.INFO,
+                   "by design: with causal=True flash-attention (2.1 and later) aligns the causal "
+                   "mask to the bottom right corner, so when seqlen_q > seqlen_k the first "
+                   "seqlen_q - seqlen_k query rows attend to nothing and output zero",
+                   dedupe([ctx.quote(more[0]), ctx.quote(zero[0])]), LOGGED,
+                   [Remedy(summary="Nothing to fix, the zeros are by design: for a top-left aligned mask "
+                           "(query i sees keys 0..i) pass an explicit mask through another "
+                           "attention (SDPA with is_causal=False and your own tril mask), or "
+                           "align the sequences so seqlen_q <= seqlen_k.")],
+                   Severity.INFO, details={"source": CAUSAL_SOURCE})]
+
+
+_FP32 = re.compile(r"\b(?:float32|fp32|torch\.float\b|single precision)", re.I)
+_ASKS = re.compile(r"\?|\bsupported\b|\bsupport\b", re.I)
+
+
+def fp32_question(ctx: Context) -> List[Signal]:
+    """A report asking about float32 with flash-attention, no error message read."""
+    if ctx.seen.raised or not ctx.text.containing(("flash", "fa2", "fa3")):
+        return []
+    hit = next(((i, m) for i, m in ctx.find(_FP32, ("float32", "fp32", "torch.float",
+                                                     "single precision"))
+                if _ASKS.search(ctx.text.lines[i])), None)
+    if hit is None:
+        return []
+    return [Signal("fp32_question", Category.DTYPE_UNSUPPORTED,
+                   "flash-attention computes in fp16 and bf16 only: float32 q, k and v are "
+                   "refused (\"FlashAttention only support fp16 and bf16 data type\")",
+                   [ctx.quote(hit[0])], HINTED,
+                   [Remedy(summary="Cast q, k and v to bf16 (or fp16) for the attention call and "
+                           "back after, or keep fp32 with PyTorch SDPA, which takes it.",
+                           code="out = flash_attn_func(q.bfloat16(), k.bfloat16(), v.bfloat16())"
+                                ".to(q.dtype)"),
+                    r.sdpa("Or attention in fp32 with SDPA:")])]

@@ -16,6 +16,7 @@ from fadoctor.triage import build_package, mech_api
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_machine import cuda_build_on_rocm
 from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -23,7 +24,8 @@ from fadoctor.triage.text import Quote
 # setup.py's bare_metal_version is assigned only under `if CUDA_HOME is not None:` (flash-attn's
 # setup.py from v2.0, mamba-ssm's and causal-conv1d's copies of it): with no nvcc found, a later use
 # raises NameError instead of a message about CUDA
-_CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|nvcc (?:was )?not found|"
+_CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|Cannot find CUDA_HOME|"
+                        r"nvcc (?:was )?not found|"
                         r"NameError: name 'bare_metal_(?:version|major|minor)' is not defined|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
                         r"cu(?:da|blas|sparse|solver|rand|fft)\w{0,20}\.h\s?:\s?No (?:such )?file", re.I)
@@ -45,9 +47,6 @@ _ARCH = re.compile(r"(?:Unsupported gpu arch\w{4,10} |Value )'(?:compute|sm)_(\d
 # pytorch/pytorch@189579e2:cmake/Modules_CUDA_fix/upstream/FindCUDA/select_compute_arch.cmake
 # (Turing after 9.5, Ampere 8.0 after 10.5, 8.6 from 11.1, Ada 8.9 and Hopper from 11.8).
 _FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1", "89": "11.8"}
-# torch's extension builder adds $CUDNN_HOME/include (or $CUDNN_PATH's) to the include path, and
-# nothing else for cuDNN (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, CUDNN_HOME)
-_CUDNN_H = re.compile(r"\bcudnn(?:_\w{1,30})?\.h: No such file")
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 # uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
 # IncompatibleTag::Platform): "The wheel is compatible with Linux (`linux_x86_64`), but you're on
@@ -95,6 +94,9 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                                commands=["fadoctor fix --print-pins"])])]
     building = build_package.built(ctx)
     package = building or package_in(ctx, ctx.text.lines[hit[0]])
+    rocm = cuda_build_on_rocm(ctx, hit[0], package)
+    if rocm is not None:
+        return [rocm]
     skip = prebuilt(ctx) if package in (None, "flash-attn", building) else Remedy(
         summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
                 "and Python (its release page lists them), where one exists.")
@@ -104,22 +106,6 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
                    NAMED, [_toolkit(ctx), skip])]
-
-
-def cudnn_missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDNN_H, ("cudnn",))
-    if hit is None:
-        return []
-    return [Signal("cudnn_missing", Category.BUILD_TOOLCHAIN,
-                   "the build found no cuDNN headers: torch's extension builder looks for them "
-                   "only under CUDNN_HOME (or CUDNN_PATH) and the CUDA toolkit",
-                   [ctx.quote(hit[0])], NAMED,
-                   [Remedy(summary="Point CUDNN_PATH (and CUDNN_HOME) at the cuDNN install, the "
-                           "directory holding include/cudnn.h, before building (a cluster's cuDNN "
-                           "module, or pip's cuDNN wheel: the folder this command prints), "
-                           "then build again.",
-                           commands=[command("python", "-c", "import nvidia.cudnn as m; "
-                                             "print(m.__path__[0])")])])]
 
 
 def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:

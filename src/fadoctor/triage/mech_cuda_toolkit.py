@@ -225,3 +225,24 @@ def setup_floor(ctx: Context) -> List[Signal]:
                            "install a prebuilt wheel of the package built for this torch.",
                            commands=["nvcc --version", "export CUDA_HOME=/usr/local/cuda"])],
                    details={"source": "thu-ml/SageAttention setup.py (the nvcc version checks)"})]
+
+
+# torch's extension builder adds $CUDNN_HOME/include (or $CUDNN_PATH's) to the include path, and
+# nothing else for cuDNN (pytorch/pytorch@v2.5.0:torch/utils/cpp_extension.py, CUDNN_HOME)
+_CUDNN_H = re.compile(r"\bcudnn(?:_\w{1,30})?\.h: No such file")
+
+
+def cudnn_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUDNN_H, ("cudnn",))
+    if hit is None:
+        return []
+    return [Signal("cudnn_missing", Category.BUILD_TOOLCHAIN,
+                   "the build found no cuDNN headers: torch's extension builder looks for them "
+                   "only under CUDNN_HOME (or CUDNN_PATH) and the CUDA toolkit",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Point CUDNN_PATH (and CUDNN_HOME) at the cuDNN install, the "
+                           "directory holding include/cudnn.h, before building (a cluster's cuDNN "
+                           "module, or pip's cuDNN wheel: the folder this command prints), "
+                           "then build again.",
+                           commands=[command("python", "-c", "import nvidia.cudnn as m; "
+                                             "print(m.__path__[0])")])])]

@@ -56,3 +56,31 @@ def head_assert(ctx: Context) -> List[Signal]:
     remedies.append(r.sdpa("Or:"))
     quotes = dedupe([ctx.quote(index), *([ctx.quote(stated[0])] if stated is not None else [])])
     return [Signal("head_assert", Category.HEAD_DIM_UNSUPPORTED, what, quotes, LOGGED, remedies)]
+
+
+# vLLM's paged attention dispatches on a compiled list of head sizes and refuses the rest:
+# TORCH_CHECK(false, "Unsupported head size: ", head_size) (vllm-project/vllm
+# csrc/attention/attention_kernels.cu, paged_attention_v1_launcher; the list grew by release:
+# 64, 80, 96, 112, 128, 256, later 120 and 192)
+_UNSUPPORTED = re.compile(r"Unsupported head size:? (\d{1,4})\b")
+
+
+def unsupported_size(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_UNSUPPORTED, ("unsupported head size",))
+    if hit is None:
+        return []
+    size = hit[1].group(1)
+    vllm = bool(ctx.text.containing(("vllm", "paged_attention")))
+    who = "vLLM's paged attention kernels are" if vllm else "the kernel is"
+    return [Signal("head_size_list", Category.HEAD_DIM_UNSUPPORTED,
+                   f"{who} compiled for a fixed list of head sizes, and this model's head size "
+                   f"{size} is not on it", [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary=("Take another attention backend that takes head size "
+                                    f"{size} (VLLM_ATTENTION_BACKEND=FLASH_ATTN or FLASHINFER, "
+                                    "where they run), or a vLLM release whose list has it; " if vllm
+                                    else f"Use a kernel or release that supports head size {size}; ")
+                           + "else a model whose head size is on the list (64, 80, 96 and 128 "
+                           "in every release read)."),
+                    r.sdpa("Or without the fused kernel:")],
+                   details={"source": "vllm-project/vllm csrc/attention/attention_kernels.cu "
+                                      "(paged_attention_v1_launcher)"})]

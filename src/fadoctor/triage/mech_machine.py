@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
@@ -115,3 +115,17 @@ def amdgpu_instruction(ctx: Context) -> List[Signal]:
                            "this GPU is not supported by the project's ROCm kernels: use a "
                            "supported GPU (see the project's ROCm support list) or its non-ROCm "
                            "fallback.")])]
+
+
+def cuda_build_on_rocm(ctx: Context, index: int, package: Optional[str]) -> Optional[Signal]:
+    """A build asking for CUDA_HOME on an AMD ROCm machine: the package's kernels are CUDA's."""
+    if "cuda_home" not in ctx.low(index) or not (ctx.amd or ctx.text.containing(("rocm",))):
+        return None
+    who = package or "this package"
+    return Signal("nvcc_missing", Category.ROCM,
+                  f"{who}'s build needs CUDA (its setup.py looks for CUDA_HOME), and this is an "
+                  "AMD ROCm machine: its CUDA kernels do not build for ROCm",
+                  dedupe([ctx.quote(index), *ctx.quotes("rocm")]), NAMED,
+                  [Remedy(summary=f"Use {who}'s ROCm or Triton path if it has one (its README; a "
+                          "ROCm fork), else an attention that runs on ROCm: PyTorch SDPA, or "
+                          "flash-attn's ROCm build.")])

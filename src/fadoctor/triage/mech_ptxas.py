@@ -100,6 +100,18 @@ def isa_version(ctx: Context) -> List[Signal]:
         return []
     asked, known = hit[1].group(1), hit[1].group(2)
     triton = bool(ctx.text.containing(("triton",)))
+    if int(known.split(".")[0]) < 8 <= int(asked.split(".")[0]):
+        # PTX ISA 7.x is CUDA 11's and 8.x CUDA 12's (PTX ISA, "Release History"): the ptxas
+        # that ran is an old toolkit's (on PATH, or TRITON_PTXAS_PATH), not Triton's own
+        return [Signal("ptx_isa", Category.BUILD_TOOLCHAIN,
+                       f"the PTX asks for ISA {asked} (a CUDA 12 toolkit's) and the ptxas that ran "
+                       f"knows {known} (a CUDA 11 toolkit's): an old CUDA toolkit assembles it",
+                       [ctx.quote(hit[0])], NAMED,
+                       [Remedy(summary="Assemble with a CUDA 12 toolkit's ptxas (put its bin/ first "
+                               "on PATH, or TRITON_PTXAS_PATH=<CUDA 12>/bin/ptxas), or let "
+                               "Triton run its bundled ptxas (unset TRITON_PTXAS_PATH).")],
+                       details={"source": "NVIDIA PTX ISA, Release History (ISA 7.x: CUDA 11, "
+                                          "8.x: CUDA 12)"})]
     fixes = [Remedy(summary="Upgrade Triton (with the torch that pins it): 3.2 maps CUDA 12.6 to "
                     "PTX 8.5, and each newer release knows newer toolkits; or let it run its "
                     "bundled ptxas (unset TRITON_PTXAS_PATH), whose PTX version its table "

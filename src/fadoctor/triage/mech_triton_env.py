@@ -34,7 +34,7 @@ _TOO_OLD_GPU = re.compile(r"too old to be supported by the triton GPU compiler|"
 _PTX = re.compile(r"Triton only support CUDA 10\.0 or higher(?:, but got CUDA version: "
                   r"(\d+)\.(\d+))?")
 # xformers' log line when its optional Triton kernels cannot import (xformers/__init__.py)
-_XFORMERS_NOTICE = re.compile(r"A matching Triton is not available, some optimizations will not be "
+_XFORMERS_NOTICE = re.compile(r"A matching Triton is not available, some optimizations \w{3,5} not be "
                               r"enabled")
 SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton release wheels' " \
          "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"

@@ -1,0 +1,70 @@
+"""A module or name a dependency removed, which older callers still import (pure):
+- torch._six: torch 1.13.1's wheel has torch/_six.py (inf, nan, string_classes); torch 2.0
+  removed it (pytorch/pytorch#94709). Callers written for torch 1.x (apex, DeepSpeed, old model
+  code) fail to import under torch 2.x;
+- pkg_resources.packaging: setuptools 69.5.1's pkg_resources binds it ("from
+  pkg_resources.extern import packaging", pkg_resources/__init__.py:75), 70.0.0 no longer does;
+  torch's cpp_extension imported it ("from pkg_resources import packaging",
+  torch==1.13.1:torch/utils/cpp_extension.py:25), so building a CUDA extension with such a torch
+  and setuptools 70 fails."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import frame_package
+from fadoctor.triage.signal import NAMED, Signal
+
+_SIX = re.compile(r"No module named ['\"`]?torch\._six['\"`]?|from torch\._six import|"
+                  r"from ['\"`]torch\._six['\"`]|module 'torch' has no attribute '_six'")
+# the callers that imported it, named in a report without their frames
+_CALLERS = ("deepspeed", "apex", "colossalai", "timm", "mmcv", "fairseq", "megatron")
+_PKG = re.compile(r"cannot import name ['\"`]packaging['\"`] from ['\"`]?pkg_resources")
+
+
+_NAME_FROM_SIX = re.compile(r"cannot import name ['\"`](\w{1,60})['\"`] from ['\"`]torch\._six")
+
+
+def torch_six(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SIX, ("torch._six", "_six"))
+    if hit is None:
+        return []
+    caller = frame_package(ctx, hit[0], ("torch",), after=3) or next(
+        (c for c in _CALLERS if ctx.text.containing((c,))), None)
+    who = caller or "the code importing it"
+    name = _NAME_FROM_SIX.search(ctx.text.lines[hit[0]])
+    message = (f"this torch's torch._six no longer has {name.group(1)} (torch._six shrank through "
+               f"the 1.x releases and torch 2.0 removed it): {who} was written for an older torch"
+               if name else f"torch 2.0 removed torch._six, which {who} still imports: it was "
+               "written for torch 1.x")
+    if caller == "apex":  # no wheels; the index's `apex` is another project (build_package.py)
+        fix = Remedy(summary="Rebuild NVIDIA apex from its current repository (it publishes no "
+                     "wheels, and the index's `apex` is another project): its code is written for "
+                     "torch 2; or use the NGC PyTorch container, which ships it built.")
+    else:
+        fix = Remedy(summary=f"Upgrade {who} to a release written for this torch (torch 2 code "
+                     "imports math.inf and str instead)" + ("" if caller else "; in code of your "
+                     "own, `from torch import inf` and `str` for torch._six.string_classes") + ".",
+                     commands=[f"pip install --upgrade {caller}"] if caller else [])
+    return [Signal("removed_api", Category.VERSION_CONFLICT, message, [ctx.quote(hit[0])], NAMED,
+                   [fix], details={"source": "pytorch/pytorch#94709; torch==1.13.1:torch/_six.py"})]
+
+
+def pkg_resources_packaging(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PKG, ("pkg_resources",))
+    if hit is None:
+        return []
+    return [Signal("removed_api", Category.VERSION_CONFLICT,
+                   "setuptools 70 no longer provides pkg_resources.packaging, which this torch's "
+                   "C++ extension builder (or other build code) imports: the build environment's "
+                   "setuptools is newer than that code", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Build with setuptools older than 70 (and, under pip's build "
+                           "isolation, build without it so the pin holds), or upgrade torch to a "
+                           "release whose cpp_extension imports packaging itself.",
+                           commands=['pip install "setuptools<70"'])],
+                   details={"source": "setuptools==69.5.1:pkg_resources/__init__.py:75 "
+                                      "(70.0.0 drops it); torch==1.13.1:torch/utils/"
+                                      "cpp_extension.py:25"})]

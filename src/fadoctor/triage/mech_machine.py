@@ -19,13 +19,14 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 _OTHER = re.compile(r"\bTPU\b|\bIntel\(?R?\)? (?:Iris|Arc|UHD|HD Graphics)|\bIris\(?R?\)? Xe\b|"
-                    r"\bIntel Arc\b|\bXPU\b|\bno (?:dedicated )?NVIDIA GPU\b|\bwithout (?:an? )?"
+                    r"\bIntel Arc\b|\bXPU\b|\bno dedicated NVIDIA GPU\b|\bwithout (?:an? )?"
                     r"NVIDIA\b|\bdo(?:es)? not have (?:an? )?(?:dedicated )?NVIDIA", re.I)
 _CUDA_ONLY = re.compile(r"\b(?:unsloth|flash[-_ ]?attn|flash[-_ ]attention|bitsandbytes|xformers|"
                         r"vllm|sageattention|deepspeed|cuda)\b", re.I)
 # Unsloth's own: "Unsloth cannot find any torch accelerator? You need a GPU."
 # (unslothai/unsloth unsloth/__init__.py, NotImplementedError)
-_NEED_GPU = re.compile(r"cannot find any torch accelerator|\bYou need a GPU\b", re.I)
+_NEED_GPU = re.compile(r"cannot find any torch accelerator|\bYou need a GPU\b|No NVIDIA GPU found",
+                       re.I)
 
 
 def non_nvidia(ctx: Context) -> List[Signal]:
@@ -46,7 +47,11 @@ def non_nvidia(ctx: Context) -> List[Signal]:
     if other is None:
         return [Signal("no_gpu_for_stack", Category.NO_GPU,
                        "the library found no GPU to run on: torch sees no CUDA device here",
-                       quotes, LOGGED, fixes)]
+                       quotes, LOGGED,
+                       [Remedy(summary="If this machine has an NVIDIA GPU, torch does not see it: "
+                               "a CPU-only torch build (torch.version.cuda is None) or no driver. "
+                               "Install the CUDA build of torch for your driver.",
+                               commands=["fadoctor fix --print-pins"]), *fixes])]
     return [Signal("no_gpu_for_stack", Category.PLATFORM_UNSUPPORTED,
                    "this machine's accelerator is not an NVIDIA GPU, and the stack named runs "
                    "CUDA kernels only", quotes, NAMED if need else HINTED, fixes)]

@@ -63,3 +63,35 @@ def test_vllms_head_size_list(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.HEAD_DIM_UNSUPPORTED
     assert "48" in found.message and "VLLM_ATTENTION_BACKEND" in said(found)
+
+
+def test_a_numpy_alias_removed_in_1_24(matrix: Matrix) -> None:
+    found = top("AttributeError: module 'numpy' has no attribute 'int'.\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert 'numpy<1.24' in " ".join(c for r in found.remedies for c in r.commands)
+
+
+def test_a_numpy_name_removed_in_2_0_carries_numpys_note(matrix: Matrix) -> None:
+    found = top("AttributeError: `np.float_` was removed in the NumPy 2.0 release.\n"
+                "AttributeError: module 'numpy' has no attribute 'float_'\n", matrix)
+    assert 'numpy<2.0' in " ".join(c for r in found.remedies for c in r.commands)
+    assert "np.float64" in said(found)
+
+
+def test_a_module_compiled_for_numpy_1_under_numpy_2(matrix: Matrix) -> None:
+    found = top("A module that was compiled using NumPy 1.x cannot be run in\nNumPy 2.1.3 as it "
+                "may crash.\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert 'numpy<2' in " ".join(c for r in found.remedies for c in r.commands)
+
+
+def test_torchs_numpy_bridge_without_numpy(matrix: Matrix) -> None:
+    found = top("UserWarning: Failed to initialize NumPy: No module named 'numpy'\n"
+                "RuntimeError: Numpy is not available\n", matrix)
+    assert found.category == Category.NOT_INSTALLED
+
+
+def test_an_unlisted_numpy_attribute_is_left_to_the_generic_skew(matrix: Matrix) -> None:
+    from fadoctor.triage.mech_numpy import expired
+    assert "definitely_not_a_numpy_name" not in expired()["2.0.0"]
+    assert "float" in expired()["1.24.0"] and "NaN" in expired()["2.0.0"]

@@ -87,3 +87,33 @@ def _remote_code(ctx: Context) -> List[Signal]:
                    "which the flash-attn wheel does not contain: it is built separately from the "
                    "flash-attention sources; the model runs without it, slower", [ctx.quote(hit[0])],
                    NAMED, csrc_remedies(module), Severity.WARNING)]
+
+
+# a package's own compiled module, asked of the package ("cannot import name '_C' from 'sam2'",
+# "No module named 'sam2._C'"): installed (or run from a checkout) without its extension built
+_OWN_C = re.compile(r"cannot import name ['\"`](_C|_ext|_cuda|_kernels?)['\"`] from ['\"`]"
+                    r"([A-Za-z_]\w{0,40})['\"`]|No module named ['\"`]([A-Za-z_]\w{0,40})\.(_C|_ext)"
+                    r"['\"`]")
+_TABLED = ("torch", "flash_attn", "vllm", "xformers", "apex", "triton", "sgl_kernel")
+
+
+def own_extension(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OWN_C, ("cannot import name", "no module named"))
+    if hit is None:
+        return []
+    found = hit[1]
+    module, package = (found.group(1), found.group(2)) if found.group(2) else (
+        found.group(4), found.group(3))
+    if package.startswith(_TABLED):
+        return []
+    return [Signal("extension_missing", Category.NOT_INSTALLED,
+                   f"{package}'s own compiled extension ({package}.{module}) is not built: the "
+                   "package (or the checkout Python runs it from) holds only its Python part, "
+                   "because the build skipped or failed on its CUDA/C++ part",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Build {package}'s extension where it is installed: from its "
+                           "checkout, `pip install -e . --no-build-isolation -v` (or `python "
+                           "setup.py build_ext --inplace`), with an nvcc of torch's CUDA major, "
+                           "and read the output for the step that failed; a checkout run in "
+                           "place needs the in-place build.",
+                           commands=["pip install -e . --no-build-isolation -v"])])]

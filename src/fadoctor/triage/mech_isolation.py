@@ -210,3 +210,35 @@ def match_runtime(ctx: Context) -> List[Signal]:
                    "match-runtime needs static metadata, and uv read it as dynamic",
                    [ctx.quote(index), *([uv.quote] if uv else [])], NAMED, fixes,
                    details={"source": MATCH_RUNTIME_SOURCE})]
+
+
+# torch's extension builder sets CUDA_HOME only for a CUDA torch (torch==2.13.0:torch/utils/
+# cpp_extension.py:359); under pip's build isolation the torch it imports is the one pip put in
+# the isolated environment, a CPU build where the index's default is (Windows), whatever the
+# user's CUDA_HOME says
+_NOT_SET = re.compile(r"CUDA_HOME environment variable is not set")
+_SAID_SET = re.compile(r"\bCUDA_(?:HOME|PATH)\b[^\n]{0,60}\b(?:is|was|are) (?:definitely |already |"
+                       r"correctly |properly )?(?:set|in my environment|defined)|despite (?:having|"
+                       r"setting) (?:it|CUDA_HOME|CUDA_PATH)", re.I)
+_NO_ISOLATION = "--no-build-isolation"
+
+
+def cuda_home_isolated(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_SET, ("cuda_home environment variable",))
+    if hit is None or ctx.text.containing((_NO_ISOLATION,)):
+        return []
+    said = ctx.first(_SAID_SET, ("cuda_home", "cuda_path", "despite"))
+    if said is None and not mech_build.on_windows(ctx):
+        return []
+    quotes = [ctx.quote(hit[0]), *([ctx.quote(said[0])] if said else [])]
+    return [Signal("isolation", Category.BUILD_ISOLATION,
+                   "the build's torch cannot see the CUDA toolkit: pip builds in an isolated "
+                   "environment with its own torch (a CPU build where the index's default is "
+                   "one, as on Windows), and torch's extension builder sets CUDA_HOME only for a "
+                   "CUDA torch, whatever the environment variable says", quotes, NAMED + 1,
+                   [Remedy(summary="Build against the installed CUDA torch: install with "
+                           "--no-build-isolation (from a checkout, `pip install -e . "
+                           "--no-build-isolation`), after installing the build's own "
+                           "requirements (setuptools, wheel, ninja) into the environment.",
+                           commands=["pip install -e . --no-build-isolation"])],
+                   details={"source": "torch==2.13.0:torch/utils/cpp_extension.py:359"})]

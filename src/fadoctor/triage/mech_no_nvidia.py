@@ -19,6 +19,9 @@ _CUDA_FAILED = re.compile(r"CUDA driver version is insufficient for CUDA runtime
                           r"initialization failed", re.I)
 
 
+_ROCM = re.compile(r"\bROCm\b", re.I)
+
+
 def no_nvidia_gpu(ctx: Context) -> List[Signal]:
     if any(g.vendor == "nvidia" for g in ctx.seen.gpus):
         return []
@@ -29,6 +32,19 @@ def no_nvidia_gpu(ctx: Context) -> List[Signal]:
     if other is None or failed is None:
         return []
     vendor = "Intel" if other.vendor == "intel" else "AMD"
+    rocm = ctx.first(_ROCM, ("rocm",))
+    if vendor == "AMD" and rocm is not None:  # a ROCm torch names HIP devices "CUDA"
+        return [Signal("no_nvidia_gpu", Category.ROCM,
+                       f"a ROCm install that finds no GPU on the {other.name}: ROCm torch reports "
+                       "HIP devices as CUDA ones, and finds none when the ROCm build does not "
+                       "support the card's gfx target (a card newer than the ROCm release) or the "
+                       "ROCm runtime cannot reach it",
+                       dedupe([ctx.quote(failed[0]), other.quote, ctx.quote(rocm[0])]), NAMED + 5,
+                       [Remedy(summary=f"Install a torch built for a ROCm release that supports the "
+                               f"{other.name}'s gfx target (rocminfo names it; AMD's ROCm "
+                               "compatibility matrix lists the release that added it), and check "
+                               "that the user is in the render and video groups.",
+                               commands=["rocminfo"])])]
     return [Signal("no_nvidia_gpu", Category.NO_GPU,
                    f"the only GPU the report names is {vendor}'s ({other.name}), and CUDA runs on "
                    "NVIDIA GPUs only: there is no CUDA-capable GPU here, whatever the driver",

@@ -15,7 +15,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, minor, parse_version
 from fadoctor.triage.signal import HINTED, Signal, dedupe
 
-_NAN = re.compile(r"\b(?:nan|NaN|NAN|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|output|logits|"
+_NAN = re.compile(r"\b(?:nan|NaN|NAN|Nan|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|output|logits|"
                   r"attention)\b[^\n]{0,60}?\b(?:nan|NaN|NAN|inf)\b")
 # flash-attention's own tests failing on values, or the report saying the results are wrong
 _WRONG = re.compile(r"\bwrong (?:answer|result|gradient|output|value)s?\b|\bincorrect (?:result|"
@@ -24,7 +24,7 @@ _WRONG = re.compile(r"\bwrong (?:answer|result|gradient|output|value)s?\b|\binco
                     r"(?:error|diff)", re.I)
 _FP16 = re.compile(r"(?<![bB])float16|\bfp16\b|torch\.half\b")  # not bfloat16
 _ABOUT = re.compile(r"\b(?:loss|grad\w*|output|logits|attn|attention|becomes?|turns?|gives?|"
-                    r"returns?|produces?)\b", re.I)
+                    r"returns?|produces?|results?|gets?|got|getting)\b", re.I)
 _FLASH = ("flash_attention_2", "flash-attn", "flash_attn", "flashattention", "flash attention",
           "flash-attention", "fa2", "fa3", "flash_attention_3")
 

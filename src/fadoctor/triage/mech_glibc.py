@@ -36,7 +36,7 @@ def glibc_versions(ctx: Context) -> List[Signal]:
     need = parse_version(number)
     out: List[Optional[Remedy]] = []
     owner = _OWNER.search(by or "")
-    if owner and not owner.group(1).startswith(("flash_attn", "torch")):
+    if owner and not owner.group(1).startswith(("flash_attn", "torch", "nvidia")):
         return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need)]
     if kind == "GLIBC" and need is not None:
         out.append(r.exact_wheel(ctx, glibc_below=need))

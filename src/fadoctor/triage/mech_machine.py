@@ -65,7 +65,7 @@ def deleted_library(ctx: Context) -> List[Signal]:
     hit = ctx.first(_DELETED, ("(deleted)",))
     if hit is None:
         return []
-    package = hit[1].group(2).replace("_", "-")
+    package = nvidia_dist(hit[1].group(1)) or hit[1].group(2).replace("_", "-")
     return [Signal("deleted_library", Category.NOT_INSTALLED,
                    f"{hit[1].group(1).rsplit('/', 1)[-1]} was deleted from the environment while "
                    f"in use: {package}'s own files are gone (a reinstall or removal ran under a "
@@ -75,6 +75,21 @@ def deleted_library(ctx: Context) -> List[Signal]:
                            "torch's companions) into this environment, then restart the "
                            "process; if more is broken, recreate the environment.",
                            commands=[f"pip install --force-reinstall --no-deps {package}"])])]
+
+
+_NVIDIA_LIB = re.compile(r"site-packages/nvidia/(\w+)/lib/[^\s/]+\.so\.(\d+)")
+
+
+def nvidia_dist(path: str) -> Optional[str]:
+    """The pip distribution of a CUDA library under site-packages/nvidia/ (nvidia/cublas/lib/
+    libcublas.so.12 is nvidia-cublas-cu12; CUDA 13's wheels dropped the -cuXX suffix:
+    nvidia-cuda-runtime==13.0.96)."""
+    found = _NVIDIA_LIB.search(path)
+    if found is None:
+        return None
+    major = int(found.group(2))
+    folder = found.group(1).replace("_", "-")
+    return f"nvidia-{folder}" + (f"-cu{major}" if major <= 12 else "")
 
 
 _SAID_OLD = re.compile(r"\bdriver(?: version)?[^\n.]{0,40}\b(?:is )?too (?:low|old)\b|"

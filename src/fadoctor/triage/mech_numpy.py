@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import yaml
 
@@ -38,8 +38,9 @@ _NO_NUMPY = re.compile(r"No module named ['\"]numpy['\"]")
 @lru_cache(maxsize=1)
 def expired() -> Dict[str, Dict[str, str]]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
-    loaded: Dict[str, Dict[str, Dict[str, str]]] = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return {**loaded["removed"], "source": loaded["source"]}
+    loaded: Dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    removed: Dict[str, Dict[str, str]] = loaded["removed"]  # release -> name -> NumPy's note
+    return {**removed, "source": loaded["source"]}  # "source": release -> where it was read
 
 
 def removed_name(ctx: Context) -> List[Signal]:

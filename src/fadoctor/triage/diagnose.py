@@ -189,7 +189,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_fa_triton.triton_impl, mech_kernel_fault.illegal_access, mech_kernel_fault.causal_rows,
     mech_removed.torch_six, mech_removed.pkg_resources_packaging, mech_numpy.removed_name,
     mech_numpy.numpy_2_abi, mech_numpy.dtype_size, mech_ctranslate2.compute_type,
-    mech_ctranslate2.cpu_only_package, mech_ctranslate2.cudnn_sublibrary,
+    mech_ctranslate2.cpu_only_package, mech_ctranslate2.cudnn_sublibrary, mech_ctranslate2.ct2_library,
     mech_kernel_fault.fp32_question,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_isolation.cuda_home_isolated,
@@ -212,7 +212,8 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_build.no_prebuilt_wheel, mech_wheels.no_wheel_for_torch, mech_build.build_failed,
     mech_resources.parallel_failed,
     mech_floor.floor, mech_package_floor.package_floor, mech_wrappers.wrappers,
-    mech_fallback.fallback_warning, mech_fallback.model_warning, mech_dsl.beta_failure,
+    mech_fallback.fallback_warning, mech_fallback.model_warning, mech_fallback.optional_warning,
+    mech_dsl.beta_failure,
     mech_api_skew.skew, mech_submodule.submodule, mech_api_shadow.shadowed,
 )
 SNAPSHOT = "fadoctor snapshot --redact -o -"

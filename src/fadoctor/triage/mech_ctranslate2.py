@@ -9,7 +9,11 @@ found (pure):
 - cuDNN 9 loads its sub-libraries (libcudnn_cnn.so.9, libcudnn_ops.so.9 ...) at run time by name:
   "Unable to load any of {libcudnn_cnn.so.9.1.0, ...}" then "Invalid handle. Cannot load symbol
   cudnnCreate...": the library was found by the program but its siblings are not on the loader's
-  path (pip's nvidia-cudnn-cu12 installs them under site-packages/nvidia/cudnn/lib)."""
+  path (pip's nvidia-cudnn-cu12 installs them under site-packages/nvidia/cudnn/lib);
+- CTranslate2's own "Library libcublas.so.11 is not found or cannot be loaded": its wheels load
+  cuBLAS and cuDNN by name, of the CUDA they were built with. OpenNMT/CTranslate2's release notes:
+  2.0.0's Linux wheels need CUDA 11.x; 4.0.0 moved to CUDA 12; 4.5.0's Python package "supports
+  CUDNN 9 and is no longer compatible with CUDNN 8"."""
 
 from __future__ import annotations
 
@@ -61,6 +65,42 @@ def cpu_only_package(ctx: Context) -> List[Signal]:
                            "build CTranslate2 from source with -DWITH_CUDA=ON for this platform.")])]
 
 
+_CT2_LIB = re.compile(r"Library (libcublas|libcudnn\w*)\.so\.(\d+) is not found or cannot be loaded")
+_CT2_WORDS = ("ctranslate2", "faster_whisper", "faster-whisper", "whisperx", "whisper")
+CT2_RELEASES = ("OpenNMT/CTranslate2 releases: v2.0.0 (CUDA 11.x), v4.0.0 (CUDA 12), v4.5.0 "
+                "(cuDNN 9, no longer cuDNN 8)")
+
+
+def ct2_library(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CT2_LIB, ("is not found or cannot be loaded",)) or (
+        ctx.first(_CUDNN_SUB, ("could not load library",)) if ctx.text.containing(_CT2_WORDS)
+        else None)
+    if hit is None:
+        return []
+    groups = [g for g in hit[1].groups() if g]
+    library, major = groups[0], int(groups[1])
+    if library == "libcublas":
+        fix = ("CTranslate2 before 4.0 is built with CUDA 11: upgrade ctranslate2 to 4.x for CUDA "
+               "12, or install CUDA 11's cuBLAS (nvidia-cublas-cu11)" if major == 11 else
+               f"this CTranslate2 needs CUDA {major}'s cuBLAS: install it (nvidia-cublas-cu{major}) "
+               "or the CTranslate2 release built for the CUDA you have")
+        command_line = ("pip install --upgrade ctranslate2" if major == 11
+                        else f"pip install nvidia-cublas-cu{major}")
+    else:
+        fix = ("CTranslate2 4.4.0 and older use cuDNN 8, 4.5.0 and later cuDNN 9 (torch 2.4 and "
+               "later bundle cuDNN 9): upgrade ctranslate2 to 4.5+ to share torch's cuDNN 9, or "
+               "pin ctranslate2==4.4.0 with cuDNN 8 installed" if major == 8 else
+               f"this CTranslate2 needs cuDNN {major}: install it (nvidia-cudnn-cu12) and put its "
+               "lib folder on the loader's path")
+        command_line = ("pip install --upgrade ctranslate2" if major == 8
+                        else "pip install nvidia-cudnn-cu12")
+    return [Signal("ct2_library", Category.CUDA_RUNTIME_MISMATCH,
+                   f"CTranslate2 cannot load {library}.so.{major}: it was built for another CUDA "
+                   "or cuDNN major than the one installed", [ctx.quote(hit[0])], NAMED + 2,
+                   [Remedy(summary=fix[0].upper() + fix[1:] + ".", commands=[command_line])],
+                   details={"source": CT2_RELEASES})]
+
+
 def cudnn_sublibrary(ctx: Context) -> List[Signal]:
     hit = ctx.first(_CUDNN_SUB, ("unable to load any of", "could not load library"))
     if hit is None:
@@ -68,6 +108,11 @@ def cudnn_sublibrary(ctx: Context) -> List[Signal]:
     found = hit[1]
     library, major = (found.group(1), found.group(2)) if found.group(1) else (
         found.group(3), found.group(4))
+    ct2 = [Remedy(summary="CTranslate2 4.5.0 and later need cuDNN 9; where this torch bundles "
+                  "cuDNN 8 (torch before 2.4), pin ctranslate2==4.4.0, the last built with cuDNN "
+                  "8, or upgrade torch to one with cuDNN 9.",
+                  commands=['pip install "ctranslate2==4.4.0"'])] \
+        if major == "9" and ctx.text.containing(_CT2_WORDS) else []
     return [Signal("cudnn_sublibrary", Category.CUDA_RUNTIME_MISMATCH,
                    f"cuDNN {major}'s {library} could not be loaded: the program needs cuDNN {major} "
                    "and its sub-libraries are not on the loader's path (or another cuDNN major is "
@@ -78,4 +123,5 @@ def cudnn_sublibrary(ctx: Context) -> List[Signal]:
                            "LD_LIBRARY_PATH. Or install the program's release built for the cuDNN "
                            "you have (torch's own cuDNN major).",
                            commands=[command("python", "-c", "import os, nvidia.cudnn; "
-                                             "print(os.path.dirname(nvidia.cudnn.__file__))")])])]
+                                             "print(os.path.dirname(nvidia.cudnn.__file__))")]),
+                    *ct2], details={"source": CT2_RELEASES} if ct2 else {})]

@@ -61,3 +61,27 @@ def model_warning(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Nothing to fix: ignore it, or use a model architecture whose "
                            "code supports FlashAttention-2 (the framework's list; a newer "
                            "framework release adds models).")], Severity.INFO)]
+
+
+# any package's warning that an optional accelerator is missing and it switches to a slower path
+# ("UserWarning: Onnxruntime not found or doesn't come with acceleration providers, switch to
+# OpenCV with CPU device (super slow)"): a warning the program recovers from
+_OPTIONAL = re.compile(r"\b(?:not found|not available|unavailable|not installed|doesn't come with|"
+                       r"does not come with)\b[^\n]{0,80}?\b(?:switch(?:ing)? to|fall(?:s|ing)? back "
+                       r"to|falling back|using [^\n]{1,40} instead)\b", re.I)
+
+
+def optional_warning(ctx: Context) -> List[Signal]:
+    hit = next(((i, m) for i, m in ctx.find(_OPTIONAL, ("not found", "not available", "unavailable",
+                                                        "not installed", "come with"))
+                if re.search(r"Warning\b", ctx.text.lines[i]) and not _MISSING.search(
+                    ctx.text.lines[i])), None)
+    if hit is None or ctx.seen.raised:
+        return []
+    return [Signal("fallback_warning", Category.INFO,
+                   "a warning, not an error: an optional accelerated component is missing, and "
+                   "the program switches to its slower path and goes on",
+                   [ctx.quote(hit[0])], LOGGED - 10,
+                   [Remedy(summary="Nothing is broken: ignore it, or install the accelerated "
+                           "component the warning names (its GPU build) only for speed.")],
+                   Severity.INFO)]

@@ -21,8 +21,8 @@ def test_ctranslate2_wanting_cudnn_8(matrix: Matrix) -> None:
     found = top("from faster_whisper import WhisperModel\nCould not load library "
                 "libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: cannot open shared "
                 "object file: No such file or directory\n", matrix)
-    assert found.category == Category.CUDA_RUNTIME_MISMATCH
-    assert "4.5.0 and later cuDNN 9" in said(found)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH  # cuDNN's own line: mech_cudnn_lib
+    assert "cuDNN 8" in found.message and "CTranslate2 cannot load" not in found.message
 
 
 def test_cudnn_9_under_whisper_offers_the_cudnn_8_release(matrix: Matrix) -> None:

@@ -72,9 +72,7 @@ CT2_RELEASES = ("OpenNMT/CTranslate2 releases: v2.0.0 (CUDA 11.x), v4.0.0 (CUDA 
 
 
 def ct2_library(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CT2_LIB, ("is not found or cannot be loaded",)) or (
-        ctx.first(_CUDNN_SUB, ("could not load library",)) if ctx.text.containing(_CT2_WORDS)
-        else None)
+    hit = ctx.first(_CT2_LIB, ("is not found or cannot be loaded",))  # cuDNN's own: mech_cudnn_lib
     if hit is None:
         return []
     groups = [g for g in hit[1].groups() if g]

@@ -77,13 +77,15 @@ def ct2_library(ctx: Context) -> List[Signal]:
         return []
     groups = [g for g in hit[1].groups() if g]
     library, major = groups[0], int(groups[1])
+    # the CUDA 11 and 12 wheels carry a -cuXX suffix; CUDA 13's do not (nvidia-cuda-runtime==13.0.96)
+    cublas = f"nvidia-cublas-cu{major}" if major <= 12 else "nvidia-cublas"
     if library == "libcublas":
         fix = ("CTranslate2 before 4.0 is built with CUDA 11: upgrade ctranslate2 to 4.x for CUDA "
                "12, or install CUDA 11's cuBLAS (nvidia-cublas-cu11)" if major == 11 else
-               f"this CTranslate2 needs CUDA {major}'s cuBLAS: install it (nvidia-cublas-cu{major}) "
-               "or the CTranslate2 release built for the CUDA you have")
+               f"this CTranslate2 needs CUDA {major}'s cuBLAS: install it ({cublas}) or the "
+               "CTranslate2 release built for the CUDA you have")
         command_line = ("pip install --upgrade ctranslate2" if major == 11
-                        else f"pip install nvidia-cublas-cu{major}")
+                        else f"pip install {cublas}")
     else:
         fix = ("CTranslate2 4.4.0 and older use cuDNN 8, 4.5.0 and later cuDNN 9 (torch 2.4 and "
                "later bundle cuDNN 9): upgrade ctranslate2 to 4.5+ to share torch's cuDNN 9, or "

@@ -12,7 +12,6 @@ from packaging.version import Version
 
 from fadoctor.checks.classify import symbol_version
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
@@ -66,9 +65,9 @@ def _glibc_other(ctx: Context, quotes: List[Quote], diagnosis: Any, by: str, dis
     return Signal("glibc", diagnosis.category,
                   f"{by.rsplit('/', 1)[-1]} ({dist}): " + diagnosis.explanation, quotes, NAMED,
                   [Remedy(summary=f"Build {dist} from source on this machine, so its binaries link "
-                          "against this system's glibc (its repository's build instructions; for "
-                          "a PyPI sdist, pip's --no-binary).",
-                          commands=[command("pip", "install", "--no-binary", dist, dist)]),
+                          "against this system's glibc: its repository's build instructions (where "
+                          f"the index has an sdist of {dist}, `pip install --no-binary {dist} "
+                          f"{dist}` builds it; not every package publishes one)."),
                    Remedy(summary=f"Or install a {dist} release whose wheels were built for an "
                           "older glibc, or run on a Linux distribution whose glibc is "
                           f"{need or 'that version'} or newer.")],

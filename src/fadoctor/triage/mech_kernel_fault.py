@@ -17,12 +17,11 @@ from typing import List
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
 
 _FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|"
                     r"illegal instruction was encountered|unspecified launch failure")
-_LIBRARY = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)/")
 
 
 def illegal_access(ctx: Context) -> List[Signal]:
@@ -30,10 +29,7 @@ def illegal_access(ctx: Context) -> List[Signal]:
                              "unspecified launch failure"))
     if hit is None:
         return []
-    near = ctx.text.lines[max(hit[0] - 3, 0):hit[0] + 4]
-    module = next((m.group(1) for line in near for m in [_LIBRARY.search(line)] if m
-                   and m.group(1) not in ("torch",)), None)
-    library = dist_of(module) if module else None
+    library = frame_package(ctx, hit[0], ("torch",), after=4)
     who = library or "the failing kernel's library"
     return [Signal("kernel_fault", Category.KERNEL_FAILURE,
                    f"a kernel of {who} read or wrote outside its memory: a bug of that kernel for "

@@ -14,12 +14,12 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_windows import MAC
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 _LISTED = re.compile(r"Could not find a version that satisfies the requirement "
                      r"([A-Za-z0-9][\w.-]{0,60})\s*(?:\[[\w,-]+\])?\s*(?:==|>=|~=)\s*([\w.+]+)[^\n]{0,40}?"
                      r"\(from versions: ([^)]{1,4000})\)")
-_MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|/Users/", re.I)
 
 
 def _newest(listed: str) -> Optional[Version]:
@@ -44,7 +44,7 @@ def newer_than_listed(ctx: Context) -> List[Signal]:
         return []
     if newest is None or newest >= wanted:
         return []
-    mac = ctx.first(_MAC, ("mac", "darwin", "os x", "/users/"))
+    mac = ctx.first(MAC, ("mac", "darwin", "os x", "/users/", "apple"))
     where = "this macOS machine and Python" if mac else "this platform and Python"
     return [Signal("newer_than_listed", Category.PLATFORM_UNSUPPORTED if mac else
                    Category.WRONG_WHEEL,

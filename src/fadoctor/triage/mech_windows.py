@@ -214,7 +214,9 @@ def _triton(package: str, quotes: List[Quote]) -> Signal:
 # place is Windows or macOS, or a Python newer than every triton release.
 _LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
                     re.I)
-_MAC = re.compile(r"\bmacos\b|\bdarwin\b|\bmac ?os\b|\bapple (?:m\d|silicon)\b|/Users/", re.I)
+# a report from macOS (also mech_pip_versions)
+MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|\bapple (?:m\d|silicon)\b|/Users/",
+                 re.I)
 
 
 def triton_nowhere(ctx: Context) -> List[Signal]:
@@ -222,7 +224,7 @@ def triton_nowhere(ctx: Context) -> List[Signal]:
     if hit is None or hit[1].group(1).lower() != "triton" or on_windows(ctx) or \
             _LINUX.search(ctx.text.joined):
         return []
-    mac = ctx.first(_MAC, ("mac", "darwin", "/users/", "apple"))
+    mac = ctx.first(MAC, ("mac", "darwin", "os x", "/users/", "apple"))
     if mac is not None:
         return [Signal("linux_only", Category.PLATFORM_UNSUPPORTED,
                        "triton has no macOS wheel: PyPI's triton publishes Linux wheels only, and "

@@ -64,19 +64,28 @@ SOURCES = (
 # out of a build (FLASHATTENTION_DISABLE_*) is the builder's choice.
 SKIP = re.compile(r"sizes\(\)|stride|build does not support (?!headdim)|but queries have|"
                   r"divisible by page_size|page_table\.shape|tensor must have \d|"
-                  r"Paged KV does not support|Block sparsity \+ paged KV")
+                  r"Paged KV does not support|Block sparsity \+ paged KV|"
+                  # the caller's options on flash_attn/cute: sinks, custom score/mask functions
+                  r"[Ll]earnable[ _]sink (?:tensor )?must be|vec_size|2CTA")
 KINDS: Tuple[Tuple[str, str], ...] = (
     (r"^No module named '\w+'$", "not_installed"),
     (r"^No module named 'cutlass\.", "version_conflict"),  # a DSL older or newer than pinned
-    (r"GPU archs of|\bgfx\d|ROCm", "rocm"),
-    (r"[Oo]nly supported on CUDA \d|CUDA_HOME|MSVC is required", "build_toolchain"),
+    (r"GPU archs of|\bgfx\d|ROCm|not supported on AMD", "rocm"),
+    (r"[Oo]nly supported on CUDA \d|CUDA_HOME|MSVC is required|nvcc was not found|"
+     r"csrc/\w+ is missing", "build_toolchain"),
+    # setup.py of v0.x: the toolkit's CUDA is not torch's
+    (r"does not match the version used to compile Pytorch", "cuda_runtime_mismatch"),
     (r"Unsupported platform", "platform_unsupported"),
-    (r"head ?dim|headdim|head[ _]size|head_dim", "head_dim_unsupported"),
+    (r"head ?dim|headdim|head[ _]size|head_dim|\bhdimv?\b", "head_dim_unsupported"),
+    # "SM 8.0", "Sm90", "SM8x" (flash_attn/cute: features gated by the arch they run on)
     (r"is_sm\d|Ampere|Hopper|Blackwell|compute capability|GPUs? or newer|\bSM ?\d{2,3}\b|"
-     r"\bSM ?\d{1,3}\.x\b", "gpu_unsupported"),
-    (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16|float16 or bfloat16|support fp8",
-     "dtype_unsupported"),
+     r"\bSM ?\d{1,3}\.x\b|\bSM \d\.\d\b|\bSm\d{2,3}\b|\bSM\dx\b", "gpu_unsupported"),
+    (r"dtype == torch::k(?:Float16|BFloat16)|fp16 and bf16|bf16|[Ff]loat16,? (?:or )?[Bb][Ff]loat16|"
+     r"support fp8|supported for fp8|FP8 backward is not supported", "dtype_unsupported"),
 )
+# Messages a hand-written mechanism reads with more of the report: the catalog holds them (and
+# their release range), the mechanism gives the finding (mech_checkout: the cutlass guard).
+DEFER = re.compile(r"csrc/\w+ is missing, please use source distribution")
 FACTS = (("head|hdim", "head_dim"), ("arch", "gpu_arch"), ("cc|capab|major", "compute_capability"),
          ("dtype", "dtype"), ("version", "version"))
 
@@ -168,7 +177,9 @@ def _entry(source: Source, tag: str, path: str, line: int, printed: str,
         "mechanism": source.mechanism, "category": category}
     if captures(printed):
         entry["captures"] = captures(printed)
-    entry["remedy"] = ms.remedy(source.name, category)
+    if DEFER.search(printed):
+        entry["weight"] = "defer"
+    entry["remedy"] = ms.remedy(source.name, category, printed)
     return entry
 
 

@@ -3,6 +3,7 @@ of sources other than flash-attention (each with its citation), for tools/gen_me
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -58,7 +59,24 @@ BY_SOURCE: Dict[Tuple[str, str], str] = {
 }
 
 
-def remedy(source: str, category: str) -> str:
+# Where the message itself decides the fix: (a search on the printed form, the fix).
+BY_TEXT: Tuple[Tuple[str, str], ...] = (
+    # setup.py's assert (v2.7.4 and later): an archive such as GitHub's Download ZIP has no
+    # submodules
+    (r"csrc/\w+ is missing", "build from a recursive git clone (git clone --recursive) or from "
+                              "the release sdist, whose archive carries the submodules"),
+    (r"does not match the version used to compile Pytorch",
+     "build with the CUDA toolkit of torch's CUDA (python -c 'import torch; "
+     "print(torch.version.cuda)'), CUDA_HOME pointing at it, or install torch for this toolkit"),
+    (r"not supported on AMD", "pass dropout_p=0.0 on AMD's Triton backend, or build the "
+                              "Composable Kernel backend (unset FLASH_ATTENTION_TRITON_AMD_ENABLE)"),
+)
+
+
+def remedy(source: str, category: str, printed: str = "") -> str:
+    for search, fix in BY_TEXT:
+        if re.search(search, printed):
+            return fix
     return BY_SOURCE.get((source, category), REMEDY.get(category, ""))
 
 

@@ -194,7 +194,12 @@ def dtype() -> List[Remedy]:
                    "trainer, and keep the attention inputs in that dtype (autocast).")]
 
 
-def rocm(values: Dict[str, str]) -> List[Remedy]:
+def rocm(values: Dict[str, str], printed: str = "") -> List[Remedy]:
+    if "dropout" in printed:  # the Triton AMD backend's own refusal (flash_attn_triton_amd/)
+        return [Remedy(summary="flash-attn's Triton AMD backend has no dropout in these releases: "
+                       "call it with dropout_p=0.0 (attention_dropout=0 in the model's config), "
+                       "or build the Composable Kernel backend, which has it (unset "
+                       "FLASH_ATTENTION_TRITON_AMD_ENABLE)."), r.sdpa("Or use PyTorch SDPA on ROCm.")]
     archs = values.get("archs", "this GPU's gfx arch")
     return [Remedy(summary=f"flash-attn's composable_kernel build accepts only the gfx archs its "
                    f"setup.py lists (gfx90a, gfx942, gfx950 at v2.8.x), not {archs}. Use its "
@@ -257,7 +262,7 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
     if category == Category.HEAD_DIM_UNSUPPORTED:
         return head_dim(ctx, entry)
     if category == Category.ROCM:
-        return rocm(values)
+        return rocm(values, entry.printed)
     if category == Category.BUILD_TOOLCHAIN:
         return toolchain(ctx, entry)
     if category == Category.PLATFORM_UNSUPPORTED:

@@ -73,6 +73,7 @@ from fadoctor.triage import (
     mech_kernel_image,
     mech_kernel_libs,
     mech_kernels,
+    mech_layer_norm,
     mech_lib_messages,
     mech_machine,
     mech_mps,
@@ -105,10 +106,12 @@ from fadoctor.triage import (
     mech_triton_smem,
     mech_uv_tags,
     mech_vllm,
+    mech_wheel_request,
     mech_wheels,
     mech_windows,
     mech_wrappers,
     mech_xformers,
+    stated_fix,
 )
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
@@ -151,6 +154,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_bitsandbytes.old_layer,
     mech_jetson.pytorch_index_wheel, mech_wrappers.torch_cpu, mech_wrappers.driver,
     mech_wrappers.container_cuda, mech_cuda_toolkit.ngc_driver, mech_built_for.built_for,
+    mech_built_for.prose,
     mech_xformers.no_operator, mech_xformers.no_such_operator, mech_kernels.no_variant, mech_kernels.no_build,
     mech_te.refused, mech_te.required, mech_te.no_pytorch_extra, mech_tensorrt.refused,
     mech_te_backends.no_backend,
@@ -166,7 +170,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_gpu.head_dim, mech_gpu.trtllm_head_size, mech_gpu.rocm, mech_gpu.graph_breaks,
     mech_dtype_arch.ptxas_feature, mech_dtype_arch.triton_fp8, mech_dtype_arch.cutlass_bf16,
     mech_dtype_arch.fp8_matmul, mech_dtype_arch.trainer_bf16, mech_dtype_arch.inductor_bf16,
-    mech_dtype_arch.autocast_bf16, mech_mps.dtype,
+    mech_dtype_arch.autocast_bf16, mech_dtype_arch.bf16_below_ampere, mech_mps.dtype,
     mech_triton_smem.shared_memory, mech_triton_smem.no_valid_choices, mech_triton_pin.mismatch,
     mech_triton_pin.pre_release_api, mech_triton_env.missing, mech_triton_env.gpu_too_old,
     mech_triton_env.before_blackwell, mech_triton_env.compiler_assert,
@@ -179,18 +183,19 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_arch_list.unknown_arch,
     mech_arch_refused.refused, mech_kernel_libs.own_words, mech_lib_messages.head_dim,
     mech_lib_messages.flashinfer_arch_list, mech_head_assert.head_assert,
-    mech_head_assert.unsupported_size,
+    mech_head_assert.unsupported_size, mech_head_assert.asked, mech_wheel_request.requested,
     mech_lib_messages.xqa_head_dim,
     mech_kernel_libs.built_for_other,
     mech_lib_messages.version_skew, mech_lib_messages.sage_kernel_missing,
-    mech_backend_nan.backend_nan, mech_numerics.nan, mech_numerics.black_images, mech_numerics.fp16_overflow,
+    mech_backend_nan.backend_nan, mech_numerics.nan, mech_numerics.rounding,
+    mech_numerics.black_images, mech_numerics.fp16_overflow,
     mech_defects.stated_release, mech_machine.non_nvidia, mech_machine.deleted_library,
     mech_machine.driver_said_old, mech_machine.amdgpu_instruction, mech_cli_flags.rejected_flag,
     mech_fa_triton.triton_impl, mech_kernel_fault.illegal_access, mech_kernel_fault.causal_rows,
     mech_removed.torch_six, mech_removed.pkg_resources_packaging, mech_numpy.removed_name,
     mech_numpy.numpy_2_abi, mech_numpy.dtype_size, mech_ctranslate2.compute_type,
     mech_ctranslate2.cpu_only_package, mech_ctranslate2.cudnn_sublibrary, mech_ctranslate2.ct2_library,
-    mech_kernel_fault.fp32_question,
+    mech_kernel_fault.fp32_question, mech_layer_norm.unsupported, mech_layer_norm.csrc_on_rocm,
     mech_resources.memory, mech_resources.slow_build, mech_isolation.match_runtime,
     mech_isolation.isolation, mech_isolation.cuda_home_isolated,
     mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,
@@ -234,6 +239,7 @@ def triage(raw: Union[str, bytes], matrix: Matrix) -> Triage:
     candidates = _merge(signals, _from_checks(ctx, checks, IMPLIED))
     if not candidates:  # the last resort: what the GPU alone makes likely
         candidates = [s for prior in mech_prior.PRIORS for s in _run(prior, ctx)]
+    stated_fix.pin_back(ctx, candidates)
     shell = shell_of(ctx.text.joined, mech_build.on_windows(ctx))
     return _result(ctx, candidates, checks, _environment(ctx),
                    named_in(ctx.text.joined, shell) or replace(UNKNOWN, shell=shell))

@@ -63,7 +63,7 @@ _TOOL_NEEDLES = (*(prefix.lower() if len(prefix) < 10 else prefix.lower()[:-1]
 _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9][A-Za-z0-9._-]{0,100}"
                            r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
 _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
-              "was built for:")
+              "was built for:", "distribution found for")  # pip's "No matching distribution"
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
                   "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth",
                   "triton", "fa4", "fa-4")
@@ -375,6 +375,8 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
             seen.state(o.PYTHON, value, quote(), PROSE)
         elif word in ("ubuntu", "debian", "centos", "rocky"):
             seen.state(o.OS, f"{found.group(1)} {value}", quote(), PROSE)
+        elif word == "cuda" and low.startswith(". cuda toolkit", found.end()):  # unsloth's banner:
+            seen.state(o.GPU_CC, value, quote(), PROSE)  # "CUDA: {major}.{minor}. CUDA Toolkit:"
         elif word in ("cuda", "rocm", "glibc", "gcc", "nvcc", "driver"):
             key = {"cuda": o.CUDA, "rocm": o.ROCM, "glibc": o.GLIBC, "gcc": o.GCC,
                    "nvcc": o.NVCC, "driver": o.DRIVER}[word]

@@ -12,7 +12,7 @@ from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 _BUILT_FOR = re.compile(r"(?<!\w)(\w{1,100}) was built for:?\s*$|(?<!\w)(\w{1,100}) was built for:?"
                         r"\s*PyTorch ([\w.+]+)")
@@ -80,3 +80,33 @@ def _cpu_torch(ctx: Context, index: int, built: str, owner: Optional[str]) -> Li
                    [*fixes, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
                                    "for the CUDA your driver runs (`fadoctor fix` picks it).",
                                    commands=["fadoctor fix --print-pins"])])]
+
+
+# The same said in prose: "the sgl-kernel wheel was built with PyTorch 2.5.1" and "does not work
+# with PyTorch 2.7 (there are ABI issues)": a binary against libtorch's C++ API works with the
+# torch it was built with only.
+_BUILT_WITH = re.compile(r"(?:([A-Za-z][\w-]{1,40})\s+(?:wheels?|binar(?:y|ies)|extensions?)\s+"
+                         r"(?:was|were|is|are)\s+)?(?:built|compiled)\s+(?:with|against|for)\s+"
+                         r"(?:py)?torch\s*(\d+\.\d+(?:\.\d+)?)", re.I)
+_FAILS_WITH = re.compile(r"(?:does not|doesn't|not|won't|cannot|can't|fails? to)\s+(?:work|run|"
+                         r"load|import)\s+(?:with|on|under)\s+(?:py)?torch\s*(\d+\.\d+)", re.I)
+
+
+def prose(ctx: Context) -> List[Signal]:
+    built = ctx.first(_BUILT_WITH, ("built", "compiled"))
+    fails = ctx.first(_FAILS_WITH, ("work", "run", "load", "import"))
+    if built is None or fails is None or \
+            built[1].group(2).startswith(fails[1].group(1)) or \
+            any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []
+    package, old, new = built[1].group(1) or "the extension", built[1].group(2), fails[1].group(1)
+    return [Signal("built_for_prose", Category.TORCH_VERSION_MISMATCH,
+                   f"{package} was built with torch {old} and fails with torch {new}: a binary "
+                   "against libtorch's C++ API loads with the torch it was built with only (its "
+                   "symbols and ABI change between releases)",
+                   dedupe(sorted([ctx.quote(built[0]), ctx.quote(fails[0])],
+                                 key=lambda q: q.line)), HINTED,
+                   [Remedy(summary=f"Pin torch to {old}, the torch {package} was built with, "
+                           f"beside it (the same torch version in the requirements), or rebuild "
+                           f"{package} against torch {new} (a release built for it, or a build "
+                           "with --no-build-isolation).")])]

@@ -14,7 +14,7 @@ from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 # ptxas' own words: "error   : Feature '.bf16' requires .target sm_80 or higher" (also "cvt with
 # .f32.bf16", "cvt.e4m3x2" for fp8 below sm_89): PTX ISA, each instruction's Target ISA notes.
@@ -222,3 +222,36 @@ def autocast_bf16(ctx: Context) -> List[Signal]:
                            "--mixed_precision fp16, Trainer fp16=True).")],
                    details={"source": "torch==2.13.0:torch/amp/autocast_mode.py:295 "
                                       "(autocast.__init__)"})]
+
+
+# Any library's words for refusing bfloat16 ("bf16 mixed precision requires PyTorch >= 1.10 and a
+# supported device" in accelerate, "does not support bf16", "bfloat16 is not supported", a
+# person's "my V100 does not support the bf16 mode"): with a GPU below Ampere named, the GPU is
+# why. bf16 arithmetic needs sm_80 (PTX ISA, Target ISA notes).
+_BF16 = r"(?:bf16|bfloat16|bf-16)"
+_REFUSED = re.compile(
+    rf"\b{_BF16}\b[^\n]{{0,80}}?\b(?:requires?|not supported|unsupported|isn't supported|is not "
+    rf"available|only supported|needs)\b|\b(?:does not|doesn't|do not|don't|cannot|can't|no)\s+"
+    rf"(?:support|supports|run|use)\b[^\n]{{0,40}}?\b{_BF16}\b", re.I)
+
+
+def bf16_below_ampere(ctx: Context) -> List[Signal]:
+    cc = ctx.gpu_cc
+    if cc is None or cc >= Version("8.0") or ctx.amd or ctx.gpu is None:
+        return []
+    hit = ctx.first(_REFUSED, ("bf16", "bfloat16", "bf-16"))
+    if hit is None:
+        return []
+    line = ctx.text.lines[hit[0]]
+    error = re.search(r"\w*Error\b|\berror:", line) is not None
+    return [Signal("bf16_below_ampere", Category.DTYPE_UNSUPPORTED,
+                   f"bfloat16 was asked for on {_gpu(ctx)}, which has no bf16 arithmetic (Ampere, "
+                   "sm_80, and newer have it)",
+                   dedupe(sorted([ctx.quote(hit[0]), ctx.gpu[2]], key=lambda q: q.line)),
+                   NAMED - 5 if error else HINTED - 2,  # prose: below any other account
+                   [Remedy(summary="Use float16 on this GPU: mixed_precision=\"fp16\" in "
+                           "accelerate (accelerate launch --mixed_precision fp16), fp16=True and "
+                           "bf16=False in a Trainer, precision='16-mixed' in Lightning, and "
+                           "torch_dtype=torch.float16 for the model; keep bf16 for an A100 or "
+                           "another Ampere or newer GPU.")],
+                   details={"source": "PTX ISA, Target ISA notes (bf16 arithmetic: sm_80)"})]

@@ -20,12 +20,13 @@ of each package's setup.py, and the options that build them come from the same f
 from __future__ import annotations
 
 import re
-from typing import List
+import sys
+from typing import List, Optional
 
 from fadoctor.checks.import_remedies import csrc_remedies
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import LOGGED, NAMED, Signal
 
 _APEX_CUDA = ("amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
               "scaled_upper_triang_masked_softmax_cuda", "generic_scaled_masked_softmax_cuda",
@@ -100,7 +101,7 @@ _TABLED = ("torch", "flash_attn", "vllm", "xformers", "apex", "triton", "sgl_ker
 def own_extension(ctx: Context) -> List[Signal]:
     hit = ctx.first(_OWN_C, ("cannot import name", "no module named"))
     if hit is None:
-        return []
+        return _private_module(ctx)
     found = hit[1]
     module, package = (found.group(1), found.group(2)) if found.group(2) else (
         found.group(4), found.group(3))
@@ -117,3 +118,51 @@ def own_extension(ctx: Context) -> List[Signal]:
                            "and read the output for the step that failed; a checkout run in "
                            "place needs the in-place build.",
                            commands=["pip install -e . --no-build-isolation -v"])])]
+
+
+# A private top-level module a package's own file imports ("import _turbomind as _tm" in
+# lmdeploy/turbomind/turbomind.py): a pybind/C++ extension the package's build puts beside it.
+# Python's own private C modules (_ctypes, _ssl ...) are another matter: an interpreter built
+# without their libraries.
+_PRIVATE = re.compile(r"No module named ['\"`](_[a-z][a-z0-9_]{1,40})['\"`]")
+_PY_PRIVATE = {"_ctypes", "_sqlite3", "_lzma", "_bz2", "_ssl", "_tkinter", "_curses", "_dbm",
+               "_gdbm", "_uuid", "_hashlib", "_decimal", "_posixsubprocess", "_socket"}
+# the package of a frame: site-packages/<pkg>/..., a checkout's <pkg>/<pkg>/... or src/<pkg>/...
+_FRAME_PACKAGE = re.compile(r"(?:(?:site|dist)-packages[\\/]+|[\\/]src[\\/]|[\\/]([A-Za-z_]\w*)"
+                            r"[\\/]+(?=\1[\\/]))([A-Za-z_]\w*)[\\/][\w\\/.-]*\.py\"")
+
+
+def _frame_package(ctx: Context, index: int) -> Optional[str]:
+    for line in reversed(ctx.text.lines[max(0, index - 12):index]):
+        found = _FRAME_PACKAGE.search(line) if 'File "' in line else None
+        if found is not None:
+            return found.group(2)
+    return None
+
+
+def _private_module(ctx: Context) -> List[Signal]:
+    # the occurrence under a traceback (a title repeats the message with none above it)
+    found = [(hit, _frame_package(ctx, hit[0])) for hit in ctx.find(
+        _PRIVATE, ("no module named '_", 'no module named "_', "no module named `_"))]
+    hit, package = next(((h, p) for h, p in found if p is not None), (None, None))
+    if hit is None or package is None or package in ("torch", "importlib"):
+        return []
+    module = hit[1].group(1)
+    if module in _PY_PRIVATE or module in getattr(sys, "stdlib_module_names", ()) \
+            or module.startswith("_distutils"):
+        return []
+    editable = ctx.first(re.compile(r"pip3? install (?:-e|--editable)\b"), ("install -e",
+                                                                           "--editable"))
+    return [Signal("extension_missing", Category.NOT_INSTALLED,
+                   f"{module}, the compiled extension {package}'s code imports, is not installed "
+                   "beside it: " + ("an editable install (pip install -e .) of the source tree "
+                                    "did not build it" if editable else "the install holds only "
+                                    "the Python part (a source tree, or a build that skipped its "
+                                    "C++/CUDA step)"),
+                   [ctx.quote(hit[0]), *([ctx.quote(editable[0])] if editable else [])],
+                   NAMED if editable else LOGGED,
+                   [Remedy(summary=f"Install {package}'s released precompiled wheel, which "
+                           f"carries {module} (or its container image), instead of running the "
+                           "source tree; or build the extension with the project's own build "
+                           "steps (its CMake/make install, per its build docs) into the same "
+                           "environment.", commands=[f"python -m pip install {package}"])])]

@@ -15,7 +15,7 @@ from typing import List, Optional
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
 
 _ASSERT = re.compile(r"assert\w*\(?\s*(?:\w+\.)?head_?(?:size|dim)\w*\s*==\s*(\d+)"
                      r"((?:\s*\|\|\s*(?:\w+\.)?head_?(?:size|dim)\w*\s*==\s*\d+)*)", re.I)
@@ -84,3 +84,38 @@ def unsupported_size(ctx: Context) -> List[Signal]:
                     r.sdpa("Or without the fused kernel:")],
                    details={"source": "vllm-project/vllm csrc/attention/attention_kernels.cu "
                                       "(paged_attention_v1_launcher)"})]
+
+
+# A question about flash-attention and a head dim, with no error: "Support head_size 256? which
+# is bigger than 128". The limits by generation, from flash-attention's README at each release:
+# 1.x head dims up to 128 (backward above 64 on A100/H100 only); 2.x every head dim up to 256
+# (256 backward on consumer GPUs, without dropout, from 2.5.5); none compiles above 256.
+_ASKED = re.compile(r"\bsupports?\b[^\n]{0,40}?\bhead[_ ]?(?:size|dim)\w*\s*(?:of\s*|=\s*)?"
+                    r"(\d{2,3})\b|\bhead[_ ]?(?:size|dim)\w*\s*(?:of\s*|=\s*)?(\d{2,3})\b[^\n]{0,40}?"
+                    r"\b(?:supported|support)\b", re.I)
+_FLASH = ("flash-attn", "flash_attn", "flash attention", "flash-attention", "flashattention")
+
+
+def asked(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ASKED, ("support",))
+    if hit is None or not ctx.text.containing(_FLASH) or "flashinfer" in ctx.text.lower \
+            or any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []
+    size = int(hit[1].group(1) or hit[1].group(2))
+    if size <= 64:
+        return []
+    if size > 256:
+        fix = Remedy(summary=f"No flash-attention generation compiles head dim {size} (2.x stops "
+                     "at 256): use PyTorch SDPA, whose memory-efficient kernel takes it, or "
+                     "split the head.")
+    else:
+        fix = Remedy(summary=f"flash-attn 2.x supports every head dim up to 256, {size} included "
+                     "(flash-attn 1.x stopped at 128, and its backward above 64 needed an A100 "
+                     "or H100; 256 backward on consumer GPUs works from 2.5.5): upgrade to "
+                     "flash-attn 2, or use PyTorch SDPA.",
+                     commands=['pip install --upgrade "flash-attn>=2.5.5" --no-build-isolation'])
+    return [Signal("head_dim_asked", Category.HEAD_DIM_UNSUPPORTED,
+                   f"head dim {size} with flash-attention: which generation compiles it decides",
+                   [ctx.quote(hit[0])], HINTED, [fix],
+                   details={"source": "Dao-AILab/flash-attention README at v1.0.9 and v2.5.5 "
+                                      "(head dimensions supported)"})]

@@ -52,6 +52,9 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                               "sliding window) need such a GPU too. PyTorch SDPA runs on this "
                               "one.")])
     remedies.append(_UNINSTALL)
+    below_70 = _below_volta(ctx, cc)
+    if below_70 is not None:
+        remedies.insert(0, below_70)
     if cc < Version("8.0"):
         remedies.append(Remedy(summary="On Volta and Turing, run the model in float16 (these "
                                "GPUs have no bfloat16 units), e.g. torch_dtype=torch.float16."))
@@ -60,6 +63,24 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                    f"capability {floor} or newer"
                    + ("; the build that failed would not run here either" if built else ""),
                    quotes, WRAPPED + 1 if built else HINTED, remedies)]
+
+
+# vLLM rejects a GPU below Volta outright: its installation docs (docs/getting_started/
+# installation/gpu, v0.7 to v0.26: "GPU: compute capability 7.0 or higher (e.g., V100, T4, RTX20xx,
+# A100, L4, H100, etc.)"; 7.5 in later docs). unsloth's README also says "Minimum CUDA Capability
+# 7.0", but "GTX 1070, 1080 works, but is slow": only its vLLM path (fast_inference) needs 7.0.
+
+
+def _below_volta(ctx: Context, cc: Version) -> Remedy | None:
+    if cc >= Version("7.0") or not ("vllm" in ctx.seen.packages or ctx.text.containing(("vllm",))):
+        return None
+    unsloth = "unsloth" in ctx.seen.packages or bool(ctx.text.containing(("unsloth",)))
+    return Remedy(summary=f"vLLM needs a GPU of compute capability 7.0 or newer (its docs: V100, "
+                  f"T4, RTX 20xx and later); {gpu_words(ctx)} is below it, so no setting makes it "
+                  "run here: use a newer GPU (a free Colab T4 qualifies)"
+                  + (", or train without vLLM (unsloth without fast_inference=True: its README "
+                     "says GTX 1070/1080 work, slowly)." if unsloth else
+                     ", or serve with transformers and PyTorch SDPA."))
 
 
 _BUILD_SUMMARY = re.compile(r"failed building wheel for flash[-_]attn|failed to build flash[-_]attn|"

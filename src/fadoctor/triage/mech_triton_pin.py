@@ -76,10 +76,33 @@ def _pin(torch: Version, want: Version, pin: str) -> Remedy:
 _INDUCTOR_IMPORT = re.compile(r"cannot import name '(\w+)' from '(triton[\w.]*)'")
 
 
+# An attribute torch's Inductor asks of a Triton class ("type object 'CompiledKernel' has no
+# attribute 'launch_enter_hook'": a class attribute Triton moved to triton.knobs in 3.4): the class
+# is Triton's when data/triton_api.yaml lists it, and no other table does.
+_CLASS_ATTRIBUTE = re.compile(r"type object '([A-Z]\w{2,60})' has no attribute '(\w+)'")
+
+
+def _triton_class(name: str) -> bool:
+    from fadoctor.triage.api_tables import api  # the table is read only for such a report
+    return any(key.rsplit(":", 1)[-1] == name for key in api("triton").names)
+
+
 def _unstated(ctx: Context) -> List[Signal]:
-    """No pair stated, but Inductor failing to import a name from Triton: the pair is wrong."""
+    """No pair stated, but Inductor failing to import a name from Triton (or asking a Triton
+    class for an attribute it lacks): the pair is wrong."""
     hit = ctx.first(_INDUCTOR_IMPORT, ("cannot import name",))
-    if hit is None or not ctx.text.containing(("inductor", "dynamo", "torch.compile")):
+    if hit is None:
+        attribute = ctx.first(_CLASS_ATTRIBUTE, ("has no attribute",))
+        if attribute is not None and _triton_class(attribute[1].group(1)):
+            return [Signal("triton_pin", Category.VERSION_CONFLICT,
+                           f"Triton's {attribute[1].group(1)} has no attribute "
+                           f"{attribute[1].group(2)}: the code asking for it (torch's Inductor, "
+                           "or a library's Triton kernels) was written for another Triton "
+                           "release than the one installed",
+                           [ctx.quote(attribute[0])], IMPLIED, [triton_for(ctx, on_windows(ctx))],
+                           details={"source": f"{SOURCE}; data/triton_api.yaml"})]
+        return []
+    if not ctx.text.containing(("inductor", "dynamo", "torch.compile")):
         return []
     return [Signal("triton_pin", Category.VERSION_CONFLICT,
                    f"torch's Inductor imports {hit[1].group(1)} from {hit[1].group(2)}, which the "

@@ -102,6 +102,8 @@ def wrappers(ctx: Context) -> List[Signal]:
         fixes = _install(ctx)
         if "not found in your environment" in ctx.low(index):
             fixes.insert(0 if _scans_try_blocks(ctx) else len(fixes), _CHECK_IMPORTS)
+        elif not any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+            fixes.insert(0, _OPTIONAL)  # the message alone: a warning, nothing failed
         return [Signal(
             "wrapper", Category.NOT_INSTALLED,
             "flash-attn is not installed in the environment that runs this (the frameworks do "
@@ -167,6 +169,11 @@ def _fallback_reason(ctx: Context, index: int) -> Optional[Signal]:
                       quotes, LOGGED, [r.sdpa("It falls back to another backend; to choose one:")],
                       severity=Severity.WARNING)
     return None
+
+
+_OPTIONAL = Remedy(summary="Where nothing failed, this is a warning only: flash-attn is optional, "
+                   "and the framework runs without it (PyTorch SDPA or eager attention, slower and "
+                   "using more memory on long sequences); install it for the speed.")
 
 
 def installed_quote(ctx: Context) -> Optional[Quote]:

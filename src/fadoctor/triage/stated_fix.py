@@ -1,0 +1,65 @@
+"""The release a report says worked: "Error goes away if I switch back to 4.2.0", "downgrading to
+xformers==0.0.26 fixed it", "it works with transformers 4.44.2". The report's own evidence of a
+regression: a finding whose remedies move that package gets pinning it back as its first remedy
+(pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from fadoctor.report import Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import Signal
+
+_V = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+|rc\d+|b\d+)?)"
+_PKG = r"([A-Za-z][A-Za-z0-9_.-]{1,50}?)"
+# "back to 4.2.0", "downgrade(d) to xformers==0.0.26", "reverting to 0.0.26"
+_BACK = re.compile(rf"\b(?:(?:switch\w*|go\w*|roll\w*|went|revert\w*|pin\w*|downgrad\w*)\s+"
+                   rf"(?:it\s+|them\s+)?back\s+to|downgrad\w*\s+(?:it\s+)?to|revert\w*\s+to)\s+"
+                   rf"(?:{_PKG}\s*(?:==|=|\s)\s*)?{_V}\b", re.I)
+_WORKS = re.compile(rf"\b(?:works?|worked|working)\s+(?:fine\s+|well\s+|again\s+)?(?:with|on|in)\s+"
+                    rf"{_PKG}\s*(?:==|=|\s)\s*{_V}\b", re.I)
+_NOT_PACKAGES = {"python", "cuda", "version", "release", "v", "the", "a", "driver", "windows",
+                 "linux", "ubuntu"}
+
+
+def _named(ctx: Context, version: str) -> Optional[str]:
+    """The package the report writes beside this version ("nvidia-cutlass-dsl 4.2.0")."""
+    for line in ctx.text.lines:
+        found = re.search(rf"([A-Za-z][A-Za-z0-9_.-]{{1,50}})(?:\s+|==|=|-)v?{re.escape(version)}\b",
+                          line)
+        if found and found.group(1).lower() not in _NOT_PACKAGES:
+            return found.group(1)
+    return None
+
+
+def stated(ctx: Context) -> Optional[Tuple[str, str, int]]:
+    """(package, version, line) the report says worked."""
+    for pattern in (_BACK, _WORKS):
+        for index, found in ctx.find(pattern, ("back to", "downgrad", "revert", "work")):
+            package = found.group(1) or _named(ctx, found.group(2))
+            if package and package.lower() not in _NOT_PACKAGES:
+                return package, found.group(2), index
+    return None
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.lower())
+
+
+def pin_back(ctx: Context, signals: List[Signal]) -> None:
+    """Each finding whose remedies name the package the report says worked: that release first."""
+    found = stated(ctx)
+    if found is None:
+        return
+    package, version, index = found
+    for signal in signals:
+        text = " ".join(f"{r.summary} {' '.join(r.commands)}" for r in signal.remedies)
+        if _key(package) not in _key(text):
+            continue
+        signal.remedies.insert(0, Remedy(
+            summary=f"The report says {package} {version} worked (\"{ctx.text.lines[index].strip()[:80]}"
+                    f"\"): pin it back until a fixed release.",
+            commands=[command("pip", "install", f"{package}=={version}")]))

@@ -64,7 +64,21 @@ def vllm_fa(entry: Entry) -> Remedy:
                   commands=["export VLLM_FLASH_ATTN_VERSION=2"])
 
 
+# A check that gates one feature to some archs ("FP8 is only supported on SM100", "paged KV not
+# supported on SM 8.0"): no later release of the same generation lifts it for this arch.
+_FEATURE = re.compile(r"\bFP8\b|\bfp8\b|paged KV|SplitKV|determinism|score_mod|mask_mod|"
+                      r"[Bb]lock[- ]sparsity|varlen", re.I)
+
+
 def gpu(ctx: Context, entry: Entry, cc: Optional[Version]) -> List[Remedy]:
+    feature = _FEATURE.search(entry.printed)
+    if feature is not None:
+        return r.keep([Remedy(summary=f"The check limits {feature.group(0)} to the GPUs it names "
+                              f"(\"{entry.printed[:120]}\"), and this one is not among them: run "
+                              f"without {feature.group(0)} on this GPU (fp16/bf16, the framework's "
+                              "default settings), or on a GPU the message names."),
+                       switches.remedy(ctx, "Or take another attention backend in the framework:"),
+                       r.sdpa("Or PyTorch SDPA, which runs on any GPU.")])
     found = r.keep([switches.remedy(ctx, "Turn flash-attention off in the framework:")
                     if cc is None or cc < Version("8.0") else None,
                     r.sdpa("This flash-attn build has no kernels for this GPU's architecture: use "

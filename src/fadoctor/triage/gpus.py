@@ -19,11 +19,11 @@ _SERIES = (
     (re.compile(r"\bRTX\s*30[5-9]0", re.I), "8.6"), (re.compile(r"\bRTX\s*40[5-9]0", re.I), "8.9"),
     (re.compile(r"\bRTX\s*50[5-9]0", re.I), "12.0"))
 _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
-# A GeForce model by its number alone ("my 5090", "2x 4090", "3090 Ti", "4090 GPU", "a 1660S",
-# "5090RTX"): only with a word that makes it a GPU, never a bare number (a traceback's "line
-# 3090", "4090MiB").
+# A GeForce model by its number alone ("my 5090", "the 4090", "support 4090", "2x 4090", "3090 Ti",
+# "4090 GPU", "a 1660S", "5090RTX"): only with a word that makes it a GPU, never a bare number (a
+# traceback's "line 3090", "4090MiB").
 _BARE = re.compile(
-    r"(?:\b(?:my|an?|on|with|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
+    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
     r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0)(\s?Ti\b|\s?SUPER\b|D\b|S\b)?"
     r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡|\s?RTX\b)?(?![\w%/:-]|\.\w)", re.I)
 _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("16", "56"), ("20", "5678"), ("30", "56789"), ("40", "56789"),

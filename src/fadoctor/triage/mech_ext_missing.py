@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from fadoctor.checks.import_remedies import csrc_remedies
 from fadoctor.report import Category, Remedy, Severity
@@ -132,11 +132,12 @@ _FRAME_PACKAGE = re.compile(r"(?:(?:site|dist)-packages[\\/]+|[\\/]src[\\/]|[\\/
                             r"[\\/]+(?=\1[\\/]))([A-Za-z_]\w*)[\\/][\w\\/.-]*\.py\"")
 
 
-def _frame_package(ctx: Context, index: int) -> Optional[str]:
+def _frame_package(ctx: Context, index: int) -> Optional[Tuple[str, bool]]:
+    """(package, whether the frame is a source checkout's <pkg>/<pkg>/ rather than installed)."""
     for line in reversed(ctx.text.lines[max(0, index - 12):index]):
         found = _FRAME_PACKAGE.search(line) if 'File "' in line else None
         if found is not None:
-            return found.group(2)
+            return found.group(2), found.group(1) is not None
     return None
 
 
@@ -144,15 +145,28 @@ def _private_module(ctx: Context) -> List[Signal]:
     # the occurrence under a traceback (a title repeats the message with none above it)
     found = [(hit, _frame_package(ctx, hit[0])) for hit in ctx.find(
         _PRIVATE, ("no module named '_", 'no module named "_', "no module named `_"))]
-    hit, package = next(((h, p) for h, p in found if p is not None), (None, None))
-    if hit is None or package is None or package in ("torch", "importlib"):
+    hit, framed = next(((h, p) for h, p in found if p is not None), (None, None))
+    if hit is None or framed is None or framed[0] in ("torch", "importlib"):
         return []
+    package, checkout = framed
     module = hit[1].group(1)
     if module in _PY_PRIVATE or module in getattr(sys, "stdlib_module_names", ()) \
             or module.startswith("_distutils"):
         return []
     editable = ctx.first(re.compile(r"pip3? install (?:-e|--editable)\b"), ("install -e",
                                                                            "--editable"))
+    installed = ctx.first(re.compile(rf"pip3? install (?:-U |--upgrade )?{package}\b"),
+                          ("pip install", "pip3 install"))
+    if checkout and installed is not None and editable is None:
+        return [Signal("extension_missing", Category.NOT_INSTALLED,
+                       f"Python imports {package} from a source checkout (the traceback's "
+                       f"…/{package}/{package}/ path), which shadows the installed {package} "
+                       f"whose wheel carries {module}: the checkout has no built extension",
+                       [ctx.quote(hit[0]), ctx.quote(installed[0])], LOGGED,
+                       [Remedy(summary="Run outside the source directory (cd to another "
+                               f"folder first), so that import finds the installed "
+                               f"{package} with its extension; or build the checkout's extension "
+                               "per its build docs.")])]
     return [Signal("extension_missing", Category.NOT_INSTALLED,
                    f"{module}, the compiled extension {package}'s code imports, is not installed "
                    "beside it: " + ("an editable install (pip install -e .) of the source tree "

@@ -173,3 +173,28 @@ def fa3_only_feature(ctx: Context) -> List[Signal]:
                    dedupe([ctx.quote(index), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
                    details={"source": FA3_ARCHS},
                    needs=[] if cc else [("the GPU model", r.REVEAL_GPU)])]
+
+
+# FA3's fp8 is Hopper's: "FlashAttention on Ampere/Ada cards only supports fp16 and bf16 data
+# type" (Dao-AILab/flash-attention@v2.8.3:hopper/flash_api.cpp:682-684, when major < 9). A report
+# about FA3 in fp8 on an Ampere or Ada GPU (a question included) gets that answer.
+_FP8 = re.compile(r"\bfp8\b|float8|\be4m3\b", re.I)
+
+
+def fp8_off_hopper(ctx: Context) -> List[Signal]:
+    cc = ctx.gpu_cc
+    if cc is None or cc.major != 8 or ctx.gpu is None:
+        return []
+    fa3 = ctx.text.containing(_FA3_WORDS)
+    fp8 = ctx.first(_FP8, ("fp8", "float8", "e4m3")) if fa3 else None
+    if fp8 is None:
+        return []
+    return [Signal("fa3_arch", Category.GPU_UNSUPPORTED,
+                   f"FlashAttention-3's fp8 kernels are Hopper's (sm_90a): on {_gpu(ctx)} FA3 "
+                   "takes fp16 and bf16 only",
+                   dedupe(sorted([ctx.quote(fp8[0]), ctx.gpu[2]], key=lambda q: q.line)), HINTED,
+                   [Remedy(summary="fp8 attention with FA3 needs a Hopper GPU (H100, H200, H20); "
+                           "on Ampere and Ada run FA3's sm_80 kernels or flash-attn 2 in fp16 or "
+                           "bf16.", commands=['pip install "flash-attn>=2,<3" --no-build-isolation']),
+                    r.sdpa("Or PyTorch SDPA in fp16 or bf16.")],
+                   details={"source": "Dao-AILab/flash-attention@v2.8.3:hopper/flash_api.cpp:682"})]

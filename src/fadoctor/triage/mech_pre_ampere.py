@@ -75,12 +75,13 @@ def _below_volta(ctx: Context, cc: Version) -> Remedy | None:
     if cc >= Version("7.0") or not ("vllm" in ctx.seen.packages or ctx.text.containing(("vllm",))):
         return None
     unsloth = "unsloth" in ctx.seen.packages or bool(ctx.text.containing(("unsloth",)))
-    return Remedy(summary=f"vLLM needs a GPU of compute capability 7.0 or newer (its docs: V100, "
-                  f"T4, RTX 20xx and later); {gpu_words(ctx)} is below it, so no setting makes it "
-                  "run here: use a newer GPU (a free Colab T4 qualifies)"
+    return Remedy(summary=f"vLLM's releases are built for GPUs of compute capability 7.0 or newer "
+                  f"(its docs: V100, T4, RTX 20xx and later); {gpu_words(ctx)} is below it, so its "
+                  "prebuilt wheels do not run here: use a newer GPU (a free Colab T4 qualifies), "
+                  "or build vLLM from source for this arch (unsupported; reported to work on "
+                  "Pascal)"
                   + (", or train without vLLM (unsloth without fast_inference=True: its README "
-                     "says GTX 1070/1080 work, slowly)." if unsloth else
-                     ", or serve with transformers and PyTorch SDPA."))
+                     "says GTX 1070/1080 work, slowly)." if unsloth else "."))
 
 
 _BUILD_SUMMARY = re.compile(r"failed building wheel for flash[-_]attn|failed to build flash[-_]attn|"

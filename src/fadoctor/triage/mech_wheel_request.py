@@ -62,7 +62,7 @@ def requested(ctx: Context) -> List[Signal]:
                        "and the one asked about is not among them", [ctx.quote(hit[0])], HINTED,
                        [Remedy(summary=f"Use a torch and CUDA pair {other}'s index lists (another "
                                "torch/CUDA combination), or a newer release of it that adds this "
-                               "pair; otherwise build it from source against the installed "
+                               "pair; otherwise build from source against the installed "
                                "torch.")])]
     if kind == "cuda":
         return _cuda_minor(ctx, hit)

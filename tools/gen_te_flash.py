@@ -1,7 +1,8 @@
 """The flash-attn range each Transformer Engine release accepts, read at every release tag of
 NVIDIA/TransformerEngine: `_flash_attn_version_required` / `_flash_attn_max_version` in
 transformer_engine/pytorch/attention.py (v1.x), later `FlashAttentionUtils.version_required`,
-`version_required_blackwell` and `max_version` in .../dot_product_attention/utils.py. Writes
+`version_required_blackwell` and `max_version` in .../dot_product_attention/utils.py; and the
+flash-attn requirement its packaging declares (setup.py's install_reqs, up to v1.11). Writes
 data/te_flash_attn.yaml: per tag, the range and where each bound is set.
 
     python tools/gen_te_flash.py GIT_DIR [--check]
@@ -62,12 +63,33 @@ def read_tag(git_dir: str, tag: str) -> Optional[Dict[str, object]]:
             "where": f"{REPO}@{tag}:" + ", ".join(sorted(set(where)))}
 
 
+# setup.py's install requirement (setup.py, transformer_engine/pytorch/setup.py, build_tools/):
+# add_unique(install_reqs, ["torch", "flash-attn>=1.0.6, <=2.0.4"]) up to v1.11; none from v1.12
+_REQUIRES = re.compile(r"\"(flash-attn\s*[<>=!][^\"]{1,80})\"")
+_SETUP = ("setup.py", "transformer_engine/pytorch/setup.py", "build_tools/pytorch.py",
+          "build_tools/utils.py")
+
+
+def install_requirement(git_dir: str, tag: str) -> Optional[Tuple[str, str]]:
+    """(requirement, where) of flash-attn in the tag's packaging, if it declares one."""
+    files = set(_git(git_dir, "ls-tree", "-r", "--name-only", tag).split())
+    for path in (p for p in _SETUP if p in files):
+        for number, line in enumerate(_git(git_dir, "show", f"{tag}:{path}").splitlines(), 1):
+            hit = _REQUIRES.search(line)
+            if hit:
+                return " ".join(hit.group(1).split()), f"{REPO}@{tag}:{path}:{number}"
+    return None
+
+
 def generate(git_dir: str) -> Dict[str, object]:
     tags = sorted((t for t in _git(git_dir, "tag").split() if TAGS.match(t)), key=order)
     releases = {}
     for tag in tags:
         row = read_tag(git_dir, tag)
         if row is not None:
+            declared = install_requirement(git_dir, tag)
+            if declared is not None:
+                row["install_requires"], row["install_where"] = declared
             releases[tag.lstrip("v")] = row
     return {"source": f"{REPO} at each release tag (tools/gen_te_flash.py)",
             "releases": releases}

@@ -18,5 +18,5 @@ def test_the_missing_binary_names_its_cuda(name: str, cuda: str, matrix: Matrix)
             f"bitsandbytes/{name}')\nThe installed version of bitsandbytes was compiled without "
             "GPU support.\n")
     top = triage(text, matrix).diagnosis[0]
-    assert top.category == Category.VERSION_CONFLICT and f"CUDA {cuda} " in top.message
+    assert top.category == Category.WRONG_WHEEL and f"CUDA {cuda} " in top.message
     assert top.remedies[0].commands[0].endswith("pip install --upgrade bitsandbytes")

@@ -24,6 +24,11 @@ def test_the_generated_ranges_are_ordered_and_cited() -> None:
         assert row["where"].startswith(f"NVIDIA/TransformerEngine@v{te}:")
         if "max" in row:
             assert Version(row["min"]) <= Version(row["max"])
+        if "install_requires" in row:  # setup.py's install_reqs, read at the same tag
+            assert row["install_where"].startswith(f"NVIDIA/TransformerEngine@v{te}:")
+    # the packaging caps (v0.12-v1.0: <=2.0.4) and none from v1.12, where flash-attn is optional
+    assert table[Version("1.0")]["install_requires"] == "flash-attn>=1.0.6, <=2.0.4"
+    assert "install_requires" not in table[Version("1.12")]
 
 
 def test_the_warning_of_te_1_12_and_later_pins_the_newest_accepted(matrix: Matrix) -> None:

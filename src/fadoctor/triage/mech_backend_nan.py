@@ -18,7 +18,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import ext_torch
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 _SYMPTOM = re.compile(r"\b(?:nan|NaN|NAN|inf)s?\b|\bblack (?:images?|outputs?|pictures?|frames?|"
                       r"videos?|screen)\b|\bartifacts?\b|\bgarbage (?:output|images?|text)\b|"
@@ -96,3 +96,30 @@ def _signal(ctx: Context, backend: str, pair: Tuple[int, int]) -> Signal:
                              "without --xformers): PyTorch SDPA instead. If that fixes it, the "
                              "xformers release is at fault."),
                       *upgrade, r.sdpa("Or use PyTorch SDPA:")])
+
+
+# SDPA's cuDNN backend failing to run the fused-attention graph it built: pytorch's
+# aten/src/ATen/native/cudnn/MHA.cpp checks TORCH_CHECK(mha_graph->execute(handle, variant_pack,
+# workspace_ptr.get()).is_good()) (a TORCH_INTERNAL_ASSERT in the first releases), and cuDNN's
+# frontend raises "cudnn_frontend ... failed" likewise: a defect of that backend for the shape.
+_EXECUTE = re.compile(r"mha_graph\W{1,4}execute\b[^\n]{0,80}is_good\(\)|\bmha_graph\W{1,4}"
+                      r"(?:build|check_support)\b[^\n]{0,60}is_good\(\)")
+
+
+def cudnn_execute(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_EXECUTE, ("mha_graph",))
+    if hit is None:
+        return []
+    return [Signal("cudnn_sdpa", Category.KERNEL_FAILURE,
+                   "SDPA's cuDNN backend failed to run the fused-attention graph it built for "
+                   "this call: a defect of that backend (the cuDNN this torch loads) for these "
+                   "shapes, often intermittent", [ctx.quote(hit[0])], NAMED, [
+                       Remedy(summary="Turn SDPA's cuDNN backend off, so SDPA takes its flash or "
+                              "memory-efficient kernel (or pin them with "
+                              "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION, "
+                              "SDPBackend.EFFICIENT_ATTENTION])):",
+                              code="torch.backends.cuda.enable_cudnn_sdp(False)"),
+                       Remedy(summary="Then upgrade torch (with it the cuDNN it bundles) when a "
+                              "release fixes the backend.")],
+                   details={"source": "pytorch/pytorch aten/src/ATen/native/cudnn/MHA.cpp "
+                                      "(run_cudnn_SDP_fprop/bprop: mha_graph->execute)"})]

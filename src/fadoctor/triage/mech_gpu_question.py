@@ -15,6 +15,7 @@ from packaging.version import Version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
+from fadoctor.triage import switches
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, Signal, dedupe
 
@@ -52,6 +53,9 @@ def question(ctx: Context) -> List[Signal]:
     if answer is None:
         return []
     supported, message, fixes = answer
+    if not supported:  # a framework that picked it (vLLM's V1 engine) has its own switch
+        fixes = r.keep([switches.remedy(ctx, "Take another attention backend in the framework:"),
+                        *fixes])
     name = f"{gpu[0]} (sm_{cc.major}{cc.minor})"
     return [Signal("gpu_question", Category.INFO if supported else Category.GPU_UNSUPPORTED,
                    f"{name}: {message}", dedupe(sorted([ctx.quote(index), gpu[2]],

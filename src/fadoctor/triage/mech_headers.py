@@ -10,7 +10,7 @@ from typing import List
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows, prebuilt
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 # gcc's "fatal error: Python.h: No such file or directory", MSVC's "fatal error C1083: Cannot open
 # include file: 'Python.h'", and a reporter's own "cannot find Python.h"
@@ -53,3 +53,36 @@ def _windows_headers(ctx: Context, index: int, py: str) -> Signal:
                   [Remedy(summary=f"Build with a full CPython {py} install (the python.org "
                           "installer puts include\\ and libs\\ beside python.exe), not an "
                           "embeddable or store package."), prebuilt(ctx)])
+
+
+# The linker finding no CUDA library a torch extension links ("ld: cannot find -lcurand",
+# "-lcudart"): torch's cpp_extension passes -L$CUDA_HOME/lib64 and -lcudart (plus the op's own
+# libraries), so the toolkit CUDA_HOME names lacks them: conda's nvcc package alone (cuda-nvcc)
+# without the libraries' development files, or a toolkit without the .so link names.
+_NO_LIB = re.compile(r"cannot find -l(cudart|curand|cublas|cublasLt|cusparse|cusolver|cufft|"
+                     r"nvrtc|nvToolsExt|cudnn|nccl)\b")
+
+
+def cuda_library(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_LIB, ("cannot find -l",))
+    if hit is None:
+        return []
+    lib = hit[1].group(1)
+    conda = ctx.first(re.compile(r"(?:ana|mini)conda\d?[\\/]|[\\/]envs[\\/]\w+[\\/]bin[\\/]nvcc"),
+                      ("conda", "envs"))
+    return [Signal("cuda_library", Category.BUILD_TOOLCHAIN,
+                   f"the linker finds no lib{lib}.so in the CUDA toolkit the build uses "
+                   "(CUDA_HOME's lib64)" + (": a conda environment's nvcc without the CUDA "
+                                            "libraries' development files" if conda else ""),
+                   dedupe([ctx.quote(hit[0]), *([ctx.quote(conda[0])] if conda else [])]),
+                   NAMED if ":" in ctx.text.lines[hit[0]] else LOGGED,
+                   [Remedy(summary=f"Point CUDA_HOME at a full CUDA toolkit whose lib64 holds "
+                           f"lib{lib}.so (the system's /usr/local/cuda of torch's CUDA major), "
+                           "then build again.", commands=[f"ls /usr/local/cuda/lib64/lib{lib}.so",
+                                                          "export CUDA_HOME=/usr/local/cuda"]),
+                    Remedy(summary="Or, in a conda environment, install the CUDA libraries' "
+                           f"development files beside its nvcc (they carry lib{lib}.so), from "
+                           "the nvidia channel at the same CUDA version as the nvcc: conda "
+                           "install -c nvidia cuda-libraries-dev.")],
+                   details={"source": "torch/utils/cpp_extension.py (CUDAExtension: "
+                                      "-L{CUDA_HOME}/lib64, -lcudart)"})]

@@ -218,6 +218,23 @@ def own_words(ctx: Context) -> List[Signal]:
                              stated_only=True)
             if signal is not None:
                 return [signal]
+    return _stated_release(ctx)
+
+
+def _stated_release(ctx: Context) -> List[Signal]:
+    """A failure the report states anywhere ("Can't run server on sm75" as its title) beside a
+    library release it lists (an environment dump's "flashinfer: 0.1.1") that has no kernels for
+    the GPU it names: that release is the likely cause, below any error message."""
+    failed = ctx.first(_FAILED, ("error", "fail", "crash", "can", "not work", "doesn",
+                                 "unsupported", "not supported"))
+    if failed is None:
+        return []
+    for lib in libraries().values():
+        version, _ = library_version(ctx, lib)
+        if version is not None:
+            signal = verdict(ctx, lib, [ctx.quote(failed[0])], HINTED, stated_only=True)
+            if signal is not None:
+                return [signal]
     return []
 
 

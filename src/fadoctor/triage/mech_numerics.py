@@ -204,3 +204,36 @@ def rounding(ctx: Context) -> List[Signal]:
                            "difference within that bound is numerical error; far above it is a "
                            "bug worth reporting with the shapes.")],
                    details={"source": "Dao-AILab/flash-attention@v2.8.3:tests/test_flash_attn.py:704"})]
+
+
+# SDPA given a mask that leaves some query no key: softmax over a row of -inf is NaN. Measured
+# here on torch 2.13.0 (CPU, default and MATH backends): such a row comes back as zeros (the
+# math path's _safe_softmax, torch/_decomp/decompositions.py); older releases and other backends
+# (MPS, pytorch/pytorch#156707) give NaN.
+_SDPA = re.compile(r"scaled_dot_product_attention|\bSDPA\b", re.I)
+_ALL_MASKED = re.compile(r"\b(?:fully|completely|entirely|all)[ -]masked\b|\bmask\w*\b[^\n]{0,60}"
+                         r"\b(?:blocks?|masks?|hides?) (?:all|every|out all)\b|\b(?:zero|empty|all[ -]"
+                         r"false|all-zero) rows?\b|\brows? (?:that are |which are )?(?:all|fully|"
+                         r"entirely) (?:masked|false|zero)", re.I)
+
+
+def masked_rows(ctx: Context) -> List[Signal]:
+    sdpa = ctx.first(_SDPA, ("scaled_dot_product_attention", "sdpa"))
+    nan = ctx.first(_NAN, ("nan", "inf")) if sdpa is not None else None
+    rows = ctx.first(_ALL_MASKED, ("mask", "row")) if nan is not None else None
+    if sdpa is None or nan is None or rows is None:
+        return []
+    return [Signal("masked_rows", Category.NUMERICS,
+                   "SDPA was given a mask that leaves some query row no key at all: softmax over "
+                   "a fully masked row (every score -inf) is NaN on the backends and releases "
+                   "that do not special-case it",
+                   dedupe(sorted([ctx.quote(nan[0]), ctx.quote(rows[0])], key=lambda q: q.line)),
+                   HINTED + 5,
+                   [Remedy(summary="Give every query at least one key (a padding row can attend "
+                           "to itself), or zero the fully masked rows after the call "
+                           "(torch.nan_to_num(out), or torch.where on the row's mask). Newer "
+                           "PyTorch returns zeros for such rows on its CPU/math path (torch 2.13 "
+                           "does); upgrade PyTorch, and check the backend this run used (MPS "
+                           "and others lagged).")],
+                   details={"source": "torch==2.13.0 measured: a fully masked row returns zeros "
+                                      "(torch/_decomp/decompositions.py _safe_softmax)"})]

@@ -65,10 +65,10 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                    quotes, WRAPPED + 1 if built else HINTED, remedies)]
 
 
-# vLLM rejects a GPU below Volta outright: its installation docs (docs/getting_started/
-# installation/gpu, v0.7 to v0.26: "GPU: compute capability 7.0 or higher (e.g., V100, T4, RTX20xx,
-# A100, L4, H100, etc.)"; 7.5 in later docs). unsloth's README also says "Minimum CUDA Capability
-# 7.0", but "GTX 1070, 1080 works, but is slow": only its vLLM path (fast_inference) needs 7.0.
+# vLLM rejects a GPU below Volta outright: its installation docs ("GPU: compute capability 7.0 or
+# higher (e.g., V100, T4, RTX20xx, A100, L4, H100, etc.)" from v0.3 to v0.14; "7.5 or higher" at
+# v0.21.0, docs/getting_started/installation/gpu.cuda.inc.md). unsloth's README also says "Minimum
+# CUDA Capability 7.0", but "GTX 1070, 1080 works, but is slow": only its vLLM path needs 7.0.
 
 
 def _below_volta(ctx: Context, cc: Version) -> Remedy | None:

@@ -33,14 +33,25 @@ def _installing(ctx: Context) -> Optional[Tuple[int, str]]:
         words = re.findall(r"[\w.=-]+", found.group(0).lower())
         if any(w.split("==")[0] == "torch" for w in words):
             continue  # torch asked for by name: replacing it is what the command says
-        name = next((w for w in words if w.split("==")[0] in known and w != "torch"), None)
+        # a requirement ("xformers==0.0.18") or a wheel's file name ("xformers-0.0.18-cp310-...")
+        names = [w.split("==")[0] if not w.endswith(".whl") else w.split("-")[0] for w in words]
+        name = next((n for n in names if n in known and n != "torch"), None)
         if name is not None:
-            return index, name.split("==")[0]
+            return index, name
     return None
 
 
+# The same told in prose: "it always uninstalls my pytorch1.13.1 and then installs torch2.0"
+# (the install is the subject: "it/pip ... uninstalls", or "my torch"; not another script's step)
+_PROSE = re.compile(r"\b(?:(?:it|he|pip|this|which)\s+(?:always\s+|then\s+|also\s+)?(?:uninstall|"
+                    r"replac|remov|downgrad|overwrit)\w*\s+(?:my\s+|the\s+)?|(?:uninstall|replac|"
+                    r"remov|downgrad|overwrit)\w*\s+my\s+)(?:installed\s+)?(?:py)?torch\s*"
+                    r"(\d+\.\d+(?:\.\d+)?)", re.I)
+
+
 def replaced(ctx: Context) -> List[Signal]:
-    gone = ctx.first(_UNINSTALLING, ("existing installation: torch", "uninstalling torch-"))
+    gone = ctx.first(_UNINSTALLING, ("existing installation: torch", "uninstalling torch-")) or \
+        ctx.first(_PROSE, ("torch",))
     asked = _installing(ctx) if gone is not None else None
     if gone is None or asked is None:
         return []

@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "te_flash_attn.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "te_flash_attn.yaml"
@@ -217,3 +217,46 @@ def no_pytorch_extra(ctx: Context) -> List[Signal]:
                            commands=[command("pip", "install", "--no-build-isolation", spec)])],
                    details={"source": "transformer_engine 1.13.0 wheel METADATA (Provides-Extra: "
                                       "pytorch)"})]
+
+
+# A cap on flash-attn that Transformer Engine's packaging declared (setup.py's install_reqs,
+# "flash-attn>=1.0.6, <=2.0.4" at v0.12 to v1.0; none from v1.12, data/te_flash_attn.yaml
+# install_requires): named in a report about TE, the TE release whose cap is higher lifts it.
+_CAP = re.compile(rf"flash[-_ ]attn\s*(?:>=\s*{_V}\s*,\s*)?<=?\s*{_V}", re.I)
+
+
+def _cap(row: Dict[str, str]) -> Optional[Version]:
+    """The highest flash-attn a release allows: its packaging's cap, else its run-time max."""
+    spec = row.get("install_requires", "")
+    found = re.search(r"<=?\s*(\d+(?:\.\d+)+(?:\.post\d+)?)", spec)
+    return _v(found.group(1)) if found else _v(row.get("max"))
+
+
+def declared_cap(ctx: Context) -> List[Signal]:
+    if not ctx.text.containing(_TE_WORDS):
+        return []
+    hit = ctx.first(_CAP, ("flash-attn", "flash_attn", "flash attn"))
+    bound = _v(hit[1].group(2)) if hit is not None else None
+    if hit is None or bound is None:
+        return []
+    ordered = sorted(releases().items())
+    capped = [i for i, (_, row) in enumerate(ordered)
+              if (cap := _cap(row)) is not None and cap <= bound]
+    if not capped or capped[-1] + 1 >= len(ordered):
+        return []
+    lifted = ordered[capped[-1] + 1]  # the release after the last one that caps it there
+    te, row = lifted
+    free = next((t for t, r in sorted(releases().items()) if not r.get("install_requires")
+                 and t > te), None)
+    return [Signal("te_flash_cap", Category.VERSION_CONFLICT,
+                   f"Transformer Engine's releases up to {_before(te)} cap flash-attn at "
+                   f"{bound} or below (their packaging or run-time check); {te} raised the cap",
+                   [ctx.quote(hit[0])], HINTED,
+                   [Remedy(summary=f"Upgrade Transformer Engine to {te} or later (it requires "
+                           f"{row.get('install_requires') or 'no flash-attn'})"
+                           + (f"; from {free} its packaging declares no flash-attn requirement "
+                              "at all, and its run-time check names the range it accepts"
+                              if free else "") + ".",
+                           commands=[command("pip", "install", "--no-build-isolation",
+                                             f"transformer_engine[pytorch]>={free or te}")])],
+                   details={"source": row.get("install_where") or row.get("where", "")})]

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
 
@@ -69,3 +72,38 @@ def _signal(ctx: Context, index: int, category: Category, message: str,
                             "or serve on a newer GPU."))
     return Signal("vllm_selector", category, message, [ctx.quote(index)], NAMED, fixes,
                   details={"source": SOURCE})
+
+
+# vLLM's V1 engine on a GPU below Ampere: its attention was FlashAttention only at first
+# (vllm/v1/attention/backends/flash_attn.py: `assert is_fa_version_supported(self.fa_version)`);
+# v0.10.2's release notes: "Extended V1 support to compute capability < 8.0" (vllm-project/vllm
+# #23614, #24022). Before it, VLLM_USE_V1=0 runs the V0 engine, whose XFormers backend runs there.
+# The installation docs' floor: compute capability 7.0 up to v0.14 (docs.vllm.ai/en/v0.14.0), 7.5
+# at v0.21.0 (docs/getting_started/installation/gpu.cuda.inc.md).
+_V1 = re.compile(r"VLLM_USE_V1|vllm[\\/]v1[\\/]attention|\bV1 (?:engine|架构)|\bV1架构", re.I)
+
+
+def v1_pre_ampere(ctx: Context) -> List[Signal]:
+    cc = ctx.gpu_cc
+    if cc is None or cc >= Version("8.0") or ctx.amd or ctx.gpu is None:
+        return []
+    hit = ctx.first(_V1, ("vllm_use_v1", "v1"))
+    if hit is None:
+        return []
+    return [Signal("vllm_v1", Category.GPU_UNSUPPORTED,
+                   f"vLLM's V1 engine on {ctx.gpu[0]} (sm_{cc.major}{cc.minor}): V1 ran "
+                   "FlashAttention only, which needs Ampere, until v0.10.2 extended it to "
+                   "compute capability below 8.0", sorted({ctx.quote(hit[0]), ctx.gpu[2]},
+                                                          key=lambda q: q.line), NAMED - 10,
+                   [Remedy(summary="Upgrade vLLM to 0.10.2 or later, whose V1 engine runs below "
+                           "compute capability 8.0 (fp16, not bf16, on these GPUs)"
+                           + (": on Volta stay below the releases whose docs raise the floor to "
+                              "7.5 (v0.14's docs still list 7.0; v0.21's say 7.5)."
+                              if cc < Version("7.5") else "."),
+                           commands=[command("pip", "install", "--upgrade", "vllm>=0.10.2,<0.15"
+                                             if cc < Version("7.5") else "vllm>=0.10.2")]),
+                    Remedy(summary="Or, on an older vLLM, run the V0 engine (its XFormers backend "
+                           "runs on Volta and Turing): VLLM_USE_V1=0.",
+                           commands=["export VLLM_USE_V1=0"])],
+                   details={"source": "vLLM v0.10.2 release notes (#23614, #24022); "
+                                      "vllm/v1/attention/backends/flash_attn.py"})]

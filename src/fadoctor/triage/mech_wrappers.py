@@ -253,6 +253,17 @@ _NO_CUDA_BUILD = re.compile(r"Neither CUDA nor HIP|(?:CUDA|CUDAToolkit|HIP)\b[^\
                             r"Failed to find nvcc", re.I)
 
 
+_URL = re.compile(r"https?://\S+")
+
+
+def _flash_named(ctx: Context) -> bool:  # outside a link (PyTorch's FlashAttentionKernel.cpp)
+    for index, found in ctx.find(_FLASH_NAMED, ("flash",)):
+        urls = [u.span() for u in _URL.finditer(ctx.text.lines[index])]
+        if not any(a <= found.start() < b for a, b in urls):
+            return True
+    return False
+
+
 def platform(ctx: Context) -> List[Signal]:
     """flash-attention on a platform it does not build for: Windows (no official wheels; a build
     needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
@@ -261,7 +272,7 @@ def platform(ctx: Context) -> List[Signal]:
                                                     "macbook", " mac"))
                 if not _UNCHECKED.match(ctx.text.lines[i])), None)
     # xFormers' attention kernels are CUDA (and ROCm) code too
-    cuda_only = "flash-attention" if ctx.first(_FLASH_NAMED, ("flash",)) else "xFormers" \
+    cuda_only = "flash-attention" if _flash_named(ctx) else "xFormers" \
         if ctx.has("xformers") else None
     if mac is not None and cuda_only is not None:
         return [Signal("platform", Category.PLATFORM_UNSUPPORTED,

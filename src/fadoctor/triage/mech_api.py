@@ -16,7 +16,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import switches
 from fadoctor.triage.api_tables import PACKAGES, Api, api
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_triton_pin import pair_differs, with_torch
+from fadoctor.triage.mech_triton_pin import pair_differs, pinned, with_torch
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 _Q = "['\u2018\u2019\"`]"  # quotes as pasted: straight, or typographic from a rendered page
@@ -47,7 +47,10 @@ def _installed(ctx: Context, data: Api) -> Optional[Version]:
 
 def _caller(ctx: Context, index: int, package: str) -> Optional[str]:
     """The package whose frame is nearest above the error, not the one it calls."""
-    for line in range(index, max(index - 40, -1), -1):
+    # above the error, as Python prints it; else below it, where a server's log puts the stack
+    # after the message ("At:" then "site-packages/triton_kernels/...py(55): <module>")
+    below = range(index + 1, min(index + 40, len(ctx.text.lines)))
+    for line in [*range(index, max(index - 40, -1), -1), *below]:
         found = _FRAME.search(ctx.text.lines[line])
         if found and found.group(1) not in (package, "torch"):
             return found.group(1)
@@ -105,7 +108,18 @@ def _finding(ctx: Context, index: int, data: Api, what: str, have: Tuple[int, ..
                      + (f", or upgrade {caller} to a release written for the newer "
                         f"{data.dist}" if caller else "") + ".",
                      commands=[_pin(data, target)])
+        if caller and _pinned_by_torch(ctx, data, installed):  # torch holds this Triton
+            return _signal(ctx, index, message, [Remedy(
+                summary=f"Upgrade {caller} to a release written for triton {installed}: torch "
+                        f"{ctx.torch} pins that Triton, so downgrading Triton would break "
+                        "torch."), fix], data, "")
     return _signal(ctx, index, message, [fix], data, target)
+
+
+def _pinned_by_torch(ctx: Context, data: Api, installed: Optional[Version]) -> bool:
+    want = pinned(ctx.torch) if data.dist == "triton" and ctx.torch is not None else None
+    return want is not None and installed is not None and \
+        (want.major, want.minor) == (installed.major, installed.minor)
 
 
 def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Optional[str]:

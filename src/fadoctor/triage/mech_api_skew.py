@@ -32,6 +32,7 @@ _FROM = re.compile(r"(?:from|module) " + _Q + r"([A-Za-z_][\w.]*)" + _Q)
 _OPERATOR = re.compile(r"for operator " + _Q + r"(\w+)::")
 # the package a traceback frame is in: under site-/dist-packages (an egg's folder name starts with
 # it), or a path the report shortened ("...\\transformers\\...")
+_AT_LINE = re.compile(r"\.py\(\d{1,6}\): ")
 _SITE = re.compile(r"(?:(?:site|dist)-packages|File \"\.\.\.)[\\/]+([A-Za-z_]\w*)")
 # a frame in a source checkout's src/ layout (`pip install -e .`: /home/me/axolotl/src/axolotl/…)
 _SRC = re.compile(r"[\\/]src[\\/]([A-Za-z_]\w*)[\\/][\w\\/]+\.py\"")
@@ -79,8 +80,9 @@ def _parties(ctx: Context, raised: Raised) -> Tuple[Optional[str], Optional[str]
         callee = "transformers"
     # the traceback above the message's last occurrence (a title repeats it with none above)
     anchor = max([raised.index, *ctx.text.containing((raised.message[:60].lower(),))])
+    # Python's `File "..."` lines, or a server's "path.py(55): <module>" frames (Triton server)
     paths = raised.frames or [line for line in ctx.text.lines[max(0, anchor - 40):anchor]
-                              if line.lstrip().startswith('File "')]
+                              if line.lstrip().startswith('File "') or _AT_LINE.search(line)]
     frames = [m.group(1) for f in paths for m in [_SITE.search(f) or _SRC.search(f)] if m]
     caller = next((p for p in reversed(frames) if p != callee and p not in _RUNTIME), None)
     return caller, callee

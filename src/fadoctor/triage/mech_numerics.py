@@ -102,20 +102,20 @@ def _upgrade(ctx: Context) -> Remedy:
 
 # A diffusion pipeline's NaN shows as a black image; A1111 says it itself (modules/devices.py:
 # "A tensor with all NaNs was produced in Unet/VAE").
-_BLACK = re.compile(r"\bblack (?:images?|outputs?|pictures?|frames?|screen)\b|images? (?:are|is|"
+_BLACK = re.compile(r"\b(?:black|green) (?:images?|outputs?|pictures?|frames?|screen)\b|images? (?:are|is|"
                     r"come out|turns?|goes) (?:all |completely |fully )?black\b|"
                     r"tensor with all NaNs was produced in (?:Unet|VAE)", re.I)
 # forcing half precision: ComfyUI's --fp16-unet / --fp16-vae / --force-fp16 (comfy/cli_args.py),
 # a pipeline's torch_dtype=torch.float16, or the words
 _HALF = re.compile(r"--(?:fp16-(?:unet|vae|text-enc)|force-fp16)\b|(?<![bB])float16|\bfp16\b|"
-                   r"torch\.half\b", re.I)
+                   r"torch\.half\b|\b(?:full|half) precision\b", re.I)
 
 
 def black_images(ctx: Context) -> List[Signal]:
     """Black images from a model run in float16: its activations pass fp16's range (65504), turn
     to inf and NaN, and decode to black; bf16 keeps fp32's range, fp32 keeps everything."""
-    hit = ctx.first(_BLACK, ("black", "all nans"))
-    half = ctx.first(_HALF, ("fp16", "float16", "torch.half"))
+    hit = ctx.first(_BLACK, ("black", "green", "all nans"))
+    half = ctx.first(_HALF, ("fp16", "float16", "torch.half", "precision"))
     if hit is None or half is None:
         return []
     return [Signal("numerics_fp16", Category.NUMERICS,
@@ -125,7 +125,7 @@ def black_images(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Run that model in bf16 (fp32's range; Ampere or newer) or fp32 "
                            "instead of fp16: in ComfyUI drop --fp16-unet / --fp16-vae / "
                            "--force-fp16 (or pass --bf16-unet, --fp32-vae); in AUTOMATIC1111 "
-                           "--no-half-vae, or --no-half for the UNet; elsewhere "
+                           "--no-half-vae, or --precision full --no-half for the UNet; elsewhere "
                            "torch_dtype=torch.bfloat16.")])]
 
 

@@ -56,7 +56,7 @@ def blackwell(ctx: Context) -> List[Signal]:
 
 
 _AMPERE = Version("8.0")
-_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float8", "fp8", "dtype")
+_DTYPES = ("bfloat16", "bf16", "float16", "fp16", "float8", "fp8", "dtype", "precision")
 _REFUSED = ("not supported", "unsupported", "doesn't support", "does not support", "not support",
             "不支持")
 

@@ -86,3 +86,37 @@ def cuda_library(ctx: Context) -> List[Signal]:
                            "install -c nvidia cuda-libraries-dev.")],
                    details={"source": "torch/utils/cpp_extension.py (CUDAExtension: "
                                       "-L{CUDA_HOME}/lib64, -lcudart)"})]
+
+
+# CMake finding no compiler for a language its project enables ("CMake Error at CMakeLists.txt:
+# ... No CMAKE_CXX_COMPILER could be found.", "No CMAKE_CUDA_COMPILER could be found."): CMake's
+# compiler detection, in every build that goes through CMake (Transformer Engine, vLLM,
+# llama-cpp-python, bitsandbytes' source build).
+_CMAKE = re.compile(r"No CMAKE_(C|CXX|CUDA)_COMPILER could be found")
+
+
+def cmake_compiler(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CMAKE, ("could be found",))
+    if hit is None:
+        return []
+    lang = hit[1].group(1)
+    if lang == "CUDA":
+        fixes = [Remedy(summary="CMake looks for nvcc through CUDACXX (or CMAKE_CUDA_COMPILER) "
+                        "and PATH: point it at the toolkit of torch's CUDA major, then build "
+                        "again.", commands=["export CUDACXX=/usr/local/cuda/bin/nvcc",
+                                            "export PATH=/usr/local/cuda/bin:$PATH"])]
+    elif on_windows(ctx):
+        fixes = [Remedy(summary="Install Visual Studio (or its Build Tools) with the \"Desktop "
+                        "development with C++\" workload, and build from its x64 Native Tools "
+                        "command prompt, where cl.exe is on PATH.")]
+    else:
+        fixes = [Remedy(summary="Install a C and C++ compiler (Debian/Ubuntu: build-essential; "
+                        "Fedora/RHEL: gcc and gcc-c++), or point CMake at one through CC and "
+                        "CXX, then build again.", commands=["sudo apt-get install -y build-essential"])]
+    name = {"C": "C", "CXX": "C++", "CUDA": "CUDA"}[lang]
+    tool = "nvcc" if lang == "CUDA" else "a C/C++ compiler"
+    return [Signal("cmake_compiler", Category.BUILD_TOOLCHAIN,
+                   f"CMake found no {name} compiler for the build ({tool} is not installed or "
+                   "not on PATH)", [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": "CMake's compiler detection: \"No CMAKE_<LANG>_COMPILER "
+                                      "could be found.\""})]

@@ -48,8 +48,8 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"installed flash[-_ ]?attn|successfully installed[^\n]*flash[-_]attn|"
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
-_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|Apple M\d|Apple silicon|MacBook|mps|M\d (?:Pro |Max "
-                  r"|Ultra )?Mac|Mac M\d|silicon Mac|mac pro\w*)\b", re.IGNORECASE)
+_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|OSX|Apple M\d|Apple silicon\w?|MacBooks?|mps|M\d "
+                  r"(?:Pro |Max |Ultra )?Macs?|Mac M\d|silicon\w? Macs?|mac pro\w*)\b", re.IGNORECASE)
 _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
@@ -269,7 +269,7 @@ def platform(ctx: Context) -> List[Signal]:
     needs MSVC and matches one torch/CUDA exactly) or macOS (no CUDA at all)."""
     # an issue form's unchecked box ("- [ ] macOS") says the opposite
     mac = next(((i, m) for i, m in ctx.find(_MAC, ("darwin", "macos", "mac os", "apple ", "mps",
-                                                    "macbook", " mac"))
+                                                    "macbook", " mac", "osx"))
                 if not _UNCHECKED.match(ctx.text.lines[i])), None)
     # xFormers' attention kernels are CUDA (and ROCm) code too
     cuda_only = "flash-attention" if _flash_named(ctx) else "xFormers" \

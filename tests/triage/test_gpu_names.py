@@ -25,6 +25,11 @@ from fadoctor.triage.gpus import GpuFinder
     ("NVIDIA TITAN RTX", ("TITAN RTX", "7.5")),
     ("running on a DGX Spark", ("GB10", "12.1")),
     ("NVIDIA GB10", ("GB10", "12.1")),
+    ("does it support the 4090?", ("GeForce RTX 4090", "8.9")),
+    ("we train on an A6000", ("RTX A6000", "8.6")),
+    ("flashed JetPack 6 on the Orin Nano", ("Jetson Orin Nano", "8.7")),
+    ("AGX Orin 64GB", ("Jetson AGX Orin", "8.7")),
+    ("RTX PRO 6000 Max-Q", ("RTX PRO 6000 Blackwell", "12.0")),
 ])
 def test_names_people_write(line: str, expected: Tuple[str, str], matrix: Matrix) -> None:
     assert GpuFinder(matrix).names(line) == [expected]

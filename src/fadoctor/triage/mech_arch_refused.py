@@ -126,6 +126,10 @@ def refused(ctx: Context) -> List[Signal]:
                            f"its unfused path (slower), or run on an Ampere (sm80, A100) or newer "
                            "GPU."),
                     switch, r.sdpa("Or attention with PyTorch SDPA, which runs on this GPU:")]
+        if package == "sageattention":  # no unfused path: the app's other attention (SDPA)
+            remedies[0] = Remedy(summary="SageAttention has kernels for sm_80 and newer only (its "
+                                 "sageattn dispatch): switch the app's attention mode from sage "
+                                 "to sdpa (PyTorch attention), or run on an Ampere or newer GPU.")
     elif re.search(rf"\b{family}\b", low) or f"sm{cc.major}{cc.minor}" in low.replace("_", ""):
         message = (f"{who}'s check lists this GPU's own architecture ({family.capitalize()}) yet "
                    f"refuses {name} ({sm}): the release's check predates this model")

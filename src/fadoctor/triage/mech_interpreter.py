@@ -58,3 +58,28 @@ def other_interpreter(ctx: Context) -> List[Signal]:
                                "with a wheel built for that interpreter's torch, CUDA and Python. "
                                "Inside the program, sys.executable names it.")])]
     return []
+
+
+# The same told in prose: "I have installed sage attention globally, but it still says I don't
+# have it": an app that runs its own Python (run.bat's venv, a portable build's embedded Python)
+# does not see what the system Python installed.
+_GLOBAL = re.compile(r"\binstall(?:ed)?\b[^\n]{0,60}\b(?:globally|system[- ]wide|in (?:the|my) "
+                     r"(?:system|global|base) (?:python|environment))\b", re.I)
+_STILL = re.compile(r"\bstill\b[^\n]{0,60}\b(?:says?|shows?|saying|not (?:found|installed|detected)|"
+                    r"don'?t have|doesn'?t (?:find|see|detect))", re.I)
+
+
+def installed_elsewhere(ctx: Context) -> List[Signal]:
+    told = ctx.first(_GLOBAL, ("globally", "system", "global", "base"))
+    if told is None or (_STILL.search(ctx.text.lines[told[0]]) is None
+                        and ctx.first(_STILL, ("still",)) is None):
+        return []
+    return [Signal("other_interpreter", Category.NOT_INSTALLED,
+                   "the package was installed into the system's Python, and the program runs "
+                   "another one (its venv, or a portable build's embedded Python), which does "
+                   "not see it", [ctx.quote(told[0])], HINTED,
+                   [Remedy(summary="Install it with the Python the program runs: activate the "
+                           "app's virtual environment (venv\\Scripts\\activate, or the app's "
+                           "environment script) or call its interpreter directly "
+                           "(python_embeded\\python.exe -m pip install ... in a portable build), "
+                           "then check with that interpreter's -m pip show.")])]

@@ -18,7 +18,7 @@ from fadoctor.matrix.fa2 import asset_minors, cuda_tag_for
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, Signal
+from fadoctor.triage.signal import HINTED, NAMED, Signal
 
 _WHEEL = r"(?:whl|wheels?|pre-?built|prebuild)"
 _TORCH_ASK = re.compile(rf"\b{_WHEEL}\b[^\n]{{0,40}}?\b(?:for\s+)?(?:py)?torch\s*(\d\.\d{{1,2}})\b|"
@@ -111,3 +111,46 @@ def _cuda_minor(ctx: Context, hit: Tuple[int, re.Match[str]]) -> List[Signal]:
                            commands=[command("pip", "install", "flash-attn",
                                              "--no-build-isolation")])],
                    details={"source": "data/compat_matrix.yaml flash_attn_releases (cuda_tag_rule)"})]
+
+
+# Docker's words for an image with no build for the host's platform (moby/distribution: "no
+# matching manifest for linux/arm64/v8 in the manifest list entries"): a GPU server's image is
+# published for linux/amd64 (x86_64) only, and an Apple silicon Mac or an ARM server is arm64.
+_MANIFEST = re.compile(r"no matching manifest for ([\w/]{3,40}) in the manifest list entries")
+
+
+def no_image_for_platform(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MANIFEST, ("no matching manifest",))
+    if hit is None:
+        return []
+    platform = hit[1].group(1)
+    return [Signal("image_platform", Category.PLATFORM_UNSUPPORTED,
+                   f"the image has no build for {platform}, this host's platform: it is published "
+                   "for linux/amd64 (x86_64) machines",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Run the image on an x86_64 Linux machine with an NVIDIA GPU "
+                           "(a CUDA image needs one); on an Apple silicon Mac, use the project's "
+                           "local (non-Docker) install for macOS where it has one. --platform "
+                           "linux/amd64 only emulates the CPU: it gets no GPU.")])]
+
+
+# "How to install tensorrt-llm in python3.11?": a package whose wheels carry some Pythons' tags
+# only (cp310, cp312), asked about another Python.
+_PY_ASK = re.compile(r"\binstall\s+([A-Za-z][\w.-]{1,40})\s+(?:in|on|with|for|under|using)\s+"
+                     r"python\s?(3\.\d{1,2})\b", re.I)
+
+
+def python_asked(ctx: Context) -> List[Signal]:
+    if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []
+    hit = ctx.first(_PY_ASK, ("python",))
+    if hit is None:
+        return []
+    package, python = hit[1].group(1), hit[1].group(2)
+    return [Signal("wheel_request", Category.WRONG_WHEEL,
+                   f"{package}'s wheels carry some Python versions' tags only; the question is "
+                   f"about Python {python}", [ctx.quote(hit[0])], HINTED,
+                   [Remedy(summary=f"Use a Python that {package}'s wheels list (the cpXY tags of "
+                           "its files on the index, or its install docs), in a fresh virtual "
+                           "environment, or the project's container image, which carries its "
+                           "own Python.")])]

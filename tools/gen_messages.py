@@ -85,7 +85,10 @@ KINDS: Tuple[Tuple[str, str], ...] = (
 )
 # Messages a hand-written mechanism reads with more of the report: the catalog holds them (and
 # their release range), the mechanism gives the finding (mech_checkout: the cutlass guard).
-DEFER = re.compile(r"csrc/\w+ is missing, please use source distribution")
+# setup.py's "{option} was requested, but nvcc was not found" (v0.x; apex, mamba and
+# causal-conv1d print the same words): mech_build.nvcc_missing and the platform mechanisms.
+DEFER = re.compile(r"csrc/\w+ is missing, please use source distribution|was requested, but nvcc "
+                   r"was not found")
 FACTS = (("head|hdim", "head_dim"), ("arch", "gpu_arch"), ("cc|capab|major", "compute_capability"),
          ("dtype", "dtype"), ("version", "version"))
 

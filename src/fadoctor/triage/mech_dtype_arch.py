@@ -255,3 +255,24 @@ def bf16_below_ampere(ctx: Context) -> List[Signal]:
                            "torch_dtype=torch.float16 for the model; keep bf16 for an A100 or "
                            "another Ampere or newer GPU.")],
                    details={"source": "PTX ISA, Target ISA notes (bf16 arithmetic: sm_80)"})]
+
+
+# TensorRT's builder refusing FP8 layers on a GPU without FP8 tensor cores ("Networks with FP8
+# precision require hardware with FP8 support.", TensorRT's standardEngineBuilder): FP8 math needs
+# Ada (sm_89) or Hopper (sm_90) and newer (PTX ISA: the e4m3/e5m2 mma forms from sm_89).
+_TRT_FP8 = re.compile(r"Networks with FP8 precision require hardware with FP8 support")
+
+
+def tensorrt_fp8(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TRT_FP8, ("fp8 precision require",))
+    if hit is None:
+        return []
+    return [Signal("tensorrt_fp8", Category.GPU_UNSUPPORTED,
+                   f"TensorRT was asked to build FP8 layers for {_gpu(ctx)}, which has no FP8 "
+                   "tensor cores (Ada, sm_89, and Hopper, sm_90, and newer have them)",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Build the engine without FP8 on this GPU: fp16/bf16, or int8 "
+                           "(SmoothQuant) / int4 weight-only quantization, which run on Ampere; "
+                           "keep FP8 checkpoints for an Ada, Hopper or Blackwell GPU.")],
+                   details={"source": "TensorRT builder (standardEngineBuilder); PTX ISA (fp8 "
+                                      "mma: sm_89)"})]

@@ -154,3 +154,28 @@ def python_asked(ctx: Context) -> List[Signal]:
                            "its files on the index, or its install docs), in a fresh virtual "
                            "environment, or the project's container image, which carries its "
                            "own Python.")])]
+
+
+# Docker asked for GPUs (`--gpus all`) with no NVIDIA runtime registered: "could not select
+# device driver "" with capabilities: [[gpu]]" (moby daemon); NVIDIA Container Toolkit's install
+# guide: install nvidia-container-toolkit, `nvidia-ctk runtime configure --runtime=docker`, and
+# restart the Docker daemon.
+_NO_GPU_RUNTIME = re.compile(r"could not select device driver \"?\"? with capabilities: \[\[gpu\]\]")
+
+
+def no_gpu_runtime(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_GPU_RUNTIME, ("could not select device driver",))
+    if hit is None:
+        return []
+    return [Signal("container_runtime", Category.NOT_INSTALLED,
+                   "Docker has no NVIDIA runtime to give the container the GPUs `--gpus all` asks "
+                   "for: the NVIDIA Container Toolkit is not installed (or not registered with "
+                   "Docker)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install the NVIDIA Container Toolkit (nvidia-container-toolkit, "
+                           "from NVIDIA's repository for your distribution), register it with "
+                           "Docker, and restart the daemon; the host's NVIDIA driver must already "
+                           "work (nvidia-smi).",
+                           commands=["sudo nvidia-ctk runtime configure --runtime=docker",
+                                     "sudo systemctl restart docker"])],
+                   details={"source": "NVIDIA Container Toolkit install guide (nvidia-ctk runtime "
+                                      "configure --runtime=docker)"})]

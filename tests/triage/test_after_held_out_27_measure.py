@@ -34,3 +34,12 @@ def test_a_caller_below_the_message_and_torchs_pinned_triton(matrix: Matrix) -> 
                 "  /usr/lib/python3.12/site-packages/mykernels/ops.py(12): <module>\n", matrix)
     assert found.category == Category.VERSION_CONFLICT
     assert found.remedies[0].summary.startswith("Upgrade mykernels")
+
+
+def test_invalid_configuration_argument_names_the_grid_limit(matrix: Matrix) -> None:
+    found = top("q = torch.rand([70000, 8, 4, 64])\nRuntimeError: CUDA error: invalid configuration "
+                "argument\n", matrix)
+    assert found.category == Category.KERNEL_FAILURE and "65535" in _said(found)
+    xformers = top("xformers memory_efficient_attention\nRuntimeError: CUDA error: invalid "
+                   "configuration argument\n", matrix)
+    assert "Turn xformers off" in _said(xformers)

@@ -18,7 +18,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
-from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 _FAULT = re.compile(r"an illegal memory access was encountered|misaligned address|"
                     r"illegal instruction was encountered|unspecified launch failure")
@@ -96,3 +96,36 @@ def fp32_question(ctx: Context) -> List[Signal]:
                            code="out = flash_attn_func(q.bfloat16(), k.bfloat16(), v.bfloat16())"
                                 ".to(q.dtype)"),
                     r.sdpa("Or attention in fp32 with SDPA:")])]
+
+
+# CUDA's cudaErrorInvalidConfiguration, "invalid configuration argument": a launch asking for
+# what the device can never give (CUDA Runtime API, error types: too many threads or blocks, or
+# more shared memory than a block may have). With attention kernels the usual one is a grid's y or
+# z dimension over 65535 (cudaDeviceProp.maxGridSize): a batch, or batch x heads, above it.
+_INVALID_CONFIG = re.compile(r"invalid configuration argument", re.I)
+
+
+def invalid_configuration(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INVALID_CONFIG, ("invalid configuration argument",))
+    if hit is None:
+        return []
+    xformers = bool(ctx.text.containing(("xformers",)))
+    fixes = [Remedy(summary="Keep every launch within CUDA's limits: a grid's y and z dimensions "
+                    "stop at 65535, so split a batch (or batch x heads) above 65535 into chunks "
+                    "and run them one after another.")]
+    if xformers:
+        fixes.insert(0, Remedy(summary="Turn xformers off for this run (the app's "
+                               "--disable-xformers or its attention option), so PyTorch attention "
+                               "(SDPA) runs; then upgrade xformers, whose kernel launched this."))
+    fixes.append(Remedy(summary="Or run that attention with SDPA's math backend "
+                        "(torch.nn.attention.sdpa_kernel(SDPBackend.MATH)), which launches plain "
+                        "matmul and softmax kernels instead of one fused kernel per batch entry, "
+                        "and upgrade PyTorch, whose fused kernels lift such limits release by "
+                        "release."))
+    return [Signal("invalid_configuration", Category.KERNEL_FAILURE,
+                   "a CUDA kernel was launched with a configuration the GPU can never run (too "
+                   "many blocks in one grid dimension, too many threads, or too much shared "
+                   "memory per block)" + (", in xformers' attention" if xformers else ""),
+                   [ctx.quote(hit[0])], NAMED, fixes,
+                   details={"source": "CUDA Runtime API, cudaErrorInvalidConfiguration; "
+                                      "cudaDeviceProp.maxGridSize"})]

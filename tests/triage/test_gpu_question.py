@@ -37,3 +37,13 @@ def test_an_error_is_not_answered_as_a_question(matrix: Matrix) -> None:
     result = triage("Does flash-attn work on an RTX 5090?\nRuntimeError: CUDA error: no kernel "
                     "image is available for execution on the device\n", matrix)
     assert all(d.message.find("has kernels for it from") < 0 for d in result.diagnosis)
+
+
+def test_flash_attn_on_windows_asked(matrix: Matrix) -> None:
+    found = top("Does flash-attn support Windows 11?\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "WSL2" in _said(found)
+
+
+def test_xformers_on_a_mac_asked(matrix: Matrix) -> None:
+    found = top("How do I install xformers on my mac?\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED

@@ -40,6 +40,31 @@ def _asked(ctx: Context) -> Optional[Tuple[int, str]]:
     return None
 
 
+# flash-attn on Windows, asked: its README (v2.8.3, Requirements) says "Linux. Might work for
+# Windows starting v2.3.2 ... but Windows compilation still requires more testing", and its
+# release workflow publishes Linux wheels only (data/compat_matrix.yaml flash_attn_releases).
+_WINDOWS = re.compile(r"\bwin(?:dows|10|11|_amd64)\b|\bwin ?1[01]\b", re.I)
+
+
+def windows_question(ctx: Context) -> List[Signal]:
+    if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []
+    asked = _asked(ctx)
+    if asked is None or asked[1] != "fa2" or not _WINDOWS.search(ctx.text.lines[asked[0]]):
+        return []
+    return [Signal("platform_question", Category.PLATFORM_UNSUPPORTED,
+                   "flash-attn's releases publish Linux wheels only; its README says a Windows "
+                   "build \"might work\" from v2.3.2 but needs more testing",
+                   [ctx.quote(asked[0])], HINTED,
+                   [Remedy(summary="On Windows: run under WSL2, where the official Linux wheels "
+                           "install; or build from the sdist with Visual Studio's C++ tools and "
+                           "the CUDA toolkit of torch's CUDA (hours; bound it with MAX_JOBS), or "
+                           "a community-built wheel whose name matches this torch, CUDA and Python "
+                           "(cpXY-win_amd64).", commands=["wsl --install"]),
+                    r.sdpa("Or run without it: PyTorch SDPA needs no install.")],
+                   details={"source": "Dao-AILab/flash-attention@v2.8.3:README.md:71"})]
+
+
 def question(ctx: Context) -> List[Signal]:
     cc, gpu = ctx.gpu_cc, ctx.gpu
     if cc is None or gpu is None or ctx.amd or ctx.fa2 is not None \

@@ -48,8 +48,8 @@ _INSTALLED = re.compile(r"flash[-_ ]?attn\w*\s+(?:is|was)\s+(?:already\s+)?insta
                         r"installed flash[-_ ]?attn|successfully installed[^\n]*flash[-_]attn|"
                         r"site-packages/flash_attn", re.IGNORECASE)
 _DLL = re.compile(r"DLL load failed(?: while importing (\w+))?")
-_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|OSX|Apple M\d|Apple silicon\w?|MacBooks?|mps|M\d "
-                  r"(?:Pro |Max |Ultra )?Macs?|Mac M\d|silicon\w? Macs?|mac pro\w*)\b", re.IGNORECASE)
+_MAC = re.compile(r"\b(?:Darwin|macOS|Mac OS X?|OSX|Apple M\d|Apple silicon\w?|MacBooks?|mps|M\d (?:Pro |"
+                  r"Max |Ultra )?Macs?|Mac M\d|silicon\w? Macs?|mac pro\w*|on (?:a |my )?mac)\b", re.I)
 _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required|cl\.exe|MSVC|vcvars|"
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")

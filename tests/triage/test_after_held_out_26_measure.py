@@ -41,3 +41,8 @@ def test_a_source_checkout_shadowing_the_installed_wheel(matrix: Matrix) -> None
                 "'_fastserve_ops'\n", matrix)
     assert found.category == Category.NOT_INSTALLED
     assert "outside the source directory" in _said(found)
+
+
+def test_an_attribute_error_retold_in_a_title(matrix: Matrix) -> None:
+    found = top("`triton.language' has no attribute cast` after updating\ntriton==2.3.1\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "triton" in _said(found)

@@ -25,8 +25,9 @@ _MISSING = re.compile(r"\b(\w{1,60})\(\) missing \d required (?:positional|keywo
                       r"arguments?: " + _Q + r"(\w{1,60})")
 _IMPORT = re.compile(r"cannot import name " + _Q + r"(\w{1,80})" + _Q + r" from " + _Q +
                      rf"((?:{PACKAGES})[\w.]{{0,80}})")
-_ATTR = re.compile(r"module " + _Q + rf"((?:{PACKAGES})[\w.]{{0,80}})" + _Q +
-                   r" has no attribute " + _Q + r"(\w{1,80})")
+# (a title retells it without "module" or its quotes: "`triton.language' has no attribute cast`")
+_ATTR = re.compile(r"(?:module |(?<![\w.]))" + _Q + rf"?((?:{PACKAGES})(?:\.\w+){{0,8}})" + _Q +
+                   r"? has no attribute " + _Q + r"?(\w{1,80})")
 # flash_attn.cute is flash-attn-4's (another distribution; mech_catalog's FA4 entries read it).
 _MODULE = re.compile(r"No module named " + _Q + r"((?:flash_attn\.(?!cute)|triton\.)[\w.]{1,80})")
 _FRAME = re.compile(r"(?:site-packages|dist-packages)[/\\](\w+)[/\\]")

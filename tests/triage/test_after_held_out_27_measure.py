@@ -5,26 +5,21 @@ caller's stack a server prints below the message while torch pins the installed 
 
 from __future__ import annotations
 
-from tests.helpers.triage_said import top
+from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 
 
-def _said(found: object) -> str:
-    return " ".join(f"{r.summary} {' '.join(r.commands)}"
-                    for r in found.remedies)  # type: ignore[attr-defined]
-
-
 def test_green_images_asking_for_full_precision(matrix: Matrix) -> None:
     found = top("My GTX 1650 gives green images, can I run it in full precision?\n", matrix)
-    assert found.category == Category.NUMERICS and "--no-half" in _said(found)
+    assert found.category == Category.NUMERICS and "--no-half" in said(found)
 
 
 def test_a_system_cudnn_with_a_missing_symbol_is_not_a_missing_cudnn(matrix: Matrix) -> None:
     found = top("Could not load library libcudnn_ops_train.so.8. Error: /usr/lib/x86_64-linux-gnu/"
                 "libcudnn_ops_train.so.8: undefined symbol: _ZN5cudnn3ops9someThingEv\n", matrix)
-    assert "LD_LIBRARY_PATH" in _said(found)
+    assert "LD_LIBRARY_PATH" in said(found)
     assert "finds no cuDNN" not in found.message
 
 
@@ -39,7 +34,7 @@ def test_a_caller_below_the_message_and_torchs_pinned_triton(matrix: Matrix) -> 
 def test_invalid_configuration_argument_names_the_grid_limit(matrix: Matrix) -> None:
     found = top("q = torch.rand([70000, 8, 4, 64])\nRuntimeError: CUDA error: invalid configuration "
                 "argument\n", matrix)
-    assert found.category == Category.KERNEL_FAILURE and "65535" in _said(found)
+    assert found.category == Category.KERNEL_FAILURE and "65535" in said(found)
     xformers = top("xformers memory_efficient_attention\nRuntimeError: CUDA error: invalid "
                    "configuration argument\n", matrix)
-    assert "Turn xformers off" in _said(xformers)
+    assert "Turn xformers off" in said(xformers)

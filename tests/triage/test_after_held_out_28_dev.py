@@ -6,16 +6,11 @@ Python."""
 
 from __future__ import annotations
 
-from tests.helpers.triage_said import top
+from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 from fadoctor.triage.gpus import GpuFinder
-
-
-def _said(found: object) -> str:
-    return " ".join(f"{r.summary} {' '.join(r.commands)}"
-                    for r in found.remedies)  # type: ignore[attr-defined]
 
 
 def test_a_gtx_10xx_by_its_number(matrix: Matrix) -> None:
@@ -25,22 +20,22 @@ def test_a_gtx_10xx_by_its_number(matrix: Matrix) -> None:
 
 def test_sageattention_refusing_the_arch_names_the_attention_mode(matrix: Matrix) -> None:
     found = top("on a 1060 GPU: ValueError: Unsupported CUDA architecture: sm61\n", matrix)
-    assert found.category == Category.GPU_UNSUPPORTED and "sdpa" in _said(found)
-    assert "unfused path" not in _said(found)
+    assert found.category == Category.GPU_UNSUPPORTED and "sdpa" in said(found)
+    assert "unfused path" not in said(found)
 
 
 def test_installed_globally_but_the_app_still_does_not_see_it(matrix: Matrix) -> None:
     found = top("I installed xformers globally with pip, but the webui still says it is not "
                 "installed\n", matrix)
-    assert found.category == Category.NOT_INSTALLED and "-m pip" in _said(found)
+    assert found.category == Category.NOT_INSTALLED and "-m pip" in said(found)
 
 
 def test_docker_without_an_image_for_the_hosts_platform(matrix: Matrix) -> None:
     found = top("docker: no matching manifest for linux/arm64/v8 in the manifest list entries.\n",
                 matrix)
-    assert found.category == Category.PLATFORM_UNSUPPORTED and "x86_64" in _said(found)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "x86_64" in said(found)
 
 
 def test_a_question_about_one_python(matrix: Matrix) -> None:
     found = top("how can I install vllm on python 3.13?\n", matrix)
-    assert found.category == Category.WRONG_WHEEL and "container" in _said(found)
+    assert found.category == Category.WRONG_WHEEL and "container" in said(found)

@@ -4,25 +4,20 @@ runtime, TensorRT refusing FP8 on a GPU without FP8 tensor cores."""
 
 from __future__ import annotations
 
-from tests.helpers.triage_said import top
+from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 
 
-def _said(found: object) -> str:
-    return " ".join(f"{r.summary} {' '.join(r.commands)}"
-                    for r in found.remedies)  # type: ignore[attr-defined]
-
-
 def test_docker_without_the_nvidia_runtime(matrix: Matrix) -> None:
     found = top('docker: Error response from daemon: could not select device driver "" with '
                 "capabilities: [[gpu]].\n", matrix)
-    assert found.category == Category.NOT_INSTALLED and "nvidia-ctk" in _said(found)
+    assert found.category == Category.NOT_INSTALLED and "nvidia-ctk" in said(found)
 
 
 def test_tensorrt_fp8_on_an_ampere_gpu(matrix: Matrix) -> None:
     found = top("GPU: NVIDIA A10\n[TRT] [E] 9: Internal Error (Networks with FP8 precision require "
                 "hardware with FP8 support.)\n", matrix)
-    assert found.category == Category.GPU_UNSUPPORTED and "int8" in _said(found)
+    assert found.category == Category.GPU_UNSUPPORTED and "int8" in said(found)
     assert "sm_86" in found.message

@@ -3,30 +3,25 @@ write it (OSX, Macbooks, M2 Macs) beside flash-attention."""
 
 from __future__ import annotations
 
-from tests.helpers.triage_said import top
+from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 
 
-def _said(found: object) -> str:
-    return " ".join(f"{r.summary} {' '.join(r.commands)}"
-                    for r in found.remedies)  # type: ignore[attr-defined]
-
-
 def test_cmake_without_a_cuda_compiler_points_at_nvcc(matrix: Matrix) -> None:
     found = top("CMake Error at CMakeLists.txt:12 (project):\n  No CMAKE_CUDA_COMPILER could be "
                 "found.\n", matrix)
-    assert found.category == Category.BUILD_TOOLCHAIN and "CUDACXX" in _said(found)
+    assert found.category == Category.BUILD_TOOLCHAIN and "CUDACXX" in said(found)
 
 
 def test_cmake_without_a_cxx_compiler_on_linux_and_windows(matrix: Matrix) -> None:
     linux = top("CMake Error at CMakeLists.txt:2 (project):\n  No CMAKE_CXX_COMPILER could be "
                 "found.\n", matrix)
-    assert "build-essential" in _said(linux)
+    assert "build-essential" in said(linux)
     windows = top("C:\\Users\\me\\TransformerEngine> pip install .\nCMake Error at "
                   "CMakeLists.txt:5 (project):\n  No CMAKE_CXX_COMPILER could be found.\n", matrix)
-    assert "Desktop development with C++" in _said(windows)
+    assert "Desktop development with C++" in said(windows)
 
 
 def test_a_mac_written_as_osx_or_macbooks(matrix: Matrix) -> None:

@@ -34,8 +34,8 @@ _TORCH_CUDNN9 = Version("2.4")  # torch 2.4's wheels are the first built with cu
 # The library found, but outside the Python environment and missing a symbol: a system cuDNN
 # (LD_LIBRARY_PATH, /usr/local/cuda/lib64) mixed with the cuDNN torch's wheel loads: not missing,
 # mech_import.undefined_symbols reads it (the loader's path, LD_LIBRARY_PATH).
-_MIXED = re.compile(r"Could not load library (libcudnn\w{0,30}\.so\.\d{1,2})\. Error: ((?:/usr|/opt)"
-                    r"[^\s:]{0,200}): undefined symbol")
+_MIXED = re.compile(r"Could not load library libcudnn\w{0,30}\.so\.\d{1,2}\. Error: (?:/usr|/opt)"
+                    r"[^\s:]{0,200}: undefined symbol")
 
 
 def missing_cudnn(ctx: Context) -> List[Signal]:

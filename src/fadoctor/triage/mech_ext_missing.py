@@ -25,7 +25,9 @@ from typing import List, Optional, Tuple
 
 from fadoctor.checks.import_remedies import csrc_remedies
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import LOGGED, NAMED, Signal
 
 _APEX_CUDA = ("amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
@@ -179,4 +181,4 @@ def _private_module(ctx: Context) -> List[Signal]:
                            f"carries {module} (or its container image), instead of running the "
                            "source tree; or build the extension with the project's own build "
                            "steps (its CMake/make install, per its build docs) into the same "
-                           "environment.", commands=[f"python -m pip install {package}"])])]
+                           "environment.", commands=[command("pip", "install", dist_of(package))])])]

@@ -97,7 +97,7 @@ def requested(ctx: Context) -> List[Signal]:
 def _cuda_minor(ctx: Context, hit: Tuple[int, re.Match[str]]) -> List[Signal]:
     cuda = Version(f"{hit[1].group(1)}.{hit[1].group(2)}")
     newest = ctx.matrix.flash_attn_releases[-1]
-    tag = cuda_tag_for(newest.cuda_tag_rule, cuda, "2.4")
+    tag = cuda_tag_for(newest.cuda_tag_rule, cuda, "")  # no torch minor: only 2.1 rules used one
     if tag is None:
         return []
     return [Signal("wheel_request", Category.INFO,

@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 from fadoctor.report import Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import Signal
+from fadoctor.triage.signal import Signal, dedupe
 
 _V = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+|rc\d+|b\d+)?)"
 _PKG = r"([A-Za-z][A-Za-z0-9_.-]{1,50}?)"
@@ -59,7 +59,9 @@ def pin_back(ctx: Context, signals: List[Signal]) -> None:
         text = " ".join(f"{r.summary} {' '.join(r.commands)}" for r in signal.remedies)
         if _key(package) not in _key(text):
             continue
+        # the report's line goes with the evidence (quoted), not into the remedy's words
+        signal.quotes = dedupe(sorted([*signal.quotes, ctx.quote(index)], key=lambda q: q.line))
         signal.remedies.insert(0, Remedy(
-            summary=f"The report says {package} {version} worked (\"{ctx.text.lines[index].strip()[:80]}"
-                    f"\"): pin it back until a fixed release.",
+            summary=f"The report says {package} {version} worked: pin it back until a fixed "
+                    "release.",
             commands=[command("pip", "install", f"{package}=={version}")]))

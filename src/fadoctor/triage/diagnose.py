@@ -137,7 +137,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
     mech_torch_api.sdpa_keyword,
     mech_dsl.dsl_api, mech_dsl.fa4_as_fa2, mech_custom_op_args.wrong_type,
-    mech_vllm.selector, mech_vllm.v1_pre_ampere,
+    mech_vllm.selector, mech_vllm.v1_pre_ampere, mech_prior.torch_lacks_gpu,
     mech_catalog.corroborating,
     mech_import.undefined_symbols, mech_source_torch.prebuilt_on_source_torch,
     mech_cudnn_lib.missing_cudnn, mech_import.missing_libraries, mech_cudnn_plan.no_plan,

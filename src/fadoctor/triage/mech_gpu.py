@@ -9,12 +9,9 @@ from typing import List
 
 from packaging.version import Version
 
-from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.facts.model import Family
-from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
-from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy
 from fadoctor.snippets import snippet
 from fadoctor.triage import mech_kernel_image as kernel_image
@@ -26,6 +23,7 @@ from fadoctor.triage.mech_rocm_target import torch_target
 from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
+from fadoctor.triage.torch_archs import torch_lacks, torch_with_arch
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
 # the runtime's strings, or its error names as code and logs print them (CUDA Runtime API
@@ -123,41 +121,6 @@ def torch_arch(ctx: Context) -> List[Signal]:
                    torch_with_arch(ctx, cc))]
 
 
-def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
-    """The nearest torch release from the stated one up with kernels for `cc`; with no torch
-    stated, the newest, saying which release was the first."""
-    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
-    built = [(rel, variant) for rel in releases for variant in rel.arch_lists
-             if ctx.torch_variant in (None, variant)]
-    if all(variant in variants(rel, cc) for rel, variant in built):
-        return []  # every torch build (of the stated CUDA) runs on this GPU: torch has its kernels
-    first = next((rel for rel in releases if variants(rel, cc)), None)
-    then = "flash-attn" if ctx.text.containing(("flash",)) else "the packages built for the old torch"
-    stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
-    if stated is not None:  # the nearest release from the stated one up: the smallest change
-        releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
-    else:
-        releases.reverse()
-    for rel in releases:
-        fitting = variants(rel, cc)
-        if fitting:
-            variant = max(fitting, key=lambda v: int(v[2:]))
-            version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
-            since = (f" (torch {first.minor} was the first release with them, built for "
-                     f"{', '.join(sorted(variants(first, cc)))})"
-                     if stated is None and first is not None and first is not rel else "")
-            return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
-                           f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
-                           f"{then} for it.", commands=[torch_install(version, variant)])]
-    return []
-
-
-def variants(rel: TorchRelease, cc: Version) -> List[str]:
-    """The CUDA variants of a torch release whose arch list runs on `cc`."""
-    return [v for v, archs in rel.arch_lists.items()
-            if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
-
-
 def no_kernel_image(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NO_KERNEL, _NO_KERNEL_NEEDLES)
     if hit is None or ctx.amd:
@@ -186,7 +149,7 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
         if found is not None:
             return [found]
     cc = ctx.gpu_cc_exact
-    if cc is not None and _torch_lacks(ctx, cc):
+    if cc is not None and torch_lacks(ctx, cc):
         return [Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                        f"torch {ctx.torch} has no kernels for {gpu_words(ctx)}: its "
                        f"{ctx.torch_variant} build was compiled for other architectures",
@@ -198,14 +161,6 @@ def no_kernel_image(ctx: Context) -> List[Signal]:
                        "kernels for it", quotes, NAMED,
                        [r.sdpa("No FlashAttention-2 build runs on GPUs older than Ampere (sm_80).")])]
     return [_fa_kernels(ctx, quotes)]
-
-
-def _torch_lacks(ctx: Context, cc: Version) -> bool:
-    """The stated torch build's arch list (from the matrix) has no code for this GPU."""
-    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
-    archs = release.arch_lists.get(ctx.torch_variant or "") if release is not None else None
-    return archs is not None and not any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
-                                         for a in archs.split(";"))
 
 
 def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:

@@ -11,14 +11,48 @@ from typing import List, Optional
 
 from packaging.version import Version
 
+from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_gpu import torch_with_arch
 from fadoctor.triage.mech_symbols import package_in
-from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, IMPLIED, Signal, dedupe
+from fadoctor.triage.torch_archs import torch_lacks, torch_with_arch
 
 _BLACKWELL = Version("10.0")
+
+
+def _archs(release: TorchRelease, variant: Optional[str]) -> str:
+    lists = [release.arch_lists[variant]] if variant else sorted(set(release.arch_lists.values()))
+    return " or ".join(f"sm {archs.replace(';', ', ')}" for archs in lists)
+
+
+_TORCH_SAYS = ("with the current pytorch", "which is of compute capability", "kernel image",
+               "invalid device function", "nokernelimage", "no_binary_for_gpu")
+_INCOMPATIBLE = ("incompatib", "not compatible", "kernel", "not supported", "unsupported")
+
+
+def torch_lacks_gpu(ctx: Context) -> List[Signal]:
+    """The torch build a report states (release, and CUDA variant where stated) and the GPU it
+    names, with a word of trouble: where the matrix's arch lists for that build (read from the
+    wheels) hold nothing that runs on the GPU, every CUDA call fails, whatever else is said. A
+    release stated without its variant counts only where no variant of it has the GPU's code."""
+    cc = ctx.gpu_cc_exact
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    if cc is None or release is None or ctx.amd or ctx.torch_is_nightly or not torch_lacks(ctx, cc) \
+            or ctx.text.containing(_TORCH_SAYS):
+        return []  # torch's own message, where printed, is read by torch_arch and no_kernel_image
+    said = ctx.text.containing(_INCOMPATIBLE) or ctx.text.containing(FAILED_NEEDLES)
+    if not said:
+        return []
+    name, _, gpu_quote = ctx.gpu  # type: ignore[misc]
+    build = f"torch {ctx.torch.public}" + (f" ({ctx.torch_variant})" if ctx.torch_variant else "")
+    return [Signal("torch_lacks_gpu", Category.NO_KERNEL_IMAGE,
+                   f"{build} has no kernels for {name} (sm_{cc.major}{cc.minor}): its wheels "
+                   f"were compiled for {_archs(release, ctx.torch_variant)}, so every CUDA call on this "
+                   "GPU fails with 'no kernel image is available'",
+                   dedupe([gpu_quote, *ctx.quotes("torch"), ctx.quote(said[0])]), IMPLIED,
+                   torch_with_arch(ctx, cc), details={"source": release.source})]
 
 
 def blackwell(ctx: Context) -> List[Signal]:

@@ -16,7 +16,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_gpu import torch_with_arch, variants
+from fadoctor.triage.torch_archs import torch_with_arch, variants
 
 PINS = "fadoctor fix --print-pins"
 

@@ -1,0 +1,68 @@
+"""Which torch builds carry code for a GPU, from the matrix's arch lists (read from the x86_64
+wheels): whether the stated build lacks it, and the nearest build that has it (pure)."""
+
+from __future__ import annotations
+
+from typing import List
+
+from packaging.version import Version
+
+from fadoctor.archs import arch_name, arch_runs_on
+from fadoctor.install.torch import torch_install
+from fadoctor.matrix.pytorch import TorchRelease
+from fadoctor.report import Remedy
+from fadoctor.triage.context import Context
+
+
+def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
+    """The nearest torch release from the stated one up with kernels for `cc`; with no torch
+    stated, the newest, saying which release was the first."""
+    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+    built = [(rel, variant) for rel in releases for variant in rel.arch_lists
+             if ctx.torch_variant in (None, variant)]
+    if all(variant in variants(rel, cc) for rel, variant in built):
+        return []  # every torch build (of the stated CUDA) runs on this GPU: torch has its kernels
+    first = next((rel for rel in releases if variants(rel, cc)), None)
+    then = "flash-attn" if ctx.text.containing(("flash",)) else "the packages built for the old torch"
+    stated = ctx.matrix.torch_release(ctx.torch) if ctx.torch else None
+    if stated is not None:  # the nearest release from the stated one up: the smallest change
+        releases = [rel for rel in releases if Version(rel.minor) >= Version(stated.minor)]
+    else:
+        releases.reverse()
+    for rel in releases:
+        fitting = variants(rel, cc)
+        if fitting:
+            variant = max(fitting, key=lambda v: int(v[2:]))
+            version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
+            since = (f" (torch {first.minor} was the first release with them, built for "
+                     f"{', '.join(sorted(variants(first, cc)))})"
+                     if stated is None and first is not None and first is not rel else "")
+            return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
+                           f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
+                           f"{then} for it.", commands=[torch_install(version, variant)])]
+    return []
+
+
+def variants(rel: TorchRelease, cc: Version) -> List[str]:
+    """The CUDA variants of a torch release whose arch list runs on `cc`."""
+    return [v for v, archs in rel.arch_lists.items()
+            if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
+
+
+def torch_lacks(ctx: Context, cc: Version) -> bool:
+    """The stated torch build's arch list (from the matrix) has no code for this GPU; a release
+    stated without its CUDA variant, where none of its variants has."""
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    if release is None or not release.arch_lists or _arm_host(ctx):
+        return False  # the arch lists are the x86_64 wheels'; aarch64 builds carry others
+    builds = [release.arch_lists.get(ctx.torch_variant)] if ctx.torch_variant else \
+        list(release.arch_lists.values())
+    return all(archs is not None and not any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
+                                             for a in archs.split(";")) for archs in builds)
+
+
+def _arm_host(ctx: Context) -> bool:
+    """A Jetson or a Grace superchip (GB10, GH200, GB200, GB300), or a report that says aarch64."""
+    name = ctx.gpu[0] if ctx.gpu else ""
+    return name.startswith(("Jetson", "GB", "GH")) or bool(ctx.text.containing(
+        ("aarch64", "arm64", "sbsa", "jetson", "tegra", "l4t")))

@@ -37,16 +37,16 @@ def torch_lacks_gpu(ctx: Context) -> List[Signal]:
     names, with a word of trouble: where the matrix's arch lists for that build (read from the
     wheels) hold nothing that runs on the GPU, every CUDA call fails, whatever else is said. A
     release stated without its variant counts only where no variant of it has the GPU's code."""
-    cc = ctx.gpu_cc_exact
-    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
-    if cc is None or release is None or ctx.amd or ctx.torch_is_nightly or not torch_lacks(ctx, cc) \
-            or ctx.text.containing(_TORCH_SAYS):
+    cc, torch = ctx.gpu_cc_exact, ctx.torch
+    release = ctx.matrix.torch_release(torch) if torch is not None else None
+    if cc is None or torch is None or release is None or ctx.amd or ctx.torch_is_nightly \
+            or not torch_lacks(ctx, cc) or ctx.text.containing(_TORCH_SAYS):
         return []  # torch's own message, where printed, is read by torch_arch and no_kernel_image
     said = ctx.text.containing(_INCOMPATIBLE) or ctx.text.containing(FAILED_NEEDLES)
     if not said:
         return []
     name, _, gpu_quote = ctx.gpu  # type: ignore[misc]
-    build = f"torch {ctx.torch.public}" + (f" ({ctx.torch_variant})" if ctx.torch_variant else "")
+    build = f"torch {torch.public}" + (f" ({ctx.torch_variant})" if ctx.torch_variant else "")
     return [Signal("torch_lacks_gpu", Category.NO_KERNEL_IMAGE,
                    f"{build} has no kernels for {name} (sm_{cc.major}{cc.minor}): its wheels "
                    f"were compiled for {_archs(release, ctx.torch_variant)}, so every CUDA call on this "

@@ -18,6 +18,8 @@ _BARE_PYTHON = re.compile(r"^\s*(?:(module '[\w.]+' has no attribute '\w+')|cann
                           r"'\w+' from '[\w.]+')")
 _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
                          r"RuntimeError)\s*:?\s+(.+)$")
+# an exception quoted inline in prose: "they fail with `RuntimeError: Unknown keyword ...`"
+_INLINE = re.compile(r"`(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*:\s?([^`]{8,})`")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _WRAPPER_LOG = re.compile(r"\b(WARNING|ERROR)\b\s*[-:|\]]")
 
@@ -89,6 +91,9 @@ def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
         found = _EXCEPTION.match(line)
         if found:
             return found.group(1), found.group(2)
+        inline = _INLINE.search(line) if "`" in line else None
+        if inline:
+            return inline.group(1), inline.group(2)
     bare = _BARE_PYTHON.match(line) if ("has no attribute" in low or "cannot import name" in low) \
         else None
     if bare is not None:  # Python's own wording, retold without its exception class (a title)

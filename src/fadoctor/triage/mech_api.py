@@ -21,6 +21,9 @@ from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 _Q = "['\u2018\u2019\"`]"  # quotes as pasted: straight, or typographic from a rendered page
 _KWARG = re.compile(r"\b(\w{1,60})\(\) got an unexpected keyword argument " + _Q + r"(\w{1,60})")
+# the same as a torch custom op says it (flash-attn >= 2.7 registers flash_attn::_flash_attn_*)
+_OP_KWARG = re.compile(r"Unknown keyword argument " + _Q + r"(\w{1,60})" + _Q + r" for operator "
+                       + _Q + r"flash_attn::(\w{1,60})")
 _MISSING = re.compile(r"\b(\w{1,60})\(\) missing \d required (?:positional|keyword-only) "
                       r"arguments?: " + _Q + r"(\w{1,60})")
 _IMPORT = re.compile(r"cannot import name " + _Q + r"(\w{1,80})" + _Q + r" from " + _Q +
@@ -153,8 +156,9 @@ def _package(ctx: Context, index: int, function: str) -> Optional[Api]:
 
 def keyword(ctx: Context) -> List[Signal]:
     """`f() got an unexpected keyword argument 'x'`: the installed release's f lacks x."""
-    for index, found in ctx.find(_KWARG, ("unexpected keyword",)):
-        function, argument = found.groups()
+    calls = [(i, *m.groups()) for i, m in ctx.find(_KWARG, ("unexpected keyword",))] + \
+        [(i, *reversed(m.groups())) for i, m in ctx.find(_OP_KWARG, ("unknown keyword",))]
+    for index, function, argument in calls:
         data = _package(ctx, index, function)
         if data is None:
             continue

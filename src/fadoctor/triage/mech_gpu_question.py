@@ -17,7 +17,7 @@ from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.signal import FAILED, HINTED, Signal, dedupe
 
 _FA4 = re.compile(r"flash[-_ ]?attn[-_ ]?4|flash[-_ ]?attention[-_ ]?4|\bfa-?4\b|flash_attn\.cute|"
                   r"flashattention-4", re.I)
@@ -26,14 +26,16 @@ _FA3 = re.compile(r"flash[-_ ]?attn[-_ ]?3|flash[-_ ]?attention[-_ ]?(?:v)?3|\bf
 _FA2 = re.compile(r"flash[-_ ]?attn|flash[-_ ]?attention|flashattention|\bfa-?2\b", re.I)
 _ASKS = re.compile(r"\?|\b(?:support(?:s|ed)?|work(?:s|ing)?|run(?:s|ning)?|compatible|use)\b",
                    re.I)
+# asked, not told: a question mark, or a line opening as questions do ("Does FA3 support ...")
+_QUESTION = re.compile(r"\?|^\W*(?:does|do|will|can|could|would|is|are|any)\b", re.I)
 SOURCE = "data/compat_matrix.yaml (flash_attn_releases archs, families, fa4_releases)"
 
 
-def _asked(ctx: Context) -> Optional[Tuple[int, str]]:
+def _asked(ctx: Context, strict: bool = True) -> Optional[Tuple[int, str]]:
     for index in ctx.text.containing(("flash", "fa2", "fa3", "fa4", "fa-", "hopper/")):
         line = ctx.text.lines[index]
-        if not _ASKS.search(line):
-            continue
+        if not _ASKS.search(line) or (strict and (not _QUESTION.search(line) or FAILED.search(line))):
+            continue  # "Install FA3 from ToT. Run the test." tells; "FA3 fails ..." reports
         for pattern, family in ((_FA4, "fa4"), (_FA3, "fa3"), (_FA2, "fa2")):
             if pattern.search(line):
                 return index, family
@@ -49,7 +51,7 @@ _WINDOWS = re.compile(r"\bwin(?:dows|10|11|_amd64)\b|\bwin ?1[01]\b", re.I)
 def windows_question(ctx: Context) -> List[Signal]:
     if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
         return []
-    asked = _asked(ctx)
+    asked = _asked(ctx, strict=False)  # "flash-attn on Windows" is the topic, asked or told
     if asked is None or asked[1] != "fa2" or not _WINDOWS.search(ctx.text.lines[asked[0]]):
         return []
     return [Signal("platform_question", Category.PLATFORM_UNSUPPORTED,

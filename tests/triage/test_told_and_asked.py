@@ -1,0 +1,48 @@
+"""What a report tells apart from what it asks: an exception quoted inline in prose is read as
+raised; a line that tells ("Install FA3 from ToT. Run the test.") is not a question about a GPU;
+and a torch custom op's unknown keyword is the API table's, as Python's own wording is."""
+
+from __future__ import annotations
+
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+from fadoctor.triage.errors import read_errors
+from fadoctor.triage.observed import Observed
+from fadoctor.triage.text import split
+
+
+def test_an_exception_in_backticks_is_raised() -> None:
+    seen = Observed()
+    read_errors(split("The tests fail with `RuntimeError: Unknown keyword argument 'window_size' "
+                      "for operator 'x::y'.` error.\n"), seen)
+    assert [(r.kind, r.message[:26]) for r in seen.raised] == [("RuntimeError",
+                                                               "Unknown keyword argument '")]
+
+
+def test_short_code_in_backticks_is_not_an_exception() -> None:
+    seen = Observed()
+    read_errors(split("set `ValueError: x` aside\n"), seen)
+    assert seen.raised == []
+
+
+def test_a_told_line_on_a_hopper_gpu_is_not_a_question(matrix: Matrix) -> None:
+    result = triage("FA3 fails in the newest version\nInstall FA3 from ToT. Run the test.\n"
+                    "Device: H100\n", matrix)
+    assert all(d.category != Category.INFO or "FlashAttention-3 is built" not in d.message
+               for d in result.diagnosis)
+
+
+def test_a_question_is_still_answered(matrix: Matrix) -> None:
+    found = top("Does FlashAttention-3 run on the H100?\n", matrix)
+    assert found.category == Category.INFO
+
+
+def test_a_custom_ops_unknown_keyword_is_read_against_the_api_table(matrix: Matrix) -> None:
+    found = top("RuntimeError: Unknown keyword argument 'window_size' for operator "
+                "'flash_attn::_flash_attn_forward'.\n", matrix)
+    last = max(rel.version for rel in matrix.flash_attn_releases
+               if rel.version.release[:2] == (2, 6))
+    assert found.category == Category.VERSION_CONFLICT and f"flash-attn=={last}" in said(found)

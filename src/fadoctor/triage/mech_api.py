@@ -156,8 +156,8 @@ def _package(ctx: Context, index: int, function: str) -> Optional[Api]:
 
 def keyword(ctx: Context) -> List[Signal]:
     """`f() got an unexpected keyword argument 'x'`: the installed release's f lacks x."""
-    calls = [(i, *m.groups()) for i, m in ctx.find(_KWARG, ("unexpected keyword",))] + \
-        [(i, *reversed(m.groups())) for i, m in ctx.find(_OP_KWARG, ("unknown keyword",))]
+    calls = [(i, m.group(1), m.group(2)) for i, m in ctx.find(_KWARG, ("unexpected keyword",))] \
+        + [(i, m.group(2), m.group(1)) for i, m in ctx.find(_OP_KWARG, ("unknown keyword",))]
     for index, function, argument in calls:
         data = _package(ctx, index, function)
         if data is None:

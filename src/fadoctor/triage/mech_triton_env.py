@@ -260,20 +260,44 @@ _COMPILER_ASSERT = re.compile(r"(?:/project/lib/|/lib/(?:Analysis|Dialect|Conver
                               r"|mlir::triton::[^\n]{0,600}Assertion `[^\n]{0,300}' failed")
 
 
+# The same compiler aborting rather than asserting: LLVM's llvm_unreachable ("UNREACHABLE executed
+# at /project/lib/Dialect/TritonGPU/Transforms/HoistTMEMAlloc.cpp:418!") and report_fatal_error
+# ("LLVM ERROR: Unsupported rounding mode for conversion.", after "Unsupported conversion from f16
+# to f16": lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp, triton-lang/triton#2795).
+_COMPILER_ABORT = re.compile(r"UNREACHABLE executed at [^\n]{0,200}(?:/project/lib/|/lib/(?:Analysis|"
+                             r"Dialect|Conversion)/)|^LLVM ERROR: (?!Can't find libdevice)(.{4,200})")
+# Triton named, its IR dumped, or its own words: ElementwiseOpToLLVM.cpp's "Unsupported conversion
+# from", and "PassManager::run failed" (its MLIR pass manager, raised in its compile stages:
+# triton/backends/nvidia/compiler.py make_ttir/make_ttgir)
+_TRITON_IR = ("triton", "ttg.", "tt.func", "ttgir", "ttir", "unsupported conversion from",
+              "passmanager::run failed")
+# Triton's README, Compatibility: "Supported Hardware: NVIDIA GPUs (Compute Capability 8.0+)".
+_TRITON_FLOOR = Version("8.0")
+
+
 def compiler_assert(ctx: Context) -> List[Signal]:
     hit = ctx.first(_COMPILER_ASSERT, ("assertion",))
     if hit is None:
-        return []
+        hit = ctx.first(_COMPILER_ABORT, ("unreachable executed", "llvm error"))
+        if hit is None or not ctx.text.containing(_TRITON_IR):
+            return []
     stated = ctx.package("triton", "pytorch-triton", "triton-windows")
     have = f"Triton {stated.value}" if stated is not None else "this Triton"
     gpu = f" on {ctx.gpu[0]}" if ctx.gpu else ""
+    old = ctx.gpu_cc is not None and ctx.gpu_cc < _TRITON_FLOOR
+    remedies = [Remedy(summary="Upgrade Triton to a newer release (with the torch that pins "
+                       "it: torch's wheel requires one Triton) or go back to the release "
+                       "before; or drop the autotune configs that trigger it (often "
+                       "num_warps=8 or 16) in the package that owns the kernel.")]
+    if old:
+        remedies.append(Remedy(summary="Or keep Triton off this GPU: run without torch.compile "
+                               "and the package's Triton kernels (its eager or CUDA path), in "
+                               "fp32 where it offers one."))
+    floor = (f"; Triton supports NVIDIA GPUs of compute capability {_TRITON_FLOOR} and newer "
+             "(its README), and its code generation below that is untested") if old else ""
     return [Signal("triton_compiler_assert", Category.VERSION_CONFLICT,
-                   f"{have} asserted inside its own compiler while lowering a kernel{gpu}: a "
+                   f"{have} failed inside its own compiler while lowering a kernel{gpu}: a "
                    "defect of that Triton release for this kernel's launch options (num_warps, "
-                   "block sizes) on this architecture, not an error in the program",
+                   f"block sizes) on this architecture, not an error in the program{floor}",
                    dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else []),
-                           *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
-                   [Remedy(summary="Upgrade Triton to a newer release (with the torch that pins "
-                           "it: torch's wheel requires one Triton) or go back to the release "
-                           "before; or drop the autotune configs that trigger it (often "
-                           "num_warps=8 or 16) in the package that owns the kernel.")])]
+                           *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, remedies)]

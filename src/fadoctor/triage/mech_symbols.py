@@ -10,7 +10,7 @@ from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import frame_package
+from fadoctor.triage.mech_api_skew import dist_of, frame_package
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -58,6 +58,9 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            "_mlir": "nvidia-cutlass-dsl"}
 
 
+_PACKAGE_DIR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{1,40}$")
+
+
 def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Optional[str]:
     """The distribution a failing binary belongs to when it is not a flash-attention family
     (None: flash-attention's, or unknown). A compiled module installed at site-packages' top
@@ -67,9 +70,13 @@ def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Opt
         if marker in library:
             top = library.split(marker, 1)[1].split("/", 1)[0]
             stem = top.split(".", 1)[0]
-            if stem in OTHERS or ctx is None or "." not in top or stem in FA_BINARIES \
-                    or stem.startswith(("flash_attn", "torch")):
+            if stem in OTHERS or stem in FA_BINARIES or stem.startswith(("flash_attn", "torch")):
                 return OTHERS.get(stem)
+            if "." not in top:  # a package directory (tensorrt_llm/bindings.cpython-312-...so)
+                # (nvidia/: the CUDA library wheels' folder, the loaded, never the loading one)
+                return dist_of(stem) if _PACKAGE_DIR.match(stem) and stem != "nvidia" else None
+            if ctx is None:
+                return None
             return frame_package(ctx, index, (stem, "torch", "importlib"))
     parts = library.split("/")
     # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the nearest package directory above

@@ -30,6 +30,9 @@ class Wrapper:
     # fork's release tags predate the messages kept
     history: bool = False
     gates: str = ""  # a regex: functions whose `return False, "reason"` reasons are messages
+    # "corroborate": a hand-written mechanism reads these with more of the report (kernel_libs:
+    # SageAttention's head dims and archs); the entry cites, and stands alone only below it
+    weight: str = ""
 
 
 WRAPPERS = (
@@ -44,6 +47,34 @@ WRAPPERS = (
             r"^(?:FA\d is only supported on devices|Unsupported FA version)", "gpu_unsupported",
             "use the FA version vLLM's gate accepts on this GPU (vLLM's choice of FA version), "
             "another attention backend, or SDPA", history=True, gates=r"^_is_fa\d_supported$"),
+    # SageAttention (thu-ml/SageAttention): its two release tags (v2.0.1, v2.2.0) postdate most
+    # of its messages, so its main branch's commits that change the dispatcher are read.
+    # sageattn() pads head dims below 128 to 64 or 128 from dcc405e ("SageAttention 2.1.0
+    # Release", 2025-01-30); the varlen path and older releases assert [64, 128].
+    Wrapper("sage-hdim", "thu-ml/SageAttention", "", ("sageattention/core.py",), r"head_dim",
+            "head_dim_unsupported",
+            "upgrade SageAttention to 2.1.0 or later, whose sageattn() pads head dims below 128 "
+            "to 64 or 128, or pad q/k/v yourself; above 128 it has no kernels: use SDPA "
+            "(attn_implementation='sdpa') for that model", history=True, weight="corroborate"),
+    Wrapper("sage-arch", "thu-ml/SageAttention", "", ("sageattention/core.py",),
+            r"^Unsupported CUDA architecture", "gpu_unsupported",
+            "SageAttention 2's CUDA kernels dispatch by arch (sm80, sm86, sm89, sm90, sm120, "
+            "sm121) and need a build compiled for it: on another GPU use SageAttention 1.0.6 "
+            "(Triton kernels, pip install sageattention==1.0.6) or SDPA; on a listed one, "
+            "reinstall a SageAttention build made for it", history=True, weight="corroborate"),
+    # the dispatcher picked a kernel whose compiled module did not import (SM80_ENABLED ...): a
+    # build made for other archs, or an extension that failed to build
+    Wrapper("sage-build", "thu-ml/SageAttention", "", ("sageattention/core.py",),
+            r"^SM\d+ kernel is not available", "no_kernel_image",
+            "the installed SageAttention has no compiled module for this GPU's kernel (a wheel or "
+            "build made for other archs, or an extension that failed to build): reinstall a "
+            "SageAttention wheel built for this torch and GPU, or rebuild it from source on this "
+            "machine (pip install --no-build-isolation, after removing the old build folder)",
+            history=True, weight="corroborate"),
+    Wrapper("sage-dtype", "thu-ml/SageAttention", "", ("sageattention/core.py",),
+            r"^Input tensors must be in dtype of", "dtype_unsupported",
+            "give SageAttention fp16 or bf16 q/k/v (load the model with torch_dtype=torch.float16 "
+            "or torch.bfloat16); in fp32 use SDPA", history=True),
 )
 # What a placeholder of a wrapper's message states (the first that matches its name wins).
 FACTS = (("fa_version", "fa_version"), ("VER_MIN", "version_min"),
@@ -158,6 +189,8 @@ def entries(recorded: Dict[str, Dict[str, object]], pattern: object) -> List[Dic
                 "last": have[-1], "mechanism": "wrapper_check", "category": wrapper.category}
             if _captures(printed):
                 entry["captures"] = _captures(printed)
+            if wrapper.weight:
+                entry["weight"] = wrapper.weight
             entry["remedy"] = wrapper.remedy
             if "{" in printed and accepts:
                 entry["accepts"] = [a for a in accepts

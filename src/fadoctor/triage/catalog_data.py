@@ -59,6 +59,7 @@ class Entry:
     # a serving framework's choices for its attention backend at the entry's last release
     backends: Tuple[str, ...] = ()
     switch: Tuple[str, ...] = ()  # vLLM: "env" (VLLM_ATTENTION_BACKEND) and/or "cli"
+    remedy: str = ""  # the remedy rule recorded with the entry (data/messages.yaml)
 
     @property
     def corroborates(self) -> bool:
@@ -89,6 +90,8 @@ _LABELS = {"fa3": "FlashAttention-3's check", "fa3-py": "FlashAttention-3's setu
            "sgl-kernel": "sgl-kernel's flash_attn gate",
            "cutlass-dsl": "an nvidia-cutlass-dsl module",
            "cudnn": "cuDNN's fused-attention check",
+           "sage-hdim": "SageAttention's check", "sage-arch": "SageAttention's check",
+           "sage-build": "SageAttention's check", "sage-dtype": "SageAttention's check",
            **TOOLCHAIN}
 
 
@@ -122,5 +125,5 @@ def entries() -> Tuple[Entry, ...]:
                        tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()),
                        tuple(str(e.get("dsl_versions") or "").split()),
                        tuple(str(e.get("backends") or "").split()),
-                       tuple(str(e.get("switch") or "").split()))
+                       tuple(str(e.get("switch") or "").split()), str(e.get("remedy") or ""))
                  for e in loaded)

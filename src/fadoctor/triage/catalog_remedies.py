@@ -261,6 +261,11 @@ def imports(ctx: Context, entry: Entry) -> List[Remedy]:
                    commands=["python -m pip install --upgrade flash-attn-4"])]
 
 
+def own_rule(entry: Entry) -> List[Remedy]:
+    """A wrapper's message whose fix is its own (SageAttention's): the rule recorded with it."""
+    return [Remedy(summary=f"{entry.remedy[:1].upper()}{entry.remedy[1:]}.")]
+
+
 def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, str],
               cc: Optional[Version]) -> List[Remedy]:
     if entry.source == "hf":
@@ -271,6 +276,8 @@ def for_entry(ctx: Context, entry: Entry, category: Category, values: Dict[str, 
         return torch_remedies.sdpa(ctx, entry)
     if entry.source == "cudnn":
         return cudnn_remedies.for_entry(ctx, entry, category)
+    if entry.source.startswith("sage-"):
+        return own_rule(entry)
     if category == Category.GPU_UNSUPPORTED:
         return gpu(ctx, entry, cc)
     if category == Category.HEAD_DIM_UNSUPPORTED:

@@ -84,6 +84,9 @@ def catalog(ctx: Context) -> List[Signal]:
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})]
 
 
+_PRINTER = {"cudart": "the CUDA runtime", "sage": "SageAttention"}
+
+
 def corroborating(ctx: Context) -> List[Signal]:
     """torch's and the CUDA runtime's catalogued messages the report prints, one per line (the
     longest match): each folds into the hand-written finding that reads the same line or cause
@@ -96,10 +99,11 @@ def corroborating(ctx: Context) -> List[Signal]:
                              {k: v for k, v in hit[1].groupdict().items() if v})
     return [Signal("catalog", entry.category,
                    f"{entry.printed_label} ({entry.location}, printed by "
-                   f"{'the CUDA runtime' if entry.source == 'cudart' else 'torch'} "
+                   f"{_PRINTER.get(entry.source.split('-')[0], 'torch')} "
                    f"{entry.first}..{entry.last})", [ctx.quote(index)],
                    HINTED if entry.weight == "note" else LOGGED,
-                   torch_remedies.for_entry(ctx, entry, values),
+                   cr.own_rule(entry) if entry.source.startswith("sage-")
+                   else torch_remedies.for_entry(ctx, entry, values),
                    Severity.WARNING if entry.weight == "note" else Severity.ERROR,
                    details={"catalog": entry.id, "source": entry.location, "weight": entry.weight,
                             "captures": {n: values[n] for n, _ in entry.captures if n in values}})

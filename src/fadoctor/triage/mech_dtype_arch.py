@@ -23,7 +23,10 @@ _FEATURE = re.compile(r"Feature '([^']{1,60})' requires \.target (sm_\d{2,3})")
 # supported fp8 dtypes are (...)"); the CUDA backend supports fp8e5 and fp8e4b15 everywhere and adds
 # fp8e4nv (torch.float8_e4m3fn) from capability 89: triton-lang/triton@00526b7:
 # third_party/nvidia/backend/compiler.py (CUDAOptions.supported_fp8_dtypes, parse_options).
-_TRITON_FP8 = re.compile(r"type (fp8\w{1,8}) not supported in this architecture")
+# Before it, python/triton/language/semantic.py asserted "fp8e4nv data type is not supported on
+# CUDA arch < 89" (builder.options.allow_fp8e4nv): the same floor, in older releases' words.
+_TRITON_FP8 = re.compile(r"type (fp8\w{1,8}) not supported in this architecture|"
+                         r"(fp8\w{1,8}) data type is not supported on CUDA arch < 89")
 # PyTorch's (and xFormers') memory-efficient attention dispatch has bf16 kernels only from sm80:
 # pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h
 # (dispatch_cutlassF: bfloat16_t && 80 <= cc; half_t and float from 50).
@@ -73,10 +76,10 @@ def ptxas_feature(ctx: Context) -> List[Signal]:
 def triton_fp8(ctx: Context) -> List[Signal]:
     """Triton has no float8_e4m3fn below sm_89 (A100, RTX 30xx): torch.compile or a Triton kernel
     lowering an e4m3fn tensor there stops at this check."""
-    hit = ctx.first(_TRITON_FP8, ("not supported in this architecture",))
+    hit = ctx.first(_TRITON_FP8, ("not supported in this architecture", "cuda arch < 89"))
     if hit is None:
         return []
-    kind = hit[1].group(1)
+    kind = hit[1].group(1) or hit[1].group(2)
     amd = ctx.amd or "('fp8e5',)" in ctx.text.lines[hit[0]]
     quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
     torch_name = {"fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",

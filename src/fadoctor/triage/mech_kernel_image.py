@@ -13,6 +13,7 @@ from fadoctor.archs import arch_runs_on
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.matrix.defects import Defect
 from fadoctor.report import Category, Remedy, Severity
+from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, Signal, dedupe
@@ -33,13 +34,17 @@ def invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     floor = ctx.matrix.driver_floor(12)
     triton = any("triton error" in q.text.lower() for q in quotes) or (
         "triton" in " ".join(q.text.lower() for q in quotes) or bool(ctx.text.containing(("triton",))))
-    if triton and floor is not None and ctx.driver is not None and ctx.driver < floor.min_driver:
+    stated_cuda = ctx.seen.get(o.CUDA)
+    old_cuda = stated_cuda is not None and stated_cuda.split(".")[0].isdigit() \
+        and int(stated_cuda.split(".")[0]) < 12 and not ctx.text.containing(("flash",))
+    if triton and floor is not None and ((ctx.driver is not None and ctx.driver < floor.min_driver)
+                                         or (ctx.driver is None and old_cuda)):
         # Triton assembles its kernels with its bundled ptxas, a CUDA 12 toolkit's: a driver
         # below CUDA 12's floor cannot load what it makes
         return Signal("no_kernel_image", Category.DRIVER_TOO_OLD,
                       f"Triton assembled this kernel with its bundled CUDA 12 ptxas, and the "
-                      f"driver here ({ctx.driver}) is older than CUDA 12 needs "
-                      f"({floor.min_driver}), so it cannot load the binary",
+                      f"driver here ({ctx.driver or f'of CUDA {stated_cuda}'}) is older than "
+                      f"CUDA 12 needs ({floor.min_driver}), so it cannot load the binary",
                       dedupe([*quotes, *ctx.quotes("driver")]), NAMED,
                       [Remedy(summary=f"Upgrade the NVIDIA driver to {floor.min_driver} or newer."),
                        Remedy(summary="Or, where this Triton still accepts an older ptxas, point "

@@ -21,7 +21,7 @@ from fadoctor.triage.text import Quote
 # Inductor's autotuning logs the kernel's name in place of the resource, and the numbers may stand
 # on the next line ("out of resource: triton_tem_fused_flex_attention_0" / "Required: 139776
 # Hardware limit: 101376").
-_SMEM = re.compile(r"Required: (\d+),?\s*,?\s*Hardware limit:\s*(\d+)")
+_SMEM = re.compile(r"Required: (\d+),?\s*,?\s*Hardware limit(?:ation)?:\s*(\d+)")
 _RESOURCE = re.compile(r"out of resource: (?:shared memory|triton_\w{1,80})")
 # The most shared memory one block may use (opt-in), by compute capability: the SM's shared memory
 # less the 1 KB reserved per block from 8.0 on (NVIDIA/cccl@571f2fc3:libcudacxx/include/cuda/
@@ -57,10 +57,12 @@ def shared_memory(ctx: Context) -> List[Signal]:
     cc = ctx.gpu_cc_exact
     arch = f" (sm_{cc.major}{cc.minor})" if cc is not None else ""
     archs = _archs_with(limit)
-    if archs and (cc is None or _PER_BLOCK_KB.get(f"{cc.major}.{cc.minor}", 0) * 1024 != limit):
+    own = _PER_BLOCK_KB.get(f"{cc.major}.{cc.minor}") if cc is not None else None
+    if (archs and (own is None or own * 1024 != limit)) or (own is not None and own * 1024 != limit):
         # the limit Triton printed is the GPU's own: a GPU the report names with another limit
         # is not the one that ran it (a "works on H100" beside it)
-        gpu, arch, cc = "this GPU", f" ({archs}, by the limit Triton printed)", None
+        gpu, cc = "this GPU", None
+        arch = f" ({archs}, by the limit Triton printed)" if archs else ""
         gpu_quote: List[Quote] = []
     else:
         gpu_quote = [ctx.gpu[2]] if ctx.gpu else []

@@ -1,0 +1,42 @@
+"""Mechanisms the development half of held_out_30 pointed at, each generic: Triton's older fp8
+floor assert, its bundled CUDA 12 ptxas against an older driver, and its shared-memory limit
+printed in other words or for a GPU other than the one named."""
+
+from __future__ import annotations
+
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+
+
+def test_tritons_older_fp8e4nv_assert_is_its_fp8_floor(matrix: Matrix) -> None:
+    found = top("AssertionError: fp8e4nv data type is not supported on CUDA arch < 89\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "sm_89" in found.message
+    assert "float8_e5m2" in said(found)
+
+
+def test_an_invalid_image_from_triton_under_cuda_11_is_its_ptxas(matrix: Matrix) -> None:
+    found = top("I built triton from source. V100, cuda 11.7.\nRuntimeError: device kernel image "
+                "is invalid\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "ptxas" in found.message
+    assert "TRITON_PTXAS_PATH" in said(found)
+
+
+def test_an_invalid_image_from_triton_under_cuda_12_is_not_blamed_on_ptxas(matrix: Matrix) -> None:
+    found = top("triton, cuda 12.4\nRuntimeError: Triton Error [CUDA]: device kernel image is "
+                "invalid\n", matrix)
+    assert "ptxas" not in found.message or found.category != Category.DRIVER_TOO_OLD
+
+
+def test_shared_memory_in_other_words(matrix: Matrix) -> None:
+    found = top("RTX3090 24G\n`triton.runtime.errors.OutOfResources: out of resource: shared "
+                "memory, Required: 163842, Hardware limitation: 101376.`\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "num_stages" in said(found)
+
+
+def test_a_limit_that_is_not_the_named_gpus_is_not_its(matrix: Matrix) -> None:
+    found = top("Training on A100 is ok. Inference on K80 fails:\n\"triton.code_gen."
+                "OutOfResources: out of resource: shared memoryRequired: 65536Hardware limit: "
+                "49152\"\n", matrix)
+    assert "A100 (sm_80) has 49152" not in found.message and "this GPU has 49152" in found.message

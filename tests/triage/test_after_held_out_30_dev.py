@@ -40,3 +40,25 @@ def test_a_limit_that_is_not_the_named_gpus_is_not_its(matrix: Matrix) -> None:
                 "OutOfResources: out of resource: shared memoryRequired: 65536Hardware limit: "
                 "49152\"\n", matrix)
     assert "A100 (sm_80) has 49152" not in found.message and "this GPU has 49152" in found.message
+
+
+def test_the_trainer_start_up_line_with_the_cpu_is_a_cpu_torch(matrix: Matrix) -> None:
+    found = top("centos7, 8 A100\n[INFO|parser.py:242] >> Process rank: 0, device: cpu, n_gpu: 0, "
+                "distributed training: False\n", matrix)
+    assert found.category == Category.TORCH_CPU_ONLY and "--index-url" in said(found)
+
+
+_KERNELS = ("ValueError: Kernels are not available. Please install a compatible version (0.15.2 <= "
+            "version < 0.16.0), e.g. `pip install kernels==0.15.2`\n")
+
+
+def test_the_kernels_range_transformers_prints_is_the_remedy(matrix: Matrix) -> None:
+    found = top(_KERNELS, matrix)
+    assert 'kernels>=0.15.2,<0.16.0' in said(found)
+
+
+def test_a_stated_kernels_outside_the_range_is_a_conflict_with_the_releases_that_accept_it(
+        matrix: Matrix) -> None:
+    found = top(_KERNELS + "kernels==0.16.0\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "Or keep kernels 0.16.0 and upgrade transformers" in said(found)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
@@ -21,9 +22,25 @@ FA3_BUILD = ("FlashAttention-3 is built from flash-attention's hopper/ directory
              "python setup.py install`, README), for Hopper GPUs")
 
 
-def _kernels(ctx: Context, entry: Entry) -> List[Remedy]:
-    """`kernels` at the requirement of the transformers release the report names, else of the
-    newest release that prints the message."""
+def _kernels(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
+    """`kernels` in the range the message itself prints (the installed transformers' own), else
+    at the requirement of the transformers release the report names, else of the newest release
+    that prints the message; and the transformers releases that accept the kernels stated."""
+    low, high = (values.get(k, "").strip(" .,`'") for k in ("KERNELS_MIN_VERSION",
+                                                             "KERNELS_MAX_VERSION"))
+    if parse_version(low) and parse_version(high):
+        stated = ctx.package("kernels")
+        have = parse_version(stated.value) if stated is not None else None
+        accept = [(first, last) for first, last, req in entry.requires
+                  if have is not None and have in SpecifierSet(req.split("kernels", 1)[1])]
+        out = [Remedy(summary=f"Install the `kernels` release this transformers accepts (its "
+                      f"message: {low} <= version < {high}) into this interpreter.",
+                      commands=[f'pip install "kernels>={low},<{high}"'])]
+        if accept:
+            out.append(Remedy(summary=f"Or keep kernels {have} and upgrade transformers to "
+                              f"a release that accepts it ({accept[0][0]}..{accept[-1][1]}).",
+                              commands=[f"pip install transformers=={accept[-1][1]}"]))
+        return out
     stated = ctx.package("transformers")
     release = parse_version(stated.value) if stated is not None else None
     held = [req for first, last, req in entry.requires
@@ -62,7 +79,7 @@ def _installed(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remed
                        "default): set it to YES, or unset it.",
                        commands=["export USE_HUB_KERNELS=YES"])]
     if "kernels" in entry.printed.lower():
-        return _kernels(ctx, entry)
+        return _kernels(ctx, entry, values)
     if entry.weight == "wrapped":
         return [Remedy(summary="transformers raised this over flash_attn's own import error: "
                        "import it directly to see that error (an undefined symbol means a "
@@ -90,7 +107,7 @@ def _installed(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remed
 
 def _floor(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
     if "kernels" in entry.printed.lower():
-        return _kernels(ctx, entry)
+        return _kernels(ctx, entry, values)
     found = re.search(r"(?:than|least version `?)\s?(\d+(?:\.\d+){1,2})", entry.printed)
     floor = found.group(1) if found else None
     if floor == "2.0":  # 4.34's check is `> 2.0.0` (modeling_utils.py): 2.0.1 is the first above

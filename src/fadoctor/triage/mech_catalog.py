@@ -45,7 +45,11 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     return best
 
 
-def _category(ctx: Context, entry: Entry) -> Category:
+def _category(ctx: Context, entry: Entry, values: Dict[str, str]) -> Category:
+    # transformers printing the `kernels` range it accepts, beside a `kernels` the report states
+    # outside it: the two releases disagree
+    if "KERNELS_MAX_VERSION" in values and ctx.package("kernels") is not None:
+        return Category.VERSION_CONFLICT
     # flash-attn 1.x's bare is_sm80 check is its backward gate for head dim > 64 off the A100.
     if entry.category == Category.GPU_UNSUPPORTED and cr.fa1(entry) \
             and "is_sm80" in entry.printed and "is_sm75" not in entry.printed \
@@ -65,7 +69,7 @@ def catalog(ctx: Context) -> List[Signal]:
         return []  # the hand-written mechanism that reads this message joins more of the report
     # a message raised over another import error: a named cause in the report outranks it
     wrapped = entry.weight == "wrapped"
-    category = _category(ctx, entry)
+    category = _category(ctx, entry, values)
     cc = ctx.gpu_cc or cr.captured_cc(entry, values)
     stated = "".join(f", {name} = {values[name]}" for name, _ in entry.captures if name in values)
     on_gpu = f" on {ctx.gpu[0]} (compute capability {cc})" if ctx.gpu and cc else \

@@ -54,12 +54,12 @@ _MSVC = re.compile(r"()(?:Microsoft )?Visual C\+\+ [\d.]+ or greater is required
                    r"unsupported Microsoft Visual Studio version", re.IGNORECASE)
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
 # A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
-# report names one, says its torch is CPU-only, or runs on Windows, where pip's default torch
-# has no CUDA: the torch is the CPU build.
-# So does a program announcing it picked the CPU (InvokeAI's ">> Using device_type cpu", "Using
-# device: cpu") or torch.cuda.is_available() answering False, while a torch build with CUDA is not
-# stated (one that is points at the driver instead).
+# report names one, says its torch is CPU-only, or runs on Windows (pip's default torch has no
+# CUDA): the torch is the CPU build. So does a program announcing it picked the CPU (InvokeAI's
+# ">> Using device_type cpu", "Using device: cpu"; the Trainer scripts' "Process rank: 0, device:
+# cpu, n_gpu: 0") or torch.cuda.is_available() answering False, with no CUDA torch stated.
 _NO_GPU = re.compile(r"No NVIDIA GPU found|\bUsing device[_ ]type:? cpu\b|\bUsing device:? ['\"]?cpu\b|"
+                     r"\bdevice: cpu, n_gpu: 0\b|"
                      r"torch\.cuda\.is_available\(\)\W{0,4}(?:returns?|is|=+|->|:)?\W{0,3}False",
                      re.I)
 _CPU_PROSE = re.compile(r"\bCPU[ -]ONLY\b", re.I)
@@ -321,7 +321,7 @@ def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
 def torch_cpu(ctx: Context) -> List[Signal]:
     hit, strength = ctx.first(_CPU, ("not compiled with cuda",)), NAMED
     if hit is None:
-        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found", "using device",
+        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found", "using device", "n_gpu: 0",
                                             "is_available()")), HINTED
         if ctx.torch_cuda is not None:
             return []

@@ -62,3 +62,20 @@ def test_a_stated_kernels_outside_the_range_is_a_conflict_with_the_releases_that
     found = top(_KERNELS + "kernels==0.16.0\n", matrix)
     assert found.category == Category.VERSION_CONFLICT
     assert "Or keep kernels 0.16.0 and upgrade transformers" in said(found)
+
+
+def test_a_gpu_no_listed_torch_carries_gets_the_source_build(matrix: Matrix) -> None:
+    found = top("Found GPU0 NVIDIA GTX TITAN Black which is of cuda capability 3.5. PyTorch no "
+                "longer supports this GPU because it is too old.\n", matrix)
+    oldest = min(matrix.torch_releases, key=lambda rel: tuple(map(int, rel.minor.split("."))))
+    assert found.category == Category.GPU_UNSUPPORTED
+    assert f"No torch release from {oldest.minor} on ships kernels for sm_35" in said(found)
+    assert 'TORCH_CUDA_ARCH_LIST="3.5"' in said(found)
+
+
+def test_a_torch_older_than_the_matrix_is_upgraded_to_one_with_the_gpus_code(
+        matrix: Matrix) -> None:
+    found = top("RuntimeError: CUDA error: no kernel image is available for execution on the "
+                "device, when use pytorch 1.7 on linux with RTX 3090\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE
+    assert "torch 1.7 predates" in said(found) and "--index-url" in said(found)

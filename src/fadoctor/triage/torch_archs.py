@@ -20,6 +20,16 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
     built = [(rel, variant) for rel in releases for variant in rel.arch_lists
              if ctx.torch_variant in (None, variant)]
+    if ctx.torch is not None and releases and ctx.torch < Version(releases[0].minor):
+        # a torch older than every release the matrix lists: the oldest listed with the GPU's code
+        first = next((rel for rel in releases if variants(rel, cc)), None)
+        if first is not None:
+            variant = max(variants(first, cc), key=lambda v: int(v[2:]))
+            return [Remedy(summary=f"torch {ctx.torch} predates the releases whose arch lists "
+                           f"are known here; torch {first.latest_patch} ({variant}) has kernels "
+                           f"for sm_{cc.major}{cc.minor}: upgrade torch, then reinstall the "
+                           "packages built for the old one.",
+                           commands=[torch_install(first.latest_patch, variant)])]
     if all(variant in variants(rel, cc) for rel, variant in built):
         return []  # every torch build (of the stated CUDA) runs on this GPU: torch has its kernels
     first = next((rel for rel in releases if variants(rel, cc)), None)

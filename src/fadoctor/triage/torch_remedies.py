@@ -41,7 +41,12 @@ def _last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
             return [Remedy(summary=f"torch {rel.latest_patch} ({variant}) is the newest release "
                            f"whose build still has kernels for sm_{cc.major}{cc.minor}.",
                            commands=[torch_install(rel.latest_patch, variant)])]
-    return []
+    oldest = min(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+    return [Remedy(summary=f"No torch release from {oldest.minor} on ships kernels for "
+                   f"sm_{cc.major}{cc.minor} (their wheels' arch lists): build PyTorch from source "
+                   f"for it (TORCH_CUDA_ARCH_LIST=\"{cc.major}.{cc.minor}\", with a CUDA toolkit "
+                   "that still compiles for it), use an older PyTorch release built for it, or "
+                   "run on the CPU.")]
 
 
 def _kernels(ctx: Context, cc: Optional[Version]) -> List[Remedy]:

@@ -79,3 +79,17 @@ def test_a_torch_older_than_the_matrix_is_upgraded_to_one_with_the_gpus_code(
                 "device, when use pytorch 1.7 on linux with RTX 3090\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE
     assert "torch 1.7 predates" in said(found) and "--index-url" in said(found)
+
+
+def test_torchs_own_library_missing_a_c10_symbol_is_two_torches(matrix: Matrix) -> None:
+    found = top(">>> import torch\nImportError: ~/.local/lib/python3.6/site-packages/torch/lib/"
+                "libcaffe2.so: undefined symbol: _ZTIN3c1010TensorImplE\n", matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "torch's own" in found.message
+    assert "pip uninstall -y torch" in said(found) and "ldconfig -p" in said(found)
+
+
+def test_a_cuda_error_at_a_kernel_source_names_its_project(matrix: Matrix) -> None:
+    found = top("Device: cuda:0 NVIDIA GeForce RTX 2080 Ti\nerror: CUDA error: no kernel image is "
+                "available for execution on the device (at D:\\Project\\nunchaku-dev\\src\\kernels"
+                "\\awq\\gemv_awq.cu:313)\nxformers version: 0.0.29.post3\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "upgrade nunchaku" in said(found)

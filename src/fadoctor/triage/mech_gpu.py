@@ -177,7 +177,7 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     remedies.append(r.sdpa("Meanwhile:"))
     if cc is not None and not ctx.text.containing(("flash",)):
         # nothing names flash-attention: torch first, then the package the report names
-        package = package_in(ctx, quotes[0].text if quotes else "")
+        package = package_in(ctx, "\n".join(q.text for q in quotes))
         remedies = [*torch_with_arch(ctx, cc), *r.rebuilt_for(package, cc),
                     r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch.")]
     elif not ctx.text.containing(("flash",)):

@@ -21,6 +21,8 @@ from fadoctor.triage.mech_symbols import (
     DRIVER_API,
     FA_BINARIES,
     OTHERS,
+    TORCH_OWN,
+    TORCH_SYMBOL,
     binary_name,
     demangled,
     driver_api,
@@ -32,6 +34,7 @@ from fadoctor.triage.mech_symbols import (
     owner_of,
     reinstall_owner,
     split_abi,
+    two_torches,
 )
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -63,6 +66,8 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     if symbol is not None and DRIVER_API.match(symbol):
         return [driver_api(ctx, library, symbol, quotes)]
+    if symbol is not None and TORCH_OWN.search(library) and TORCH_SYMBOL.match(symbol):
+        return [two_torches(library, symbol, quotes)]
     if symbol is not None and ("libtorch" in library or "libc10" in library
                                or _CUDA_SYMBOL.match(symbol) or is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]

@@ -190,12 +190,21 @@ _NAMES = re.compile(r"(?<!\w)(?<!\w-)(" + "|".join(sorted(map(re.escape, _BINARI
 
 
 
+# a CUDA error that names the kernel's source file in the tree its wheel was built from: the
+# project folder above src/ or csrc/ (a "-dev"/"-main" checkout suffix dropped)
+_KERNEL_SOURCE = re.compile(r"[\\/]([A-Za-z][\w.]{1,40}?)(?:-(?:dev|main|master))?[\\/]c?src[\\/]"
+                            r"[^\s()]{1,200}\.cuh?:\d+")
+
+
 def package_in(ctx: Context, line: str = "") -> Optional[str]:
     """The package that failed: the one `line` (the error) names, else the one whose compiled
     files the paths show, else the binary package the report names first (its title first)."""
     found = _NAMES.search(line)
     if found:
         return _BINARIES[found.group(1).lower()]
+    source = _KERNEL_SOURCE.search(line)  # "(at D:\\Project\\nunchaku-dev\\src\\kernels\\x.cu:313)"
+    if source:
+        return source.group(1).lower()
     owner = owner_in_text(ctx)
     if owner is not None:
         return owner
@@ -222,3 +231,27 @@ def other_named(ctx: Context, index: int) -> Optional[str]:
             if found is not None and found.group(1) in OTHERS:
                 return OTHERS[found.group(1)]
     return None
+
+
+# torch's own library (torch/lib/libcaffe2.so, libtorch_cpu.so) missing a c10/ATen/torch symbol
+# (_ZN3c10..., _ZTIN3c10...: Itanium mangling of namespaces c10, at, torch)
+TORCH_OWN = re.compile(r"torch[\\/]lib[\\/]lib\w+\.so")
+TORCH_SYMBOL = re.compile(r"_Z(?:TI|TV|TS)?N?K?(?:3c10|2at|5torch)")
+
+
+def two_torches(library: str, symbol: str, quotes: List[Quote]) -> Signal:
+    """torch's own libraries disagree: the libc10 / libtorch the loader found is another torch
+    build's (a second install in the user site, a source build's libraries in /usr/local/lib or
+    on LD_LIBRARY_PATH), not the one beside this torch."""
+    return Signal(
+        "undefined_symbol", Category.TORCH_VERSION_MISMATCH,
+        f"torch's own {binary_name(library)} needs {demangled(symbol)}, which the torch libraries "
+        "the loader found do not export: they belong to another torch build (a second install, "
+        "or a source build's libc10/libtorch left in /usr/local/lib or on LD_LIBRARY_PATH)",
+        quotes, NAMED,
+        [Remedy(summary="Remove every other torch: uninstall it until pip finds none (the user "
+                "site ~/.local included), delete stale libc10/libtorch libraries a source build "
+                "left (`ldconfig -p` lists the ones the loader finds), then install torch once.",
+                commands=["pip uninstall -y torch", "pip uninstall -y torch",
+                          "pip install --no-cache-dir torch"])],
+        details={"library": library, "symbol": symbol})

@@ -228,8 +228,9 @@ def rebuilt_for(package: Optional[str], cc: Version) -> List[Remedy]:
     if package is None or package == "flash-attn":
         return []
     arch = f"{cc.major}.{cc.minor}"
-    return [Remedy(summary=f"Then {package} with sm_{cc.major}{cc.minor} code: reinstall {package} so pip "
-                   f"fetches its current wheel (newer wheels are built for more GPUs), or compile "
+    return [Remedy(summary=f"Then {package} with sm_{cc.major}{cc.minor} code: upgrade {package} to its "
+                   f"newest release (reinstall {package} so pip fetches its current wheel: newer "
+                   f"wheels are built for more GPUs), or compile "
                    f"it from source for this GPU with TORCH_CUDA_ARCH_LIST={arch} (--no-deps keeps torch as "
                    "it is).",
                    commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install",

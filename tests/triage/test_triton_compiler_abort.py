@@ -22,7 +22,7 @@ def test_an_unreachable_in_a_triton_pass(matrix: Matrix) -> None:
 def test_a_fatal_conversion_on_a_turing_gpu_names_the_floor(matrix: Matrix) -> None:
     found = top("Tesla T4\nRuntimeError: PassManager::run failed\nUnsupported conversion from f16 "
                 "to f16\nLLVM ERROR: Unsupported rounding mode for conversion\n", matrix)
-    assert found.category == Category.VERSION_CONFLICT and "8.0 and newer" in found.message
+    assert found.category == Category.GPU_UNSUPPORTED and "8.0 and newer" in found.message
     assert "without torch.compile" in said(found)
 
 

@@ -295,7 +295,9 @@ def compiler_assert(ctx: Context) -> List[Signal]:
                                "fp32 where it offers one."))
     floor = (f"; Triton supports NVIDIA GPUs of compute capability {_TRITON_FLOOR} and newer "
              "(its README), and its code generation below that is untested") if old else ""
-    return [Signal("triton_compiler_assert", Category.VERSION_CONFLICT,
+    # below Triton's floor the GPU is the cause; above it, that Triton release
+    return [Signal("triton_compiler_assert", Category.GPU_UNSUPPORTED if old else
+                   Category.VERSION_CONFLICT,
                    f"{have} failed inside its own compiler while lowering a kernel{gpu}: a "
                    "defect of that Triton release for this kernel's launch options (num_warps, "
                    f"block sizes) on this architecture, not an error in the program{floor}",

@@ -8,6 +8,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 
 def test_tritons_older_fp8e4nv_assert_is_its_fp8_floor(matrix: Matrix) -> None:
@@ -93,3 +94,20 @@ def test_a_cuda_error_at_a_kernel_source_names_its_project(matrix: Matrix) -> No
                 "available for execution on the device (at D:\\Project\\nunchaku-dev\\src\\kernels"
                 "\\awq\\gemv_awq.cu:313)\nxformers version: 0.0.29.post3\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE and "upgrade nunchaku" in said(found)
+
+
+_DYNAMO = ("from user code:\n   File \"/e/site-packages/torch/_dynamo/external_utils.py\", line 40, "
+           "in inner\n    return fn(*args, **kwargs)\n  File \"/e/site-packages/transformers/models/"
+           "llama/modeling_llama.py\", line 992, in _update_causal_mask\n    if attention_mask is "
+           "not None and 0.0 in attention_mask:\n")
+
+
+def test_dynamo_stopping_in_a_models_mask_code_is_a_graph_break_there(matrix: Matrix) -> None:
+    found = top("Torch.compile fail during inference\n[...]\n" + _DYNAMO, matrix)
+    assert found.category == Category.COMPILE_GRAPH_BREAK and "model's own code" in found.message
+    assert 'attn_implementation=\\"sdpa\\"' in said(found) or 'attn_implementation="sdpa"' in said(found)
+
+
+def test_dynamo_stopping_in_flash_attn_is_not_the_models_code(matrix: Matrix) -> None:
+    text = _DYNAMO.replace("transformers/models/llama/modeling_llama.py", "flash_attn/x.py")
+    assert all("model's own code" not in d.message for d in triage(text, matrix).diagnosis)

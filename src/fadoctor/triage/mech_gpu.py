@@ -309,11 +309,43 @@ def _triton_backend(ctx: Context) -> List[Remedy]:
     return remedies
 
 
+# Dynamo's error trailer: "from user code:" and the frames it was tracing, the last one the line
+# it could not compile (torch/_dynamo/exc.py, augment_exc_message)
+_USER_CODE = re.compile(r"^\s*from user code:\s*$")
+_HF_FRAME = re.compile(r'File "[^"]*[\\/]transformers[\\/](?:models|modeling_|masking_utils)')
+
+
+def _in_model_code(ctx: Context) -> List[Signal]:
+    """torch.compile stopping in a transformers model's own Python (a branch on a tensor's
+    values while building the mask), flash-attention not in the frames."""
+    hit = ctx.first(_USER_CODE, ("from user code",))
+    if hit is None:
+        return []
+    frames = [i for i in range(hit[0] + 1, min(len(ctx.text.lines), hit[0] + 60))
+              if 'File "' in ctx.text.lines[i]]
+    if not frames or not _HF_FRAME.search(ctx.text.lines[frames[-1]]) \
+            or any("flash_attn" in ctx.text.lines[i] for i in frames):
+        return []
+    return [Signal("graph_break", Category.COMPILE_GRAPH_BREAK,
+                   "torch.compile could not trace the model's own code (transformers' Python, "
+                   "where a branch depends on a tensor's values, such as the attention mask's)",
+                   [ctx.quote(hit[0]), ctx.quote(frames[-1]),
+                    *([ctx.quote(frames[-1] + 1)] if frames[-1] + 1 < len(ctx.text.lines) else [])],
+                   LOGGED,
+                   [Remedy(summary="Load the model with attn_implementation=\"sdpa\" (with a "
+                           "static cache for generation), the path transformers compiles, or "
+                           "compile without fullgraph=True so Dynamo breaks the graph there "
+                           "instead of failing; a newer transformers may build the mask "
+                           "without the data-dependent branch.",
+                           code='model = AutoModelForCausalLM.from_pretrained(name, '
+                                'attn_implementation="sdpa")\nmodel = torch.compile(model)')])]
+
+
 def graph_breaks(ctx: Context) -> List[Signal]:
     hit = ctx.first(_GRAPH_BREAK, ("graph break", "dynamo", "pycapsule", "recompile_limit",
                                    "cache_size_limit"))
     if hit is None:
-        return []
+        return _in_model_code(ctx)
     fa2 = ctx.fa2
     remedies: List[Remedy] = []
     if fa2 is None or fa2 < Version("2.7.0"):

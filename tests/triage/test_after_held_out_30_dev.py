@@ -111,3 +111,10 @@ def test_dynamo_stopping_in_a_models_mask_code_is_a_graph_break_there(matrix: Ma
 def test_dynamo_stopping_in_flash_attn_is_not_the_models_code(matrix: Matrix) -> None:
     text = _DYNAMO.replace("transformers/models/llama/modeling_llama.py", "flash_attn/x.py")
     assert all("model's own code" not in d.message for d in triage(text, matrix).diagnosis)
+
+
+def test_a_package_not_supporting_an_argument_is_not_a_torch_question(matrix: Matrix) -> None:
+    text = ("PyTorch version 2.5.1+cu124 available.\nThe associated vLLM version (0.7.3) doesn't "
+            "support a worker_extension_cls keyword argument during initialization.\n")
+    assert all("release's wheels require one torch" not in d.message
+               for d in triage(text, matrix).diagnosis)

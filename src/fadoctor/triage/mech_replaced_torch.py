@@ -95,6 +95,9 @@ _TORCH_SAID = re.compile(r"\b(?:py)?torch\s*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)"
 _SUPPORTED = re.compile(r"support\w*\s+(?:py)?torch\s*(?:version\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
 
 
+_API_WORDS = re.compile(r"\b(?:argument|keyword|kwarg|parameter|attribute|method)s?\b", re.I)
+
+
 def _wanted(line: str) -> Optional[str]:
     """The torch a line wants, not the one it says the package supports ("we need pytorch 2.7.1,
     but xformers only supports pytorch 2.7.0")."""
@@ -113,8 +116,8 @@ def asked_support(ctx: Context) -> List[Signal]:
     names = tuple(p for p in known if p != "torch")
     for index in ctx.text.containing(names):
         line = ctx.text.lines[index]
-        if not _SUPPORT.search(line):
-            continue
+        if not _SUPPORT.search(line) or _API_WORDS.search(line):
+            continue  # "vLLM 0.7.3 doesn't support a worker_extension_cls argument": an API
         package = next((p for p in names if re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])",
                                                       line, re.I)), None)
         if package is None:

@@ -1,0 +1,36 @@
+"""A package's Triton kernel that the installed Triton cannot compile: the package (the nearest
+frame outside Triton and torch) and Triton disagree, a weak finding below any message that
+names a cause."""
+
+from __future__ import annotations
+
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+_TRACE = ('  File "/e/site-packages/liger_kernel/ops/swiglu.py", line 40, in swiglu_forward\n'
+          '    _swiglu_forward_kernel[(n_rows,)](\n'
+          '  File "/e/site-packages/triton/compiler/compiler.py", line 191, in compile\n'
+          '    module = src.make_ir(options)\n'
+          "triton.compiler.errors.CompilationError: at 4:31:def _swiglu_forward_kernel(\n")
+
+
+def test_a_kernel_that_does_not_compile_names_its_package(matrix: Matrix) -> None:
+    found = top(_TRACE, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "liger-kernel's Triton kernel" in \
+        found.message
+    assert "downgrade liger-kernel" in said(found)
+
+
+def test_the_pass_manager_failing_reads_the_same(matrix: Matrix) -> None:
+    text = _TRACE.replace("triton.compiler.errors.CompilationError: at 4:31:def "
+                          "_swiglu_forward_kernel(", "RuntimeError: PassManager::run failed")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "liger-kernel" in found.message
+
+
+def test_flash_attns_pre_mlir_kernel_is_not_read_here(matrix: Matrix) -> None:
+    text = "attn_impl: triton\n" + _TRACE
+    assert all(d.subject != "triton_compile" for d in triage(text, matrix).diagnosis)

@@ -118,3 +118,10 @@ def test_a_package_not_supporting_an_argument_is_not_a_torch_question(matrix: Ma
             "support a worker_extension_cls keyword argument during initialization.\n")
     assert all("release's wheels require one torch" not in d.message
                for d in triage(text, matrix).diagnosis)
+
+
+def test_no_kernel_image_with_the_gpu_but_no_package_names_the_arch_list(matrix: Matrix) -> None:
+    found = top("Tesla T4\nRuntimeError: CUDA error: no kernel image is available for execution "
+                "on the device\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE
+    assert "export TORCH_CUDA_ARCH_LIST=7.5" in said(found)

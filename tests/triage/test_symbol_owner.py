@@ -28,3 +28,9 @@ def test_an_unlisted_packages_undefined_torch_symbol_names_it(matrix: Matrix) ->
                 "symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs\n", matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert "tensorrt-llm" in said(found) and "flash-attn" not in said(found)
+
+
+def test_a_package_named_torch_something_is_not_torch() -> None:
+    assert owner_of("/usr/local/lib/python3.10/dist-packages/torch_scatter/_version_cuda.so") \
+        == "torch-scatter"
+    assert owner_of("/v/site-packages/torch/lib/libtorch_cpu.so") is None

@@ -70,7 +70,7 @@ def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Opt
         if marker in library:
             top = library.split(marker, 1)[1].split("/", 1)[0]
             stem = top.split(".", 1)[0]
-            if stem in OTHERS or stem in FA_BINARIES or stem.startswith(("flash_attn", "torch")):
+            if stem in OTHERS or stem in FA_BINARIES or stem == "torch" or stem.startswith("flash_attn"):
                 return OTHERS.get(stem)
             if "." not in top:  # a package directory (tensorrt_llm/bindings.cpython-312-...so)
                 # (nvidia/: the CUDA library wheels' folder, the loaded, never the loading one)

@@ -1,0 +1,63 @@
+"""A CUDA extension built without its CUDA code. The setup.py of most PyTorch extensions compiles
+the CUDA sources only where `torch.cuda.is_available() or os.getenv('FORCE_CUDA', '0') == '1'`
+(PyG's torch_scatter / torch_sparse, mmcv, mmdet and others): a build on a machine or in a
+container step without a GPU produces the CPU-only extension. PyG's packages then refuse to load
+("Detected that PyTorch and torch_sparse were compiled with different CUDA versions. PyTorch has
+CUDA version 10.1 and torch_sparse has CUDA version 0.0", their __init__.py), and mmcv's ops say
+"... is not compiled with GPU support". A non-zero version there that differs from torch's is a
+build for another CUDA (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.signal import NAMED, Signal
+
+_PYG = re.compile(r"Detected that PyTorch and (\w{2,40}) were compiled with different CUDA "
+                  r"versions\. PyTorch has CUDA version ([\d.]{1,8}) and \1 has CUDA version "
+                  r"(-?[\d.]{1,8})")
+_NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
+
+
+def _rebuild(package: str) -> Remedy:
+    return Remedy(summary=f"Rebuild {package} with its CUDA code: its setup.py compiles it only "
+                  "where torch sees a GPU, or with FORCE_CUDA=1 (a Docker build step or a node "
+                  "without a GPU needs it); or install its prebuilt wheel for this torch and CUDA "
+                  "(the package's own wheel index, which its README names).",
+                  commands=[command(env("FORCE_CUDA", 1), "pip", "install",
+                                    "--no-build-isolation", "--no-cache-dir", "--force-reinstall",
+                                    "--no-binary", package, package)])
+
+
+def without_cuda(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PYG, ("were compiled with different cuda versions",))
+    if hit is not None:
+        package = dist_of(hit[1].group(1))
+        torch_cuda, built = hit[1].group(2), hit[1].group(3)
+        if built.lstrip("-").strip("0.") == "":  # 0.0 (or -1): no CUDA in the build
+            return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,
+                           f"{package} was built without CUDA (it reports CUDA version {built}; "
+                           f"torch has {torch_cuda}): its build saw no GPU, so its setup.py "
+                           "compiled the CPU-only extension", [ctx.quote(hit[0])], NAMED,
+                           [_rebuild(package)])]
+        return [Signal("cpu_build", Category.CUDA_RUNTIME_MISMATCH,
+                       f"{package} was built for CUDA {built}, torch for CUDA {torch_cuda}: "
+                       "its compiled extension must match torch's CUDA",
+                       [ctx.quote(hit[0])], NAMED,
+                       [Remedy(summary=f"Install the {package} wheel built for this torch and "
+                               f"CUDA {torch_cuda} (the package's wheel index for torch's "
+                               "version and CUDA, which its README names), or rebuild it from "
+                               "source against this torch."), _rebuild(package)])]
+    hit = ctx.first(_NO_GPU_SUPPORT, ("not compiled with gpu support",))
+    if hit is None:
+        return []
+    package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
+    return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,
+                   f"{package}'s CUDA ops were not compiled: its build saw no GPU (or CUDA), so "
+                   "its setup.py built the CPU-only extension", [ctx.quote(hit[0])], NAMED,
+                   [_rebuild(package)])]

@@ -32,6 +32,7 @@ from fadoctor.triage.mech_symbols import (
     other_named,
     owner_in_text,
     owner_of,
+    package_in,
     reinstall_owner,
     split_abi,
     two_torches,
@@ -98,6 +99,9 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         if re.match(r"^_?Py", symbol):
             what = (f"needs the Python C-API symbol {symbol}: it was built for another Python "
                     "version")
+        in_text: Optional[str] = None if owner is not None or ctx.text.containing(
+            ("flash_attn", "flash-attn", "flash attn")) else package_in(ctx)
+        owner = owner or (in_text if in_text != "flash-attn" else None)
         fixes = r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]) \
             if owner is None else [reinstall_owner(owner)]
         dev = ctx.first(_DEV_BUILD, ("dev", "continuous", "nightly"))

@@ -55,7 +55,11 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
                             "scaled_upper_triang_masked_softmax_cuda",
                             "fused_weight_gradient_mlp_cuda"), "apex"),
            # the CuTe DSL's MLIR bindings (nvidia-cutlass-dsl installs cutlass/_mlir)
-           "_mlir": "nvidia-cutlass-dsl"}
+           "_mlir": "nvidia-cutlass-dsl",
+           # other compiled PyTorch extensions, by import name (each distribution's own name)
+           "torch_scatter": "torch-scatter", "torch_sparse": "torch-sparse",
+           "torch_cluster": "torch-cluster", "pytorch3d": "pytorch3d", "exllamav2": "exllamav2",
+           "sageattention": "sageattention", "nunchaku": "nunchaku"}
 
 
 _PACKAGE_DIR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{1,40}$")

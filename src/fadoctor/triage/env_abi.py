@@ -30,3 +30,22 @@ def torch_abi(text: Pasted, seen: Observed) -> None:
             seen.state(o.TORCH_ABI, "true" if value in ("true", "1") else "false",
                        text.quote(index), TOOL)
             return
+
+
+# A Python session's answer: `>>> torch.__version__` (or IPython's `In [2]: torch.__version__`),
+# its repr on the next line ('1.14.0.dev20221110', or `Out[2]: '2.1.0'`)
+_REPL_ASKED = re.compile(r"^\s*(?:>>>|In \[\d+\]:)\s*([A-Za-z_]\w{0,40})\.__version__\s*$")
+_REPL_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?['\"]([0-9][\w.+-]{0,60})['\"]\s*$")
+
+
+def repl_versions(text: Pasted, seen: Observed) -> None:
+    for index in text.containing(("__version__",)):
+        asked = _REPL_ASKED.match(text.lines[index])
+        answer = _REPL_ANSWER.match(text.lines[index + 1]) \
+            if asked is not None and index + 1 < len(text.lines) else None
+        if asked is None or answer is None:
+            continue
+        name, version = asked.group(1), answer.group(1)
+        if name == "torch":
+            seen.state(o.TORCH, version, text.quote(index + 1), TOOL)
+        seen.package(name.replace("_", "-"), version, text.quote(index + 1))

@@ -8,7 +8,7 @@ import re
 from typing import List, Optional, Tuple
 
 from fadoctor.triage import observed as o
-from fadoctor.triage.env_abi import torch_abi
+from fadoctor.triage.env_abi import repl_versions, torch_abi
 from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.hardware import read_hardware, read_paths
 from fadoctor.triage.observed import LISTING, PROSE, TOOL, Observed
@@ -64,9 +64,9 @@ _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9
                            r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
 _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
               "was built for:", "distribution found for")  # pip's "No matching distribution"
-_PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos",
-                  "rocky", "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth",
-                  "triton", "fa4", "fa-4")
+_PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos", "rocky",
+                  "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth", "triton",
+                  "fa4", "fa-4")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
@@ -107,6 +107,7 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         line = text.lines[index]
         _prose(line, line.lower(), _Lazy(text, index), seen)
     torch_abi(text, seen)
+    repl_versions(text, seen)
     for index in text.distinct(text.containing(("` version:", "version (gpu?):",
                                                  "version (cpu?):"))):
         _hf_env(text.lines[index], _Lazy(text, index), seen)
@@ -353,8 +354,7 @@ def _package_name(word: str, version: str = "") -> str:
     return _FLASH_BY_MAJOR.get(flash.group(1) or version.split(".", 1)[0], "flash-attn")
 
 
-# flash-attn-4's betas as people name them: "FA4 b10", "FA4 beta 27" (its releases are
-# 4.0.0bN on the package index)
+# flash-attn-4's betas as people name them: "FA4 b10", "FA4 beta 27" (4.0.0bN on the index)
 _FA4_BETA = re.compile(r"\bFA-?4\s*(?:b|beta)\s?(\d{1,3})\b", re.I)
 
 

@@ -1,0 +1,44 @@
+"""torchvision's compiled ops failing to load beside the installed torch: torchvision's own check
+(torchvision/extension.py, _assert_has_ops: "Couldn't load custom C++ ops. This can happen if
+your PyTorch and torchvision versions are incompatible, or if you had errors while compiling
+torchvision from source"). Each torchvision release's wheel requires one torch release (its
+metadata, data/ext_torch.yaml), and a nightly torch needs the torchvision of the same nightly
+(pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import ext_torch
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_OPS = re.compile(r"Couldn't load custom C\+\+ ops")
+
+
+def ops_not_loaded(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OPS, ("couldn't load custom c++ ops",))
+    if hit is None:
+        return []
+    stated = ctx.package("torchvision")
+    torch = str(ctx.torch) if ctx.torch is not None else None
+    if ctx.torch_is_nightly:
+        fixes = [Remedy(summary="A nightly torch needs the nightly torchvision of the same "
+                        "date: install both from the nightly index in one command (pip install "
+                        "--pre torch torchvision --index-url <the nightly index for your CUDA>), "
+                        "so the pair matches.")]
+    else:
+        fixes = ext_torch.remedies("torchvision", stated.value if stated else None, torch)
+    fixes.append(Remedy(summary="Or reinstall torch and torchvision together, from one index, "
+                        "so pip picks the matching pair (a torchvision left from an earlier torch, "
+                        "or one built from source against another, is the usual cause)."))
+    return [Signal("torchvision_ops", Category.TORCH_VERSION_MISMATCH,
+                   "torchvision's compiled ops do not load with this torch"
+                   + (f" {torch}" if torch else "")
+                   + ": the two are from different releases (each torchvision wheel is built "
+                   "for one torch)", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch"),
+                                             *([stated.quote] if stated else [])]), NAMED,
+                   fixes, details={"source": "torchvision/extension.py (_assert_has_ops); "
+                                             "data/ext_torch.yaml"})]

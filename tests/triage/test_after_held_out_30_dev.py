@@ -125,3 +125,8 @@ def test_no_kernel_image_with_the_gpu_but_no_package_names_the_arch_list(matrix:
                 "on the device\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE
     assert "export TORCH_CUDA_ARCH_LIST=7.5" in said(found)
+
+
+def test_no_hip_gpus_is_a_rocm_install_that_finds_no_gpu(matrix: Matrix) -> None:
+    found = top("RuntimeError: No HIP GPUs are available on Linux Mint 22 and rx 6600\n", matrix)
+    assert found.category == Category.ROCM and "amdgpu-install" in said(found)

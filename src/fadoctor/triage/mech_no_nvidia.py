@@ -16,10 +16,11 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 _CUDA_FAILED = re.compile(r"CUDA driver version is insufficient for CUDA runtime version|No CUDA "
                           r"GPUs are available|Found no NVIDIA driver on your system|no CUDA-capable "
                           r"device is detected|Torch not compiled with CUDA enabled|CUDA driver "
-                          r"initialization failed", re.I)
+                          r"initialization failed|No HIP GPUs are available", re.I)
 
 
-_ROCM = re.compile(r"\bROCm\b", re.I)
+# torch's ROCm builds say "No HIP GPUs are available" (torch/cuda/__init__.py, _lazy_init)
+_ROCM = re.compile(r"\bROCm\b|No HIP GPUs", re.I)
 
 
 def no_nvidia_gpu(ctx: Context) -> List[Signal]:
@@ -28,11 +29,11 @@ def no_nvidia_gpu(ctx: Context) -> List[Signal]:
     other = next((g for g in ctx.seen.gpus if g.vendor == "intel"
                   or (g.vendor == "amd" and not (ctx.seen.get(o.ROCM) or ctx.seen.get(o.TORCH_HIP)))),
                  None)
-    failed = ctx.first(_CUDA_FAILED, ("cuda", "nvidia"))
+    failed = ctx.first(_CUDA_FAILED, ("cuda", "nvidia", "no hip gpus"))
     if other is None or failed is None:
         return []
     vendor = "Intel" if other.vendor == "intel" else "AMD"
-    rocm = ctx.first(_ROCM, ("rocm",))
+    rocm = ctx.first(_ROCM, ("rocm", "no hip gpus"))
     if vendor == "AMD" and rocm is not None:  # a ROCm torch names HIP devices "CUDA"
         return [Signal("no_nvidia_gpu", Category.ROCM,
                        f"a ROCm install that finds no GPU on the {other.name}: ROCm torch reports "
@@ -42,8 +43,10 @@ def no_nvidia_gpu(ctx: Context) -> List[Signal]:
                        dedupe([ctx.quote(failed[0]), other.quote, ctx.quote(rocm[0])]), NAMED + 5,
                        [Remedy(summary=f"Install a torch built for a ROCm release that supports the "
                                f"{other.name}'s gfx target (rocminfo names it; AMD's ROCm "
-                               "compatibility matrix lists the release that added it), and check "
-                               "that the user is in the render and video groups.",
+                               "compatibility matrix lists the release that added it), in a "
+                               "fresh venv (no CUDA torch wheels left beside it), with the host's "
+                               "amdgpu driver and ROCm runtime installed (amdgpu-install); and "
+                               "check that the user is in the render and video groups.",
                                commands=["rocminfo"])])]
     return [Signal("no_nvidia_gpu", Category.NO_GPU,
                    f"the only GPU the report names is {vendor}'s ({other.name}), and CUDA runs on "

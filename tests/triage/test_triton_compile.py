@@ -34,3 +34,11 @@ def test_the_pass_manager_failing_reads_the_same(matrix: Matrix) -> None:
 def test_flash_attns_pre_mlir_kernel_is_not_read_here(matrix: Matrix) -> None:
     text = "attn_impl: triton\n" + _TRACE
     assert all(d.subject != "triton_compile" for d in triage(text, matrix).diagnosis)
+
+
+def test_a_refused_launch_puts_tritons_release_first(matrix: Matrix) -> None:
+    found = top("Triton 3.6.0, H100\n  File \"/e/site-packages/fla/ops/utils/cumsum.py\", line 9, "
+                "in chunk_local_cumsum\nRuntimeError: Triton Error [CUDA]: invalid argument\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT and "cannot launch it" in found.message
+    assert found.remedies[0].summary.startswith("Downgrade Triton")

@@ -19,13 +19,28 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
 
-_FAILED = re.compile(r"\bCompilationError\b|PassManager::run failed")
+_FAILED = re.compile(r"\bCompilationError\b|PassManager::run failed|"
+                     # the compiled kernel's launch refused (its grid, warps or shared memory)
+                     r"Triton Error \[CUDA\]: invalid argument")
 # frames that are Triton's or torch's own, or the interpreter's, never the kernel's package
 _SKIP = ("triton", "torch", "importlib", "functools", "contextlib", "typing")
 
 
+def _remedies(owner: str, launch: bool) -> List[Remedy]:
+    package = Remedy(summary=f"Move {owner} to a release written for this Triton: downgrade "
+                     f"{owner} to the release that worked if this began with its upgrade, or "
+                     "upgrade it if the Triton is newer than its kernels know.")
+    triton = Remedy(summary=("Downgrade Triton to the release the kernel was tested with, or "
+                             "upgrade it past the regression" if launch else "Or move Triton to "
+                             f"the release {owner} supports") + " (with torch, whose wheel "
+                    "requires one Triton release; its requirements or README name it).")
+    off = Remedy(summary=f"Or turn off {owner}'s Triton kernels (its option for the eager or "
+                 "CUDA path) until the two agree.")
+    return [triton, package, off] if launch else [package, triton, off]
+
+
 def kernel_compile(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_FAILED, ("compilationerror", "passmanager::run failed"))
+    hit = ctx.first(_FAILED, ("compilationerror", "passmanager::run failed", "invalid argument"))
     if hit is None or not ctx.text.containing(("triton",)) \
             or ctx.text.containing(("flash_attn_triton", "attn_impl")):
         return []  # flash-attn's pre-MLIR Triton kernel is mech_fa_triton's
@@ -33,19 +48,14 @@ def kernel_compile(ctx: Context) -> List[Signal]:
     package = frame_package(ctx, index, _SKIP) or frame_package(ctx, index, _SKIP, after=30)
     stated = ctx.package("triton", "pytorch-triton", "triton-windows")
     triton = f"Triton {stated.value}" if stated is not None else "the installed Triton"
-    owner = package or "the package that owns the kernel"
+    owner = package or "a package"
+    launch = "invalid argument" in ctx.low(index)
+    what = (f"{owner}'s Triton kernel compiled, but {triton} cannot launch it on this GPU (its "
+            "launch options, num_warps or shared memory, are refused)" if launch else
+            f"{owner}'s Triton kernel does not compile with {triton}")
+    owner = package or "that package"
     quotes = dedupe([ctx.quote(index), *([stated.quote] if stated is not None else [])])
     return [Signal("triton_compile", Category.VERSION_CONFLICT,
-                   f"{owner}'s Triton kernel does not compile with {triton}: the kernel was "
-                   "written for another Triton release (a language feature or call that release "
-                   "lacks), or meets a regression of it",
-                   quotes, RAISED_IN,
-                   [Remedy(summary=f"Move {owner} to a release written for this Triton: "
-                           f"downgrade {owner} to the release that worked if this began with an "
-                           f"upgrade of it, or upgrade it if the Triton is newer than its "
-                           "kernels know."),
-                    Remedy(summary="Or move Triton (with torch, whose wheel requires one Triton "
-                           f"release) to the one {owner}'s release supports: its requirements "
-                           "or README name it."),
-                    Remedy(summary=f"Or turn off {owner}'s Triton kernels (its option for the "
-                           "eager or CUDA path) until the two agree.")])]
+                   f"{what}: the kernel was written for another Triton release (a language "
+                   "feature or call that release lacks), or meets a regression of it",
+                   quotes, RAISED_IN, _remedies(owner, launch))]

@@ -28,3 +28,10 @@ def test_a_mac_written_as_osx_or_macbooks(matrix: Matrix) -> None:
     for words in ("OSX arm64", "our Macbooks", "M2 Macs"):
         found = top(f"pip install flash-attn fails on {words}\n", matrix)
         assert found.category == Category.PLATFORM_UNSUPPORTED, words
+
+
+def test_cutlass_traits_missing_under_msvc_is_its_cplusplus_macro(matrix: Matrix) -> None:
+    found = top("When compiling on Windows with MSVC, the following error occurs:\nerror: "
+                "namespace \"cutlass::platform\" has no member \"is_unsigned_v\"\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "/Zc:__cplusplus" in said(found)
+    assert any("NVCC_APPEND_FLAGS" in c for r in found.remedies for c in r.commands)

@@ -207,7 +207,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_cuda_toolkit.cudnn_missing, mech_build.nvcc_version, mech_cuda_toolkit.toolkit_major_prose,
     mech_cuda_toolkit.toolkit_below_floor, mech_cuda_toolkit.compiler_headers, mech_cuda_toolkit.setup_floor,
     mech_cxx_std.cxx_standard, mech_cxx_std.llvm_target, mech_build.compiler,
-    mech_host_gcc.newer_gcc, mech_cxx_std.torch_header,
+    mech_host_gcc.newer_gcc, mech_cxx_std.torch_header, mech_cxx_std.msvc_cplusplus,
     mech_build.architecture, mech_ptxas.unknown_target, mech_ptxas.instruction_target,
     mech_ptxas.isa_version, mech_ptxas.old_isa,
     mech_headers.python_headers, mech_headers.cuda_library, mech_headers.cmake_compiler,

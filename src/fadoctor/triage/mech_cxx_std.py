@@ -13,6 +13,7 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import NAMED, Signal, dedupe
@@ -92,3 +93,28 @@ def torch_header(ctx: Context) -> List[Signal]:
                    [Remedy(summary=f"Upgrade torch to a release {package} supports (its README and "
                            "setup.py name the range), then build again."),
                     Remedy(summary=f"Or pin {package} to a release written for this torch.")])]
+
+
+# MSVC reports __cplusplus as 199711L unless /Zc:__cplusplus is passed (Microsoft's "/Zc:__cplusplus
+# (Enable updated __cplusplus macro)"), so CUTLASS's platform.h, which defines its C++17 traits
+# (is_unsigned_v, is_same_v, ...) only where __cplusplus says C++17, leaves them out while the
+# code that uses them is compiled: a CUTLASS-based extension built on Windows without that flag
+_CUTLASS_V = re.compile(r"namespace \"?cutlass::platform\"? has no member \"?(\w+_v)\b")
+
+
+def msvc_cplusplus(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUTLASS_V, ("cutlass::platform",))
+    if hit is None:
+        return []
+    package = package_in(ctx) or "the extension"
+    return [Signal("msvc_cplusplus", Category.BUILD_TOOLCHAIN,
+                   f"MSVC compiled {package}'s CUTLASS code without /Zc:__cplusplus: it then "
+                   "reports __cplusplus as C++98, so CUTLASS leaves out its C++17 traits "
+                   f"({hit[1].group(1)}) that the code uses", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Pass /Zc:__cplusplus to MSVC through nvcc (NVCC_APPEND_FLAGS="
+                           "\"-Xcompiler /Zc:__cplusplus\", and for the host files CL=/Zc:"
+                           "__cplusplus) and build again; or install a release whose setup.py "
+                           "passes it, or a prebuilt Windows wheel.",
+                           commands=[command("export", env("NVCC_APPEND_FLAGS",
+                                                           "-Xcompiler /Zc:__cplusplus")),
+                                     command("export", env("CL", "/Zc:__cplusplus"))])])]

@@ -130,3 +130,9 @@ def test_no_kernel_image_with_the_gpu_but_no_package_names_the_arch_list(matrix:
 def test_no_hip_gpus_is_a_rocm_install_that_finds_no_gpu(matrix: Matrix) -> None:
     found = top("RuntimeError: No HIP GPUs are available on Linux Mint 22 and rx 6600\n", matrix)
     assert found.category == Category.ROCM and "amdgpu-install" in said(found)
+
+
+def test_a_rocm_triton_attention_kernel_over_the_stack_limit(matrix: Matrix) -> None:
+    found = top("vllm serve on MI60\nerror: triton_flash_attention.py:211:0: stack frame size "
+                "(164332) exceeds limit (131056) in function 'attn_fwd_0d1d2d3'\n", matrix)
+    assert found.category == Category.ROCM and "VLLM_USE_TRITON_FLASH_ATTN=0" in said(found)

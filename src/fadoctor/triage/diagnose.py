@@ -164,7 +164,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_fa3.not_installed, mech_fa3_return.returned, mech_stale_ext.stale, mech_checkout.submodule,
     mech_ggml.no_device_code, mech_ggml.amd_target, mech_rocm_target.tensile,
     mech_ggml.no_devices, mech_ggml.ollama_floor, mech_tei.compute_cap, mech_tei.turing_nulls,
-    mech_gpu.torch_arch, mech_nvrtc.arch,
+    mech_gpu.torch_arch, mech_nvrtc.arch, mech_rocm_target.triton_stack_frame,
     mech_gpu.no_kernel_image, mech_gpu.ampere_only, mech_gpu.dtype,
     mech_gpu.head_dim, mech_gpu.trtllm_head_size, mech_gpu.rocm, mech_gpu.graph_breaks,
     mech_dtype_arch.ptxas_feature, mech_dtype_arch.triton_fp8, mech_dtype_arch.cutlass_bf16,

@@ -94,3 +94,29 @@ def tensile(ctx: Context) -> List[Signal]:
                    f"the ROCm math libraries bundled with this torch (rocBLAS/hipBLASLt) have no "
                    f"kernels for {gfx}: their build's target list leaves it out",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "rocm")]), NAMED, fixes)]
+
+
+# AMD's LLVM back end refusing a Triton kernel whose stack frame outgrows the target's limit
+# ("triton_flash_attention.py:211:0: stack frame size (164332) exceeds limit (131056) in function
+# 'attn_fwd...'"): the kernel's tiles spill on this gfx target (an older one, such as gfx906),
+# so the Triton attention path cannot run there. vLLM's ROCm build chooses that path unless
+# VLLM_USE_TRITON_FLASH_ATTN is 0 (vllm/envs.py: "flag to control if vllm should use triton
+# flash attention").
+_STACK = re.compile(r"stack frame size \((\d+)\) exceeds limit \((\d+)\) in function '(\w{1,40})")
+
+
+def triton_stack_frame(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_STACK, ("stack frame size",))
+    if hit is None or not ctx.text.containing(("triton", "attn", "attention")):
+        return []
+    fixes = [Remedy(summary="Turn off vLLM's Triton flash-attention on ROCm, so it takes its "
+                    "other attention path on this GPU.",
+                    commands=["export VLLM_USE_TRITON_FLASH_ATTN=0"])] \
+        if ctx.text.containing(("vllm",)) else []
+    fixes.append(Remedy(summary="Or use an attention that is not this Triton kernel on this "
+                        "GPU: the framework's non-Triton backend, or PyTorch SDPA."))
+    return [Signal("rocm_stack_frame", Category.ROCM,
+                   f"the Triton attention kernel ({hit[1].group(3)}) needs a {hit[1].group(1)}-"
+                   f"byte stack frame, over this GPU's limit ({hit[1].group(2)}): its tiles do not "
+                   "fit this gfx target, so the Triton attention path cannot run on it",
+                   [ctx.quote(hit[0])], NAMED, fixes)]

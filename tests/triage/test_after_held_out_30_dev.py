@@ -136,3 +136,15 @@ def test_a_rocm_triton_attention_kernel_over_the_stack_limit(matrix: Matrix) -> 
     found = top("vllm serve on MI60\nerror: triton_flash_attention.py:211:0: stack frame size "
                 "(164332) exceeds limit (131056) in function 'attn_fwd_0d1d2d3'\n", matrix)
     assert found.category == Category.ROCM and "VLLM_USE_TRITON_FLASH_ATTN=0" in said(found)
+
+
+def test_frames_in_the_cloned_checkout_after_installing_its_build_shadow_it(
+        matrix: Matrix) -> None:
+    found = top("git clone https://github.com/NVIDIA/TransformerEngine.git\ncd TransformerEngine\n"
+                "python setup.py bdist_wheel\npip install dist/transformer_engine-1.8.0-cp310-"
+                "cp310-linux_x86_64.whl\nTraceback (most recent call last):\n  File \"/home/v/"
+                "TransformerEngine/transformer_engine/common/__init__.py\", line 40, in "
+                "_load_library\nAssertionError: Could not find libtransformer_engine.so\n",
+                matrix)
+    assert found.category == Category.NOT_INSTALLED and "checkout" in found.message
+    assert "cd .." in said(found)

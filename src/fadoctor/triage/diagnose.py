@@ -148,7 +148,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_interpreter.other_interpreter, mech_interpreter.installed_elsewhere, mech_optional.missing,
     mech_no_distributed.no_distributed, mech_import.missing_module,
     mech_ext_missing.missing_extension, mech_ext_missing.own_extension, mech_wrappers.renamed_api,
-    mech_wrappers.platform,
+    mech_wrappers.platform, mech_ext_missing.checkout_shadow,
     mech_windows.entry_point, mech_windows.linux_only, mech_windows.sdpa_without,
     mech_windows.install_on_windows, mech_windows.no_windows_distribution,
     mech_windows.triton_nowhere, mech_windows.csrc_on_windows, mech_pip_versions.newer_than_listed,

@@ -28,7 +28,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import dist_of
-from fadoctor.triage.signal import LOGGED, NAMED, Signal
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 _APEX_CUDA = ("amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
               "scaled_upper_triang_masked_softmax_cuda", "generic_scaled_masked_softmax_cuda",
@@ -182,3 +182,34 @@ def _private_module(ctx: Context) -> List[Signal]:
                            "source tree; or build the extension with the project's own build "
                            "steps (its CMake/make install, per its build docs) into the same "
                            "environment.", commands=[command("pip", "install", dist_of(package))])])]
+
+
+_CLONED = re.compile(r"git clone\s+(?:--\S+\s+)*\S*?/([\w.-]{2,60}?)(?:\.git)?/?\s*$")
+_INSTALLED_BUILD = re.compile(r"pip3? install\s+(?:\S+\s+)*?(?:dist/\S+\.whl|\.(?:\s|$))|setup\.py "
+                              r"(?:install|bdist_wheel)")
+
+
+def checkout_shadow(ctx: Context) -> List[Signal]:
+    """An error raised from a frame inside the repository the report cloned (not site-packages),
+    after it built and installed that repository: Python runs with the current directory first
+    on sys.path, so started in the checkout it imports the source tree (without the built
+    libraries) in place of the installed package."""
+    cloned = ctx.first(_CLONED, ("git clone",))
+    built = ctx.first(_INSTALLED_BUILD, ("pip install", "pip3 install", "setup.py"))
+    if cloned is None or built is None or not ctx.seen.raised:
+        return []
+    repo = cloned[1].group(1)
+    frame = next((i for i, line in enumerate(ctx.text.lines) if 'File "' in line
+                  and re.search(rf"[\\/]{re.escape(repo)}[\\/]+(\w+)[\\/][\w\\/.-]*\.py\"", line)
+                  and "-packages" not in line), None)
+    if frame is None:
+        return []
+    last = ctx.seen.raised[-1]
+    return [Signal("checkout_shadow", Category.NOT_INSTALLED,
+                   f"Python imports the package from the {repo} checkout (the traceback's frames "
+                   "are in the source tree, not site-packages), which shadows the build installed "
+                   "from it: the source tree has none of the built libraries",
+                   dedupe([ctx.quote(frame), last.quote, ctx.quote(built[0])]), LOGGED,
+                   [Remedy(summary=f"Run from another directory (cd out of {repo} first), so "
+                           "that import finds the installed package with its built libraries.",
+                           commands=["cd .."])])]

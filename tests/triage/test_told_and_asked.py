@@ -46,3 +46,19 @@ def test_a_custom_ops_unknown_keyword_is_read_against_the_api_table(matrix: Matr
     last = max(rel.version for rel in matrix.flash_attn_releases
                if rel.version.release[:2] == (2, 6))
     assert found.category == Category.VERSION_CONFLICT and f"flash-attn=={last}" in said(found)
+
+
+def test_a_bare_assertion_under_frames_is_raised_with_its_source_line() -> None:
+    seen = Observed()
+    read_errors(split('  File "flash_attn/cute/flash_fwd_sm100.py", line 132, in __init__\n'
+                      "    assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS\n"
+                      "AssertionError\n"), seen)
+    assert [(r.kind, r.message) for r in seen.raised] == [
+        ("AssertionError", "assert self.tmem_total <= SM100_TMEM_CAPACITY_COLUMNS")]
+    assert seen.raised[0].frames == ["flash_attn/cute/flash_fwd_sm100.py"]
+
+
+def test_a_bare_class_name_in_prose_is_not_raised() -> None:
+    seen = Observed()
+    read_errors(split("We saw a ValueError\nValueError\n"), seen)
+    assert seen.raised == []

@@ -21,6 +21,7 @@ _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA
 # an exception quoted inline in prose: "they fail with `RuntimeError: Unknown keyword ...`"
 _INLINE = re.compile(r"`(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*:\s?([^`]{8,})`")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
+_BARE_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*$")
 _WRAPPER_LOG = re.compile(r"\b(WARNING|ERROR)\b\s*[-:|\]]")
 
 # Build-log markers: what the text shows was going on. Each is (mark, lower-case substrings).
@@ -62,6 +63,14 @@ def read_errors(text: Pasted, seen: Observed) -> None:
         low = line.lower()
         if ":" not in line and 'File "' not in line and "killed" not in low \
                 and "has no attribute" not in low and "cannot import name" not in low:
+            bare = _BARE_CLASS.match(line) if in_traceback or any(
+                'File "' in above for above in text.lines[max(0, index - 4):index]) else None
+            if bare is not None:  # `assert x` with no message: the class alone, the source above
+                shown = frames if in_traceback else [m.group(1) for m in map(
+                    _FRAME.match, text.lines[max(0, index - 40):index]) if m]
+                seen.raised.append(Raised(bare.group(1), text.lines[index - 1].strip(),
+                                          text.quote(index), index, frames=list(shown)))
+                in_traceback = False
             continue
         if "traceback (most recent call last)" in low:
             in_traceback, frames = True, []

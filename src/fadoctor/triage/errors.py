@@ -63,9 +63,10 @@ def read_errors(text: Pasted, seen: Observed) -> None:
         low = line.lower()
         if ":" not in line and 'File "' not in line and "killed" not in low \
                 and "has no attribute" not in low and "cannot import name" not in low:
-            bare = _BARE_CLASS.match(line) if in_traceback or any(
-                'File "' in above for above in text.lines[max(0, index - 4):index]) else None
-            if bare is not None:  # `assert x` with no message: the class alone, the source above
+            # `assert x` with no message: the class alone under the frames, the source above it
+            bare = _BARE_CLASS.match(line) if "Error" in line or "Exception" in line else None
+            if bare is not None and (in_traceback or any(
+                    'File "' in above for above in text.lines[max(0, index - 4):index])):
                 shown = frames if in_traceback else [m.group(1) for m in map(
                     _FRAME.match, text.lines[max(0, index - 40):index]) if m]
                 seen.raised.append(Raised(bare.group(1), text.lines[index - 1].strip(),

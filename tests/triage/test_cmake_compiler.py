@@ -7,6 +7,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 
 def test_cmake_without_a_cuda_compiler_points_at_nvcc(matrix: Matrix) -> None:
@@ -35,3 +36,13 @@ def test_cutlass_traits_missing_under_msvc_is_its_cplusplus_macro(matrix: Matrix
                 "namespace \"cutlass::platform\" has no member \"is_unsigned_v\"\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "/Zc:__cplusplus" in said(found)
     assert any("NVCC_APPEND_FLAGS" in c for r in found.remedies for c in r.commands)
+
+
+def test_msvc_without_the_windows_sdk_and_a_stray_cub(matrix: Matrix) -> None:
+    text = ("crtdefs.h(10): fatal error C1083: Cannot open include file: 'corecrt.h': No such "
+            "file or directory\nthrust/system/cuda/config.h(79): fatal error C1189: #error:  The "
+            "version of CUB in your include path is not compatible with this release of Thrust.\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "Windows 11 SDK" in said(found)
+    assert any("CUB_HOME" in r.summary for d in triage(text, matrix).diagnosis
+               for r in d.remedies)

@@ -203,7 +203,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_isolation.isolation, mech_isolation.cuda_home_isolated,
     mech_cuda_toolkit.msvc_preprocessor, mech_cuda_toolkit.unknown_option,
     mech_build.nvcc_missing, mech_deepspeed.cuda_mismatch, mech_apex.cuda_mismatch,
-    mech_distributed.no_nccl,
+    mech_distributed.no_nccl, mech_headers.windows_sdk,
     mech_cuda_toolkit.cudnn_missing, mech_build.nvcc_version, mech_cuda_toolkit.toolkit_major_prose,
     mech_cuda_toolkit.toolkit_below_floor, mech_cuda_toolkit.compiler_headers, mech_cuda_toolkit.setup_floor,
     mech_cxx_std.cxx_standard, mech_cxx_std.llvm_target, mech_build.compiler,

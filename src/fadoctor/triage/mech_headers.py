@@ -120,3 +120,39 @@ def cmake_compiler(ctx: Context) -> List[Signal]:
                    "not on PATH)", [ctx.quote(hit[0])], NAMED, fixes,
                    details={"source": "CMake's compiler detection: \"No CMAKE_<LANG>_COMPILER "
                                       "could be found.\""})]
+
+
+# MSVC not finding the C runtime's own headers (corecrt.h is the Universal CRT's, installed with
+# the Windows SDK; stddef.h/stdlib.h beside it): Visual Studio's C++ build tools were installed
+# without a Windows SDK, or the build runs outside the developer prompt that puts it on INCLUDE.
+# And Thrust refusing a CUB from elsewhere (thrust/system/cuda/config.h: "The version of CUB in
+# your include path is not compatible with this release of Thrust. CUB is now included in the
+# CUDA Toolkit"): a separate CUB checkout (CUB_HOME, or an -I to it) ahead of the toolkit's.
+_UCRT = re.compile(r"Cannot open include file: '(corecrt\.h|corecrt_\w+\.h|stddef\.h|stdlib\.h|"
+                   r"windows\.h|stdio\.h)'")
+_CUB = re.compile(r"The version of CUB in your include path is not compatible with this release "
+                  r"of Thrust")
+
+
+def windows_sdk(ctx: Context) -> List[Signal]:
+    out: List[Signal] = []
+    hit = ctx.first(_UCRT, ("cannot open include file",))
+    if hit is not None:
+        out.append(Signal("windows_sdk", Category.BUILD_TOOLCHAIN,
+                          f"MSVC cannot find {hit[1].group(1)}, a header of the Windows SDK's C "
+                          "runtime: the Visual Studio build tools were installed without a "
+                          "Windows SDK, or the build runs outside the developer prompt that sets "
+                          "INCLUDE", [ctx.quote(hit[0])], NAMED,
+                          [Remedy(summary="In the Visual Studio Installer, add the \"Windows 11 "
+                                  "SDK\" (or Windows 10 SDK) component to the C++ build tools, "
+                                  "then build from the \"x64 Native Tools Command Prompt\".")]))
+    cub = ctx.first(_CUB, ("version of cub in your include path",))
+    if cub is not None:
+        out.append(Signal("cub_home", Category.BUILD_TOOLCHAIN,
+                          "a separate CUB on the include path (CUB_HOME or an -I to a CUB "
+                          "checkout) comes before the CUB that the CUDA toolkit ships, and Thrust "
+                          "refuses it", [ctx.quote(cub[0])], NAMED,
+                          [Remedy(summary="Unset CUB_HOME (the CUDA toolkit has bundled CUB "
+                                  "since 11.0) and drop any -I to a CUB checkout, then build "
+                                  "again.")]))
+    return out

@@ -62,7 +62,7 @@ def test_a_stated_kernels_outside_the_range_is_a_conflict_with_the_releases_that
         matrix: Matrix) -> None:
     found = top(_KERNELS + "kernels==0.16.0\n", matrix)
     assert found.category == Category.VERSION_CONFLICT
-    assert "Or keep kernels 0.16.0 and upgrade transformers" in said(found)
+    assert "Or keep kernels 0.16.0 and move transformers" in said(found)
 
 
 def test_a_gpu_no_listed_torch_carries_gets_the_source_build(matrix: Matrix) -> None:
@@ -87,6 +87,7 @@ def test_torchs_own_library_missing_a_c10_symbol_is_two_torches(matrix: Matrix) 
                 "libcaffe2.so: undefined symbol: _ZTIN3c1010TensorImplE\n", matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH and "torch's own" in found.message
     assert "pip uninstall -y torch" in said(found) and "ldconfig -p" in said(found)
+    assert "pip install --no-cache-dir torch" not in said(found)
 
 
 def test_a_cuda_error_at_a_kernel_source_names_its_project(matrix: Matrix) -> None:
@@ -124,7 +125,7 @@ def test_no_kernel_image_with_the_gpu_but_no_package_names_the_arch_list(matrix:
     found = top("Tesla T4\nRuntimeError: CUDA error: no kernel image is available for execution "
                 "on the device\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE
-    assert "export TORCH_CUDA_ARCH_LIST=7.5" in said(found)
+    assert "TORCH_CUDA_ARCH_LIST=\"7.5\"" in said(found)
 
 
 def test_no_hip_gpus_is_a_rocm_install_that_finds_no_gpu(matrix: Matrix) -> None:
@@ -133,8 +134,9 @@ def test_no_hip_gpus_is_a_rocm_install_that_finds_no_gpu(matrix: Matrix) -> None
 
 
 def test_a_rocm_triton_attention_kernel_over_the_stack_limit(matrix: Matrix) -> None:
-    found = top("vllm serve on MI60\nerror: triton_flash_attention.py:211:0: stack frame size "
-                "(164332) exceeds limit (131056) in function 'attn_fwd_0d1d2d3'\n", matrix)
+    found = top("vllm serve on MI60 (gfx906), ROCm 6.2\nerror: triton_flash_attention.py:211:0: "
+                "stack frame size (164332) exceeds limit (131056) in function 'attn_fwd_0d1d2d3'\n",
+                matrix)
     assert found.category == Category.ROCM and "VLLM_USE_TRITON_FLASH_ATTN=0" in said(found)
 
 
@@ -147,4 +149,40 @@ def test_frames_in_the_cloned_checkout_after_installing_its_build_shadow_it(
                 "_load_library\nAssertionError: Could not find libtransformer_engine.so\n",
                 matrix)
     assert found.category == Category.NOT_INSTALLED and "checkout" in found.message
-    assert "cd .." in said(found)
+    assert "change out of TransformerEngine" in said(found)
+
+
+def test_an_editable_install_or_a_test_failure_in_a_checkout_is_not_a_shadow(
+        matrix: Matrix) -> None:
+    editable = ("git clone https://github.com/x/proj.git\ncd proj\npip install -e .\nTraceback "
+                "(most recent call last):\n  File \"/home/v/proj/proj/__init__.py\", line 3, in "
+                "<module>\nImportError: cannot import name 'x'\n")
+    tests = ("git clone --depth 1 https://github.com/Dao-AILab/flash-attention\ncd "
+             "flash-attention/hopper\npython setup.py install\nTraceback (most recent call "
+             "last):\n  File \"/w/flash-attention/hopper/test_flash_attn.py\", line 9, in test\n"
+             "AssertionError: mismatch\n")
+    for text in (editable, tests):
+        assert all(d.subject != "checkout_shadow" for d in triage(text, matrix).diagnosis)
+
+
+def test_a_cpu_builds_stack_frame_warning_is_not_a_rocm_kernel(matrix: Matrix) -> None:
+    text = ("attention.cpp:88: warning: stack frame size (164332) exceeds limit (131056) in "
+            "function 'attn_fwd'\n")
+    assert all(d.subject != "rocm_stack_frame" for d in triage(text, matrix).diagnosis)
+
+
+def test_an_llvm_error_from_numba_beside_triton_is_not_tritons(matrix: Matrix) -> None:
+    text = "triton 3.1.0\nLLVM ERROR: Symbol not found: __svml_cosf8_ha\n"
+    assert all("inside its own compiler" not in d.message for d in triage(text, matrix).diagnosis)
+
+
+def test_torchs_own_cuda_is_not_taken_for_the_drivers(matrix: Matrix) -> None:
+    text = ("torch 2.1.0+cu118 (CUDA 11.8), triton\nRuntimeError: device kernel image is "
+            "invalid\n")
+    assert all("driver here (of CUDA" not in d.message for d in triage(text, matrix).diagnosis)
+
+
+def test_a_stated_kernels_inside_the_range_is_no_conflict(matrix: Matrix) -> None:
+    found = top(_KERNELS.replace("0.15.2 <=", "0.16.0 <=").replace("< 0.16.0", "< 0.17.0")
+                + "kernels==0.16.1\n", matrix)
+    assert found.category != Category.VERSION_CONFLICT

@@ -62,3 +62,17 @@ def test_a_bare_class_name_in_prose_is_not_raised() -> None:
     seen = Observed()
     read_errors(split("We saw a ValueError\nValueError\n"), seen)
     assert seen.raised == []
+
+
+def test_a_bare_assertion_skips_pythons_caret_markers() -> None:
+    seen = Observed()
+    read_errors(split('  File "x/cute/y.py", line 1, in f\n    assert a <= b\n           ^^^^^^\n'
+                      "AssertionError\n"), seen)
+    assert seen.raised[0].message == "assert a <= b"
+
+
+def test_an_exception_told_as_past_is_not_raised() -> None:
+    seen = Observed()
+    read_errors(split("Previously I got `RuntimeError: CUDA error: no kernel image is available` "
+                      "but now it's fine\n"), seen)
+    assert seen.raised == []

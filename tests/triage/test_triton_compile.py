@@ -42,3 +42,16 @@ def test_a_refused_launch_puts_tritons_release_first(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.VERSION_CONFLICT and "cannot launch it" in found.message
     assert found.remedies[0].summary.startswith("Downgrade Triton")
+
+
+def test_attn_implementation_does_not_hide_a_kernel_package(matrix: Matrix) -> None:
+    found = top('model = AutoModel.from_pretrained(x, attn_implementation="sdpa")\n' + _TRACE,
+                matrix)
+    assert "liger-kernel's Triton kernel" in found.message
+
+
+def test_inductors_generated_kernels_are_not_a_packages(matrix: Matrix) -> None:
+    text = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            '  File "/e/site-packages/transformers/models/llama/modeling_llama.py", line 9\n'
+            "triton.compiler.errors.CompilationError: at 1:0: def triton_poi_fused_0(\n")
+    assert all(d.subject != "triton_compile" for d in triage(text, matrix).diagnosis)

@@ -19,6 +19,9 @@ _BARE_PYTHON = re.compile(r"^\s*(?:(module '[\w.]+' has no attribute '\w+')|cann
 _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
                          r"RuntimeError)\s*:?\s+(.+)$")
 # an exception quoted inline in prose: "they fail with `RuntimeError: Unknown keyword ...`"
+# ... unless the sentence tells of it as past: "Previously I got `RuntimeError: ...`, now it runs"
+_PAST = re.compile(r"\b(?:previously|earlier|before|used to|was getting|had been getting|no longer|"
+                   r"fixed|solved)\b", re.I)
 _INLINE = re.compile(r"`(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*:\s?([^`]{8,})`")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _BARE_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*$")
@@ -69,8 +72,11 @@ def read_errors(text: Pasted, seen: Observed) -> None:
                     'File "' in above for above in text.lines[max(0, index - 4):index])):
                 shown = frames if in_traceback else [m.group(1) for m in map(
                     _FRAME.match, text.lines[max(0, index - 40):index]) if m]
-                seen.raised.append(Raised(bare.group(1), text.lines[index - 1].strip(),
-                                          text.quote(index), index, frames=list(shown)))
+                source = next((above.strip() for above in reversed(text.lines[max(0, index - 4):
+                                                                              index])
+                               if above.strip().strip("^~ ")), "")  # not 3.11's ^^^^ markers
+                seen.raised.append(Raised(bare.group(1), source, text.quote(index), index,
+                                          frames=list(shown)))
                 in_traceback = False
             continue
         if "traceback (most recent call last)" in low:
@@ -102,7 +108,7 @@ def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
         if found:
             return found.group(1), found.group(2)
         inline = _INLINE.search(line) if "`" in line else None
-        if inline:
+        if inline and not _PAST.search(line[:inline.start()]):
             return inline.group(1), inline.group(2)
     bare = _BARE_PYTHON.match(line) if ("has no attribute" in low or "cannot import name" in low) \
         else None

@@ -4,12 +4,14 @@ version floor, dtype or device it names, joined with the versions the report sta
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.safety.shell import requirement as pin
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import Entry
 from fadoctor.triage.context import Context, parse_version
@@ -22,24 +24,31 @@ FA3_BUILD = ("FlashAttention-3 is built from flash-attention's hopper/ directory
              "python setup.py install`, README), for Hopper GPUs")
 
 
+def kernels_range(values: Dict[str, str]) -> Tuple[Optional[Version], Optional[Version]]:
+    """The `kernels` range transformers prints ("0.15.2 <= version < 0.16.0"), as versions."""
+    low, high = (parse_version(values.get(k, "").strip(" .,`'()"))
+                 for k in ("KERNELS_MIN_VERSION", "KERNELS_MAX_VERSION"))
+    return low, high
+
+
 def _kernels(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:
     """`kernels` in the range the message itself prints (the installed transformers' own), else
     at the requirement of the transformers release the report names, else of the newest release
     that prints the message; and the transformers releases that accept the kernels stated."""
-    low, high = (values.get(k, "").strip(" .,`'") for k in ("KERNELS_MIN_VERSION",
-                                                             "KERNELS_MAX_VERSION"))
-    if parse_version(low) and parse_version(high):
+    low, high = kernels_range(values)
+    if low is not None and high is not None:
         stated = ctx.package("kernels")
         have = parse_version(stated.value) if stated is not None else None
         accept = [(first, last) for first, last, req in entry.requires
                   if have is not None and have in SpecifierSet(req.split("kernels", 1)[1])]
         out = [Remedy(summary=f"Install the `kernels` release this transformers accepts (its "
                       f"message: {low} <= version < {high}) into this interpreter.",
-                      commands=[f'pip install "kernels>={low},<{high}"'])]
+                      commands=[command("pip", "install", f"kernels>={low},<{high}")])]
         if accept:
-            out.append(Remedy(summary=f"Or keep kernels {have} and upgrade transformers to "
-                              f"a release that accepts it ({accept[0][0]}..{accept[-1][1]}).",
-                              commands=[f"pip install transformers=={accept[-1][1]}"]))
+            out.append(Remedy(summary=f"Or keep kernels {have} and move transformers to a "
+                              f"release that accepts it ({accept[0][0]}..{accept[-1][1]}).",
+                              commands=[command("pip", "install",
+                                                pin("transformers", accept[-1][1]))]))
         return out
     stated = ctx.package("transformers")
     release = parse_version(stated.value) if stated is not None else None

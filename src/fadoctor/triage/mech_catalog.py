@@ -14,7 +14,8 @@ from fadoctor.triage import api_tables, mech_wrappers, torch_remedies
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.hf_remedies import kernels_range
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -48,7 +49,10 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
 def _category(ctx: Context, entry: Entry, values: Dict[str, str]) -> Category:
     # transformers printing the `kernels` range it accepts, beside a `kernels` the report states
     # outside it: the two releases disagree
-    if "KERNELS_MAX_VERSION" in values and ctx.package("kernels") is not None:
+    low, high = kernels_range(values)
+    stated = ctx.package("kernels")
+    have = parse_version(stated.value) if stated is not None else None
+    if low is not None and high is not None and have is not None and not low <= have < high:
         return Category.VERSION_CONFLICT
     # flash-attn 1.x's bare is_sm80 check is its backward gate for head dim > 64 off the A100.
     if entry.category == Category.GPU_UNSUPPORTED and cr.fa1(entry) \

@@ -13,25 +13,26 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, env
+from fadoctor.safety.shell import command, env, requirement
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal
 
 _PYG = re.compile(r"Detected that PyTorch and (\w{2,40}) were compiled with different CUDA "
-                  r"versions\. PyTorch has CUDA version ([\d.]{1,8}) and \1 has CUDA version "
-                  r"(-?[\d.]{1,8})")
+                  r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
+                  r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
 
 
-def _rebuild(package: str) -> Remedy:
+def _rebuild(package: str, version: str = "") -> Remedy:
     return Remedy(summary=f"Rebuild {package} with its CUDA code: its setup.py compiles it only "
                   "where torch sees a GPU, or with FORCE_CUDA=1 (a Docker build step or a node "
                   "without a GPU needs it); or install its prebuilt wheel for this torch and CUDA "
                   "(the package's own wheel index, which its README names).",
                   commands=[command(env("FORCE_CUDA", 1), "pip", "install",
                                     "--no-build-isolation", "--no-cache-dir", "--force-reinstall",
-                                    "--no-binary", package, package)])
+                                    "--no-deps", "--no-binary", package,
+                                    requirement(package, version) if version else package)])
 
 
 def without_cuda(ctx: Context) -> List[Signal]:
@@ -39,7 +40,7 @@ def without_cuda(ctx: Context) -> List[Signal]:
     if hit is not None:
         package = dist_of(hit[1].group(1))
         torch_cuda, built = hit[1].group(2), hit[1].group(3)
-        if built.lstrip("-").strip("0.") == "":  # 0.0 (or -1): no CUDA in the build
+        if float(built) <= 0:  # 0.0 (or -1): no CUDA in the build
             return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,
                            f"{package} was built without CUDA (it reports CUDA version {built}; "
                            f"torch has {torch_cuda}): its build saw no GPU, so its setup.py "
@@ -57,7 +58,8 @@ def without_cuda(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
+    stated = ctx.package(package)  # the release the report runs, kept (mmdet caps mmcv)
     return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,
                    f"{package}'s CUDA ops were not compiled: its build saw no GPU (or CUDA), so "
                    "its setup.py built the CPU-only extension", [ctx.quote(hit[0])], NAMED,
-                   [_rebuild(package)])]
+                   [_rebuild(package, stated.value if stated is not None else "")])]

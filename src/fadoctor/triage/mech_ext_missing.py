@@ -184,32 +184,37 @@ def _private_module(ctx: Context) -> List[Signal]:
                            "environment.", commands=[command("pip", "install", dist_of(package))])])]
 
 
-_CLONED = re.compile(r"git clone\s+(?:--\S+\s+)*\S*?/([\w.-]{2,60}?)(?:\.git)?/?\s*$")
-_INSTALLED_BUILD = re.compile(r"pip3? install\s+(?:\S+\s+)*?(?:dist/\S+\.whl|\.(?:\s|$))|setup\.py "
+# `git clone [--depth 1 | -b BRANCH ...] URL [DIR]`: the repository's folder (DIR, else the URL's)
+_CLONED = re.compile(r"git clone\s+(?:--?[\w-]+(?:[ =](?!https?:)[^\s-]\S*)?\s+)*\S*?/([\w.-]{2,60}?)"
+                     r"(?:\.git)?/?(?:\s+([\w.-]{2,60}))?(?:\s|$)")
+_INSTALLED_BUILD = re.compile(r"pip3? install\b[^\n]{0,300}?(?:dist/\S+\.whl|\s\.(?:\s|$))|setup\.py "
                               r"(?:install|bdist_wheel)")
+_EDITABLE = ("install -e", "--editable", "setup.py develop")
+# what an import of the package that found only the source tree says: its built parts missing
+_IMPORT_FAILED = re.compile(r"No module named|cannot import name|Could not find|cannot open shared "
+                            r"object|\.so\b|_C\b|not built", re.I)
 
 
 def checkout_shadow(ctx: Context) -> List[Signal]:
-    """An error raised from a frame inside the repository the report cloned (not site-packages),
-    after it built and installed that repository: Python runs with the current directory first
-    on sys.path, so started in the checkout it imports the source tree (without the built
-    libraries) in place of the installed package."""
+    """An import-time error raised from the package folder inside the repository the report
+    cloned (not site-packages), after it built and installed that repository (not editable):
+    Python runs with the current directory first on sys.path, so started in the checkout it
+    imports the source tree (without the built libraries) in place of the installed package."""
     cloned = ctx.first(_CLONED, ("git clone",))
+    if cloned is None or ctx.text.containing(_EDITABLE):
+        return []
     built = ctx.first(_INSTALLED_BUILD, ("pip install", "pip3 install", "setup.py"))
-    if cloned is None or built is None or not ctx.seen.raised:
+    raised = next((r for r in reversed(ctx.seen.raised) if r.kind not in ("warning", "log")), None)
+    if built is None or raised is None or not _IMPORT_FAILED.search(raised.message):
         return []
-    repo = cloned[1].group(1)
-    frame = next((i for i, line in enumerate(ctx.text.lines) if 'File "' in line
-                  and re.search(rf"[\\/]{re.escape(repo)}[\\/]+(\w+)[\\/][\w\\/.-]*\.py\"", line)
-                  and "-packages" not in line), None)
-    if frame is None:
+    repo = cloned[1].group(2) or cloned[1].group(1)
+    inside = re.compile(rf"[\\/]{re.escape(repo)}[\\/]+\w+[\\/](?:[\w.-]+[\\/])*__init__\.py$")
+    if not any(inside.search(frame) and "-packages" not in frame for frame in raised.frames):
         return []
-    last = ctx.seen.raised[-1]
     return [Signal("checkout_shadow", Category.NOT_INSTALLED,
                    f"Python imports the package from the {repo} checkout (the traceback's frames "
                    "are in the source tree, not site-packages), which shadows the build installed "
                    "from it: the source tree has none of the built libraries",
-                   dedupe([ctx.quote(frame), last.quote, ctx.quote(built[0])]), LOGGED,
-                   [Remedy(summary=f"Run from another directory (cd out of {repo} first), so "
-                           "that import finds the installed package with its built libraries.",
-                           commands=["cd .."])])]
+                   dedupe([raised.quote, ctx.quote(built[0])]), LOGGED,
+                   [Remedy(summary=f"Run from another directory (change out of {repo} first), so "
+                           "that import finds the installed package with its built libraries.")])]

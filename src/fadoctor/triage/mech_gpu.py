@@ -13,7 +13,6 @@ from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.facts.model import Family
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, env
 from fadoctor.snippets import snippet
 from fadoctor.triage import mech_kernel_image as kernel_image
 from fadoctor.triage import mech_kernel_libs as kernel_libs
@@ -21,7 +20,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage import switches
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_rocm_target import torch_target
-from fadoctor.triage.mech_symbols import package_in
+from fadoctor.triage.mech_symbols import KNOWN, package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 from fadoctor.triage.torch_archs import torch_lacks, torch_with_arch
@@ -179,13 +178,12 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
     if cc is not None and not ctx.text.containing(("flash",)):
         # nothing names flash-attention: torch first, then the package the report names
         package = package_in(ctx, "\n".join(q.text for q in quotes))
-        rebuilt = r.rebuilt_for(package, cc) or [Remedy(
+        rebuilt = r.rebuilt_for(package, cc, runnable=package in KNOWN) or [Remedy(
             summary=f"The binary without sm_{cc.major}{cc.minor} code is the extension whose "
                     "frame is last above the error (CUDA_LAUNCH_BLOCKING=1 makes the traceback "
                     "exact): install its build for this GPU, or rebuild it from source with "
-                    f"TORCH_CUDA_ARCH_LIST=\"{cc.major}.{cc.minor}\" (a build compiles only the "
-                    "archs that list names; a Docker image's build step too).",
-            commands=[command("export", env("TORCH_CUDA_ARCH_LIST", f"{cc.major}.{cc.minor}"))])]
+                    f"TORCH_CUDA_ARCH_LIST=\"{cc.major}.{cc.minor}\" set for the build (a build "
+                    "compiles only the archs that list names; a Docker image's build step too).")]
         remedies = [*torch_with_arch(ctx, cc), *rebuilt,
                     r.sdpa("Meanwhile, PyTorch SDPA runs on this GPU with such a torch.")]
     elif not ctx.text.containing(("flash",)):

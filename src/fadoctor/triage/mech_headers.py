@@ -122,8 +122,8 @@ def cmake_compiler(ctx: Context) -> List[Signal]:
                                       "could be found.\""})]
 
 
-# MSVC not finding the C runtime's own headers (corecrt.h is the Universal CRT's, installed with
-# the Windows SDK; stddef.h/stdlib.h beside it): Visual Studio's C++ build tools were installed
+# MSVC not finding the Windows SDK's headers (corecrt.h, stddef.h, stdlib.h: the Universal CRT's;
+# windows.h: its Windows headers): Visual Studio's C++ build tools were installed
 # without a Windows SDK, or the build runs outside the developer prompt that puts it on INCLUDE.
 # And Thrust refusing a CUB from elsewhere (thrust/system/cuda/config.h: "The version of CUB in
 # your include path is not compatible with this release of Thrust. CUB is now included in the
@@ -139,8 +139,9 @@ def windows_sdk(ctx: Context) -> List[Signal]:
     hit = ctx.first(_UCRT, ("cannot open include file",))
     if hit is not None:
         out.append(Signal("windows_sdk", Category.BUILD_TOOLCHAIN,
-                          f"MSVC cannot find {hit[1].group(1)}, a header of the Windows SDK's C "
-                          "runtime: the Visual Studio build tools were installed without a "
+                          f"MSVC cannot find {hit[1].group(1)}, a header of the Windows SDK "
+                          "(its C runtime or its Windows headers): the Visual Studio build tools "
+                          "were installed without a "
                           "Windows SDK, or the build runs outside the developer prompt that sets "
                           "INCLUDE", [ctx.quote(hit[0])], NAMED,
                           [Remedy(summary="In the Visual Studio Installer, add the \"Windows 11 "

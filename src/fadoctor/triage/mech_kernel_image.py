@@ -34,9 +34,11 @@ def invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     floor = ctx.matrix.driver_floor(12)
     triton = any("triton error" in q.text.lower() for q in quotes) or (
         "triton" in " ".join(q.text.lower() for q in quotes) or bool(ctx.text.containing(("triton",))))
+    # a CUDA below 12 stated where no torch is (with a torch, it is more likely torch's own)
     stated_cuda = ctx.seen.get(o.CUDA)
     old_cuda = stated_cuda is not None and stated_cuda.split(".")[0].isdigit() \
-        and int(stated_cuda.split(".")[0]) < 12 and not ctx.text.containing(("flash",))
+        and int(stated_cuda.split(".")[0]) < 12 and ctx.torch is None \
+        and not ctx.text.containing(("flash",))
     if triton and floor is not None and ((ctx.driver is not None and ctx.driver < floor.min_driver)
                                          or (ctx.driver is None and old_cuda)):
         # Triton assembles its kernels with its bundled ptxas, a CUDA 12 toolkit's: a driver

@@ -16,8 +16,8 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_symbols import package_in
-from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, IMPLIED, Signal, dedupe
-from fadoctor.triage.torch_archs import torch_lacks, torch_with_arch
+from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, HINTED, IMPLIED, Signal, dedupe
+from fadoctor.triage.torch_archs import stated_variant, torch_lacks, torch_with_arch
 
 _BLACKWELL = Version("10.0")
 
@@ -29,29 +29,36 @@ def _archs(release: TorchRelease, variant: Optional[str]) -> str:
 
 _TORCH_SAYS = ("with the current pytorch", "which is of compute capability", "kernel image",
                "invalid device function", "nokernelimage", "no_binary_for_gpu")
-_INCOMPATIBLE = ("incompatib", "not compatible", "kernel", "not supported", "unsupported")
+# words that say the GPU and the build do not go together (then the stated pair implies it);
+# a mere failure beside them only hints at it, below any error the report names
+_INCOMPATIBLE = ("incompatib", "not compatible", "not supported", "unsupported", "no kernel")
 
 
 def torch_lacks_gpu(ctx: Context) -> List[Signal]:
     """The torch build a report states (release, and CUDA variant where stated) and the GPU it
     names, with a word of trouble: where the matrix's arch lists for that build (read from the
     wheels) hold nothing that runs on the GPU, every CUDA call fails, whatever else is said. A
-    release stated without its variant counts only where no variant of it has the GPU's code."""
-    cc, torch = ctx.gpu_cc_exact, ctx.torch
+    release stated without its CUDA build is taken as PyPI's default build, and said so."""
+    cc, torch, gpu = ctx.gpu_cc_exact, ctx.torch, ctx.gpu
     release = ctx.matrix.torch_release(torch) if torch is not None else None
-    if cc is None or torch is None or release is None or ctx.amd or ctx.torch_is_nightly \
-            or not torch_lacks(ctx, cc) or ctx.text.containing(_TORCH_SAYS):
+    if cc is None or gpu is None or torch is None or release is None or ctx.amd \
+            or ctx.torch_is_nightly or not torch_lacks(ctx, cc) or ctx.text.containing(_TORCH_SAYS):
         return []  # torch's own message, where printed, is read by torch_arch and no_kernel_image
-    said = ctx.text.containing(_INCOMPATIBLE) or ctx.text.containing(FAILED_NEEDLES)
+    said, strength = ctx.text.containing(_INCOMPATIBLE), IMPLIED
+    if not said:
+        said, strength = ctx.text.containing(FAILED_NEEDLES), HINTED
     if not said:
         return []
-    name, _, gpu_quote = ctx.gpu  # type: ignore[misc]
-    build = f"torch {torch.public}" + (f" ({ctx.torch_variant})" if ctx.torch_variant else "")
+    variant = stated_variant(ctx)
+    build = f"torch {torch.public}" + (f" ({variant})" if variant else
+                                       f" (stated without its CUDA build: PyPI's default, "
+                                       f"{release.default_variant})")
+    variant = variant or release.default_variant
     return [Signal("torch_lacks_gpu", Category.NO_KERNEL_IMAGE,
-                   f"{build} has no kernels for {name} (sm_{cc.major}{cc.minor}): its wheels "
-                   f"were compiled for {_archs(release, ctx.torch_variant)}, so every CUDA call on this "
+                   f"{build} has no kernels for {gpu[0]} (sm_{cc.major}{cc.minor}): its wheels "
+                   f"were compiled for {_archs(release, variant)}, so every CUDA call on this "
                    "GPU fails with 'no kernel image is available'",
-                   dedupe([gpu_quote, *ctx.quotes("torch"), ctx.quote(said[0])]), IMPLIED,
+                   dedupe([gpu[2], *ctx.quotes("torch"), ctx.quote(said[0])]), strength,
                    torch_with_arch(ctx, cc), details={"source": release.source})]
 
 

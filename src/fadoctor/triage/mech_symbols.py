@@ -9,8 +9,9 @@ import re
 from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import dist_of, frame_package
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.observed import Stated
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -56,13 +57,11 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
                             "fused_weight_gradient_mlp_cuda"), "apex"),
            # the CuTe DSL's MLIR bindings (nvidia-cutlass-dsl installs cutlass/_mlir)
            "_mlir": "nvidia-cutlass-dsl",
-           # other compiled PyTorch extensions, by import name (each distribution's own name)
+           # other compiled PyTorch extensions, by import name, whose index name is the same
+           # project (not SageAttention or nunchaku: their index names hold other code)
            "torch_scatter": "torch-scatter", "torch_sparse": "torch-sparse",
            "torch_cluster": "torch-cluster", "pytorch3d": "pytorch3d", "exllamav2": "exllamav2",
-           "sageattention": "sageattention", "nunchaku": "nunchaku"}
-
-
-_PACKAGE_DIR = re.compile(r"^[A-Za-z][A-Za-z0-9_]{1,40}$")
+           "tensorrt_llm": "tensorrt-llm"}
 
 
 def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Optional[str]:
@@ -76,9 +75,8 @@ def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Opt
             stem = top.split(".", 1)[0]
             if stem in OTHERS or stem in FA_BINARIES or stem == "torch" or stem.startswith("flash_attn"):
                 return OTHERS.get(stem)
-            if "." not in top:  # a package directory (tensorrt_llm/bindings.cpython-312-...so)
-                # (nvidia/: the CUDA library wheels' folder, the loaded, never the loading one)
-                return dist_of(stem) if _PACKAGE_DIR.match(stem) and stem != "nvidia" else None
+            if "." not in top:  # a package directory not listed: its index name is unknown
+                return None
             if ctx is None:
                 return None
             return frame_package(ctx, index, (stem, "torch", "importlib"))
@@ -105,7 +103,8 @@ def reinstall_owner(owner: str) -> Remedy:
     return Remedy(summary=f"The binary and the libraries it loads come from different builds of "
                   f"{owner} (or from another package installed over it): reinstall {owner} from "
                   "one source, without pip's cache.",
-                  commands=[f"pip install --force-reinstall --no-cache-dir {owner}"])
+                  commands=[command("pip", "install", "--force-reinstall", "--no-cache-dir",
+                                    owner)] if owner in KNOWN else [])
 
 
 def demangled(symbol: str) -> str:
@@ -187,8 +186,9 @@ def installed_wheel(ctx: Context) -> Optional[Stated]:
 # Import names of packages that ship CUDA binaries, to their distributions (flash-attn first:
 # it is what most of these reports are about).
 _BINARIES = {"flash_attn": "flash-attn", "flash-attn": "flash-attn", **OTHERS,
-             **{top.replace("_", "-"): dist for top, dist in OTHERS.items()},
-             "tensorrt_llm": "tensorrt-llm", "tensorrt-llm": "tensorrt-llm"}
+             **{top.replace("_", "-"): dist for top, dist in OTHERS.items()}}
+# the index names fadoctor knows for compiled packages (a pip command may name these)
+KNOWN = frozenset(_BINARIES.values())
 _NAMES = re.compile(r"(?<!\w)(?<!\w-)(" + "|".join(sorted(map(re.escape, _BINARIES), key=len,
                                                       reverse=True)) + r")(?![\w-])", re.I)
 
@@ -255,7 +255,7 @@ def two_torches(library: str, symbol: str, quotes: List[Quote]) -> Signal:
         quotes, NAMED,
         [Remedy(summary="Remove every other torch: uninstall it until pip finds none (the user "
                 "site ~/.local included), delete stale libc10/libtorch libraries a source build "
-                "left (`ldconfig -p` lists the ones the loader finds), then install torch once.",
-                commands=["pip uninstall -y torch", "pip uninstall -y torch",
-                          "pip install --no-cache-dir torch"])],
+                "left (`ldconfig -p` lists the ones the loader finds), then install the torch "
+                "build you use once (its version and CUDA build, from the PyTorch index).",
+                commands=["pip uninstall -y torch", "pip uninstall -y torch"])],
         details={"library": library, "symbol": symbol})

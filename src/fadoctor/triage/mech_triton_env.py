@@ -266,11 +266,12 @@ _COMPILER_ASSERT = re.compile(r"(?:/project/lib/|/lib/(?:Analysis|Dialect|Conver
 # to f16": lib/Conversion/TritonGPUToLLVM/ElementwiseOpToLLVM.cpp, triton-lang/triton#2795).
 _COMPILER_ABORT = re.compile(r"UNREACHABLE executed at [^\n]{0,200}(?:/project/lib/|/lib/(?:Analysis|"
                              r"Dialect|Conversion)/)|^LLVM ERROR: (?!Can't find libdevice)(.{4,200})")
-# Triton named, its IR dumped, or its own words: ElementwiseOpToLLVM.cpp's "Unsupported conversion
-# from", and "PassManager::run failed" (its MLIR pass manager, raised in its compile stages:
-# triton/backends/nvidia/compiler.py make_ttir/make_ttgir)
-_TRITON_IR = ("triton", "ttg.", "tt.func", "ttgir", "ttir", "unsupported conversion from",
-              "passmanager::run failed")
+# Triton's IR dumped, its compiler's frames or passes, or its own words: ElementwiseOpToLLVM.cpp's
+# "Unsupported conversion from", and "PassManager::run failed" (its MLIR pass manager, raised in
+# its compile stages: triton/backends/nvidia/compiler.py make_ttir/make_ttgir)
+_TRITON_IR = ("ttg.", "tt.func", "ttgir", "ttir", "unsupported conversion from",
+              "passmanager::run failed", "triton/compiler", "triton\\compiler", "triton/backends",
+              "triton\\backends", "triton.compiler", "tritongpu")
 # Triton's README, Compatibility: "Supported Hardware: NVIDIA GPUs (Compute Capability 8.0+)".
 _TRITON_FLOOR = Version("8.0")
 

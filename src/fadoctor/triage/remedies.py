@@ -223,8 +223,9 @@ def keep(remedies: List[Optional[Remedy]]) -> List[Remedy]:
     return [r for r in remedies if r is not None]
 
 
-def rebuilt_for(package: Optional[str], cc: Version) -> List[Remedy]:
-    """The named package (not flash-attn) with code for this GPU: a current wheel, or a build."""
+def rebuilt_for(package: Optional[str], cc: Version, runnable: bool = True) -> List[Remedy]:
+    """The named package (not flash-attn) with code for this GPU: a current wheel, or a build
+    (the command only where the package's index name is known: `runnable`)."""
     if package is None or package == "flash-attn":
         return []
     arch = f"{cc.major}.{cc.minor}"
@@ -235,4 +236,5 @@ def rebuilt_for(package: Optional[str], cc: Version) -> List[Remedy]:
                    "it is).",
                    commands=[command(env("TORCH_CUDA_ARCH_LIST", arch), "pip", "install",
                                      "--no-build-isolation", "--no-deps", "--no-cache-dir",
-                                     "--no-binary", name(package), name(package))])]
+                                     "--no-binary", name(package), name(package))]
+                   if runnable else [])]

@@ -3,7 +3,8 @@ wheels): whether the stated build lacks it, and the nearest build that has it (p
 
 from __future__ import annotations
 
-from typing import List
+import re
+from typing import List, Optional
 
 from packaging.version import Version
 
@@ -11,7 +12,8 @@ from fadoctor.archs import arch_name, arch_runs_on
 from fadoctor.install.torch import torch_install
 from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Remedy
-from fadoctor.triage.context import Context
+from fadoctor.triage import observed as o
+from fadoctor.triage.context import Context, parse_version
 
 
 def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
@@ -55,20 +57,46 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
 
 def variants(rel: TorchRelease, cc: Version) -> List[str]:
     """The CUDA variants of a torch release whose arch list runs on `cc`."""
-    return [v for v, archs in rel.arch_lists.items()
-            if any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))]
+    return [v for v, archs in rel.arch_lists.items() if runs(archs, cc)]
+
+
+def stated_variant(ctx: Context) -> Optional[str]:
+    """The CUDA build of torch the report states (its +cuXYZ, torch's CUDA, or a stated CUDA that
+    is one of the release's builds), never PyPI's default taken for an unstated one."""
+    stated = ctx.seen.get(o.TORCH_CUDA)
+    cuda = parse_version(stated) if stated and stated != "none" else None
+    if cuda is None and ctx.torch is not None and (ctx.torch.local or "").startswith("cu"):
+        return str(ctx.torch.local)
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    if cuda is None and release is not None:
+        said = parse_version(ctx.seen.get(o.CUDA))
+        cuda = said if said is not None and f"cu{said.major}{said.minor}" in \
+            release.cuda_variants else None
+        # a build tag written apart from the version ("PyTorch 2.8.0 + cu129")
+        tags = {f"cu{m.group(1)}" for i in ctx.text.containing(("cu1",))
+                for m in _TAG.finditer(ctx.text.lines[i])} & set(release.cuda_variants)
+        if cuda is None and len(tags) == 1:
+            return tags.pop()
+    return f"cu{cuda.major}{cuda.minor}" if cuda is not None else None
+
+
+_TAG = re.compile(r"(?<![\w.])cu(1\d{2})\b")
+
+
+def runs(archs: str, cc: Version) -> bool:
+    """Whether a TORCH_CUDA_ARCH_LIST ("7.5;8.0;12.0+PTX") has code that runs on `cc`."""
+    return any(arch_runs_on(arch_name(a), (cc.major, cc.minor)) for a in archs.split(";"))
 
 
 def torch_lacks(ctx: Context, cc: Version) -> bool:
     """The stated torch build's arch list (from the matrix) has no code for this GPU; a release
-    stated without its CUDA variant, where none of its variants has."""
+    stated without its CUDA build is taken as PyPI's default build of it (what `pip install
+    torch==X` gives; the finding says so)."""
     release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
     if release is None or not release.arch_lists or _arm_host(ctx):
         return False  # the arch lists are the x86_64 wheels'; aarch64 builds carry others
-    builds = [release.arch_lists.get(ctx.torch_variant)] if ctx.torch_variant else \
-        list(release.arch_lists.values())
-    return all(archs is not None and not any(arch_runs_on(arch_name(a), (cc.major, cc.minor))
-                                             for a in archs.split(";")) for archs in builds)
+    archs = release.arch_lists.get(stated_variant(ctx) or release.default_variant)
+    return archs is not None and not runs(archs, cc)
 
 
 def _arm_host(ctx: Context) -> bool:

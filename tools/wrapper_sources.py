@@ -35,6 +35,13 @@ class Wrapper:
     weight: str = ""
 
 
+def _sage(name: str, keep: str, category: str, remedy: str, weight: str = "") -> Wrapper:
+    """One of SageAttention's message families: its dispatcher's file, read at its main branch's
+    commits (its release tags postdate most of its messages)."""
+    return Wrapper(name, "thu-ml/SageAttention", "", ("sageattention/core.py",), keep, category,
+                   remedy, history=True, weight=weight)
+
+
 WRAPPERS = (
     Wrapper("xformers", "facebookresearch/xformers", r"^v0\.0\.\d+(?:\.post\d+)?$",
             ("xformers/ops/fmha/flash.py",), r"^Requires Flash[- ][Aa]ttention", "version_conflict",
@@ -51,30 +58,26 @@ WRAPPERS = (
     # of its messages, so its main branch's commits that change the dispatcher are read.
     # sageattn() pads head dims below 128 to 64 or 128 from dcc405e ("SageAttention 2.1.0
     # Release", 2025-01-30); the varlen path and older releases assert [64, 128].
-    Wrapper("sage-hdim", "thu-ml/SageAttention", "", ("sageattention/core.py",), r"head_dim",
-            "head_dim_unsupported",
-            "upgrade SageAttention to 2.1.0 or later, whose sageattn() pads head dims below 128 "
-            "to 64 or 128, or pad q/k/v yourself; above 128 it has no kernels: use SDPA "
-            "(attn_implementation='sdpa') for that model", history=True, weight="corroborate"),
-    Wrapper("sage-arch", "thu-ml/SageAttention", "", ("sageattention/core.py",),
-            r"^Unsupported CUDA architecture", "gpu_unsupported",
-            "SageAttention 2's CUDA kernels dispatch by arch (sm80, sm86, sm89, sm90, sm120, "
-            "sm121) and need a build compiled for it: on another GPU use SageAttention 1.0.6 "
-            "(Triton kernels, pip install sageattention==1.0.6) or SDPA; on a listed one, "
-            "reinstall a SageAttention build made for it", history=True, weight="corroborate"),
+    _sage("sage-hdim", r"head_dim", "head_dim_unsupported",
+          "upgrade SageAttention to 2.1.0 or later, whose sageattn() pads head dims below 128 "
+          "to 64 or 128, or pad q/k/v yourself; above 128 it has no kernels: use SDPA "
+          "(attn_implementation='sdpa') for that model", "corroborate"),
+    _sage("sage-arch", r"^Unsupported CUDA architecture", "gpu_unsupported",
+          "SageAttention 2's CUDA kernels dispatch by arch (sm80, sm86, sm89, sm90, sm120, "
+          "sm121) and need a build compiled for it: on another GPU use SageAttention 1.0.6 "
+          "(Triton kernels, pip install sageattention==1.0.6) or SDPA; on a listed one, "
+          "reinstall a SageAttention build made for it", "corroborate"),
     # the dispatcher picked a kernel whose compiled module did not import (SM80_ENABLED ...): a
     # build made for other archs, or an extension that failed to build
-    Wrapper("sage-build", "thu-ml/SageAttention", "", ("sageattention/core.py",),
-            r"^SM\d+ kernel is not available", "no_kernel_image",
-            "the installed SageAttention has no compiled module for this GPU's kernel (a wheel or "
-            "build made for other archs, or an extension that failed to build): reinstall a "
-            "SageAttention wheel built for this torch and GPU, or rebuild it from source on this "
-            "machine (pip install --no-build-isolation, after removing the old build folder)",
-            history=True, weight="corroborate"),
-    Wrapper("sage-dtype", "thu-ml/SageAttention", "", ("sageattention/core.py",),
-            r"^Input tensors must be in dtype of", "dtype_unsupported",
-            "give SageAttention fp16 or bf16 q/k/v (load the model with torch_dtype=torch.float16 "
-            "or torch.bfloat16); in fp32 use SDPA", history=True),
+    _sage("sage-build", r"^SM\d+ kernel is not available", "no_kernel_image",
+          "the installed SageAttention has no compiled module for this GPU's kernel (a wheel or "
+          "build made for other archs, or an extension that failed to build): reinstall a "
+          "SageAttention wheel built for this torch and GPU, or rebuild it from source on this "
+          "machine (pip install --no-build-isolation, after removing the old build folder)",
+          "corroborate"),
+    _sage("sage-dtype", r"^Input tensors must be in dtype of", "dtype_unsupported",
+          "give SageAttention fp16 or bf16 q/k/v (load the model with torch_dtype=torch.float16 "
+          "or torch.bfloat16); in fp32 use SDPA"),
 )
 # What a placeholder of a wrapper's message states (the first that matches its name wins).
 FACTS = (("fa_version", "fa_version"), ("VER_MIN", "version_min"),

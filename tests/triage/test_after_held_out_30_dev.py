@@ -27,7 +27,7 @@ def test_an_invalid_image_from_triton_under_cuda_11_is_its_ptxas(matrix: Matrix)
 def test_an_invalid_image_from_triton_under_cuda_12_is_not_blamed_on_ptxas(matrix: Matrix) -> None:
     found = top("triton, cuda 12.4\nRuntimeError: Triton Error [CUDA]: device kernel image is "
                 "invalid\n", matrix)
-    assert "ptxas" not in found.message or found.category != Category.DRIVER_TOO_OLD
+    assert found.category == Category.NO_KERNEL_IMAGE and "TRITON_CACHE_DIR" in said(found)
 
 
 def test_shared_memory_in_other_words(matrix: Matrix) -> None:
@@ -106,7 +106,7 @@ _DYNAMO = ("from user code:\n   File \"/e/site-packages/torch/_dynamo/external_u
 def test_dynamo_stopping_in_a_models_mask_code_is_a_graph_break_there(matrix: Matrix) -> None:
     found = top("Torch.compile fail during inference\n[...]\n" + _DYNAMO, matrix)
     assert found.category == Category.COMPILE_GRAPH_BREAK and "model's own code" in found.message
-    assert 'attn_implementation=\\"sdpa\\"' in said(found) or 'attn_implementation="sdpa"' in said(found)
+    assert 'attn_implementation="sdpa"' in said(found)
 
 
 def test_dynamo_stopping_in_flash_attn_is_not_the_models_code(matrix: Matrix) -> None:

@@ -8,6 +8,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 _PYG = ("RuntimeError: Detected that PyTorch and torch_sparse were compiled with different CUDA "
         "versions. PyTorch has CUDA version 10.1 and torch_sparse has CUDA version {}. Please "
@@ -28,3 +29,13 @@ def test_another_cuda_is_a_build_for_it(matrix: Matrix) -> None:
 def test_mmcv_ops_without_gpu_support(matrix: Matrix) -> None:
     found = top("mmcv-full 1.3.0\nRuntimeError: nms is not compiled with GPU support\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "mmcv-full" in said(found)
+
+
+def test_only_pygs_own_packages_are_named_in_the_rebuild(matrix: Matrix) -> None:
+    text = _PYG.format("0.0").replace("torch_sparse", "evil_pkg")
+    assert all(d.subject != "cpu_build" for d in triage(text, matrix).diagnosis)
+
+
+def test_no_gpu_support_without_mmcv_names_no_package(matrix: Matrix) -> None:
+    text = "RuntimeError: op is not compiled with GPU support\n"
+    assert all(d.subject != "cpu_build" for d in triage(text, matrix).diagnosis)

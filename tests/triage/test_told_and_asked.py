@@ -76,3 +76,10 @@ def test_an_exception_told_as_past_is_not_raised() -> None:
     read_errors(split("Previously I got `RuntimeError: CUDA error: no kernel image is available` "
                       "but now it's fine\n"), seen)
     assert seen.raised == []
+
+
+def test_an_exception_after_it_worked_before_is_raised() -> None:
+    seen = Observed()
+    read_errors(split("It worked before, now it fails with `RuntimeError: CUDA error: no kernel "
+                      "image is available`\n"), seen)
+    assert [r.kind for r in seen.raised] == ["RuntimeError"]

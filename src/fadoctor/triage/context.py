@@ -85,12 +85,12 @@ class Context:
         return parse_version(self.seen.get(o.TORCH))
 
     @cached_property
-    def torch_cuda(self) -> Optional[Version]:
+    def torch_cuda_stated(self) -> Optional[Version]:
+        """torch's CUDA as the report states it (its +cuXYZ, collect_env's line), or a CUDA the
+        report states that is one of the stated release's builds; never a default taken."""
         stated = self.seen.get(o.TORCH_CUDA)
-        if stated == "none":
-            return None
         if stated:
-            return parse_version(stated)
+            return parse_version(stated) if stated != "none" else None
         release = self.matrix.torch_release(self.torch) if self.torch else None
         if release is None or self.seen.get(o.TORCH_HIP) or self.torch_is_nightly:
             return None
@@ -99,6 +99,15 @@ class Context:
             self.assumptions.append(f"torch {self.torch}'s CUDA taken as the CUDA {cuda} the "
                                     f"report states (a build torch {release.minor} shipped)")
             return Version(f"{cuda.major}.{cuda.minor}")
+        return None
+
+    @cached_property
+    def torch_cuda(self) -> Optional[Version]:
+        if self.torch_cuda_stated is not None or self.seen.get(o.TORCH_CUDA):
+            return self.torch_cuda_stated
+        release = self.matrix.torch_release(self.torch) if self.torch else None
+        if release is None or self.seen.get(o.TORCH_HIP) or self.torch_is_nightly:
+            return None
         digits = release.default_variant[2:]
         self.assumptions.append(f"torch {self.torch} stated without its CUDA build: taken as "
                                 f"PyPI's default build of {release.minor} ({release.default_variant})")

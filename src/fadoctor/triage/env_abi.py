@@ -1,4 +1,4 @@
-"""torch's C++ ABI as a report states it (pure)."""
+"""torch's C++ ABI as a report states it, and the versions a Python session prints (pure)."""
 
 from __future__ import annotations
 

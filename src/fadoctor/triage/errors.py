@@ -20,8 +20,8 @@ _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA
                          r"RuntimeError)\s*:?\s+(.+)$")
 # an exception quoted inline in prose: "they fail with `RuntimeError: Unknown keyword ...`"
 # ... unless the sentence tells of it as past: "Previously I got `RuntimeError: ...`, now it runs"
-_PAST = re.compile(r"\b(?:previously|earlier|before|used to|was getting|had been getting|no longer|"
-                   r"fixed|solved)\b", re.I)
+_PAST = re.compile(r"\b(?:previously|earlier|used to|was getting|had been getting|no longer)\b",
+                   re.I)
 _INLINE = re.compile(r"`(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*:\s?([^`]{8,})`")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
 _BARE_CLASS = re.compile(r"^\s*(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))\s*$")

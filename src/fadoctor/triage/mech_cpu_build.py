@@ -18,7 +18,8 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal
 
-_PYG = re.compile(r"Detected that PyTorch and (\w{2,40}) were compiled with different CUDA "
+_PYG = re.compile(r"Detected that PyTorch and (torch_(?:scatter|sparse|cluster|spline_conv)) were "
+                  r"compiled with different CUDA "
                   r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
                   r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
@@ -55,8 +56,8 @@ def without_cuda(ctx: Context) -> List[Signal]:
                                "version and CUDA, which its README names), or rebuild it from "
                                "source against this torch."), _rebuild(package)])]
     hit = ctx.first(_NO_GPU_SUPPORT, ("not compiled with gpu support",))
-    if hit is None:
-        return []
+    if hit is None or not ctx.text.containing(("mmcv",)):
+        return []  # mmcv's ops say so; another library's words name no package to rebuild
     package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
     stated = ctx.package(package)  # the release the report runs, kept (mmdet caps mmcv)
     return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,

@@ -13,7 +13,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
-_FA_TRITON = re.compile(r"flash_attn_triton\b|attn_impl\W{1,4}triton\b", re.I)
+FA_TRITON = re.compile(r"flash_attn_triton\b|attn_impl\W{1,4}triton\b", re.I)
 # Triton's MLIR compiler failing on the pre-MLIR kernel, or any Triton compile error there
 _FAILED = re.compile(r"'scf\.\w+' op\b|\bCompilationError\b|\bMLIR\b|error: [^\n]{0,80}\bop\b|"
                      r"KeyError: \('2-\.-0|in _bwd_kernel|in _fwd_kernel|triton\S* == ?2\.0\.0\b",
@@ -22,7 +22,7 @@ SOURCE = "Dao-AILab/flash-attention@00583fb:flash_attn/flash_attn_triton.py:1-7"
 
 
 def triton_impl(ctx: Context) -> List[Signal]:
-    named = ctx.first(_FA_TRITON, ("flash_attn_triton", "attn_impl"))
+    named = ctx.first(FA_TRITON, ("flash_attn_triton", "attn_impl"))
     failed = ctx.first(_FAILED, ("op", "compilationerror", "mlir", "keyerror", "_kernel",
                                  "triton"))
     if named is None:

@@ -15,7 +15,7 @@ from fadoctor.matrix.defects import Defect
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -35,9 +35,8 @@ def invalid_image(ctx: Context, quotes: List[Quote]) -> Optional[Signal]:
     triton = any("triton error" in q.text.lower() for q in quotes) or (
         "triton" in " ".join(q.text.lower() for q in quotes) or bool(ctx.text.containing(("triton",))))
     # a CUDA below 12 stated where no torch is (with a torch, it is more likely torch's own)
-    stated_cuda = ctx.seen.get(o.CUDA)
-    old_cuda = stated_cuda is not None and stated_cuda.split(".")[0].isdigit() \
-        and int(stated_cuda.split(".")[0]) < 12 and ctx.torch is None \
+    stated_cuda = parse_version(ctx.seen.get(o.CUDA))
+    old_cuda = stated_cuda is not None and stated_cuda.major < 12 and ctx.torch is None \
         and not ctx.text.containing(("flash",))
     if triton and floor is not None and ((ctx.driver is not None and ctx.driver < floor.min_driver)
                                          or (ctx.driver is None and old_cuda)):

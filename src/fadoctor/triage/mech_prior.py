@@ -22,9 +22,8 @@ from fadoctor.triage.torch_archs import stated_variant, torch_lacks, torch_with_
 _BLACKWELL = Version("10.0")
 
 
-def _archs(release: TorchRelease, variant: Optional[str]) -> str:
-    lists = [release.arch_lists[variant]] if variant else sorted(set(release.arch_lists.values()))
-    return " or ".join(f"sm {archs.replace(';', ', ')}" for archs in lists)
+def _archs(release: TorchRelease, variant: str) -> str:
+    return "sm " + release.arch_lists[variant].replace(";", ", ")
 
 
 _TORCH_SAYS = ("with the current pytorch", "which is of compute capability", "kernel image",

@@ -17,12 +17,12 @@ from typing import List
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
+from fadoctor.triage.mech_fa_triton import FA_TRITON
 from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
 
 _FAILED = re.compile(r"\bCompilationError\b|PassManager::run failed|"
                      # the compiled kernel's launch refused (its grid, warps or shared memory)
                      r"Triton Error \[CUDA\]: invalid argument")
-_FA_TRITON = re.compile(r"flash_attn_triton\b|attn_impl\W{1,4}triton\b", re.I)
 _INDUCTOR = ("backendcompilerfailed", "torch._inductor", "inductorerror", "triton_poi_",
              "triton_red_", "triton_per_", "triton_tem_")
 # frames that are Triton's or torch's own, or the interpreter's, never the kernel's package
@@ -45,7 +45,7 @@ def _remedies(owner: str, launch: bool) -> List[Remedy]:
 def kernel_compile(ctx: Context) -> List[Signal]:
     hit = ctx.first(_FAILED, ("compilationerror", "passmanager::run failed", "invalid argument"))
     if hit is None or not ctx.text.containing(("triton",)) \
-            or ctx.first(_FA_TRITON, ("flash_attn_triton", "attn_impl")) is not None \
+            or ctx.first(FA_TRITON, ("flash_attn_triton", "attn_impl")) is not None \
             or ctx.text.containing(_INDUCTOR):
         return []  # flash-attn's pre-MLIR Triton kernel is mech_fa_triton's; Inductor's own
         # generated kernels are torch's (mech_triton_pin reads the torch/Triton pair)

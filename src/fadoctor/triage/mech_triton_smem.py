@@ -58,7 +58,7 @@ def shared_memory(ctx: Context) -> List[Signal]:
     arch = f" (sm_{cc.major}{cc.minor})" if cc is not None else ""
     archs = _archs_with(limit)
     own = _PER_BLOCK_KB.get(f"{cc.major}.{cc.minor}") if cc is not None else None
-    if (archs and (own is None or own * 1024 != limit)) or (own is not None and own * 1024 != limit):
+    if (archs and own is None) or (own is not None and own * 1024 != limit):
         # the limit Triton printed is the GPU's own: a GPU the report names with another limit
         # is not the one that ran it (a "works on H100" beside it)
         gpu, cc = "this GPU", None

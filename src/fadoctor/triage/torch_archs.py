@@ -13,7 +13,7 @@ from fadoctor.install.torch import torch_install
 from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Remedy
 from fadoctor.triage import observed as o
-from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.context import Context
 
 
 def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
@@ -61,23 +61,17 @@ def variants(rel: TorchRelease, cc: Version) -> List[str]:
 
 
 def stated_variant(ctx: Context) -> Optional[str]:
-    """The CUDA build of torch the report states (its +cuXYZ, torch's CUDA, or a stated CUDA that
-    is one of the release's builds), never PyPI's default taken for an unstated one."""
-    stated = ctx.seen.get(o.TORCH_CUDA)
-    cuda = parse_version(stated) if stated and stated != "none" else None
-    if cuda is None and ctx.torch is not None and (ctx.torch.local or "").startswith("cu"):
-        return str(ctx.torch.local)
+    """The CUDA build of torch the report states (Context.torch_cuda_stated), or a build tag
+    written apart from the version ("PyTorch 2.8.0 + cu129"); never PyPI's default."""
+    cuda = ctx.torch_cuda_stated
+    if cuda is not None:
+        return f"cu{cuda.major}{cuda.minor}"
     release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
-    if cuda is None and release is not None:
-        said = parse_version(ctx.seen.get(o.CUDA))
-        cuda = said if said is not None and f"cu{said.major}{said.minor}" in \
-            release.cuda_variants else None
-        # a build tag written apart from the version ("PyTorch 2.8.0 + cu129")
-        tags = {f"cu{m.group(1)}" for i in ctx.text.containing(("cu1",))
-                for m in _TAG.finditer(ctx.text.lines[i])} & set(release.cuda_variants)
-        if cuda is None and len(tags) == 1:
-            return tags.pop()
-    return f"cu{cuda.major}{cuda.minor}" if cuda is not None else None
+    if release is None or ctx.seen.get(o.TORCH_CUDA):
+        return None
+    tags = {f"cu{m.group(1)}" for i in ctx.text.containing(("cu1",))
+            for m in _TAG.finditer(ctx.text.lines[i])} & set(release.cuda_variants)
+    return tags.pop() if len(tags) == 1 else None
 
 
 _TAG = re.compile(r"(?<![\w.])cu(1\d{2})\b")

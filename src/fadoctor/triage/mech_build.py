@@ -213,12 +213,14 @@ def on_windows(ctx: Context) -> bool:
     # CPython's sys.version names its compiler: "[MSC v.1937 64 bit (AMD64)]" is a Windows build
     return "windows" in stated or ctx.has("[msc v.") is not None \
         or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
-        or ctx.first(_ON_WINDOWS, ("windows", "powersh")) is not None
+        or ctx.first(_ON_WINDOWS, ("win", "powersh")) is not None
 
 
 # "I'm on Windows 11", "using windows 10", "build it in Windows": where they run it
 _ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b|"
                          r"\bpowersh\w{0,3}ll\b|"
+                         # "local machine(window11)", "win10 torch 2.7.1"
+                         r"\bwin(?:dows)?\s?1[01]\b|\bwindow1[01]\b|"
                          # an environment listing's line: "Windows 10", "OS: Windows 11 Pro"
                          r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b", re.I)
 

@@ -229,13 +229,15 @@ def autocast_bf16(ctx: Context) -> List[Signal]:
 
 # Any library's words for refusing bfloat16 ("bf16 mixed precision requires PyTorch >= 1.10 and a
 # supported device" in accelerate, "does not support bf16", "bfloat16 is not supported", a
-# person's "my V100 does not support the bf16 mode"): with a GPU below Ampere named, the GPU is
+# person's "my V100 does not support the bf16 mode", "V100 cannot perform full fine-tuning of BF16
+# models", "此显卡不支持 bfloat16"): with a GPU below Ampere named, the GPU is
 # why. bf16 arithmetic needs sm_80 (PTX ISA, Target ISA notes).
 _BF16 = r"(?:bf16|bfloat16|bf-16)"
 _REFUSED = re.compile(
     rf"\b{_BF16}\b[^\n]{{0,80}}?\b(?:requires?|not supported|unsupported|isn't supported|is not "
     rf"available|only supported|needs)\b|\b(?:does not|doesn't|do not|don't|cannot|can't|no)\s+"
-    rf"(?:support|supports|run|use)\b[^\n]{{0,40}}?\b{_BF16}\b", re.I)
+    rf"(?:support|supports|run|use|perform|train|handle)\b[^\n]{{0,40}}?\b{_BF16}\b|"
+    rf"不支持\s*{_BF16}", re.I)  # Chinese "does not support"
 
 
 def bf16_below_ampere(ctx: Context) -> List[Signal]:

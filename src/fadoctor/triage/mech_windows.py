@@ -60,14 +60,15 @@ def entry_point(ctx: Context) -> List[Signal]:
 # vLLM's install guide: "Requirements - OS: Linux … vLLM does not support Windows natively. To
 # run vLLM on Windows, you can use the Windows Subsystem for Linux (WSL)"
 # (vllm-project/vllm@v0.26.0:docs/getting_started/installation/gpu.md)
-_WINDOWS = re.compile(r"\bwindows\b|\bwin_amd64\b|\b[A-Z]:\\\\", re.I)
+_WINDOWS = re.compile(r"\bwindows\b|\bwin(?:dows)?\s?1[01]\b|\bwindow1[01]\b|\bwin_amd64\b|"
+                      r"\b[A-Z]:\\\\", re.I)
 
 
 def linux_only(ctx: Context) -> List[Signal]:
     """vLLM run or installed on Windows itself (not WSL, where it is supported)."""
     if ctx.text.containing(("wsl",)) or not ctx.text.containing(("vllm",)):
         return []
-    hit = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\"))
+    hit = ctx.first(_WINDOWS, ("win", ":\\"))
     if hit is None:
         return []
     quotes = dedupe([ctx.quote(hit[0]), ctx.quote(ctx.text.containing(("vllm",))[0])])

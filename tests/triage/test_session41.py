@@ -1,0 +1,37 @@
+"""Generic mechanisms widened in session 41, each from a class of misses in the older report sets:
+a person saying in their own words (English or Chinese) that a pre-Ampere GPU has no bf16."""
+
+from __future__ import annotations
+
+import pytest
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+@pytest.mark.parametrize("words", [
+    "如何使用v100微调模型, v100不支持bfloat16",
+    "当前手上只有4张 GTX 1080Ti, 此显卡不支持 bfloat16 数据格式",
+    "[Bug] V100 cannot perform full fine-tuning of BF16 models",
+])
+def test_a_gpu_said_to_lack_bf16_is_run_in_fp16(words: str, matrix: Matrix) -> None:
+    found = top(words + "\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "fp16=True" in said(found)
+
+
+def test_bf16_said_of_an_ampere_gpu_is_not_blamed_on_it(matrix: Matrix) -> None:
+    result = triage("A100 不支持bfloat16 ?\n", matrix)
+    assert all(d.category != Category.DTYPE_UNSUPPORTED for d in result.diagnosis)
+
+
+@pytest.mark.parametrize("where", ["local machine(window11)", "on win10 with python 3.10"])
+def test_windows_written_short_is_windows(where: str, matrix: Matrix) -> None:
+    found = top(f"Facing issue while installing vllm in {where}\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "WSL2" in said(found)
+
+
+def test_a_context_window_is_not_windows(matrix: Matrix) -> None:
+    result = triage("vllm serve fails: context window 11 tokens too small\n", matrix)
+    assert all(d.category != Category.PLATFORM_UNSUPPORTED for d in result.diagnosis)

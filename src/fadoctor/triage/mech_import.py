@@ -75,66 +75,81 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     owner = owner_of(library, ctx, index)
     abi = _abi_mismatch(ctx, symbol, quotes)
     if abi is not None:
-        if owner is not None:
-            abi.message = f"{owner}: {abi.message}"
-            want = abi.details["torch_cxx11_abi"]
-            abi.remedies = [Remedy(
-                summary=f"{owner}'s binary and torch differ in the C++ ABI: rebuild {owner} from "
-                        f"source against this torch (its build takes torch's "
-                        f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
-                        f"is {1 - want}, the one {owner} was built against."),
-                *r.rebuild_other(ctx, owner)]
-            abi.remedies[:0] = [w for w in [other_abi_wheel(ctx, owner, want)] if w is not None]
-        return [abi]
+        return [_owned_abi(ctx, abi, owner)]
     if is_std_symbol(symbol):
         return [libstdcxx(owner, binary_name(library), demangled(str(symbol)), quotes)]
     if symbol is not None and not is_torch_symbol(symbol):
         split = split_abi(owner, library, symbol, quotes)  # the package's own parts disagree
-        if split is not None:
-            return [split]
-        shown = demangled(symbol)
-        category = Category.WRONG_WHEEL
-        what = (f"needs {shown}, which no library it loads defines: it was built for another "
-                "environment")
-        if re.match(r"^_?Py", symbol):
-            what = (f"needs the Python C-API symbol {symbol}: it was built for another Python "
-                    "version")
-        in_text: Optional[str] = None if owner is not None or ctx.text.containing(
-            ("flash_attn", "flash-attn", "flash attn")) else package_in(ctx)
-        owner = owner or (in_text if in_text != "flash-attn" else None)
-        fixes = r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]) \
-            if owner is None else [reinstall_owner(owner)]
-        dev = ctx.first(_DEV_BUILD, ("dev", "continuous", "nightly"))
-        if owner is not None and dev is not None:  # an unreleased build whose parts disagree
-            fixes.insert(0, Remedy(
-                summary=f"This is a development build of {owner} ({dev[1].group(0)}): its own "
-                        "binary lacks a symbol its code needs, a build broken upstream. Install "
-                        f"a released {owner} instead (or an earlier development build), or "
-                        "build from source.",
-                commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]))
-            quotes = dedupe([*quotes, ctx.quote(dev[0])])
-        return [Signal("undefined_symbol", category, f"{binary_name(library)} {what}", quotes, NAMED,
-                       fixes, details={"symbol": symbol, "demangled": shown})]
-    mismatch = _torch_mismatch(ctx, library, symbol, quotes)
+        return [split or _foreign_symbol(ctx, owner, library, symbol, quotes)]
+    return [_owned_mismatch(ctx, owner, _torch_mismatch(ctx, library, symbol, quotes), library)]
+
+
+def _owned_abi(ctx: Context, abi: Signal, owner: Optional[str]) -> Signal:
+    """The ABI mismatch told of the package whose binary it is, with its own rebuild."""
+    if owner is None:
+        return abi
+    abi.message = f"{owner}: {abi.message}"
+    want = abi.details["torch_cxx11_abi"]
+    abi.remedies = [Remedy(
+        summary=f"{owner}'s binary and torch differ in the C++ ABI: rebuild {owner} from "
+                f"source against this torch (its build takes torch's "
+                f"_GLIBCXX_USE_CXX11_ABI={want}), or install the torch build whose ABI "
+                f"is {1 - want}, the one {owner} was built against."),
+        *r.rebuild_other(ctx, owner)]
+    abi.remedies[:0] = [w for w in [other_abi_wheel(ctx, owner, want)] if w is not None]
+    return abi
+
+
+def _foreign_symbol(ctx: Context, owner: Optional[str], library: str, symbol: str,
+                    quotes: List[Quote]) -> Signal:
+    """A symbol neither torch's, CUDA's nor the C++ library's: the binary was built for another
+    environment (another Python, for a C-API symbol), or is a broken development build."""
+    shown = demangled(symbol)
+    what = (f"needs {shown}, which no library it loads defines: it was built for another "
+            "environment")
+    if re.match(r"^_?Py", symbol):
+        what = f"needs the Python C-API symbol {symbol}: it was built for another Python version"
+    in_text: Optional[str] = None if owner is not None or ctx.text.containing(
+        ("flash_attn", "flash-attn", "flash attn")) else package_in(ctx)
+    owner = owner or (in_text if in_text != "flash-attn" else None)
+    fixes = r.keep([r.exact_wheel(ctx), r.reinstall(ctx), r.sdpa("Meanwhile:")]) \
+        if owner is None else [reinstall_owner(owner)]
+    dev = ctx.first(_DEV_BUILD, ("dev", "continuous", "nightly"))
+    if owner is not None and dev is not None:  # an unreleased build whose parts disagree
+        fixes.insert(0, Remedy(
+            summary=f"This is a development build of {owner} ({dev[1].group(0)}): its own "
+                    "binary lacks a symbol its code needs, a build broken upstream. Install "
+                    f"a released {owner} instead (or an earlier development build), or "
+                    "build from source.",
+            commands=[f"pip install --force-reinstall --no-cache-dir {owner}"]))
+        quotes = dedupe([*quotes, ctx.quote(dev[0])])
+    return Signal("undefined_symbol", Category.WRONG_WHEEL, f"{binary_name(library)} {what}",
+                  quotes, NAMED, fixes, details={"symbol": symbol, "demangled": shown})
+
+
+def _owned_mismatch(ctx: Context, owner: Optional[str], mismatch: Signal, library: str) -> Signal:
+    """A torch symbol the binary needs and torch lacks, with the rebuild of the package that owns
+    the binary (none named: no package's command)."""
     if owner is None and library and binary_name(library) not in FA_BINARIES \
             and not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
         # a binary not flash-attention's, in a report that does not mention flash-attn: no
         # flash-attn remedy; the package is unknown, so no command either
         mismatch.remedies = r.rebuild_other(ctx, None)
-    if owner is not None:
-        mismatch.message = f"{owner}: {mismatch.message}"
-        mismatch.remedies = r.rebuild_other(ctx, owner)
-        if e.FROM_SOURCE in ctx.seen.marks or ctx.has("source build", "fresh build",
-                                                      "built from source", "build from source"):
-            # built here against this very torch and still unresolved: its source calls a torch
-            # C++ API this torch changed, so a newer release of its source is the fix
-            mismatch.remedies.insert(0, Remedy(
-                summary=f"It was built from source against this torch and still needs the "
-                        f"symbol: {owner}'s source calls a torch C++ API this torch changed. "
-                        f"Upgrade {owner} to a release (or its main branch) written for this "
-                        "torch, then rebuild it.",
-                commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
-    return [mismatch]
+    if owner is None:
+        return mismatch
+    mismatch.message = f"{owner}: {mismatch.message}"
+    mismatch.remedies = r.rebuild_other(ctx, owner)
+    if e.FROM_SOURCE in ctx.seen.marks or ctx.has("source build", "fresh build",
+                                                  "built from source", "build from source"):
+        # built here against this very torch and still unresolved: its source calls a torch
+        # C++ API this torch changed, so a newer release of its source is the fix
+        mismatch.remedies.insert(0, Remedy(
+            summary=f"It was built from source against this torch and still needs the "
+                    f"symbol: {owner}'s source calls a torch C++ API this torch changed. "
+                    f"Upgrade {owner} to a release (or its main branch) written for this "
+                    "torch, then rebuild it.",
+            commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
+    return mismatch
 
 
 def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Optional[Signal]:

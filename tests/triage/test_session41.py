@@ -35,3 +35,21 @@ def test_windows_written_short_is_windows(where: str, matrix: Matrix) -> None:
 def test_a_context_window_is_not_windows(matrix: Matrix) -> None:
     result = triage("vllm serve fails: context window 11 tokens too small\n", matrix)
     assert all(d.category != Category.PLATFORM_UNSUPPORTED for d in result.diagnosis)
+
+
+@pytest.mark.parametrize("error", [
+    "AssertionError: Flash Attention is not available, but is needed for dense attention",
+    "ImportError: FlashAttention2 has been toggled on, but it cannot be used due to the following "
+    "error: the package flash_attn seems to be not installed.",
+])
+def test_flash_attn_missing_on_a_pre_ampere_gpu_is_the_gpu(error: str, matrix: Matrix) -> None:
+    found = top(f"I have V100 graphics cards.\n{error}\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "would not help" in found.message
+    assert "sdpa" in said(found) and "uninstall" not in said(found)
+
+
+def test_flash_attn_missing_on_an_ampere_gpu_is_still_not_installed(matrix: Matrix) -> None:
+    found = top("A100 80GB\nImportError: FlashAttention2 has been toggled on, but it cannot be "
+                "used due to the following error: the package flash_attn seems to be not "
+                "installed.\n", matrix)
+    assert found.category == Category.NOT_INSTALLED

@@ -40,7 +40,12 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     # a flash-attn build that failed with only pip's summary shown: whatever broke it, the
     # build would give kernels this GPU cannot run
     built = bool(errors) and all(_BUILD_SUMMARY.search(raised.message) for raised in errors)
-    if errors and not built:
+    # or only the framework's "flash-attn is not installed / not available": installing it would
+    # not help, as no FlashAttention-2 build runs on this GPU
+    missing = all(_FA_MISSING.search(raised.message) for raised in errors) if errors else \
+        ctx.first(_FA_MISSING, ("not installed", "flash_attn", "not available", "toggled on")) \
+        is not None
+    if errors and not built and not missing:
         return []
     mention = ctx.text.containing(_FA2_WORDS)
     if not mention:
@@ -51,7 +56,8 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                               f"{floor}); features that need it (a framework's soft-capping, "
                               "sliding window) need such a GPU too. PyTorch SDPA runs on this "
                               "one.")])
-    remedies.append(_UNINSTALL)
+    if not missing:  # nothing to uninstall where it is not installed
+        remedies.append(_UNINSTALL)
     below_70 = _below_volta(ctx, cc)
     if below_70 is not None:
         remedies.insert(0, below_70)
@@ -61,8 +67,9 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     return [Signal("pre_ampere", Category.GPU_UNSUPPORTED,
                    f"{gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
                    f"capability {floor} or newer"
-                   + ("; the build that failed would not run here either" if built else ""),
-                   quotes, WRAPPED + 1 if built else HINTED, remedies)]
+                   + ("; the build that failed would not run here either" if built else "")
+                   + ("; installing flash-attn would not help" if missing else ""),
+                   quotes, WRAPPED + 1 if built or missing else HINTED, remedies)]
 
 
 # vLLM rejects a GPU below Volta outright: its installation docs ("GPU: compute capability 7.0 or
@@ -84,6 +91,9 @@ def _below_volta(ctx: Context, cc: Version) -> Remedy | None:
                      "says GTX 1070/1080 work, slowly)." if unsloth else "."))
 
 
+_FA_MISSING = re.compile(r"flash[ _-]?attn\w*'? (?:seems to be )?not installed|no module named "
+                         r"'?flash_attn|flash[ _-]?attention\w* is not available|toggled on, but "
+                         r"it cannot be used", re.I)
 _BUILD_SUMMARY = re.compile(r"failed building wheel for flash[-_]attn|failed to build flash[-_]attn|"
                             r"subprocess-exited-with-error|metadata-generation-failed", re.I)
 # frameworks that take flash-attn whenever it imports (transformers' auto choice, unsloth,

@@ -53,3 +53,30 @@ def test_flash_attn_missing_on_an_ampere_gpu_is_still_not_installed(matrix: Matr
                 "used due to the following error: the package flash_attn seems to be not "
                 "installed.\n", matrix)
     assert found.category == Category.NOT_INSTALLED
+
+
+def test_a_cuda_11_isa_the_ptxas_lacks_names_the_toolkit_that_knows_it(matrix: Matrix) -> None:
+    found = top("triton 1.1.2, V100\nptxas /tmp/triton_k_90kFja, line 5; fatal   : Unsupported "
+                ".version 7.3; current version is '7.2'\nRuntimeError: CUDA: Error- invalid "
+                "image\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "CUDA 11.3" in said(found)
+    assert "(CUDA 11.2's)" in found.message
+
+
+def test_a_cuda_12_isa_under_triton_is_still_its_ptx_table(matrix: Matrix) -> None:
+    found = top("triton 3.1.0\nptxas fatal   : Unsupported .version 8.6; current version is "
+                "'8.5'\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "Upgrade Triton" in said(found)
+
+
+def test_another_packages_wheel_for_another_python_names_this_pythons_tag(matrix: Matrix) -> None:
+    found = top("ComfyUI portable\nPython 3.13\nERROR: cumesh-0.0.1-cp311-cp311-win_amd64.whl is "
+                "not a supported wheel on this platform.\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "cp313, Python 3.13's" in said(found)
+
+
+def test_tritons_own_library_missing_a_symbol_upgrades_triton(matrix: Matrix) -> None:
+    found = top("pip install triton==0.2.3\nImportError: triton/_C/libtriton.so: undefined "
+                "symbol: compress2\n", matrix)
+    assert "flash-attn" not in said(found) and "upgrade triton" in said(found)
+    assert "pip install --force-reinstall --no-cache-dir triton" in said(found)

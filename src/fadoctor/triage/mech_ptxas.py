@@ -92,6 +92,12 @@ def instruction_target(ctx: Context) -> List[Signal]:
 # CUDA 12.x to 8.x (12.6 -> 8.6, which CUDA 12.6's ptxas does not know: PTX ISA 8.5 is CUDA 12.5
 # and 12.6's), 3.2.0 maps 12.6 to 8.5 (the release wheels' triton/backends/nvidia/compiler.py).
 _ISA = re.compile(r"Unsupported \.version (\d+\.\d+); current version is '(\d+\.\d+)'")
+# the first CUDA release whose ptxas knows each PTX ISA (NVIDIA PTX ISA, "Release History"; as
+# NVIDIA/cuda-python's cuda/bindings/utils/_ptx_utils.py tabulates it): 6.x is CUDA 9-10, 7.N is
+# 11.N, 8.0-8.5 are 12.0-12.5, then 8.6 12.7, 8.7 12.8, 8.8 12.9, 9.0 13.0
+_ISA_CUDA = {"6.0": "9.0", "6.1": "9.1", "6.2": "9.2", "6.3": "10.0", "6.4": "10.1", "6.5": "10.2",
+             **{f"7.{n}": f"11.{n}" for n in range(9)}, **{f"8.{n}": f"12.{n}" for n in range(6)},
+             "8.6": "12.7", "8.7": "12.8", "8.8": "12.9", "9.0": "13.0", "9.1": "13.1"}
 
 
 def isa_version(ctx: Context) -> List[Signal]:
@@ -100,6 +106,8 @@ def isa_version(ctx: Context) -> List[Signal]:
         return []
     asked, known = hit[1].group(1), hit[1].group(2)
     triton = bool(ctx.text.containing(("triton",)))
+    if int(asked.split(".")[0]) < 8 and asked in _ISA_CUDA:
+        return [_old_toolkit(ctx, hit[0], asked, known, triton)]
     if int(known.split(".")[0]) < 8 <= int(asked.split(".")[0]):
         # PTX ISA 7.x is CUDA 11's and 8.x CUDA 12's (PTX ISA, "Release History"): the ptxas
         # that ran is an old toolkit's (on PATH, or TRITON_PTXAS_PATH), not Triton's own
@@ -127,6 +135,25 @@ def isa_version(ctx: Context) -> List[Signal]:
                    [ctx.quote(hit[0])], NAMED, fixes,
                    details={"source": "triton release wheels 3.1.0/3.2.0 "
                                       "triton/backends/nvidia/compiler.py (ptx_get_version)"})]
+
+
+def _old_toolkit(ctx: Context, index: int, asked: str, known: str, triton: bool) -> Signal:
+    """PTX of a CUDA 11 (or older) ISA that the ptxas on the machine does not know: that ptxas
+    is an older toolkit's than the code generator's target (Triton before its bundled ptxas used
+    the system's)."""
+    cuda, have = _ISA_CUDA[asked], _ISA_CUDA.get(known)
+    fixes = [Remedy(summary=f"Assemble with the ptxas of CUDA {cuda} or newer: install that "
+                    "toolkit and put its bin/ first on PATH (or run in NVIDIA's CUDA or PyTorch "
+                    "container, whose toolkit is new enough).")]
+    if triton:
+        fixes.append(Remedy(summary="Or upgrade Triton: its releases now ship their own ptxas, "
+                            "so the system's toolkit no longer assembles its kernels."))
+    return Signal("ptx_isa", Category.BUILD_TOOLCHAIN,
+                  f"the PTX asks for ISA {asked} (CUDA {cuda}'s) and the ptxas that ran knows "
+                  f"{known}" + (f" (CUDA {have}'s)" if have else "") + ": the CUDA toolkit "
+                  "assembling it is older than the code generator targets",
+                  [ctx.quote(index)], NAMED, fixes,
+                  details={"source": "NVIDIA PTX ISA, Release History"})
 
 
 # ptxas refusing PTX whose `.version` is older than its target or an instruction needs: "PTX

@@ -61,7 +61,10 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            # project (not SageAttention or nunchaku: their index names hold other code)
            "torch_scatter": "torch-scatter", "torch_sparse": "torch-sparse",
            "torch_cluster": "torch-cluster", "pytorch3d": "pytorch3d", "exllamav2": "exllamav2",
-           "tensorrt_llm": "tensorrt-llm"}
+           "tensorrt_llm": "tensorrt-llm",
+           # Triton's compiler library (triton/_C/libtriton.so), by its file name: the bare word
+           # "triton" names the language and torch.compile's backend far more often than a binary
+           "libtriton": "triton"}
 
 
 def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Optional[str]:
@@ -101,8 +104,9 @@ def owner_in_text(ctx: Context) -> Optional[str]:
 
 def reinstall_owner(owner: str) -> Remedy:
     return Remedy(summary=f"The binary and the libraries it loads come from different builds of "
-                  f"{owner} (or from another package installed over it): reinstall {owner} from "
-                  "one source, without pip's cache.",
+                  f"{owner} (or from another package installed over it, or an old release's "
+                  f"broken wheel): upgrade {owner} to its newest release, reinstalled from one "
+                  "source without pip's cache.",
                   commands=[command("pip", "install", "--force-reinstall", "--no-cache-dir",
                                     owner)] if owner in KNOWN else [])
 

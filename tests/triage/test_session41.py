@@ -4,11 +4,13 @@ a person saying in their own words (English or Chinese) that a pre-Ampere GPU ha
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 from fadoctor.triage.diagnose import triage
+from fadoctor.triage.ext_torch import releases_for, table
 
 
 @pytest.mark.parametrize("words", [
@@ -80,3 +82,35 @@ def test_tritons_own_library_missing_a_symbol_upgrades_triton(matrix: Matrix) ->
                 "symbol: compress2\n", matrix)
     assert "flash-attn" not in said(found) and "upgrade triton" in said(found)
     assert "pip install --force-reinstall --no-cache-dir triton" in said(found)
+
+
+def test_apex_optimizers_without_cuda_extensions_rebuild_apex(matrix: Matrix) -> None:
+    found = top("RuntimeError: apex.optimizers.FusedAdam requires cuda extensions\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "APEX_CUDA_EXT=1" in said(found)
+    assert "amp_C" in found.message
+
+
+def test_torchs_found_version_names_the_cuda_the_driver_runs(matrix: Matrix) -> None:
+    found = top("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old "
+                "(found version 12080). Please update your GPU driver\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "CUDA 12.8 at most" in found.message
+    assert "Or keep the driver: Install torch" in said(found) and "cuda-compat" in said(found)
+    assert "+cu13" not in said(found)
+
+
+def test_xformers_releases_with_only_older_pythons_wheels_are_in_the_table() -> None:
+    # 0.0.17-0.0.19 published cp38-cp310 wheels only; a listing for Python 3.11 missed them
+    found = [str(v) for v, _ in releases_for("xformers", Version("2.0.0"))]
+    assert found == ["0.0.17", "0.0.18", "0.0.19"]
+
+
+@pytest.mark.parametrize("torch", ["2.7.1", "1.13.0"])
+def test_a_release_stating_only_a_floor_is_not_for_a_later_torch(torch: str) -> None:
+    # xformers 0.0.13 states torch>=1.12: built against 1.12, not for 1.13 or 2.7
+    assert "0.0.13" not in [str(v) for v, _ in releases_for("xformers", Version(torch))]
+
+
+def test_the_newest_release_stating_a_floor_is_for_every_later_torch() -> None:
+    newest = max(Version(v) for v in table()["xformers"])
+    assert newest in [v for v, _ in releases_for("xformers", Version("2.99.0"))] or \
+        "==" in table()["xformers"][str(newest)]

@@ -61,11 +61,20 @@ def releases_for(package: str, torch: Version) -> List[Tuple[Version, str]]:
     # a torch stated as major.minor ("pytorch 2.4") is any patch release of it
     patches = [torch.base_version] if len(torch.release) > 2 else \
         [f"{torch.major}.{torch.minor}.{p}" for p in range(10)]
+    rows = table().get(package, {})
+    newest = max((v for v in map(_version, rows) if v is not None), default=None)
     out = []
-    for release, text in table().get(package, {}).items():
+    for release, text in rows.items():
         spec, version = _spec(text), _version(release)
-        if spec is not None and version is not None and any(spec.contains(p) for p in patches):
-            out.append((version, text))
+        if spec is None or version is None or not any(spec.contains(p) for p in patches):
+            continue
+        floors = [_version(s.version) for s in spec if s.operator == ">="]
+        if version != newest and len(floors) == len(spec) and not any(
+                f is not None and (f.major, f.minor) == (torch.major, torch.minor) for f in floors):
+            # a compiled release that states only a floor ("torch>=1.12") was built against
+            # that torch and left behind by the next release's pin: not for a later torch
+            continue
+        out.append((version, text))
     return sorted(out)
 
 

@@ -41,6 +41,10 @@ _OTHERS = {"selective_scan_cuda": ("mamba-ssm", "MAMBA_SKIP_CUDA_BUILD"),
            "causal_conv1d_cuda": ("causal-conv1d", "CAUSAL_CONV1D_SKIP_CUDA_BUILD")}
 _MODULE = re.compile(r"No module named '(" + "|".join(
     [*_APEX_CUDA, *_APEX_OWN_OPTION, *_APEX_CPP, *_OTHERS]) + r")'")
+# apex's fused optimizers when amp_C did not import (multi_tensor_applier.available is False):
+# NVIDIA/apex apex/optimizers/fused_adam.py: RuntimeError('apex.optimizers.FusedAdam requires
+# cuda extensions'), the same in fused_lamb.py, fused_sgd.py, fused_novograd.py
+_APEX_REQUIRES = re.compile(r"(apex\.[\w.]{1,60}) requires cuda extensions")
 _APEX_BUILD = ["git clone https://github.com/NVIDIA/apex", "cd apex",
                "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation --no-cache-dir ."]
 
@@ -50,10 +54,13 @@ _CSRC_OF = {"rotary": "rotary_emb", "rms_norm": "dropout_layer_norm"}
 
 
 def missing_extension(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_MODULE, ("no module named",))
+    hit = ctx.first(_MODULE, ("no module named",)) or \
+        ctx.first(_APEX_REQUIRES, ("requires cuda extensions",))
     if hit is None:
         return _remote_code(ctx)
     module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
+    if module.startswith("apex."):  # its optimizer, whose kernels are amp_C's
+        module = "amp_C"
     if module in _OTHERS:
         package, skip = _OTHERS[module]
         return [Signal("extension_missing", Category.NOT_INSTALLED,

@@ -1,0 +1,132 @@
+"""torch and the NVIDIA driver: a CPU-only torch where a GPU is expected, a driver older than
+torch's CUDA runtime (or a container image's CUDA) needs, and no driver at all (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import errors as e
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
+
+_CPU = re.compile(r"Torch not compiled with CUDA enabled")
+# A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
+# report names one, says its torch is CPU-only, or runs on Windows (pip's default torch has no
+# CUDA): the torch is the CPU build. So does a program announcing it picked the CPU (InvokeAI's
+# ">> Using device_type cpu", "Using device: cpu"; the Trainer scripts' "Process rank: 0, device:
+# cpu, n_gpu: 0") or torch.cuda.is_available() answering False, with no CUDA torch stated.
+_NO_GPU = re.compile(r"No NVIDIA GPU found|\bUsing device[_ ]type:? cpu\b|\bUsing device:? ['\"]?cpu\b|"
+                     r"\bdevice: cpu, n_gpu: 0\b|"
+                     r"torch\.cuda\.is_available\(\)\W{0,4}(?:returns?|is|=+|->|:)?\W{0,3}False",
+                     re.I)
+_CPU_PROSE = re.compile(r"\bCPU[ -]ONLY\b", re.I)
+_OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
+                         r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
+_NO_DRIVER = re.compile(r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver|"
+                        r"no CUDA-capable device is detected")
+def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
+    """With the driver unknown: the CUDA 12 build, which runs on every driver from the matrix's
+    CUDA 12 floor on (minor-version compatibility)."""
+    floor, build = ctx.matrix.driver_floor(12), r.torch_for_cuda(ctx, 12)
+    if floor is None or build is None:
+        return None
+    return build.model_copy(update={"summary": f"{build.summary} It runs on any driver from "
+                                    f"{floor.min_driver} on (nvidia-smi shows yours)."})
+
+
+def torch_cpu(ctx: Context) -> List[Signal]:
+    hit, strength = ctx.first(_CPU, ("not compiled with cuda",)), NAMED
+    if hit is None:
+        hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found", "using device", "n_gpu: 0",
+                                            "is_available()")), HINTED
+        if ctx.torch_cuda is not None:
+            return []
+        driver = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver")) or ctx.first(
+            _NO_DRIVER, ("nvidia driver", "cuda-capable"))
+        if hit is None or driver is not None or not (
+                ctx.gpu or e.WINDOWS in ctx.seen.marks
+                or ctx.first(_CPU_PROSE, ("cpu only", "cpu-only"))):
+            return []
+    driver_cuda = parse_version(ctx.seen.get("driver_cuda"))
+    fitting = r.torch_for_cuda(ctx, driver_cuda.major) if driver_cuda is not None else None
+    if fitting is None:
+        fitting = _cuda12_torch(ctx)
+    return [Signal(
+        "torch_cpu", Category.TORCH_CPU_ONLY,
+        "the installed torch is a CPU-only build: no CUDA, so no flash-attention",
+        dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), strength,
+        r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
+                                "for the CUDA your driver runs (`fadoctor fix` picks it).",
+                                commands=["fadoctor fix --print-pins"]),
+                r.sdpa("Or, to run on the CPU (no NVIDIA GPU): flash-attention needs one, so "
+                       "load the model without it (attn_implementation=\"sdpa\" or \"eager\").")]),
+        needs=[] if driver_cuda else [("the driver's CUDA version", "nvidia-smi")])]
+
+
+def driver(ctx: Context) -> List[Signal]:
+    old = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver"))
+    if old is not None:
+        cuda = ctx.torch_cuda
+        toolkit = ctx.matrix.toolkit_driver(cuda) if cuda is not None else None
+        need = f" >= {toolkit.min_driver} (CUDA {cuda}'s own driver)" if toolkit else ""
+        # torch's "found version 12080": the newest CUDA the driver runs (cudaDriverGetVersion)
+        found = int(old[1].group(1)) if old[1].group(1) else 0
+        runs = Version(f"{found // 1000}.{found % 1000 // 10}") if found >= 1000 else None
+        fitting = r.torch_for_cuda(ctx, runs.major, at_most=runs) if runs else None
+        return [Signal(
+            "driver", Category.DRIVER_TOO_OLD,
+            "the NVIDIA driver is older than torch's CUDA runtime needs"
+            + (f": it runs CUDA {runs} at most" if runs else ""),
+            dedupe([ctx.quote(old[0]), *ctx.quotes("driver", "torch")]), NAMED,
+            r.keep([Remedy(summary=f"Upgrade the NVIDIA driver{need}, or install a torch built "
+                           "for an older CUDA that this driver runs (`fadoctor fix` picks one)."),
+                    fitting and fitting.model_copy(update={"summary": f"Or keep the driver: "
+                                                      f"{fitting.summary.rstrip('.')}, and the "
+                                                      "packages built for that torch."}),
+                    Remedy(summary="Or, on a data-center GPU, NVIDIA's CUDA forward-compatibility "
+                           "package (cuda-compat) for torch's CUDA lets it run on this driver "
+                           "(NVIDIA's CUDA Compatibility guide).")]),
+            needs=[] if ctx.driver else [("the driver version", r.REVEAL_GPU)])]
+    none = ctx.first(_NO_DRIVER, ("nvidia driver", "cuda-capable"))
+    if none is None:
+        return []
+    return [Signal("driver", Category.NO_GPU, "torch finds no usable NVIDIA GPU and driver here",
+                   [ctx.quote(none[0])], NAMED,
+                   [Remedy(summary="Install the NVIDIA driver, or start the container with the "
+                           "GPUs passed through (docker run --gpus all).",
+                           commands=["nvidia-smi"])])]
+
+
+# nvidia-container-cli refuses to start a CUDA image whose NVIDIA_REQUIRE_CUDA the host driver
+# does not meet: NVIDIA/libnvidia-container src/dsl.c (dsl_evaluate: "unsatisfied condition: %s"),
+# with ", please update your driver to a newer version, or use an earlier cuda container" added
+# by its caller.
+_CONTAINER = re.compile(r"unsatisfied condition: cuda\s*>=\s*(\d+\.\d+)")
+CONTAINER_SOURCE = "NVIDIA/libnvidia-container:src/dsl.c (dsl_evaluate)"
+
+
+def container_cuda(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CONTAINER, ("unsatisfied condition",))
+    if hit is None:
+        return []
+    index, found = hit
+    cuda = Version(found.group(1))
+    toolkit = ctx.matrix.toolkit_driver(cuda)
+    need = f" {toolkit.min_driver} or newer (CUDA {cuda}'s own driver)" if toolkit else ""
+    # the newest CUDA whose own driver the stated one meets: the newest image base it can run
+    runs = [t.cuda for t in ctx.matrix.cuda_driver.toolkits
+            if ctx.driver is not None and ctx.driver >= t.min_driver]
+    older = f" (this driver runs CUDA {max(runs)} images)" if runs else ""
+    return [Signal("driver", Category.DRIVER_TOO_OLD,
+                   f"the container image needs CUDA {cuda} (its NVIDIA_REQUIRE_CUDA), and the "
+                   "host's NVIDIA driver is older than that CUDA needs: nvidia-container-cli "
+                   "refuses to start it", dedupe([ctx.quote(index), *ctx.quotes("driver")]), NAMED,
+                   [Remedy(summary=f"Upgrade the host's NVIDIA driver to{need or ' a newer one'}."),
+                    Remedy(summary=f"Or use an image (an earlier tag) built on an older CUDA"
+                           f"{older}.")],
+                   details={"source": CONTAINER_SOURCE})]

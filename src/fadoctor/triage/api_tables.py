@@ -1,7 +1,8 @@
 """The Python API of each package triage can look a name up in, by release, as generated from
 upstream: flash_attn (data/flash_attn_api.yaml, tools/gen_fa_api.py at every flash-attention
 tag), transformers (data/transformers_api.yaml, tools/gen_hf_api.py), Triton
-(data/triton_api.yaml, tools/gen_triton_api.py), and the Hugging Face libraries a training stack
+(data/triton_api.yaml, tools/gen_triton_api.py), xFormers' ops (data/xformers_api.yaml,
+tools/gen_xformers_api.py at every xformers tag), and the Hugging Face libraries a training stack
 imports from each other (data/hf_libs_api.yaml, tools/gen_lib_api.py: huggingface_hub,
 accelerate, peft, diffusers, kernels; their modules' names only, no parameters). Each is read
 when a report first asks it."""
@@ -24,6 +25,8 @@ _TABLES: Dict[str, Tuple[str, Optional[str], str, str]] = {
                    "Dao-AILab/flash-attention at every release tag (flash_attn/)"),
     "transformers": ("transformers_api.yaml", None, "transformers", "transformers' release wheels"),
     "triton": ("triton_api.yaml", None, "triton", "Triton's release wheels"),
+    "xformers": ("xformers_api.yaml", None, "xformers",
+                 "facebookresearch/xformers at every release tag (xformers/ops)"),
     **{package: ("hf_libs_api.yaml", package, dist, f"{dist}: {_HF_LIBS}")
        for package, dist in (("huggingface_hub", "huggingface-hub"), ("accelerate", "accelerate"),
                              ("peft", "peft"), ("diffusers", "diffusers"),

@@ -13,7 +13,7 @@ from typing import List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
-from fadoctor.triage import switches
+from fadoctor.triage import ext_torch, switches
 from fadoctor.triage.api_tables import PACKAGES, Api, api
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_triton_pin import pair_differs, pinned, with_torch
@@ -138,6 +138,11 @@ def _gap(data: Api, have: Tuple[int, ...], installed: Optional[Version]) -> Opti
 def _signal(ctx: Context, index: int, message: str, fixes: List[Remedy], data: Api,
             release: str = "") -> Signal:  # release: what the fixes move to
     fixes = with_torch(data.dist, fixes, release)
+    needs = ext_torch.table().get(data.dist, {}).get(release) if release else None
+    if needs:  # a compiled package whose release is built for one torch (xformers)
+        fixes = [*fixes, Remedy(summary=f"{data.dist} {release}'s wheels require torch{needs} "
+                                "(their metadata): pip installs that torch with it, so keep the "
+                                "pair together (with torch's CUDA build from its index).")]
     stated = ctx.fa_quote() if data.dist == "flash-attn" else None
     return Signal("api", Category.VERSION_CONFLICT, message,
                   dedupe(sorted({ctx.quote(index), *filter(None, [stated])},
@@ -151,7 +156,7 @@ def _package(ctx: Context, index: int, function: str) -> Optional[Api]:
     near = " ".join(ctx.text.lines[max(index - 6, 0):index + 1])
     order = ("transformers", "flash_attn") if "/transformers/" in near else \
         ("flash_attn", "transformers")
-    return next((api(p) for p in order if api(p).functions(function)), None)
+    return next((api(p) for p in (*order, "xformers") if api(p).functions(function)), None)
 
 
 def keyword(ctx: Context) -> List[Signal]:

@@ -65,3 +65,12 @@ def test_a_keyword_older_xformers_lacks_names_its_first_release(argument: str, f
                 f"keyword argument '{argument}'\n", matrix)
     assert found.category == Category.VERSION_CONFLICT and f"xformers {first}" in found.message
     assert f'"xformers>={first}"' in said(found) and "require torch" in said(found)
+
+
+def test_the_old_dispatchers_refusal_is_its_release(matrix: Matrix) -> None:
+    found = top("xformers 0.0.15.dev0\nNotImplementedError: No operator found for this attention: "
+                "AttentionOpDispatch(dtype=torch.float32, device=device(type='cuda', index=0), "
+                "k=80, has_dropout=False, attn_bias_type=<class 'NoneType'>, kv_len=1024, "
+                "q_len=1024)\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "head dim 80" in found.message
+    assert '"xformers>=0.0.16"' in said(found)

@@ -234,3 +234,33 @@ def no_such_operator(ctx: Context) -> List[Signal]:
                    [Remedy(summary="See which operators this xformers has and why others are "
                            "missing, then reinstall the xformers wheel built for this torch.",
                            commands=["python -m xformers.info"])])]
+
+
+# xformers 0.0.13-0.0.15's dispatcher (xformers/ops.py, AttentionOpDispatch.op: raise
+# NotImplementedError(f"No operator found for this attention: {self}")) had three operators: the
+# flash one (fp16/bf16, head dim <= 128), a forward-only generic one (fp32/fp16) and the small-k
+# one (fp32, head dim <= 32). From 0.0.16 the cutlass operator runs fp32, fp16 and bf16, forward
+# and backward, to head dim 65536 (xformers/ops/fmha/cutlass.py FwOp/BwOp, SUPPORTED_MAX_K).
+_OLD_DISPATCH = re.compile(r"No operator found for this attention: AttentionOpDispatch\(dtype="
+                           r"(torch\.\w{1,20})[^\n]{0,80}?\bk=(\d+)")
+_OLD_SOURCE = ("facebookresearch/xformers@v0.0.13:xformers/ops.py (AttentionOpDispatch.op); "
+               "@v0.0.16:xformers/ops/fmha/cutlass.py (FwOp, BwOp)")
+
+
+def old_dispatch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OLD_DISPATCH, ("no operator found for this attention",))
+    if hit is None:
+        return []
+    dtype, k = hit[1].group(1), int(hit[1].group(2))
+    return [Signal("xformers_old_dispatch", Category.VERSION_CONFLICT,
+                   f"this xformers (0.0.13 to 0.0.15: its AttentionOpDispatch) has no operator for "
+                   f"{dtype} with head dim {k} here: its only training operator in fp32 stops at "
+                   "head dim 32, and its flash one takes fp16/bf16 only", [ctx.quote(hit[0])],
+                   NAMED,
+                   [Remedy(summary="Upgrade xformers to 0.0.16 or later: its cutlass operator runs "
+                           "fp32, fp16 and bf16, forward and backward, to head dim 65536 "
+                           "(0.0.16's wheels require torch 1.13.1; each later release its own "
+                           "torch).", commands=['pip install --upgrade "xformers>=0.0.16"']),
+                    Remedy(summary="Or, with this xformers, run attention in float16 or bfloat16 "
+                           "(its flash operator, head dim <= 128).")],
+                   details={"source": _OLD_SOURCE})]

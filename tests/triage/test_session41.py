@@ -114,3 +114,17 @@ def test_the_newest_release_stating_a_floor_is_for_every_later_torch() -> None:
     newest = max(Version(v) for v in table()["xformers"])
     assert newest in [v for v, _ in releases_for("xformers", Version("2.99.0"))] or \
         "==" in table()["xformers"][str(newest)]
+
+
+def test_a_kernels_capability_condition_against_the_named_gpu(matrix: Matrix) -> None:
+    found = top("Running on RTX 4090\nRuntimeError: Expected (dprops->major == 8 && dprops->minor "
+                "== 0) || (dprops->major == 9 && dprops->minor == 0) to be true, but got false.\n",
+                matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "sm_80, sm_90" in found.message
+    assert "sm_89" in found.message and "newer release" not in said(found)
+
+
+def test_a_capability_condition_the_named_gpu_meets_is_not_its(matrix: Matrix) -> None:
+    result = triage("A100 80GB\nRuntimeError: Expected dprops->major >= 8 to be true, but got "
+                    "false.\n", matrix)
+    assert all("kernel's own check" not in d.message for d in result.diagnosis)

@@ -128,3 +128,13 @@ def test_a_capability_condition_the_named_gpu_meets_is_not_its(matrix: Matrix) -
     result = triage("A100 80GB\nRuntimeError: Expected dprops->major >= 8 to be true, but got "
                     "false.\n", matrix)
     assert all("kernel's own check" not in d.message for d in result.diagnosis)
+
+
+def test_a_gtx_16_card_with_green_images_runs_in_full_precision(matrix: Matrix) -> None:
+    found = top("GPU: 1660 Super 6GB\nOutput is a green image\n", matrix)
+    assert found.category == Category.NUMERICS and "--no-half" in said(found)
+
+
+def test_green_images_on_an_rtx_card_are_not_the_gtx_16_defect(matrix: Matrix) -> None:
+    result = triage("GPU: RTX 3060\nOutput is a green image\n", matrix)
+    assert all("GTX 16 card" not in d.message for d in result.diagnosis)

@@ -13,7 +13,8 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, minor, parse_version
-from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, Signal, dedupe
+from fadoctor.triage.text import Quote
 
 _NAN = re.compile(r"\b(?:nan|NaN|NAN|Nan|inf|Inf)s?\b[^\n]{0,80}?|\b(?:loss|grad\w*|output|logits|"
                   r"attention)\b[^\n]{0,60}?\b(?:nan|NaN|NAN|inf)\b")
@@ -116,6 +117,8 @@ def black_images(ctx: Context) -> List[Signal]:
     to inf and NaN, and decode to black; bf16 keeps fp32's range, fp32 keeps everything."""
     hit = ctx.first(_BLACK, ("black", "green", "all nans"))
     half = ctx.first(_HALF, ("fp16", "float16", "torch.half", "precision"))
+    if hit is not None and ctx.gpu is not None and _GTX16.search(ctx.gpu[0]):
+        return [_gtx16(ctx, hit[0], ctx.gpu[0], ctx.gpu[2])]
     if hit is None or half is None:
         return []
     return [Signal("numerics_fp16", Category.NUMERICS,
@@ -127,6 +130,25 @@ def black_images(ctx: Context) -> List[Signal]:
                            "--force-fp16 (or pass --bf16-unet, --fp32-vae); in AUTOMATIC1111 "
                            "--no-half-vae, or --precision full --no-half for the UNet; elsewhere "
                            "torch_dtype=torch.bfloat16.")])]
+
+
+# GeForce GTX 16xx (Turing, compute capability 7.5, no tensor cores) gives NaN under fp16
+# autocast: AUTOMATIC1111 special-cases exactly these cards (modules/devices.py,
+# cuda_no_autocast: capability (7, 5) and a name starting "NVIDIA GeForce GTX 16"), and its NaN
+# check tells "your video card does not support half type ... --no-half" (test_for_nans).
+_GTX16 = re.compile(r"\bGTX ?16\d0\b", re.I)
+
+
+def _gtx16(ctx: Context, index: int, name: str, gpu: Quote) -> Signal:
+    return Signal("numerics_gtx16", Category.NUMERICS,
+                  f"{name} (a GTX 16 card: Turing without tensor cores) computes NaN in "
+                  "half precision, which decodes to a black or green image",
+                  dedupe([ctx.quote(index), gpu]), IMPLIED,
+                  [Remedy(summary="Run in full precision on this card: AUTOMATIC1111 "
+                          "--precision full --no-half (or --upcast-sampling, which keeps less in "
+                          "fp32); ComfyUI --force-fp32; elsewhere torch_dtype=torch.float32.")],
+                  details={"source": "AUTOMATIC1111/stable-diffusion-webui modules/devices.py "
+                                     "(cuda_no_autocast, test_for_nans)"})
 
 
 # A model run in float16 whose outputs go NaN, Inf or empty, with no flash-attention in the

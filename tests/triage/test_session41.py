@@ -138,3 +138,10 @@ def test_a_gtx_16_card_with_green_images_runs_in_full_precision(matrix: Matrix) 
 def test_green_images_on_an_rtx_card_are_not_the_gtx_16_defect(matrix: Matrix) -> None:
     result = triage("GPU: RTX 3060\nOutput is a green image\n", matrix)
     assert all("GTX 16 card" not in d.message for d in result.diagnosis)
+
+
+def test_mask_rows_with_all_false_values_are_fully_masked_rows(matrix: Matrix) -> None:
+    found = top("SDPA produces NaN with padding mask\nI add extra rows to the boolean attention "
+                "mask with all `False` values. scaled_dot_product_attention returns NaNs.\n",
+                matrix)
+    assert found.category == Category.NUMERICS and "fully masked" in said(found)

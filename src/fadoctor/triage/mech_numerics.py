@@ -236,7 +236,9 @@ _SDPA = re.compile(r"scaled_dot_product_attention|\bSDPA\b", re.I)
 _ALL_MASKED = re.compile(r"\b(?:fully|completely|entirely|all)[ -]masked\b|\bmask\w*\b[^\n]{0,60}"
                          r"\b(?:blocks?|masks?|hides?) (?:all|every|out all)\b|\b(?:zero|empty|all[ -]"
                          r"false|all-zero) rows?\b|\brows? (?:that are |which are )?(?:all|fully|"
-                         r"entirely) (?:masked|false|zero)", re.I)
+                         r"entirely) (?:masked|false|zero)|"
+                         # "extra rows to the boolean attention mask with all `False` values"
+                         r"\brows?\b[^\n]{0,60}?\bwith all\W{0,2}(?:False|-inf|masked)\b", re.I)
 
 
 def masked_rows(ctx: Context) -> List[Signal]:

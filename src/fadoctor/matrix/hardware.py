@@ -3,7 +3,7 @@
 
 import re
 from functools import cache
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Pattern, Tuple
 
 from packaging.version import Version
 from pydantic import (
@@ -111,11 +111,38 @@ def _name_regex(name: str) -> str:
     return rf"(?<![\w-]){tesla}{words}(?![\w])"  # "TITAN V", "titanV"
 
 
+# each table of GPUs (by identity) grouped by the lower-cased word every name of an entry holds,
+# with its entries' compiled patterns; entries with a pattern of their own are tried on every name
+_Entry = Tuple[int, GpuSpec, Pattern[str]]  # the entry's place in the table, it, its pattern
+_Index = Tuple[List[GpuSpec], Dict[str, List[_Entry]], List[_Entry]]
+_INDEXES: Dict[int, _Index] = {}
+
+
+def _index(gpus: List[GpuSpec]) -> _Index:
+    known = _INDEXES.get(id(gpus))
+    if known is not None and known[0] is gpus:
+        return known
+    by_word: Dict[str, List[_Entry]] = {}
+    always: List[_Entry] = []
+    for place, g in enumerate(gpus):
+        entry = (place, g, re.compile(g.regex, re.IGNORECASE))
+        if g.pattern is None:
+            by_word.setdefault(_key_word(g.name).lower(), []).append(entry)
+        else:
+            always.append(entry)
+    _INDEXES[id(gpus)] = (gpus, by_word, always)
+    return _INDEXES[id(gpus)]
+
+
 def resolve_gpu(gpus: List[GpuSpec], device: str) -> Optional[GpuSpec]:
     """The entry for a device name: the longest match wins ("RTX 4060 Ti" over "RTX 4060"); a tie
-    between different compute capabilities resolves to nothing rather than to a guess."""
+    between different compute capabilities resolves to nothing rather than to a guess. The same
+    as asking each entry's match_length, in the table's order, with each key word tested once."""
     lower = device.lower()
-    scored = [(n, g) for g in gpus if (n := g.match_length(device, lower)) is not None]
+    _, by_word, always = _index(gpus)
+    tried = sorted([*always, *(e for word, entries in by_word.items() if word in lower
+                               for e in entries)], key=lambda e: e[0])
+    scored = [(len(m.group(0)), g) for _, g, pattern in tried if (m := pattern.search(device))]
     if not scored:
         return None
     best = max(n for n, _ in scored)

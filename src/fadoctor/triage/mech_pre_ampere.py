@@ -68,7 +68,7 @@ def pre_ampere(ctx: Context) -> List[Signal]:
                    f"{gpu_words(ctx)} is older than Ampere: FlashAttention-2 needs compute "
                    f"capability {floor} or newer"
                    + ("; the build that failed would not run here either" if built else "")
-                   + ("; installing flash-attn would not help" if missing else ""),
+                   + ("; installing flash-attn 2 would not help" if missing else ""),
                    quotes, WRAPPED + 1 if built or missing else HINTED, remedies)]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
@@ -16,16 +15,11 @@ from typing import Dict, Iterator, List, Tuple
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_fa_api import collect, emit, installed, order
+from gen_fa_api import _git, collect, emit, installed, order
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "xformers_api.yaml"
 # releases only (v0.0.16rc425 and other release candidates left out; "v0.03" is a stray tag)
 RELEASE = re.compile(r"^v0\.0\.\d+(?:\.post\d+)?$")
-
-
-def _git(git_dir: str, *args: str) -> str:
-    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True,
-                          check=True).stdout
 
 
 def _ops(path: str) -> bool:

@@ -48,6 +48,11 @@ _GEFORCE_SERIES = re.compile(r"\bRTX\s?(20|30|40|50)[xX]{2}\b|\bRTX\s?(20|30|40|
 _SERIES_CC = {"20": "7.5", "30": "8.6", "40": "8.9", "50": "12.0"}
 
 
+# GPUs given as an example, not the reporter's ("require a GPU with Compute Capability 8.9 or
+# higher (e.g., RTX 4090). Your GPU's capability is 8.6.")
+# ("older GPUs e.g. T4 on Kaggle" unbracketed is often the reporter's own)
+_EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance)[^)]*\)", re.I)
+
 # the joins of a list of GPUs in one line
 _LIST = re.compile(r"\s+(?:and|&|\+|plus|with)\s+|,\s*|;\s*|\s+/\s+", re.I)
 
@@ -82,6 +87,8 @@ class GpuFinder:
 
     def _one(self, line: str) -> List[Tuple[str, Optional[str]]]:
         line = _GLUED.sub(" ", line[:400])
+        if "(e" in line or "(for" in line:
+            line = _EXAMPLE.sub(" ", line)
         series = _GEFORCE_SERIES.search(line)
         if series is not None:  # one compute capability for every model of a GeForce series
             number = series.group(1) or series.group(2) or series.group(3)

@@ -22,6 +22,11 @@ _MEMORY = re.compile(r"(?<![\d.])(\d{1,12}(?:\.\d{1,6})?)\s{0,8}(?:GB|GiB|G)\b"
 # "capability 8.6", "capability: 86", "sm_90"; never "capability 10.x" (a family, not one GPU)
 _CC = re.compile(r"capability\s*[:=]?\s*(?:sm_?)?(\d{1,2})\.?(\d)\b(?!\.\w)|"
                  r"run on a sm (\d{1,2})\.(\d) gpu", re.IGNORECASE)
+# a capability stated as a floor ("Compute Capability 8.9 or higher", "requires compute capability
+# >= 8.0"), which is not the GPU's own
+_FLOOR_AFTER = re.compile(r"\s*(?:or (?:higher|newer|above|greater|later)|\+|and (?:above|higher|"
+                          r"newer)|(?:is |are )?required)", re.I)
+_FLOOR_BEFORE = re.compile(r"(?:>=|≥|at least|minimum|min\.?|requires?|required|needs?)\s*$", re.I)
 _FAMILY = re.compile(r"\b(Blackwell|Hopper|Ada(?= Lovelace)|Ampere|Turing|Volta|Pascal|Maxwell)\b",
                      re.IGNORECASE)
 _FAMILY_NEEDLES = ("blackwell", "hopper", "ada lovelace", "ampere", "turing", "volta", "pascal",
@@ -34,6 +39,12 @@ _AMD = re.compile(r"\b((?i:gfx)\d{3,4}[a-z]?)\b|\b(Radeon[\w ]{0,20}?\d{3,4}\s*\
                   r"(?!\w)")
 
 _SMI_ROW = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|")
+
+
+def _floor(line: str, found: re.Match[str]) -> bool:
+    """Whether a capability in the line is a floor it states, not the GPU's own."""
+    before = line[max(0, found.start() - 40):found.start()].replace("compute", "").rstrip(" :=(")
+    return bool(_FLOOR_AFTER.match(line, found.end()) or _FLOOR_BEFORE.search(before))
 
 
 def read_paths(text: Pasted, seen: Observed) -> None:
@@ -94,7 +105,8 @@ def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
         if intel:
             seen.gpus.append(o.Gpu(intel.group(0), text.quote(index), vendor="intel"))
     for index in text.distinct(text.containing(("capability", "run on a sm"))):
-        cc = _CC.search(text.lines[index])
+        line = text.lines[index]
+        cc = next((m for m in _CC.finditer(line) if not _floor(line, m)), None)
         if cc:
             major, minor = (cc.group(1), cc.group(2)) if cc.group(1) else (cc.group(3), cc.group(4))
             seen.state(o.GPU_CC, f"{int(major)}.{minor}", text.quote(index), PROSE)

@@ -91,7 +91,7 @@ def refused(ctx: Context) -> List[Signal]:
                        [Remedy(summary="Run in float16 instead: dtype=\"half\" (vLLM: --dtype "
                                f"half; transformers: torch_dtype=torch.float16{factory}).")])]
     if ctx.gpu is None and not ctx.amd:
-        return _below_detected(ctx)
+        return _below_floor(ctx) or _below_detected(ctx)
     if ctx.gpu is None or ctx.amd:
         return []
     if ctx.gpu_cc_exact is None:  # a generation named ("Pascal"): only a floor above all of it
@@ -150,15 +150,32 @@ TE_FP8 = ("NVIDIA/TransformerEngine transformer_engine/pytorch/fp8.py (_check_fp
           "12.1.3 and CUDA 12.1 on Ada)")
 
 
+# the GPU's own capability, as the refusal states it beside its floor: "Your GPU's capability
+# is 8.6." (ComfyUI-QwenVL's FP8 check), vLLM's "Your Tesla V100-SXM2-32GB GPU has compute
+# capability 7.0."
+_STATED_CC = re.compile(r"\b(?:your|this|the|current)\b[^.\n]{0,60}?\b(?:GPU|device)(?:'s)?\s+"
+                        r"(?:has\s+)?(?:compute\s+)?capability(?:\s+is|:)?\s+(\d{1,2})\.(\d)\b",
+                        re.I)
+
+
 def _below_floor(ctx: Context) -> List[Signal]:
     """An error stating the compute capability it needs, above the named GPU's (or above every
-    GPU of the generation named), or the report retelling that floor."""
+    GPU of the generation named, or the one the message itself states), or the report retelling
+    that floor."""
     gpu = ctx.gpu
-    if gpu is None or gpu[1] is None:
-        return []
-    cc = ctx.gpu_cc_exact or _generation_top(gpu[1])
+    cc: Optional[Version] = None
+    if gpu is not None:
+        if gpu[1] is None:
+            return []
+        cc = ctx.gpu_cc_exact or _generation_top(gpu[1])
     for index, found in ctx.find(_FLOOR, ("capability", "sm", "compute")):
         line = ctx.text.lines[index]
+        stated = _STATED_CC.search(line) if gpu is None else None
+        if gpu is None:
+            if stated is None:
+                continue
+            cc = Version(f"{stated.group(1)}.{stated.group(2)}")
+        assert cc is not None
         digits = [g for g in found.groups() if g is not None]
         floor = Version(f"{digits[0]}.{digits[1].replace('x', '0')}")
         retold = found.group(0).split()[0].lower() in ("under", "below", "less", "lower", "older")
@@ -167,13 +184,16 @@ def _below_floor(ctx: Context) -> List[Signal]:
             continue
         fp8 = "fp8" in ctx.low(index)
         family = _family(floor).capitalize()
-        instead = ("; on this GPU train in bf16 without FP8 (fp8_autocast enabled=False)." if fp8
+        instead = ("; on this GPU take the model's non-FP8 (bf16 or fp16) weights, or train in "
+                   "bf16 with FP8 off (Transformer Engine: fp8_autocast enabled=False)." if fp8
                    else f", or turn the feature off in {_display(package_in(ctx, line))}.")
-        if fp8 and cc == Version("8.9") and floor > cc:  # Ada, before TE admitted it
+        quotes = dedupe([ctx.quote(index), *([gpu[2]] if gpu is not None else [])])
+        name = gpu[0] if gpu is not None else "this GPU (as the message states)"
+        if fp8 and cc == Version("8.9") and floor > cc and gpu is not None:  # Ada, before TE
             return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
                            f"this Transformer Engine release allows FP8 on compute capability "
                            f"{floor}+ only; {gpu[0]} is Ada (8.9), which later releases admit",
-                           dedupe([ctx.quote(index), gpu[2]]), LOGGED,
+                           quotes, LOGGED,
                            [Remedy(summary="Upgrade Transformer Engine: its later check admits "
                                    "compute capability 8.9 when cuBLASLt is 12.1.3 or newer and "
                                    "CUDA 12.1 or newer (a torch built with CUDA 12.1+).",
@@ -183,9 +203,9 @@ def _below_floor(ctx: Context) -> List[Signal]:
                            details={"source": TE_FP8})]
         return [Signal("capability_floor", Category.GPU_UNSUPPORTED,
                        f"{'FP8' if fp8 else 'this feature'} needs compute capability {floor} or "
-                       f"higher ({family} or newer); {gpu[0]} is "
-                       + (f"{cc}" if ctx.gpu_cc_exact else "older"),
-                       dedupe([ctx.quote(index), gpu[2]]), LOGGED,
+                       f"higher ({family} or newer); {name} is "
+                       + (f"{cc}" if ctx.gpu_cc_exact or gpu is None else "older"),
+                       quotes, LOGGED,
                        [Remedy(summary=f"Run it on a GPU of compute capability {floor} or newer "
                                f"({family} or newer){instead}")])]
     return []

@@ -24,7 +24,10 @@ from fadoctor.triage.text import Quote
 # setup.py's bare_metal_version is assigned only under `if CUDA_HOME is not None:` (flash-attn's
 # setup.py from v2.0, mamba-ssm's and causal-conv1d's copies of it): with no nvcc found, a later use
 # raises NameError instead of a message about CUDA
+# (DeepSpeed's op builder: "CUDA_HOME does not exist, unable to compile CUDA op(s)",
+# deepspeedai/DeepSpeed op_builder/builder.py MissingCUDAException)
 _CUDA_HOME = re.compile(r"CUDA_HOME environment variable is not set|Cannot find CUDA_HOME|"
+                        r"CUDA_HOME does not exist|"
                         r"nvcc (?:was )?not found|"
                         r"NameError: name 'bare_metal_(?:version|major|minor)' is not defined|"
                         r"No such file or directory: '[^']{0,300}/nvcc'|nvcc: (?:command )?not found|"
@@ -105,10 +108,10 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
                    "alone has none) or CUDA_HOME points elsewhere" if ".h" in ctx.low(hit[0]) else
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
-                   NAMED, [_toolkit(ctx), skip])]
+                   NAMED, [toolkit(ctx), skip])]
 
 
-def _toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
+def toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:
     cuda = ctx.torch_cuda
     if cuda is not None:
         want = f"CUDA toolkit {cuda.major}.x (torch's CUDA is {cuda}" + (
@@ -134,7 +137,7 @@ def nvcc_version(ctx: Context) -> List[Signal]:
     return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
                    f"{shown} is older than {who}'s setup.py accepts (CUDA {need} or newer): "
                    "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
-                   [_toolkit(ctx, need), prebuilt(ctx)],
+                   [toolkit(ctx, need), prebuilt(ctx)],
                    needs=[] if ctx.nvcc else [("the nvcc the build uses",
                                                "which nvcc; nvcc --version; echo $CUDA_HOME")])]
 

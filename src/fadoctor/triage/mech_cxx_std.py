@@ -118,3 +118,34 @@ def msvc_cplusplus(ctx: Context) -> List[Signal]:
                            commands=[command("export", env("NVCC_APPEND_FLAGS",
                                                            "-Xcompiler /Zc:__cplusplus")),
                                      command("export", env("CL", "/Zc:__cplusplus"))])])]
+
+
+# torch 2.9's torch/csrc/dynamo/compiled_autograd.h has an `if constexpr (::std::is_same_v<...>)`
+# branch that MSVC, as nvcc's host compiler, rejects with C2872 ('std': ambiguous symbol, against
+# <valarray>'s std). The header already skips that branch `#if defined(_WIN32) &&
+# (defined(USE_CUDA) || defined(USE_ROCM))` (pytorch/pytorch#144707), a macro torch's own build
+# defines and an extension's build does not (pytorch/pytorch#166123: torch 2.8 builds, 2.9 and
+# later do not).
+_AUTOGRAD_C2872 = re.compile(r"dynamo[/\\]compiled_autograd\.h\(\d+\)\s*:\s*error C2872")
+
+
+def msvc_std_ambiguous(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_AUTOGRAD_C2872, ("compiled_autograd.h",))
+    if hit is None:
+        return []
+    package = package_in(ctx) or "the extension"
+    return [Signal("msvc_std_ambiguous", Category.BUILD_TOOLCHAIN,
+                   "MSVC rejects an if-constexpr branch of torch's compiled_autograd.h (torch 2.9 "
+                   "and later) while nvcc compiles " + package + "'s host code: torch skips that "
+                   "branch on Windows only where USE_CUDA is defined, and an extension's build "
+                   "does not define it", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Define USE_CUDA for the build, so the header takes its "
+                           "Windows branch: -DUSE_CUDA in setup.py's extra_compile_args (both "
+                           "the cxx and nvcc lists), or set it for every compile as below, and "
+                           "build again. Otherwise build against torch 2.8, or take a prebuilt "
+                           "Windows wheel of " + package + ".",
+                           commands=[command("export", env("CL", "/DUSE_CUDA")),
+                                     command("export", env("NVCC_APPEND_FLAGS", "-DUSE_CUDA"))])],
+                   details={"source": "pytorch/pytorch torch/csrc/dynamo/compiled_autograd.h "
+                                      "(the _WIN32 && USE_CUDA guard, pytorch/pytorch#144707); "
+                                      "pytorch/pytorch#166123"})]

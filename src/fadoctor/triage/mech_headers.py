@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_build import on_windows, prebuilt
+from fadoctor.triage.mech_build import on_windows, prebuilt, toolkit
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 # gcc's "fatal error: Python.h: No such file or directory", MSVC's "fatal error C1083: Cannot open
@@ -132,6 +134,10 @@ _UCRT = re.compile(r"Cannot open include file: '(corecrt\.h|corecrt_\w+\.h|stdde
                    r"windows\.h|stdio\.h)'")
 _CUB = re.compile(r"The version of CUB in your include path is not compatible with this release "
                   r"of Thrust")
+# no CUB at all: the toolkit the build uses predates 11.0, the first to bundle it (the same
+# Thrust message: "CUB is now included in the CUDA Toolkit"), most often a distro's old nvcc
+# (/usr/bin/nvcc) found ahead of the toolkit that matches torch
+_NO_CUB = re.compile(r"fatal error: cub/cub\.cuh: No such file")
 
 
 def windows_sdk(ctx: Context) -> List[Signal]:
@@ -156,4 +162,15 @@ def windows_sdk(ctx: Context) -> List[Signal]:
                           [Remedy(summary="Unset CUB_HOME (the CUDA toolkit has bundled CUB "
                                   "since 11.0) and drop any -I to a CUB checkout, then build "
                                   "again.")]))
+    none = ctx.first(_NO_CUB, ("cub/cub.cuh",)) if cub is None else None
+    if none is not None:
+        out.append(Signal("cub_missing", Category.BUILD_TOOLCHAIN,
+                          "the CUDA toolkit the build uses has no CUB: it is older than CUDA 11.0, "
+                          "the first to bundle CUB (most often a distribution's old nvcc in "
+                          "/usr/bin ahead of the toolkit that matches torch)",
+                          [ctx.quote(none[0])], NAMED,
+                          [toolkit(ctx, Version("11.0")),
+                           Remedy(summary="Check which nvcc the build finds (`which nvcc`); remove "
+                                  "the distribution's old one or put the new toolkit's bin first "
+                                  "on PATH.", commands=["which nvcc", "nvcc --version"])]))
     return out

@@ -68,3 +68,33 @@ def pkg_resources_packaging(ctx: Context) -> List[Signal]:
                    details={"source": "setuptools==69.5.1:pkg_resources/__init__.py:75 "
                                       "(70.0.0 drops it); torch==1.13.1:torch/utils/"
                                       "cpp_extension.py:25"})]
+
+
+# setuptools' private MSVC helpers, which torch's cpp_extension (and torch's own build) call to set
+# up the compiler on Windows: setuptools 74.0 stopped exposing distutils._msvccompiler through
+# `from setuptools import distutils` (pypa/setuptools#4657), and releases after 75.8.2 dropped
+# _msvccompiler._get_vc_env (pypa/setuptools#4874: "working without problem with 75.8.2 or
+# earlier"; pytorch/pytorch#148877)
+_MSVC_ENV = re.compile(r"['\"`]?distutils(?:\._msvccompiler)?['\"`]? has no attribute "
+                       r"['\"`]?(_get_vc_env|_msvccompiler)\b")
+
+
+def msvc_env(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MSVC_ENV, ("has no attribute",))
+    if hit is None:
+        return []
+    name = hit[1].group(1)
+    pin = "setuptools<=75.8.2" if name == "_get_vc_env" else "setuptools<74"
+    gone = ("setuptools releases after 75.8.2 removed distutils._msvccompiler._get_vc_env"
+            if name == "_get_vc_env" else
+            "setuptools 74 and later no longer expose distutils._msvccompiler")
+    return [Signal("removed_api", Category.BUILD_TOOLCHAIN,
+                   f"{gone}, which torch's C++ extension builder calls to set up MSVC on "
+                   "Windows: the build environment's setuptools is newer than this torch's "
+                   "builder", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Build with {pin} in the environment, without build "
+                           "isolation so the pin holds (or take a prebuilt Windows wheel of the "
+                           "package).",
+                           commands=[f'pip install "{pin}"'])],
+                   details={"source": "pypa/setuptools#4874 (after 75.8.2), #4657 (74.0); "
+                                      "pytorch/pytorch#148877"})]

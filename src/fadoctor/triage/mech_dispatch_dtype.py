@@ -1,0 +1,61 @@
+"""A dtype the kernel's dispatch macro has no case for: "<function> failed to dispatch data type
+Float". FlashInfer's, sgl-kernel's and SageAttention's DISPATCH_PYTORCH_DTYPE_TO_CTYPE_FP16
+switch has cases for at::ScalarType::Half and BFloat16 only and raises
+`__PRETTY_FUNCTION__ << " failed to dispatch data type " << pytorch_dtype` for any other
+(flashinfer-ai/flashinfer python/csrc/pytorch_extension_utils.h, sgl-project/sglang
+sgl-kernel/include/utils.h, thu-ml/SageAttention csrc/dispatch_utils.h). Float means float32
+tensors reached a half-precision kernel; BFloat16 on a GPU older than Ampere means a dtype the
+GPU has no units for (bf16 needs compute capability 8.0) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_FAILED = re.compile(r"failed to dispatch data type:?\s*(Float|Double|BFloat16|Half|Float8_\w+|"
+                     r"\w+)")
+_LIBRARIES = (("sageattention", "SageAttention"), ("sage_attention", "SageAttention"),
+              ("sageattn", "SageAttention"), ("flashinfer", "FlashInfer"),
+              ("sgl_kernel", "sgl-kernel"), ("sgl-kernel", "sgl-kernel"))
+_AMPERE = Version("8.0")
+
+
+def dispatch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FAILED, ("failed to dispatch data type",))
+    if hit is None:
+        return []
+    dtype = hit[1].group(1)
+    low = ctx.text.lower
+    who = next((name for needle, name in _LIBRARIES if needle in low), "the kernel")
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    cc = ctx.gpu_cc_exact
+    if dtype == "BFloat16" and cc is not None and cc < _AMPERE:
+        return [Signal("dispatch_dtype", Category.DTYPE_UNSUPPORTED,
+                       f"{who}'s kernel got bfloat16 tensors on {ctx.gpu[0] if ctx.gpu else 'a GPU'}"
+                       f" (compute capability {cc}), which has no bfloat16 units", quotes, NAMED,
+                       [Remedy(summary="Run the model in float16 on this GPU (bf16 needs "
+                               "compute capability 8.0, Ampere): load it with torch_dtype="
+                               "torch.float16, or the app's weight/compute dtype set to fp16."),
+                        r.sdpa("Or attention with PyTorch SDPA:")])]
+    if dtype in ("Float", "Double"):
+        bits = "float32" if dtype == "Float" else "float64"
+        return [Signal("dispatch_dtype", Category.DTYPE_UNSUPPORTED,
+                       f"{who}'s kernel takes float16 and bfloat16 only, and got {bits} "
+                       "tensors", quotes, NAMED,
+                       [Remedy(summary=f"Cast the inputs to float16 or bfloat16 before the "
+                               f"call (q.to(torch.float16), or run the model in half "
+                               f"precision); {who} has no {bits} kernel. Where the model must "
+                               "stay in float32, use PyTorch SDPA for these layers."),
+                        r.sdpa("Or:")])]
+    return [Signal("dispatch_dtype", Category.DTYPE_UNSUPPORTED,
+                   f"{who}'s kernel has no case for {dtype} tensors: its dispatch takes "
+                   "float16 and bfloat16", quotes, NAMED,
+                   [Remedy(summary=f"Pass float16 or bfloat16 tensors to {who} (cast them, or "
+                           "load the model in that dtype)."), r.sdpa("Or:")])]

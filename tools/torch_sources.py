@@ -35,8 +35,9 @@ TORCH_KINDS: Tuple[Tuple[str, str], ...] = (
      r"version that was used to compile|minor version mismatch with the version|^Error building "
      r"extension|is not compatible with the compiler Pytorch was|may be ABI-incompatible with "
      r"PyTorch|than the (?:minimum|maximum) required version by CUDA", "build_toolchain"),
-    # without ninja torch's builder compiles one file at a time (fadoctor's build_slow reads it)
-    (r"Ninja is required to load C\+\+ extensions", "build_resources"),
+    # torch's JIT loader (cpp_extension.load -> verify_ninja_availability) cannot compile at all
+    # without the ninja executable on the process's PATH (fadoctor's jit_ninja reads it)
+    (r"Ninja is required to load C\+\+ extensions", "build_toolchain"),
 )
 # torch's own word that a message is harmless, a wrapper whose cause is printed above it, or a
 # training step's out of memory (the workload's size, not the environment): these only

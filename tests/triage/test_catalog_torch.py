@@ -109,7 +109,7 @@ FIX = {Category.NO_KERNEL_IMAGE: r"torch==|fadoctor fix|flash-attn>=|arch list|s
        Category.CUDA_RUNTIME_MISMATCH: r"reboot|cuda-compat",
        Category.NO_GPU: r"driver|--gpus all|LD_LIBRARY_PATH",
        Category.TORCH_CPU_ONLY: r"CUDA build of torch|torch==",
-       Category.BUILD_TOOLCHAIN: r"CUDA_HOME|nvcc|gcc|error:|--no-build-isolation",
+       Category.BUILD_TOOLCHAIN: r"CUDA_HOME|nvcc|gcc|error:|--no-build-isolation|install ninja",
        Category.BUILD_RESOURCES: r"ninja|MAX_JOBS",
        Category.OUT_OF_MEMORY: r"batch size|nvidia-smi",
        Category.KERNEL_FAILURE: r"CUDA_LAUNCH_BLOCKING=1"}

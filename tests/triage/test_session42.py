@@ -109,3 +109,128 @@ def test_setuptools_without_its_msvc_helper_is_pinned(error: str, pin: str, matr
     found = top("File \"torch\\utils\\cpp_extension.py\", line 2100, in _get_vc_env\n" + error
                 + "\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and pin in said(found)
+
+
+def test_deepspeeds_cuda_home_message_is_a_missing_toolkit(matrix: Matrix) -> None:
+    found = top("op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to "
+                "compile CUDA op(s)\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "CUDA_HOME" in said(found)
+
+
+def test_no_cub_is_a_toolkit_older_than_11(matrix: Matrix) -> None:
+    found = top("csrc/moe_cuda_kernel.cu:5:10: fatal error: cub/cub.cuh: No such file or "
+                "directory\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "11.0" in found.message
+    assert "which nvcc" in said(found)
+
+
+def test_a_driver_of_a_cuda_major_runs_that_majors_runtimes(matrix: Matrix) -> None:
+    found = top("RuntimeError: The NVIDIA driver on your system is too old (found version 11060)."
+                "\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD
+    assert "+cu11" in said(found) and "minor-version compatibility" in said(found)
+
+
+def test_an_old_gcc_on_a_cluster_loads_a_module(matrix: Matrix) -> None:
+    text = ("installing on our HPC cluster, python setup.py install\n"
+            "#error \"You're running a too old version of GCC. We need GCC 5 or later.\"\n"
+            "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit "
+            "status 1.\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "module load gcc" in said(found)
+    plain = top(text.replace("on our HPC cluster", "here"), matrix)
+    assert "module load" not in said(plain)
+
+
+def test_a_half_fft_on_maxwell_runs_in_float32(matrix: Matrix) -> None:
+    found = top("RuntimeError: cuFFT doesn't support signals of half type with compute capability "
+                "less than SM_53, but the device containing input half tensor only has SM_52\n",
+                matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "sm_52" in found.message
+    assert "float32" in said(found)
+
+
+def test_a_half_fft_of_another_size_is_a_dtype_limit(matrix: Matrix) -> None:
+    found = top("RuntimeError: cuFFT only supports dimensions whose sizes are powers of two when "
+                "computing in half precision, but got a signal size of[48]\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "power of two" in said(found)
+
+
+@pytest.mark.parametrize("where, windows", [("windows平台下vscode运行", True), ("on my Ubuntu box", False)])
+def test_the_jit_loader_without_ninja(where: str, windows: bool, matrix: Matrix) -> None:
+    found = top(f"{where} train.py: RuntimeError: Ninja is required to load C++ extensions\n",
+                matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "pip install ninja" in said(found)
+    assert ("Native Tools Command Prompt" in said(found)) is windows
+
+
+def test_xformers_old_guard_names_a_build_for_another_gpu(matrix: Matrix) -> None:
+    found = top("Tesla T4 worked, A10G fails:\nFATAL: this function is for sm80, but was built for "
+                "sm750\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "sm75" in found.message
+    assert "8.0" in said(found) and "uninstall -y xformers" in said(found)
+
+
+def test_an_extension_the_package_went_on_without(matrix: Matrix) -> None:
+    found = top("---> 53     output = _C.ms_deform_attn_forward(\nNameError: name '_C' is not "
+                "defined\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "CUDA_HOME" in said(found)
+
+
+def test_a_value_an_older_release_does_not_list(matrix: Matrix) -> None:
+    found = top('  File "/venv/lib/python3.10/site-packages/lightning/fabric/connector.py", line '
+                "549, in _convert_precision_to_unified_args\n    raise ValueError(...)\n"
+                "ValueError: Precision 'bf16-true' is invalid. Allowed precision values: "
+                "('16-mixed', 'bf16-mixed', '32-true', '64-true', 64, 32, 16, '64', '32', '16', "
+                "'bf16')\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "pip install --upgrade lightning" in said(found)
+
+
+def test_a_listed_value_is_not_blamed_on_the_release(matrix: Matrix) -> None:
+    result = triage("ValueError: Precision 'bf16' is invalid. Allowed precision values: ('bf16', "
+                    "'32')\n", matrix)
+    assert all(d.category != Category.VERSION_CONFLICT for d in result.diagnosis)
+
+
+def test_diffusers_xformers_not_available_is_not_installed(matrix: Matrix) -> None:
+    found = top("ValueError: xformers is not available. Make sure it is installed correctly\n",
+                matrix)
+    assert found.category == Category.NOT_INSTALLED and "sdpa" in said(found)
+
+
+@pytest.mark.parametrize("name, gfx", [("AMD Radeon 7900 XTX", "gfx1100"),
+                                       ("Radeon RX 6700 XT", "gfx1031"),
+                                       ("Instinct MI250X", "gfx90a"), ("RX 9070 XT", "gfx1201")])
+def test_amd_products_name_their_gfx_target(name: str, gfx: str) -> None:
+    from fadoctor.triage.amd_targets import gfx_of
+
+    assert gfx_of(name) == gfx
+
+
+def test_a_ggml_hip_build_without_the_gpus_target(matrix: Matrix) -> None:
+    found = top("ggml_init_cublas: found 1 ROCm devices:\nCUDA error 98 at /code/llama.cpp/"
+                "ggml-cuda.cu:6246: invalid device function\nrunning with rocm 5.7, AMD Radeon "
+                "7900 XTX in docker\n", matrix)
+    assert found.category == Category.ROCM and "-DGPU_TARGETS=gfx1100" in said(found)
+
+
+def test_vllms_fp8_kv_cache_below_ada(matrix: Matrix) -> None:
+    found = top("ValueError: FP8 KV cache is not supported by the Triton attention backend on "
+                "Quadro RTX 8000 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+.\n",
+                matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "--kv-cache-dtype auto" in said(found)
+
+
+def test_ctranslate2_on_windows_without_cudnn_9(matrix: Matrix) -> None:
+    found = top("faster-whisper with ctranslate2 4.5.0: Could not locate cudnn_ops64_9.dll\n",
+                matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "ctranslate2==4.4.0" in said(found)
+
+
+def test_a_macos_feature_newer_than_the_deployment_target(matrix: Matrix) -> None:
+    found = top("cast.h:579:34: error: aligned allocation function of type 'void *(std::size_t, "
+                "std::align_val_t)' is only available on macOS 10.14 or newer\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "MACOSX_DEPLOYMENT_TARGET=10.14" in said(found)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from fadoctor.triage import observed as o
+from fadoctor.triage.amd_targets import gfx_of
 from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.observed import PROSE, Observed
 from fadoctor.triage.text import Pasted, Quote
@@ -100,6 +101,8 @@ def read_hardware(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
             seen.gpus.append(o.Gpu(amd.group(0), text.quote(index), vendor="amd"))
             if amd.group(1):
                 seen.state(o.AMD_ARCH, amd.group(1).lower(), text.quote(index), PROSE)
+            elif gfx_of(amd.group(0)) is not None:  # the product's target (LLVM's table)
+                seen.state(o.AMD_ARCH, str(gfx_of(amd.group(0))), text.quote(index), PROSE - 1)
     for index in text.distinct(text.containing(("intel", "iris"))):
         intel = _INTEL.search(text.lines[index])
         if intel:

@@ -37,12 +37,6 @@ _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches th
 # flash-attention's setup.py, and the same template in mamba-ssm's and causal-conv1d's
 # (f"{PACKAGE_NAME} is only supported on CUDA 11.6 and above.  Note: make sure nvcc ...")
 _NVCC_MIN = re.compile(r"([\w-]{1,40}) is only supported on CUDA (\d+\.\d+) and above")
-_GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
-_GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
-                      r"C\+\+17 (?:or later )?(?:compatible )?compiler is required|"
-                      # C++17 headers libstdc++ gained in gcc 8 (gcc 7 has only
-                      # <experimental/filesystem>): GCC's C++17 library status table
-                      r"fatal error: (?:filesystem|charconv): No such file", re.I)
 # (a title retypes the word: "Unsupported gpu architechture 'compute_89'")
 _ARCH = re.compile(r"(?:Unsupported gpu arch\w{4,10} |Value )'(?:compute|sm)_(\d+)\w?'"
                    r"(?: is not defined for option 'gpu-architecture')?", re.I)
@@ -163,27 +157,6 @@ def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Sign
                   quotes, NAMED, r.keep(remedies), details={"nvcc": nvcc, "torch_cuda": torch_cuda})
 
 
-def compiler(ctx: Context) -> List[Signal]:
-    new = ctx.first(_GCC_NEW, ("unsupported gnu version",))
-    if new is not None:
-        top = new[1].group(1)
-        return [Signal("compiler", Category.BUILD_TOOLCHAIN,
-                       f"the host compiler is newer than this nvcc supports (gcc {top} at most)",
-                       dedupe([ctx.quote(new[0]), *ctx.quotes("gcc", "nvcc")]), NAMED,
-                       [Remedy(summary=f"Build with gcc {top} (install it beside the default one).",
-                               commands=[f"export CC=gcc-{top} CXX=g++-{top}",
-                                         f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
-                        prebuilt(ctx)])]
-    old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++", "filesystem:", "charconv:"))
-    if old is None or not build_context(ctx, old[0]):
-        return []
-    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
-                   "the host compiler is too old for torch's C++17 headers",
-                   dedupe([ctx.quote(old[0]), *ctx.quotes("gcc")]), NAMED,
-                   [Remedy(summary="Build with gcc 9 or newer (torch's extensions need C++17).",
-                           commands=["export CC=gcc-11 CXX=g++-11"]), prebuilt(ctx)])]
-
-
 def architecture(ctx: Context) -> List[Signal]:
     hit = ctx.first(_ARCH, ("unsupported gpu arch", "for option 'gpu-architecture'"))
     if hit is None:
@@ -224,6 +197,8 @@ _ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows
                          r"\bpowersh\w{0,3}ll\b|"
                          # "local machine(window11)", "win10 torch 2.7.1"
                          r"\bwin(?:dows)?\s?1[01]\b|\bwindow1[01]\b|"
+                         # Chinese: "windows平台下" (on the Windows platform), "windows系统"
+                         r"\bwindows\s?(?:平台|系统|系統|环境|下)|"
                          # an environment listing's line: "Windows 10", "OS: Windows 11 Pro"
                          r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b", re.I)
 

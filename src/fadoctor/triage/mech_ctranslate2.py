@@ -29,7 +29,11 @@ _COMPUTE = re.compile(r"Requested (float16|int8_float16|int16|int8|bfloat16|int8
                       r"type, but the target device or backend do not support efficient")
 _NO_CUDA = re.compile(r"This CTranslate2 package was not compiled with CUDA support")
 _CUDNN_SUB = re.compile(r"Unable to load any of \{(libcudnn_\w+)\.so\.(\d+)[^}]{0,200}\}|"
-                        r"Could not load library (libcudnn_\w+)\.so\.(\d+)")
+                        r"Could not load library (libcudnn_\w+)\.so\.(\d+)|"
+                        # Windows: "Could not locate cudnn_ops64_9.dll", retold "cudnn
+                        # ops64_9.dll is not found"
+                        r"(cudnn[_ ][a-z_]+?)64_(\d+)\.dll (?:is )?not found|Could not locate "
+                        r"(cudnn_[a-z_]+?)64_(\d+)\.dll")
 _CPU = re.compile(r"device\s*=\s*['\"]cpu['\"]|\bon (?:the )?CPU\b|--device cpu", re.I)
 
 
@@ -102,12 +106,11 @@ def ct2_library(ctx: Context) -> List[Signal]:
 
 
 def cudnn_sublibrary(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDNN_SUB, ("unable to load any of", "could not load library"))
+    hit = ctx.first(_CUDNN_SUB, ("unable to load any of", "could not load library", ".dll"))
     if hit is None:
         return []
-    found = hit[1]
-    library, major = (found.group(1), found.group(2)) if found.group(1) else (
-        found.group(3), found.group(4))
+    library, major = [g for g in hit[1].groups() if g is not None][:2]
+    library = library.replace(" ", "_")
     ct2 = [Remedy(summary="CTranslate2 4.5.0 and later need cuDNN 9; where this torch bundles "
                   "cuDNN 8 (torch before 2.4), pin ctranslate2==4.4.0, the last built with cuDNN "
                   "8, or upgrade torch to one with cuDNN 9.",

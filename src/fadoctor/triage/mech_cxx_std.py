@@ -149,3 +149,25 @@ def msvc_std_ambiguous(ctx: Context) -> List[Signal]:
                    details={"source": "pytorch/pytorch torch/csrc/dynamo/compiled_autograd.h "
                                       "(the _WIN32 && USE_CUDA guard, pytorch/pytorch#144707); "
                                       "pytorch/pytorch#166123"})]
+
+
+# clang on macOS refusing a C++ library feature newer than the deployment target the build names
+# (MACOSX_DEPLOYMENT_TARGET, or -mmacosx-version-min): "aligned allocation function of type ... is
+# only available on macOS 10.14 or newer" (C++17 aligned new, which torch's pybind11 headers use),
+# "'path' is unavailable: introduced in macOS 10.15" (std::filesystem)
+_MACOS_MIN = re.compile(r"is only available on macOS (\d{2}(?:\.\d{1,2})?) or newer|is unavailable: "
+                        r"introduced in macOS (\d{2}(?:\.\d{1,2})?)")
+
+
+def macos_target(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MACOS_MIN, ("only available on macos", "introduced in macos"))
+    if hit is None:
+        return []
+    need = hit[1].group(1) or hit[1].group(2)
+    return [Signal("macos_target", Category.BUILD_TOOLCHAIN,
+                   f"the build targets a macOS older than {need} (MACOSX_DEPLOYMENT_TARGET), and "
+                   f"the C++ code uses a library feature that macOS has only from {need}",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Build with MACOSX_DEPLOYMENT_TARGET={need} (or later), not "
+                           "the older target the instructions or environment set.",
+                           commands=[command("export", env("MACOSX_DEPLOYMENT_TARGET", need))])])]

@@ -78,6 +78,14 @@ def driver(ctx: Context) -> List[Signal]:
         found = int(old[1].group(1)) if old[1].group(1) else 0
         runs = Version(f"{found // 1000}.{found % 1000 // 10}") if found >= 1000 else None
         fitting = r.torch_for_cuda(ctx, runs.major, at_most=runs) if runs else None
+        if runs is not None and fitting is None and runs > Version(f"{runs.major}.0"):
+            # a driver of a CUDA major's family runs every runtime of that major (NVIDIA's
+            # minor-version compatibility, "with limited feature-set": the matrix's floors)
+            fitting = r.torch_for_cuda(ctx, runs.major)
+            if fitting is not None:
+                fitting = fitting.model_copy(update={"summary": fitting.summary.rstrip(".") + (
+                    f" (CUDA minor-version compatibility: a driver that runs CUDA {runs} runs "
+                    f"every CUDA {runs.major}.x runtime, with a limited feature set)")})
         return [Signal(
             "driver", Category.DRIVER_TOO_OLD,
             "the NVIDIA driver is older than torch's CUDA runtime needs"

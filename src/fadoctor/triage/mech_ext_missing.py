@@ -107,10 +107,17 @@ _OWN_C = re.compile(r"cannot import name ['\"`](_C|_ext|_cuda|_kernels?)['\"`] f
 _TABLED = ("torch", "flash_attn", "vllm", "xformers", "apex", "triton", "sgl_kernel")
 
 
+# the same, where the package imported it in a try block and went on without it
+# (GroundingDINO's ms_deform_attn.py: `try: from groundingdino import _C` / `except:
+# warnings.warn("Failed to load custom C++ ops. Running on CPU mode Only!")`), so the first use
+# fails: "NameError: name '_C' is not defined"
+_NAME_C = re.compile(r"NameError: name ['\"`](_C|_ext)['\"`] is not defined")
+
+
 def own_extension(ctx: Context) -> List[Signal]:
     hit = ctx.first(_OWN_C, ("cannot import name", "no module named"))
     if hit is None:
-        return _private_module(ctx)
+        return _unbound_extension(ctx) or _private_module(ctx)
     found = hit[1]
     module, package = (found.group(1), found.group(2)) if found.group(2) else (
         found.group(4), found.group(3))
@@ -127,6 +134,25 @@ def own_extension(ctx: Context) -> List[Signal]:
                            "and read the output for the step that failed; a checkout run in "
                            "place needs the in-place build.",
                            commands=["pip install -e . --no-build-isolation -v"])])]
+
+
+def _unbound_extension(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NAME_C, ("is not defined",))
+    if hit is None:
+        return []
+    framed = _frame_package(ctx, hit[0])
+    package = framed[0] if framed else "the package"
+    return [Signal("extension_missing", Category.BUILD_TOOLCHAIN,
+                   f"{package}'s compiled extension ({hit[1].group(1)}) was never built: its import "
+                   "failed quietly (the package warns and goes on without it), so its first use "
+                   "fails; the build found no CUDA toolkit (CUDA_HOME) or failed on its C++ part",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Rebuild {package} where CUDA_HOME points at a CUDA toolkit "
+                           "of torch's CUDA major (its nvcc on PATH), from its checkout, and read "
+                           "the build output for the CUDA extension's step; then import it in "
+                           "Python to check the warning is gone.",
+                           commands=["export CUDA_HOME=/usr/local/cuda",
+                                     "pip install -e . --no-build-isolation -v"])])]
 
 
 # A private top-level module a package's own file imports ("import _turbomind as _tm" in

@@ -149,3 +149,34 @@ def ollama_floor(ctx: Context) -> List[Signal]:
                    f"Ollama supports NVIDIA GPUs of compute capability {OLLAMA_FLOOR} and newer; "
                    f"the {gpu.name} is {gpu.cc}", dedupe([gpu.quote]), IMPLIED, fixes,
                    details={"source": "ollama docs/gpu.md (Hardware support)"})]
+
+
+# ggml's HIP build (ggml-cuda.cu compiled with hipcc) without code for the GPU's gfx target:
+# "CUDA error 98 at ggml-cuda.cu:6246: invalid device function" / "ROCm error: ...: invalid device
+# function" (98 is hipErrorInvalidDeviceFunction). llama.cpp compiles HIP code for the targets its
+# CMake is given (docs/build.md: -DGPU_TARGETS=gfx1030, earlier AMDGPU_TARGETS); a build without
+# the list, or in a container that cannot see the GPU when it builds, may leave the GPU out.
+_HIP_INVALID = re.compile(r"(?:CUDA|ROCm|HIP) error(?: \d+)?[^\n]{0,120}?ggml[^\n]{0,120}?invalid "
+                          r"device function|ggml[^\n]{0,120}?(?:CUDA|ROCm|HIP) error[^\n]{0,120}?"
+                          r"invalid device function", re.I)
+_ON_ROCM = ("rocm", "hip", "radeon", "gfx", "amd ")
+
+
+def hip_target(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HIP_INVALID, ("invalid device function",))
+    if hit is None or not (ctx.amd or ctx.text.containing(_ON_ROCM)):
+        return []
+    gfx = ctx.seen.get("amd_arch")
+    target = gfx or "the GPU's gfx target (rocminfo | grep gfx)"
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("amd_arch")])
+    return [Signal("ggml_hip_target", Category.ROCM,
+                   f"this llama.cpp/ggml HIP build has no code for {gfx or 'the GPU'}: its "
+                   "kernels were compiled for other gfx targets", quotes, NAMED,
+                   [Remedy(summary=f"Rebuild llama.cpp with its HIP targets naming {target}: "
+                           f"-DGPU_TARGETS={gfx or '<gfx>'} (older CMake files: -DAMDGPU_TARGETS), "
+                           "with HIPCXX and HIP_PATH from hipconfig as its docs/build.md gives "
+                           "them.",
+                           commands=["cmake -S . -B build -DGGML_HIP=ON "
+                                     f"-DGPU_TARGETS={gfx} -DCMAKE_BUILD_TYPE=Release"]
+                           if gfx else ["rocminfo | grep gfx"])],
+                   details={"source": "ggml-org/llama.cpp docs/build.md (HIP: GPU_TARGETS)"})]

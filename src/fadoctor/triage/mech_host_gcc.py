@@ -1,8 +1,10 @@
-"""A host GCC newer than nvcc handles, shown not by nvcc's own gate (the catalog's cudahost-001)
-but by nvcc's front end failing inside libstdc++'s headers: "/usr/include/c++/16.1.1/type_traits
-(393): error: identifier "char8_t" is undefined" — the EDG "file(line): error:" form is nvcc's,
-and the header path carries the GCC release. The newest GCC each CUDA release's nvcc accepts is
-the catalog's (crt/host_config.h at each nvcc release, cudahost-001's limits) (pure)."""
+"""The host GCC against nvcc and torch: nvcc's gate on a newer one and torch's C++17 floor
+(`compiler`); and a host GCC newer than nvcc handles, shown not by nvcc's own gate (the catalog's
+cudahost-001) but by nvcc's front end failing inside libstdc++'s headers:
+"/usr/include/c++/16.1.1/type_traits(393): error: identifier "char8_t" is undefined" — the EDG
+"file(line): error:" form is nvcc's, and the header path carries the GCC release. The newest GCC
+each CUDA release's nvcc accepts is the catalog's (crt/host_config.h at each nvcc release,
+cudahost-001's limits) (pure)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ import re
 from typing import List, Optional, Tuple
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import entries
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.mech_build import build_context, prebuilt
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 _HEADER_ERROR = re.compile(r"/include/c\+\+/(\d+)(?:\.\d+)*/[\w/.+-]+\(\d+\): error:")
 
@@ -48,3 +52,48 @@ def newer_gcc(ctx: Context) -> List[Signal]:
                    f"nvcc fails inside gcc {gcc}'s C++ headers: that GCC is newer than this "
                    "nvcc handles as its host compiler",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc", "gcc")]), LOGGED, fixes)]
+
+
+# nvcc's own gate on a newer host gcc, and an older gcc than torch's C++17 headers need
+_GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
+_GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
+                      r"C\+\+17 (?:or later )?(?:compatible )?compiler is required|"
+                      # C++17 headers libstdc++ gained in gcc 8 (gcc 7 has only
+                      # <experimental/filesystem>): GCC's C++17 library status table
+                      r"fatal error: (?:filesystem|charconv): No such file", re.I)
+
+
+def compiler(ctx: Context) -> List[Signal]:
+    new = ctx.first(_GCC_NEW, ("unsupported gnu version",))
+    if new is not None:
+        top = new[1].group(1)
+        return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                       f"the host compiler is newer than this nvcc supports (gcc {top} at most)",
+                       dedupe([ctx.quote(new[0]), *ctx.quotes("gcc", "nvcc")]), NAMED,
+                       [Remedy(summary=f"Build with gcc {top} (install it beside the default one).",
+                               commands=[f"export CC=gcc-{top} CXX=g++-{top}",
+                                         f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
+                        prebuilt(ctx)])]
+    old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++", "filesystem:", "charconv:"))
+    if old is None or not build_context(ctx, old[0]):
+        return []
+    return [Signal("compiler", Category.BUILD_TOOLCHAIN,
+                   "the host compiler is too old for torch's C++17 headers",
+                   dedupe([ctx.quote(old[0]), *ctx.quotes("gcc")]), NAMED,
+                   r.keep([Remedy(summary="Build with gcc 9 or newer (torch's extensions need "
+                                  "C++17).", commands=["export CC=gcc-11 CXX=g++-11"]),
+                           _cluster_gcc(ctx), prebuilt(ctx)]))]
+
+
+_CLUSTER = ("hpc", "cluster", "slurm", "module load", "login node", "supercomputer")
+
+
+def _cluster_gcc(ctx: Context) -> Optional[Remedy]:
+    """On a shared cluster the system gcc is old and not the user's to replace: a newer one comes
+    from its environment modules, or from conda-forge's compiler packages."""
+    if not ctx.text.containing(_CLUSTER):
+        return None
+    return Remedy(summary="On a cluster, load a newer gcc from its environment modules (`module "
+                  "avail gcc`, then `module load gcc/<version>` of 9 or newer) before building; "
+                  "without one, conda-forge's compilers (gxx_linux-64) install a newer gcc "
+                  "into the environment.", commands=["module avail gcc"])

@@ -250,8 +250,11 @@ def _by_words(message: str) -> Optional[Library]:
 # "auto-generated. See generate_kernels.py"): printf("FATAL: kernel `fmha_cutlassB_..._sm80` is
 # for sm80-sm121, but was built for sm%d\n", __CUDA_ARCH__ / 10) where the code that ran was
 # compiled for an arch outside the kernel's range.
+# xFormers' earlier guard (0.0.1x kernel_forward.h): printf("FATAL: this function is for sm%d, but
+# was built for sm%d\n", int(ARCH), int(__CUDA_ARCH_OR_ZERO__)), __CUDA_ARCH__ itself (750)
 _FATAL = re.compile(r"FATAL: kernel `?(\w{1,120})`? is for sm(\d{2,3})-sm(\d{2,3}), but was built "
-                    r"for sm(\d{2,3})")
+                    r"for sm(\d{2,3})|FATAL: (this function) is for sm(\d{2,3}), but was built for "
+                    r"sm(\d{2,4})")
 
 
 def built_for_other(ctx: Context) -> List[Signal]:
@@ -261,25 +264,37 @@ def built_for_other(ctx: Context) -> List[Signal]:
     hit = ctx.first(_FATAL, ("but was built for sm",))
     if hit is None:
         return []
-    kernel, low, high, ran = hit[1].group(1), *(int(g) for g in hit[1].groups()[1:])
+    if hit[1].group(1):
+        kernel, low, high, ran = hit[1].group(1), *(int(g) for g in hit[1].groups()[1:4])
+    else:  # the earlier guard: one arch, and __CUDA_ARCH__ as is (750 is sm75)
+        kernel, low, ran = hit[1].group(5), int(hit[1].group(6)), int(hit[1].group(7))
+        high, ran = low, ran // 10 if ran >= 300 else ran
     xformers = libraries().get("xformers")
     owner = "xFormers" if ctx.text.containing(("xformer",)) else "PyTorch (memory-efficient SDPA)"
+    if owner != "xFormers" and kernel == "this function" and ran < low:
+        # the earlier guard, in xFormers and in torch 2.0's copy of its kernels: torch's own
+        # wheels carry every arch, so a build for one GPU is most often a prebuilt xFormers
+        owner = "xFormers"
     quotes = dedupe([ctx.quote(hit[0]), *(g.quote for g in ctx.seen.gpus)])
     if ran < low:
         archs = sorted(_every_cc(ctx), key=Version)
+        if archs and all(Version(cc) < Version(f"{low // 10}.{low % 10}") for cc in archs):
+            # the GPU that ran the kernel is not among those named: it is at least sm{low}
+            archs.append(f"{low // 10}.{low % 10}")
         listed = " ".join(archs) if archs else None
         build = (_build(xformers, library_version(ctx, xformers)[0], listed,
                         "for every GPU it runs on")
                  if listed and owner == "xFormers" and xformers is not None else None)
         return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,
                        f"{owner}'s binary has no code for this GPU: the kernel {kernel} needs "
-                       f"sm{low}-sm{high}, and the code that ran was compiled for sm{ran} (the "
-                       "build's arch list lacks this GPU's arch)", quotes, NAMED,
+                       + (f"sm{low}-sm{high}" if high != low else f"sm{low}")
+                       + f", and the code that ran was compiled for sm{ran} (the build's arch "
+                       "list lacks this GPU's arch)", quotes, NAMED,
                        r.keep([Remedy(summary=f"Rebuild {owner.split(' ')[0]} with "
                                       "TORCH_CUDA_ARCH_LIST naming every GPU it runs on"
                                       + (f" ({listed})" if listed else "") +
                                       "; a build on one machine compiles for that machine's "
-                                      "GPUs only."), build]),
+                                      "GPUs only."), build, _without_xformers(owner)]),
                        details={"source": "the generated kernels' FATAL guard (xFormers and "
                                           "PyTorch mem_eff_attention/kernels)"})]
     return [Signal("kernel_built_for", Category.NO_KERNEL_IMAGE,
@@ -290,6 +305,16 @@ def built_for_other(ctx: Context) -> List[Signal]:
                            "to sm121)."),
                     r.sdpa("Meanwhile:")],
                    details={"source": "the generated kernels' FATAL guard"})]
+
+
+def _without_xformers(owner: str) -> Optional[Remedy]:
+    """A prebuilt xFormers made for other GPUs can go: the apps that take it fall back to
+    PyTorch SDPA without it."""
+    if owner != "xFormers":
+        return None
+    return Remedy(summary="Or uninstall this xFormers build: apps that use it when installed "
+                  "fall back to PyTorch SDPA without it.",
+                  commands=[command("python", "-m", "pip", "uninstall", "-y", "xformers")])
 
 
 def _every_cc(ctx: Context) -> Set[str]:

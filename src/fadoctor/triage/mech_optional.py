@@ -14,16 +14,20 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
 
-_MISSING = re.compile(r"No module named '?(sageattention|xformers|flashinfer)'?(?![.\w])")
+_MISSING = re.compile(r"No module named '?(sageattention|xformers|flashinfer)'?(?![.\w])"
+                      # diffusers' enable_xformers_memory_efficient_attention() where
+                      # is_xformers_available() is False: "xformers is not available. Make sure
+                      # it is installed correctly" (diffusers models/attention_processor.py)
+                      r"|(xformers) is not available\. Make sure it is installed correctly")
 # what each installs as; xformers' and flashinfer's releases each pin a torch (data/ext_torch.yaml)
 _DIST = {"sageattention": "sageattention", "xformers": "xformers", "flashinfer": "flashinfer-python"}
 
 
 def missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_MISSING, ("no module named",))
+    hit = ctx.first(_MISSING, ("no module named", "is not available. make sure"))
     if hit is None:
         return []
-    module = hit[1].group(1)
+    module = hit[1].group(1) or hit[1].group(2)
     dist = _DIST[module]
     note = (" (the index's sageattention is the Triton-only 1.x; SageAttention 2's CUDA kernels "
             "come as wheels built per torch and CUDA, or a build from its repository)"

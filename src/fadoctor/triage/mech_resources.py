@@ -14,8 +14,8 @@ from fadoctor.safety.shell import command, env
 from fadoctor.triage import build_package
 from fadoctor.triage import errors as e
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_build import build_context, prebuilt
-from fadoctor.triage.signal import HINTED, LOGGED, Signal, dedupe
+from fadoctor.triage.mech_build import build_context, on_windows, prebuilt
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|internal compiler "
                       r"error: killed|memoryerror|cannot allocate memory|std::bad_alloc|"
@@ -152,7 +152,34 @@ def parallel_failed(ctx: Context) -> List[Signal]:
                            "free -g; nproc; dmesg | grep -i -E 'killed process|out of memory'")])]
 
 
+# torch's JIT loader (cpp_extension.load -> verify_ninja_availability) refuses to start without
+# the ninja executable: "Ninja is required to load C++ extensions" (torch/utils/cpp_extension.py)
+_JIT_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions", re.I)
+
+
+def jit_ninja(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_JIT_NINJA, ("ninja is required",))
+    if hit is None:
+        return []
+    remedies = [Remedy(summary="Install ninja into the Python that runs the program, so its "
+                       "ninja executable is on that process's PATH (an editor or a second "
+                       "Python may not see one installed elsewhere), and check it runs.",
+                       commands=[command("python", "-m", "pip", "install", "ninja"),
+                                 "ninja --version"])]
+    if on_windows(ctx):
+        remedies.append(Remedy(summary="On Windows the JIT build then needs MSVC too: install "
+                               "the Visual Studio Build Tools (\"Desktop development with C++\") "
+                               "and start the program from the \"x64 Native Tools Command Prompt "
+                               "for VS\", where cl.exe and ninja are both on PATH."))
+    return [Signal("jit_ninja", Category.BUILD_TOOLCHAIN,
+                   "torch's JIT extension loader (torch.utils.cpp_extension.load) finds no ninja "
+                   "executable on this process's PATH, and it cannot compile without one",
+                   [ctx.quote(hit[0])], NAMED, remedies)]
+
+
 def slow_build(ctx: Context) -> List[Signal]:
+    if ctx.first(_JIT_NINJA, ("ninja is required",)) is not None:
+        return []
     ninja = ctx.first(_NO_NINJA, ("ninja",))
     slow = None if ninja else next(((i, m) for i, m in ctx.find(_SLOW, (
         "stuck", "hang", "hung", "forever", "hour", "slow", "never", "long", "always", "still",

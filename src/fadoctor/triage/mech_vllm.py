@@ -107,3 +107,28 @@ def v1_pre_ampere(ctx: Context) -> List[Signal]:
                            commands=["export VLLM_USE_V1=0"])],
                    details={"source": "vLLM v0.10.2 release notes (#23614, #24022); "
                                       "vllm/v1/attention/backends/flash_attn.py"})]
+
+
+# vLLM's check of an FP8 KV cache against the backend and GPU (v0.24: "FP8 KV cache is not
+# supported by the Triton attention backend on Quadro RTX 8000 (compute capability 7.5); native
+# FP8 (fp8e4nv) requires SM89+."): Triton lowers fp8e4nv only on sm_89 and newer, so below that
+# the KV cache stays in the model's dtype.
+_FP8_KV = re.compile(r"FP8 KV cache is not supported by the (\w[\w ]{0,30}?) (?:attention )?backend "
+                     r"on ([^()\n]{1,60}) \(compute capability (\d{1,2}\.\d)\)")
+
+
+def fp8_kv_cache(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FP8_KV, ("fp8 kv cache is not supported",))
+    if hit is None:
+        return []
+    backend, gpu, cc = hit[1].group(1), hit[1].group(2).strip(), hit[1].group(3)
+    return [Signal("vllm_fp8_kv", Category.GPU_UNSUPPORTED,
+                   f"vLLM's {backend} attention backend keeps an FP8 KV cache only on compute "
+                   f"capability 8.9 or newer (native fp8e4nv), and {gpu} is {cc}",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Keep the KV cache in the model's dtype (fp16/bf16) on this "
+                           "GPU: drop --kv-cache-dtype fp8 from the vllm serve command, or pass "
+                           "--kv-cache-dtype auto."),
+                    Remedy(summary="Or a backend that still keeps FP8 KV on this GPU where the "
+                           "release has one (its attention-backend table), or a GPU of compute "
+                           "capability 8.9 or newer.")])]

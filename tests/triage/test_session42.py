@@ -234,3 +234,25 @@ def test_a_macos_feature_newer_than_the_deployment_target(matrix: Matrix) -> Non
                 "std::align_val_t)' is only available on macOS 10.14 or newer\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN
     assert "MACOSX_DEPLOYMENT_TARGET=10.14" in said(found)
+
+
+@pytest.mark.parametrize("question, words", [
+    ("Does xformers work also with AMD GPUs /ROCm or is it only for Nvidia cards?", "0.0.28"),
+    ("[Feature] sglang.rocm support flashinfer? amdgpu上运行sglang 是否需要安装flashinfer", "triton"),
+])
+def test_a_cuda_library_asked_about_on_amd(question: str, words: str, matrix: Matrix) -> None:
+    found = top(question + "\n", matrix)
+    assert found.category == Category.ROCM and words in said(found)
+
+
+def test_a_cuda_torch_on_an_amd_machine(matrix: Matrix) -> None:
+    found = top("Name: torch\nVersion: 2.0.1\nRequires: filelock, nvidia-cublas-cu11, "
+                "nvidia-cuda-runtime-cu11\nis there torch ROCm version needed to make this work "
+                "with ROCm enabled AMD GPUs?\n", matrix)
+    assert found.category == Category.ROCM and "ROCm build" in said(found)
+
+
+def test_a_cuda_torch_beside_an_nvidia_gpu_is_not_blamed(matrix: Matrix) -> None:
+    result = triage("GPU 0: NVIDIA GeForce RTX 4090\nRequires: nvidia-cublas-cu12\nI also own an "
+                    "AMD Radeon RX 7900 XTX\n", matrix)
+    assert all(d.category != Category.ROCM for d in result.diagnosis)

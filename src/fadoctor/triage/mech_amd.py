@@ -1,0 +1,101 @@
+"""AMD GPUs asked about, or run, with the CUDA attention stack (pure):
+- a question whether a library runs on AMD GPUs / ROCm ("Does xformers work also with AMD GPUs?",
+  "Need support for gfx1100 (7900xtx)"), answered per library from its own sources: flash-attn
+  builds for ROCm (its Composable Kernel backend for the Instinct archs the matrix lists, its
+  Triton backend beyond them); xFormers was CUDA-only until its README listed experimental ROCm
+  wheels for Linux at v0.0.28 (facebookresearch/xformers README.md at v0.0.28, "rocm 6.1"); FlashInfer
+  has CUDA kernels only (its csrc/ is CUDA), so serving engines on ROCm take their Triton attention
+  backend (SGLang: --attention-backend triton);
+- a CUDA build of torch on an AMD machine (its requirements list nvidia-*-cu1x wheels, or its
+  version carries +cuXXX): torch then finds no GPU at all; ROCm needs torch's ROCm build."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import HINTED, IMPLIED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+_AMD = re.compile(r"\bAMD\b|\bROCm\b|\bRadeon\b|\bgfx\d{3,4}[a-z]?\b|\bInstinct\b|\bMI[123]\d{2}X?\b|"
+                  r"\b(?:RX\s?)?[679]\d00\s?XTX?\b|\bamdgpu\b", re.I)
+_ASKED = re.compile(r"\?|\b(?:support(?:s|ed)?|work(?:s|ing)?|run(?:s|ning)?|compatible|plans?)\b",
+                    re.I)
+_LIBRARIES = (("xformers", "xFormers"), ("flashinfer", "FlashInfer"), ("flash-attn", "flash-attn"),
+              ("flash_attn", "flash-attn"), ("flash attention", "flash-attn"),
+              ("flash-attention", "flash-attn"), ("flashattention", "flash-attn"))
+
+
+def amd_question(ctx: Context) -> List[Signal]:
+    """A question about a CUDA attention library on AMD GPUs, with no error of its own."""
+    if any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []
+    head = ctx.text.lines[:12]
+    asked = next((i for i, line in enumerate(head) if _AMD.search(line) and _ASKED.search(line)),
+                 None)
+    if asked is None:
+        return []
+    low = "\n".join(head).lower()
+    library = next((name for needle, name in _LIBRARIES if needle in low), None)
+    if library is None:
+        return []
+    quotes = dedupe([ctx.quote(asked)])
+    if library == "xFormers":
+        remedies = [Remedy(summary="xFormers was CUDA-only until 0.0.28; from 0.0.28 its README "
+                           "lists experimental ROCm wheels for Linux (built per ROCm release, "
+                           "from PyTorch's ROCm index, matching the ROCm torch installed). "
+                           "Otherwise PyTorch SDPA runs on ROCm torch and needs no xFormers."),
+                    r.sdpa("Or:")]
+        what = "xFormers on AMD GPUs: CUDA-only before 0.0.28, experimental ROCm wheels (Linux) from it"
+    elif library == "FlashInfer":
+        remedies = [Remedy(summary="FlashInfer has CUDA kernels only: on ROCm, serving engines take "
+                           "their Triton attention backend instead (SGLang: --attention-backend "
+                           "triton; vLLM's ROCm attention backends), and need no FlashInfer.")]
+        what = "FlashInfer has no ROCm kernels: on AMD GPUs the engines use Triton attention"
+    else:
+        from fadoctor.triage.mech_gpu import _ck_archs, _triton_backend  # mech_gpu imports much
+
+        remedies = _triton_backend(ctx)
+        what = (f"flash-attn on AMD GPUs: its ROCm Composable Kernel backend builds for "
+                f"{', '.join(_ck_archs(ctx))} (Instinct) only; its Triton backend runs beyond them")
+    return [Signal("amd_question", Category.ROCM, what, quotes, HINTED, remedies)]
+
+
+_CUDA_DEPS = re.compile(r"\bnvidia-(?:cublas|cuda-runtime|cudnn)-cu1\d\b")
+
+
+def cuda_torch_on_amd(ctx: Context) -> List[Signal]:
+    """A CUDA torch where the report runs an AMD GPU under ROCm and no NVIDIA GPU is named."""
+    if any(g.vendor == "nvidia" for g in ctx.seen.gpus) or ctx.seen.get("torch_hip"):
+        return []
+    amd = next((i for i in ctx.text.containing(("rocm", "amd", "radeon", "gfx"))
+                if _AMD.search(ctx.text.lines[i])), None)
+    if amd is None:
+        return []
+    cuda = _cuda_build(ctx)
+    if cuda is None:
+        return []
+    return [Signal("cuda_torch_on_amd", Category.ROCM,
+                   "this torch is a CUDA build (NVIDIA GPUs only), and the machine's GPU is AMD's: "
+                   "under ROCm torch must be its ROCm build", dedupe([cuda, ctx.quote(amd)]),
+                   IMPLIED,
+                   [Remedy(summary="Install torch's ROCm build (Linux; pytorch.org's install "
+                           "selector, ROCm variant, matching the host's ROCm release) in a fresh "
+                           "venv, with no CUDA torch or nvidia-* wheels beside it; then packages "
+                           "with compiled kernels need their ROCm builds too.",
+                           commands=["rocminfo"])])]
+
+
+def _cuda_build(ctx: Context) -> Optional[Quote]:
+    """The line that shows torch is a CUDA build: its +cuXXX version, or nvidia CUDA wheels it
+    requires."""
+    if ctx.torch is not None and str(ctx.torch.local or "").startswith("cu"):
+        quoted = ctx.quotes("torch")
+        if quoted:
+            return quoted[0]
+    return next((ctx.quote(i) for i in ctx.text.containing(("nvidia-cublas", "nvidia-cuda-runtime",
+                                                             "nvidia-cudnn"))
+                 if _CUDA_DEPS.search(ctx.text.lines[i])), None)

@@ -256,3 +256,116 @@ def test_a_cuda_torch_beside_an_nvidia_gpu_is_not_blamed(matrix: Matrix) -> None
     result = triage("GPU 0: NVIDIA GeForce RTX 4090\nRequires: nvidia-cublas-cu12\nI also own an "
                     "AMD Radeon RX 7900 XTX\n", matrix)
     assert all(d.category != Category.ROCM for d in result.diagnosis)
+
+
+_BNB_WIN = ("===================================BUG REPORT===================================\n"
+            "The following directories listed in your path were found to be non-existent: "
+            "{WindowsPath('C')}\nCUDA_SETUP: WARNING! libcudart.so not found in any environmental "
+            "path.\nCUDA Setup failed despite GPU being available. python -m bitsandbytes\n")
+
+
+def test_bitsandbytes_before_its_windows_support(matrix: Matrix) -> None:
+    found = top(_BNB_WIN, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "bitsandbytes>=0.43.0" in said(found)
+
+
+def test_bitsandbytes_on_a_mac(matrix: Matrix) -> None:
+    found = top("I am on an M2 Max MacOS\nbin /Users/me/env/lib/python3.10/site-packages/bitsandbytes"
+                "/libbitsandbytes_cpu.so\nThe installed version of bitsandbytes was compiled without "
+                "GPU support.\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "Apple Silicon" in said(found)
+
+
+def test_a_newer_bitsandbytes_on_windows_is_not_its_old_setup(matrix: Matrix) -> None:
+    result = triage("Could not find the bitsandbytes CUDA binary at WindowsPath('A:/c/venv/lib/"
+                    "site-packages/bitsandbytes/libbitsandbytes_cuda128.dll')\nThe installed "
+                    "version of bitsandbytes was compiled without GPU support.\n", matrix)
+    assert all(d.category != Category.PLATFORM_UNSUPPORTED for d in result.diagnosis)
+
+
+def test_msvc_not_on_path(matrix: Matrix) -> None:
+    found = top("building 'diff_gaussian_rasterization._C' extension\nerror: command 'cl.exe' "
+                "failed: None\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "vcvars64" in said(found)
+
+
+def test_tensorrt_fp8_qdq_on_ampere(matrix: Matrix) -> None:
+    found = top("NVIDIA RTX A6000\n[E] Error[9]: IBuilder::buildSerializedNetwork: Error Code 9: "
+                "API Usage Error (Networks with FP8 Q/DQ layers require hardware with FP8 "
+                "support.)\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "int8" in said(found)
+
+
+def test_cublas_bf16_on_maxwell(matrix: Matrix) -> None:
+    found = top("my GPU is a Tesla M40\nRuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when "
+                "calling `cublasGemmStridedBatchedEx(handle, opa, opb, (int)m, (int)n, (int)k, "
+                "(void*)&falpha, a, CUDA_R_16BF, (int)lda)`\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "float16" in said(found)
+
+
+def test_a_cuda_older_than_the_gpu(matrix: Matrix) -> None:
+    found = top("CUDA 9.0\ncuDNN 7.5 for cuda 9.0\nRTX 2080 ti\nRuntimeError: cuDNN error: "
+                "CUDNN_STATUS_EXECUTION_FAILED\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "CUDA 10.0" in said(found)
+
+
+def test_a_cuda_new_enough_for_the_gpu_is_not_blamed(matrix: Matrix) -> None:
+    result = triage("CUDA 11.8\nRTX 2080 ti\nRuntimeError: cuDNN error: "
+                    "CUDNN_STATUS_EXECUTION_FAILED\n", matrix)
+    assert all("predates" not in d.message for d in result.diagnosis)
+
+
+def test_a_jetpack_4_container_without_the_nvidia_runtime(matrix: Matrix) -> None:
+    found = top("I'm running the container \"dustynv/ros:noetic-pytorch-l4t-r32.5.0\" on a Jetson AGX"
+                "\n>>> import torch\nOSError: libcurand.so.10: cannot open shared object file: No "
+                "such file or directory\n", matrix)
+    assert found.category == Category.NO_GPU and "--runtime nvidia" in said(found)
+
+
+def test_an_l4t_container_on_another_l4t_host(matrix: Matrix) -> None:
+    found = top("Can I run r34.1 container with CUDA on r32.6 (Jetpack 4)?\ndocker run --rm -it "
+                "--gpus all nvcr.io/nvidia/l4t-ml:r34.1.0-py3 bash\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "r32.6" in said(found)
+
+
+def test_wsl_without_its_libcuda_on_the_path(matrix: Matrix) -> None:
+    found = top("I am using WSL2 with Python 3.11\nCould not load library libcudnn_cnn_infer.so.8. "
+                "Error: libcuda.so: cannot open shared object file: No such file or directory\n",
+                matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "/usr/lib/wsl/lib" in said(found)
+    assert all("$" not in c for r in found.remedies for c in r.commands)
+
+
+def test_torch_compile_refused_on_windows(matrix: Matrix) -> None:
+    found = top("RuntimeError: Windows not yet supported for torch.compile\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "WSL2" in said(found)
+
+
+def test_a_symlink_without_the_privilege(matrix: Matrix) -> None:
+    found = top('  File "F:\\xformers\\setup.py", line 83, in symlink_package\n    os.symlink('
+                "src=path_from, dst=path_to)\nOSError: [WinError 1314] A required privilege is not "
+                "held by the client\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "Developer Mode" in said(found)
+
+
+def test_a_cuda_torch_installed_on_a_rocm_machine(matrix: Matrix) -> None:
+    found = top("Installing ComfyUI on Linux with ROCM\nAMD Radeon RX 7900 XT\nRuntimeError: Found "
+                "no NVIDIA driver on your system.\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "--index-url" in said(found)
+
+
+def test_directml_with_xformers(matrix: Matrix) -> None:
+    found = top('venv "C:\\stable-diffusion-webui-directml\\venv\\Scripts\\Python.exe"\nLaunching '
+                "Web UI with arguments: --xformers\nWarning: caught exception 'Torch not compiled "
+                "with CUDA enabled'\nNotImplementedError: No operator found for "
+                "`memory_efficient_attention_forward` with inputs:\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert "--opt-sub-quad-attention" in said(found)
+
+
+def test_triton_on_pascal_can_turn_compile_off(matrix: Matrix) -> None:
+    found = top("RuntimeError: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by "
+                "the triton GPU compiler, which is used as the backend. Triton only supports "
+                "devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1\n",
+                matrix)
+    assert "TORCHDYNAMO_DISABLE=1" in said(found)

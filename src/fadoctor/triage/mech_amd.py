@@ -17,7 +17,7 @@ from typing import List, Optional
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, IMPLIED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _AMD = re.compile(r"\bAMD\b|\bROCm\b|\bRadeon\b|\bgfx\d{3,4}[a-z]?\b|\bInstinct\b|\bMI[123]\d{2}X?\b|"
@@ -99,3 +99,34 @@ def _cuda_build(ctx: Context) -> Optional[Quote]:
     return next((ctx.quote(i) for i in ctx.text.containing(("nvidia-cublas", "nvidia-cuda-runtime",
                                                              "nvidia-cudnn"))
                  if _CUDA_DEPS.search(ctx.text.lines[i])), None)
+
+
+# torch-directml (AMD and Intel GPUs on Windows through DirectML) runs beside a CPU build of torch:
+# torch's own CUDA checks then say "Torch not compiled with CUDA enabled", and CUDA-only libraries
+# (xformers' kernels, flash-attn, bitsandbytes) find no CUDA device
+_DIRECTML = re.compile(r"directml", re.I)
+_CUDA_ONLY = re.compile(r"--xformers\b|\bxformers\b|flash[_-]attn|bitsandbytes|Torch not compiled "
+                        r"with CUDA enabled|No operator found for `memory_efficient_attention", re.I)
+
+
+def directml(ctx: Context) -> List[Signal]:
+    dml = ctx.first(_DIRECTML, ("directml",))
+    if dml is None:
+        return []
+    cuda = next(((i, m) for i, m in ctx.find(_CUDA_ONLY, ("xformers", "flash", "bitsandbytes",
+                                                          "not compiled with cuda",
+                                                          "no operator found"))
+                 if i != dml[0] or "xformers" in m.group(0).lower()), None)
+    if cuda is None:
+        return []
+    webui = ctx.text.containing(("stable-diffusion-webui", "webui", "--opt-"))
+    flags = (" In the webui: drop --xformers and take its DirectML-friendly attention "
+             "(--opt-sub-quad-attention)." if webui else "")
+    return [Signal("directml", Category.PLATFORM_UNSUPPORTED,
+                   "this runs on DirectML (torch-directml beside a CPU build of torch), where CUDA "
+                   "does not exist: CUDA-only libraries and options (xformers, flash-attn, "
+                   "bitsandbytes) cannot work here", dedupe([ctx.quote(cuda[0]), ctx.quote(dml[0])]),
+                   NAMED + 6,
+                   [Remedy(summary="Turn the CUDA-only features off (no --xformers, no "
+                           "flash-attention, no bitsandbytes quantization) and use the attention "
+                           "that runs on DirectML." + flags)])]

@@ -107,3 +107,49 @@ def old_layer(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Upgrade bitsandbytes to the release the caller expects (the "
                            "newest, unless the caller pins one).",
                            commands=["pip install --upgrade bitsandbytes"])])]
+
+
+# bitsandbytes' own CUDA setup (0.3x-0.42: "CUDA SETUP: ...", "compiled without GPU support",
+# libbitsandbytes_cpu.so) on a platform its binaries did not cover: before 0.43.0 it shipped
+# Linux libraries only and searched for libcudart.so, on Windows too (bitsandbytes release notes,
+# 0.43.0: official Windows support); on macOS it has no CUDA GPU to use at all, so it falls back to
+# its CPU library.
+_SETUP = re.compile(r"CUDA SETUP:|CUDA_SETUP:|CUDA Setup failed|compiled without GPU support|"
+                    r"libbitsandbytes_cpu\.(?:so|dylib)", re.I)
+_OLD_SETUP = re.compile(r"CUDA SETUP:|CUDA_SETUP:|CUDA Setup failed", re.I)
+_WINDOWS_SETUP = re.compile(r"WindowsPath\(|[A-Za-z]:\\[^\n]{0,200}bitsandbytes", re.I)
+_MACOS = re.compile(r"/Users/\w|\bdlopen\(|\bmacOS\b|\bMac ?OS\b|\bApple (?:Silicon|M[1-4])\b|"
+                    r"\bM[1-4] (?:Max|Pro|Ultra|chip)\b|\bdarwin\b", re.I)
+
+
+def setup_platform(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SETUP, ("cuda setup", "cuda_setup", "without gpu support",
+                             "libbitsandbytes_cpu"))
+    if hit is None or not ctx.text.containing(("bitsandbytes",)):
+        return []
+    mac = ctx.first(_MACOS, ("/users/", "dlopen", "mac", "apple", " m1", " m2", " m3", " m4",
+                             "darwin"))
+    if mac is not None:
+        return [Signal("bitsandbytes_platform", Category.PLATFORM_UNSUPPORTED,
+                       "bitsandbytes' 8-bit and 4-bit kernels need a CUDA GPU, and this is a Mac "
+                       "(Apple Silicon has none): it loads its CPU-only library",
+                       dedupe([ctx.quote(hit[0]), ctx.quote(mac[0])]), LOGGED,
+                       [Remedy(summary="On Apple Silicon, load the model without bitsandbytes "
+                               "quantization (no load_in_8bit/load_in_4bit; fp16 on the mps "
+                               "device), or quantize with a Mac-native tool; bitsandbytes' GPU "
+                               "quantization needs a CUDA machine.")])]
+    win = ctx.first(_WINDOWS_SETUP, ("windowspath(", ":\\"))
+    # the old setup's own lines (0.43.0 and later ship libbitsandbytes_cudaXYZ.dll and say
+    # "Could not find the bitsandbytes CUDA binary" instead: no_cuda_binary's)
+    old = ctx.first(_OLD_SETUP, ("cuda setup", "cuda_setup"))
+    dll = any(".dll" in ctx.low(i) for i in ctx.text.containing(("libbitsandbytes_cuda",)))
+    if win is None or old is None or dll:
+        return []
+    return [Signal("bitsandbytes_platform", Category.PLATFORM_UNSUPPORTED,
+                   "this bitsandbytes predates its Windows support (0.43.0): its CUDA setup "
+                   "looks for Linux libraries (libcudart.so) and finds none on Windows",
+                   dedupe([ctx.quote(old[0]), ctx.quote(win[0])]), LOGGED,
+                   [Remedy(summary="Upgrade bitsandbytes to 0.43.0 or later, the first release with "
+                           "official Windows wheels.",
+                           commands=['pip install --upgrade "bitsandbytes>=0.43.0"'])],
+                   details={"source": "bitsandbytes 0.43.0 release notes (official Windows support)"})]

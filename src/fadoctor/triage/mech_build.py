@@ -133,7 +133,7 @@ def nvcc_version(ctx: Context) -> List[Signal]:
                    "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
                    [toolkit(ctx, need), prebuilt(ctx)],
                    needs=[] if ctx.nvcc else [("the nvcc the build uses",
-                                               "which nvcc; nvcc --version; echo $CUDA_HOME")])]
+                                               "which nvcc; nvcc --version; printenv CUDA_HOME")])]
 
 
 def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Signal:

@@ -31,7 +31,7 @@ def cuda_mismatch(ctx: Context) -> List[Signal]:
                      "CUDA_HOME at it: DeepSpeed's op builder compiles with the nvcc under "
                      "CUDA_HOME (or on PATH), and needs it to match torch's CUDA major.",
                      commands=[f"export CUDA_HOME=/usr/local/cuda-{torch_cuda}",
-                               f"export PATH=/usr/local/cuda-{torch_cuda}/bin:$PATH"])
+                               f"/usr/local/cuda-{torch_cuda}/bin/nvcc --version"])
     skip = Remedy(summary="Or skip the check with DS_SKIP_CUDA_CHECK=1 (DeepSpeed's install "
                   "guide): a build across CUDA majors may still fail or misbehave, so prefer a "
                   "matching pair; or turn off the feature that JIT-builds the op (the CPU "

@@ -265,11 +265,11 @@ def bf16_below_ampere(ctx: Context) -> List[Signal]:
 # TensorRT's builder refusing FP8 layers on a GPU without FP8 tensor cores ("Networks with FP8
 # precision require hardware with FP8 support.", TensorRT's standardEngineBuilder): FP8 math needs
 # Ada (sm_89) or Hopper (sm_90) and newer (PTX ISA: the e4m3/e5m2 mma forms from sm_89).
-_TRT_FP8 = re.compile(r"Networks with FP8 precision require hardware with FP8 support")
+_TRT_FP8 = re.compile(r"Networks with FP8 (?:precision|Q/DQ layers) require hardware with FP8 support")
 
 
 def tensorrt_fp8(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_TRT_FP8, ("fp8 precision require",))
+    hit = ctx.first(_TRT_FP8, ("require hardware with fp8",))
     if hit is None:
         return []
     return [Signal("tensorrt_fp8", Category.GPU_UNSUPPORTED,
@@ -281,3 +281,25 @@ def tensorrt_fp8(ctx: Context) -> List[Signal]:
                            "keep FP8 checkpoints for an Ada, Hopper or Blackwell GPU.")],
                    details={"source": "TensorRT builder (standardEngineBuilder); PTX ISA (fp8 "
                                       "mma: sm_89)"})]
+
+
+# cuBLAS refusing a bfloat16 GEMM on a GPU older than Ampere: "CUBLAS_STATUS_NOT_SUPPORTED when
+# calling `cublasGemmStridedBatchedEx(..., CUDA_R_16BF, ...)`" (torch passes the dtype as
+# CUDA_R_16BF); bfloat16 units start at compute capability 8.0, and older GPUs' cuBLAS may have
+# no bf16 path at all (a Maxwell M40)
+_CUBLAS_BF16 = re.compile(r"CUBLAS_STATUS_NOT_SUPPORTED when calling `?cublas\w+\([^\n]{0,400}?"
+                          r"CUDA_R_16BF")
+
+
+def cublas_bf16(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUBLAS_BF16, ("cublas_status_not_supported",))
+    cc = ctx.gpu_cc_exact
+    if hit is None or (cc is not None and cc >= Version("8.0")):
+        return []
+    return [Signal("cublas_bf16", Category.DTYPE_UNSUPPORTED,
+                   f"cuBLAS has no bfloat16 GEMM for {_gpu(ctx)}: bfloat16 needs compute "
+                   "capability 8.0 (Ampere), and the model runs in bf16",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                   [Remedy(summary="Run the model in float16 on this GPU (torch_dtype=torch.float16, "
+                           "or the app's dtype / precision option set to fp16), or float32 where "
+                           "fp16 overflows.")])]

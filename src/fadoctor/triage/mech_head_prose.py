@@ -39,15 +39,15 @@ _LISTED = re.compile(rf"\b{_HEAD}\s+(?:can\s+)?(?:only\s+(?:be|supports?|takes?|
 _NEEDLES = ("head_dim", "head dim", "head_size", "head size", "headdim", "head-dim")
 # the libraries whose compiled head-dim lists refuse a model's, as reports name them (display,
 # pattern, package index name)
-_LIBRARIES: Tuple[Tuple[str, re.Pattern[str], str], ...] = (
-    ("SageAttention", re.compile(r"\bsage[\s_-]?att(?:entio)?n", re.I), "sageattention"),
-    ("FlashInfer", re.compile(r"\bflashinfer\b", re.I), "flashinfer-python"),
-    ("SGLang", re.compile(r"\bsglang\b", re.I), "sglang"),
-    ("vLLM", re.compile(r"\bvllm\b", re.I), "vllm"),
-    ("xFormers", re.compile(r"\bxformers\b", re.I), "xformers"),
-    ("AITemplate", re.compile(r"\baitemplate\b", re.I), "aitemplate"),
-    ("TensorRT-LLM", re.compile(r"\btensorrt[-_ ]?llm\b", re.I), "tensorrt-llm"),
-    ("LMDeploy", re.compile(r"\blmdeploy\b", re.I), "lmdeploy"))
+_LIBRARIES: Tuple[Tuple[str, re.Pattern[str], str, Tuple[str, ...]], ...] = (
+    ("SageAttention", re.compile(r"\bsage[\s_-]?att(?:entio)?n", re.I), "sageattention", ("sage",)),
+    ("FlashInfer", re.compile(r"\bflashinfer\b", re.I), "flashinfer-python", ("flashinfer",)),
+    ("SGLang", re.compile(r"\bsglang\b", re.I), "sglang", ("sglang",)),
+    ("vLLM", re.compile(r"\bvllm\b", re.I), "vllm", ("vllm",)),
+    ("xFormers", re.compile(r"\bxformers\b", re.I), "xformers", ("xformers",)),
+    ("AITemplate", re.compile(r"\baitemplate\b", re.I), "aitemplate", ("aitemplate",)),
+    ("TensorRT-LLM", re.compile(r"\btensorrt[-_ ]?llm\b", re.I), "tensorrt-llm", ("tensorrt",)),
+    ("LMDeploy", re.compile(r"\blmdeploy\b", re.I), "lmdeploy", ("lmdeploy",)))
 _OFF = re.compile(r"--(?:disable|no)[-_][\w-]+", re.I)
 _DEEPSEEK = re.compile(r"\bdeep[\s-]?seek", re.I)
 _MLA_DIMS = {64, 128, 192, 512, 576}
@@ -112,14 +112,15 @@ def _library(ctx: Context, index: int) -> Tuple[Optional[str], Optional[str]]:
     """The library the refusal is about: the one its line or the title names, else the one the
     report names most (the first named on a tie); a library switched off ("--disable-flashinfer")
     is not it."""
-    lines = [_OFF.sub(" ", line) for line in ctx.text.lines]
-    for line in (_OFF.sub(" ", ctx.text.lines[index]), lines[0] if lines else ""):
-        for display, pattern, dist in _LIBRARIES:
+    title = ctx.text.lines[0] if ctx.text.lines else ""
+    for line in (_OFF.sub(" ", ctx.text.lines[index]), _OFF.sub(" ", title)):
+        for display, pattern, dist, _ in _LIBRARIES:
             if pattern.search(line):
                 return display, dist
     counts = []
-    for display, pattern, dist in _LIBRARIES:
-        where = [i for i, line in enumerate(lines) if pattern.search(line)]
+    for display, pattern, dist, needles in _LIBRARIES:
+        where = [i for i in ctx.text.containing(needles)
+                 if pattern.search(_OFF.sub(" ", ctx.text.lines[i]))]
         if where:
             counts.append((-len(where), where[0], display, dist))
     return (min(counts)[2], min(counts)[3]) if counts else (None, None)

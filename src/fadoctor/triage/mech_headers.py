@@ -104,9 +104,10 @@ def cmake_compiler(ctx: Context) -> List[Signal]:
     lang = hit[1].group(1)
     if lang == "CUDA":
         fixes = [Remedy(summary="CMake looks for nvcc through CUDACXX (or CMAKE_CUDA_COMPILER) "
-                        "and PATH: point it at the toolkit of torch's CUDA major, then build "
-                        "again.", commands=["export CUDACXX=/usr/local/cuda/bin/nvcc",
-                                            "export PATH=/usr/local/cuda/bin:$PATH"])]
+                        "and PATH: point it at the toolkit of torch's CUDA major (and put its bin "
+                        "folder first on PATH), then build again.",
+                        commands=["export CUDACXX=/usr/local/cuda/bin/nvcc",
+                                  "export CUDA_HOME=/usr/local/cuda"])]
     elif on_windows(ctx):
         fixes = [Remedy(summary="Install Visual Studio (or its Build Tools) with the \"Desktop "
                         "development with C++\" workload, and build from its x64 Native Tools "
@@ -174,3 +175,23 @@ def windows_sdk(ctx: Context) -> List[Signal]:
                                   "the distribution's old one or put the new toolkit's bin first "
                                   "on PATH.", commands=["which nvcc", "nvcc --version"])]))
     return out
+
+
+# setuptools running MSVC's compiler that is not on PATH: "error: command 'cl.exe' failed: None"
+# (the spawn found no executable), outside a Visual Studio developer prompt
+_NO_CL = re.compile(r"error: command '(?:[^'\n]{0,200}[\\/])?cl\.exe' failed(?:: None|: No such file|"
+                    r" with exit (?:code|status) (?:9009|2147942402))")
+
+
+def cl_not_on_path(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_CL, ("cl.exe",))
+    if hit is None:
+        return []
+    return [Signal("cl_not_on_path", Category.BUILD_TOOLCHAIN,
+                   "the build ran MSVC's compiler (cl.exe) and Windows found none on PATH: it runs "
+                   "outside a Visual Studio developer prompt, or the C++ build tools are missing",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Build from the \"x64 Native Tools Command Prompt for VS\" (or "
+                           "after running vcvars64.bat), which puts cl.exe on PATH; or add MSVC's "
+                           "bin\\Hostx64\\x64 folder to PATH. Without the Visual Studio Build Tools' "
+                           "\"Desktop development with C++\" workload, install it first.")])]

@@ -223,3 +223,42 @@ def capability_range(ctx: Context) -> List[Signal]:
                    severity=Severity.INFO,
                    details={"source": "NVIDIA CUDA C++ Programming Guide, Binary Compatibility; "
                                       "torch/cuda/__init__.py _check_capability"})]
+
+
+# The first CUDA toolkit whose nvcc targets each architecture: Volta sm_70 with CUDA 9.0, Turing
+# sm_75 with 10.0, Ampere sm_80 with 11.0 and sm_86 with 11.1, Ada sm_89 and Hopper sm_90 with
+# 11.8, Blackwell sm_100/sm_120 with 12.8 (NVIDIA's CUDA toolkit release notes; flash-attention's
+# setup.py gates sm_90 on nvcc 11.8 and sm_100/sm_120 on 12.8, flash_attn_facts.md §1.3)
+FIRST_CUDA = {Version("7.0"): Version("9.0"), Version("7.5"): Version("10.0"),
+              Version("8.0"): Version("11.0"), Version("8.6"): Version("11.1"),
+              Version("8.9"): Version("11.8"), Version("9.0"): Version("11.8"),
+              Version("10.0"): Version("12.8"), Version("12.0"): Version("12.8")}
+_RUNTIME_FAILED = re.compile(r"CUDNN_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_EXECUTION_FAILED|"
+                             r"CUDNN_STATUS_ARCH_MISMATCH|no kernel image is available|invalid "
+                             r"device function|CUBLAS_STATUS_ARCH_MISMATCH")
+
+
+def cuda_predates_gpu(ctx: Context) -> List[Signal]:
+    """The CUDA the report's stack was built with (torch's, or the toolkit it states) predates
+    the GPU's architecture, and a CUDA library failed on it: nothing built with that CUDA has code
+    for the GPU."""
+    cc = ctx.gpu_cc_exact
+    if cc is None or cc not in FIRST_CUDA or ctx.gpu is None:
+        return []
+    stated = ctx.torch_cuda or parse_version(ctx.seen.get(o.CUDA) or "")
+    first = FIRST_CUDA[cc]
+    if stated is None or stated >= first:
+        return []
+    failed = ctx.first(_RUNTIME_FAILED, ("status_", "kernel image", "invalid device function"))
+    if failed is None:
+        return []
+    name = ctx.gpu[0]
+    return [Signal("cuda_predates_gpu", Category.NO_KERNEL_IMAGE,
+                   f"CUDA {stated} predates {name} (sm_{cc.major}{cc.minor}, first targeted by "
+                   f"CUDA {first}): torch, cuDNN and cuBLAS built with it have no code for this GPU",
+                   dedupe([ctx.quote(failed[0]), ctx.gpu[2], *ctx.quotes(o.CUDA, "torch")]),
+                   NAMED - 5,
+                   [Remedy(summary=f"Install a torch built for CUDA {first} or newer (its +cuXY "
+                           f"wheel, or conda's cudatoolkit {first}+, with the cuDNN built for it), "
+                           "and a driver that runs that CUDA.")],
+                   details={"first_cuda": str(first)})]

@@ -21,6 +21,7 @@ _CUDA_FAILED = re.compile(r"CUDA driver version is insufficient for CUDA runtime
 
 # torch's ROCm builds say "No HIP GPUs are available" (torch/cuda/__init__.py, _lazy_init)
 _ROCM = re.compile(r"\bROCm\b|No HIP GPUs", re.I)
+_CUDA_TORCH = re.compile(r"Found no NVIDIA driver on your system|Torch not compiled with CUDA enabled")
 
 
 def no_nvidia_gpu(ctx: Context) -> List[Signal]:
@@ -34,6 +35,20 @@ def no_nvidia_gpu(ctx: Context) -> List[Signal]:
         return []
     vendor = "Intel" if other.vendor == "intel" else "AMD"
     rocm = ctx.first(_ROCM, ("rocm", "no hip gpus"))
+    if vendor == "AMD" and rocm is not None and _CUDA_TORCH.search(ctx.text.lines[failed[0]]):
+        # the CUDA build's own words (torch/cuda/__init__.py, _check_driver): a ROCm build
+        # says "No HIP GPUs are available" instead
+        return [Signal("no_nvidia_gpu", Category.WRONG_WHEEL,
+                       f"the installed torch is its CUDA build, which looks for an NVIDIA driver, "
+                       f"and the GPU is AMD's ({other.name}) under ROCm: the install took the "
+                       "wrong torch", dedupe([ctx.quote(failed[0]), other.quote, ctx.quote(rocm[0])]),
+                       NAMED + 5,
+                       [Remedy(summary="Reinstall torch (and torchvision, torchaudio) from PyTorch's "
+                               "ROCm index for the host's ROCm release (pip install torch "
+                               "--index-url with the ROCm URL pytorch.org's selector gives), "
+                               "replacing the CUDA build and its nvidia-* wheels; where an "
+                               "installer chose it, set its GPU choice to AMD/ROCm.",
+                               commands=["rocminfo"])])]
     if vendor == "AMD" and rocm is not None:  # a ROCm torch names HIP devices "CUDA"
         return [Signal("no_nvidia_gpu", Category.ROCM,
                        f"a ROCm install that finds no GPU on the {other.name}: ROCm torch reports "

@@ -90,9 +90,11 @@ def gpu_too_old(ctx: Context) -> List[Signal]:
                    "older, so torch.compile and every Triton kernel (Unsloth's, Liger's, "
                    "flex_attention) fail on it",
                    dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
-                   [Remedy(summary="Run without Triton on this GPU: no torch.compile (eager), "
-                           "and the libraries' non-Triton paths; or use a GPU of compute "
-                           "capability 7.0 or newer (a T4 instead of a P100 on Kaggle/Colab).")],
+                   [Remedy(summary="Run without Triton on this GPU: no torch.compile (eager; "
+                           "TORCHDYNAMO_DISABLE=1 makes every torch.compile call a no-op, "
+                           "torch/_dynamo/config.py), and the libraries' non-Triton paths; or use "
+                           "a GPU of compute capability 7.0 or newer (a T4 instead of a P100 on "
+                           "Kaggle/Colab).", commands=["export TORCHDYNAMO_DISABLE=1"])],
                    details={"source": SOURCE})]
 
 

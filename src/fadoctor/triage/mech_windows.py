@@ -266,3 +266,43 @@ def csrc_on_windows(ctx: Context) -> List[Signal]:
                            "model code runs without it (its plain PyTorch layer, or flash_attn's "
                            "Triton version under flash_attn.ops.triton). Build it only under WSL2 "
                            "or Linux.", commands=["wsl --install"])])]
+
+
+# torch.compile refused on Windows by torch itself (torch/_dynamo/eval_frame.py,
+# check_if_dynamo_supported: `if sys.platform == "win32": raise RuntimeError("Windows not yet
+# supported for torch.compile")`, in the releases before Windows support)
+_COMPILE_WINDOWS = re.compile(r"Windows not yet supported for torch\.compile")
+
+
+def compile_on_windows(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_COMPILE_WINDOWS, ("windows not yet supported",))
+    if hit is None:
+        return []
+    return [Signal("compile_on_windows", Category.PLATFORM_UNSUPPORTED,
+                   "this torch refuses torch.compile on Windows (its Dynamo checks the platform "
+                   "first)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Run without torch.compile on Windows (the program's compile "
+                           "option off: eager mode), or run under WSL2 or Linux, where it "
+                           "compiles; later torch releases compile on Windows with Triton for "
+                           "Windows (triton-windows).")])]
+
+
+# A build that makes symbolic links on Windows (xformers' setup.py symlink_package: os.symlink)
+# without the privilege: "[WinError 1314] A required privilege is not held by the client" (Windows'
+# ERROR_PRIVILEGE_NOT_HELD: creating symlinks needs administrator rights or Developer Mode)
+_SYMLINK = re.compile(r"\[WinError 1314\]|A required privilege is not held by the client")
+
+
+def symlink_privilege(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SYMLINK, ("winerror 1314", "required privilege"))
+    if hit is None:
+        return []
+    symlink = ctx.has("symlink")
+    return [Signal("windows_symlink", Category.BUILD_TOOLCHAIN,
+                   "the build creates a symbolic link, and on Windows that needs administrator "
+                   "rights or Developer Mode, which this session lacks",
+                   dedupe([ctx.quote(hit[0]), *([symlink] if symlink else [])]), NAMED,
+                   [Remedy(summary="Turn on Windows Developer Mode (Settings > For developers), "
+                           "which lets users create symlinks, or run the install from an "
+                           "administrator prompt; or take a release whose setup.py copies files "
+                           "instead of linking them, or a prebuilt wheel.")])]

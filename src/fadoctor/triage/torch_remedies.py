@@ -104,7 +104,7 @@ def _no_gpu(entry: Entry) -> List[Remedy]:
     if "stub" in entry.printed:
         return [Remedy(summary="The CUDA toolkit's stub libcuda (lib64/stubs) is loaded instead "
                        "of the driver's: take the stubs directory off LD_LIBRARY_PATH.",
-                       commands=["echo $LD_LIBRARY_PATH"])]
+                       commands=["printenv LD_LIBRARY_PATH"])]
     return [Remedy(summary="Install the NVIDIA driver, or start the container with the GPUs "
                    "passed through (docker run --gpus all).", commands=["nvidia-smi"])]
 

@@ -369,3 +369,20 @@ def test_triton_on_pascal_can_turn_compile_off(matrix: Matrix) -> None:
                 "devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1\n",
                 matrix)
     assert "TORCHDYNAMO_DISABLE=1" in said(found)
+
+
+def test_a_library_named_like_torchs_is_not_torch(matrix: Matrix) -> None:
+    found = top("torch 1.8.1\nImportError: /env/site-packages/torch_ccl/lib/libtorch_ccl.so: undefined "
+                "symbol: _ZN3c105ErrorC1ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_"
+                "traitsIcESaIcEEE\n", matrix)
+    assert found.category == Category.CXX11_ABI_MISMATCH and "torch_ccl" in found.message
+    assert "_GLIBCXX_USE_CXX11_ABI=0" in said(found) and "flash-attn" not in said(found)
+    assert not any(r.commands for r in found.remedies)  # its index name is not torch_ccl
+
+
+def test_c10_errors_missing_form_names_torchs_abi(matrix: Matrix) -> None:
+    found = top("flash-attn==2.8.0.post2\nImportError: site-packages/flash_attn_2_cuda.cpython-310-"
+                "x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__"
+                "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n", matrix)
+    assert found.category == Category.CXX11_ABI_MISMATCH
+    assert "2.7.4.post1" in said(found)

@@ -129,6 +129,14 @@ class Context:
         if stated is not None:
             return stated.lower() in ("true", "1")
         release = self.matrix.torch_release(self.torch) if self.torch else None
+        if release is None and self.torch is not None and self.torch.major < 2 \
+                and not self.torch_is_nightly and not self.seen.get(o.TORCH_CONDA):
+            # the PyPI/pytorch.org wheels before 2.7 were built with the pre-C++11 ABI (the
+            # matrix's own lists begin at 2.0: torch_cuda_facts.md §1.4; tridao in
+            # Dao-AILab/flash-attention#457: pytorch.org wheels use -D_GLIBCXX_USE_CXX11_ABI=0)
+            self.assumptions.append(f"torch {self.torch}'s C++11 ABI taken as 0, that of the "
+                                    "pip wheels before 2.7")
+            return False
         variant = self.torch_variant
         if release is None or variant is None or variant not in release.cuda_variants \
                 or self.torch_is_nightly or self.seen.get(o.TORCH_CONDA):

@@ -11,16 +11,18 @@ from packaging.version import Version
 from fadoctor.checks.classify import missing_library
 from fadoctor.checks.import_remedies import CSRC, csrc_remedies
 from fadoctor.matrix.fa2 import parse_local
-from fadoctor.probes.mangling import is_torch_symbol, string_abi
+from fadoctor.probes.mangling import is_torch_symbol
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_abi import abi_mismatch
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
     FA_BINARIES,
     OTHERS,
+    TORCH_LIB,
     TORCH_OWN,
     TORCH_SYMBOL,
     binary_name,
@@ -40,15 +42,14 @@ from fadoctor.triage.mech_symbols import (
 from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
-# the symbol after the loader's colon; without the colon only a mangled or C-looking name (a
-# title's "undefined symbol error" names none; nor does "failing to find a symbol" in prose)
+# the symbol after the loader's colon; without it only a mangled or C-looking name (a title's
+# "undefined symbol error" names none, nor "failing to find a symbol" in prose)
 _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefined symbol|"
                         r"(?:fail\w{0,3} to find|can'?t find|cannot find|could not find) (?:a |the )?"
                         r"symbol)(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
 _MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
-_CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|cuda|cublas|cusparse|cufft|curand|cusolver|nccl|"
-                          r"cudnn|nvrtc|cu[A-Z])")
+_CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|nccl|nvrtc|cu(?:da|blas|sparse|fft|rand|solver|dnn|[A-Z]))")
 _IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
 
 
@@ -69,19 +70,33 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         return [driver_api(ctx, library, symbol, quotes)]
     if symbol is not None and TORCH_OWN.search(library) and TORCH_SYMBOL.match(symbol):
         return [two_torches(library, symbol, quotes)]
-    if symbol is not None and ("libtorch" in library or "libc10" in library
-                               or _CUDA_SYMBOL.match(symbol) or is_cuda_library(library)):
+    if symbol is not None and (TORCH_LIB.search(library) or _CUDA_SYMBOL.match(symbol)
+                               or is_cuda_library(library)):
         return [_broken_cuda_stack(ctx, library, symbol, quotes)]
     owner = owner_of(library, ctx, index)
-    abi = _abi_mismatch(ctx, symbol, quotes)
+    abi = abi_mismatch(ctx, symbol, quotes)
     if abi is not None:
-        return [_owned_abi(ctx, abi, owner)]
+        folder = None if owner else _package_dir(ctx, library)
+        owned = _owned_abi(ctx, abi, owner or folder)
+        if folder:  # its index name is unknown: no command names it
+            owned.remedies = [rem.model_copy(update={"commands": []}) for rem in owned.remedies]
+        return [owned]
     if is_std_symbol(symbol):
         return [libstdcxx(owner, binary_name(library), demangled(str(symbol)), quotes)]
     if symbol is not None and not is_torch_symbol(symbol):
         split = split_abi(owner, library, symbol, quotes)  # the package's own parts disagree
         return [split or _foreign_symbol(ctx, owner, library, symbol, quotes)]
     return [_owned_mismatch(ctx, owner, _torch_mismatch(ctx, library, symbol, quotes), library)]
+
+
+def _package_dir(ctx: Context, library: str) -> Optional[str]:
+    """The package folder a binary sits in under site-packages, in a report that never names
+    flash-attention: the extension's package, for the words of a remedy (its index name, which a
+    command would need, may differ)."""
+    found = re.search(r"(?:site|dist)-packages/([A-Za-z_]\w*)/", library.replace("\\", "/"))
+    if found is None or ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
+        return None
+    return found.group(1)
 
 
 def _owned_abi(ctx: Context, abi: Signal, owner: Optional[str]) -> Signal:
@@ -150,41 +165,6 @@ def _owned_mismatch(ctx: Context, owner: Optional[str], mismatch: Signal, librar
                     "torch, then rebuild it.",
             commands=[f"pip install --upgrade --no-build-isolation --no-cache-dir {owner}"]))
     return mismatch
-
-
-def _abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Optional[Signal]:
-    """The extension's C++ ABI (the symbol's std::string, or its wheel's cxx11abi tag) against
-    torch's (stated, or the matrix's for the stated build)."""
-    built, how = None, ""
-    if symbol is not None and is_torch_symbol(symbol):
-        built = string_abi(symbol)
-        how = "its std::string is " + ("std::__cxx11::basic_string" if built else
-                                       "the pre-C++11 std::string")
-    wheel = installed_wheel(ctx)
-    if built is None and wheel is not None:
-        local = parse_local(wheel.value.split("+", 1)[1].split("-", 1)[0]) \
-            if "+" in wheel.value else None
-        if local is not None and local.cxx11_abi is not None:
-            built, how = int(local.cxx11_abi), f"its wheel is named cxx11abi{str(local.cxx11_abi).upper()}"
-            quotes = dedupe([*quotes, wheel.quote])
-    torch_abi = ctx.torch_abi
-    if built is None or torch_abi is None or built == int(torch_abi):
-        return None
-    quotes = dedupe([*quotes, *ctx.quotes("torch")])
-    want = str(bool(torch_abi)).upper()
-    hint = Remedy(summary=f"If you pick a release wheel by hand, take one named cxx11abi{want} "
-                  f"(torch's _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}) whose torch build really "
-                  "had that ABI (`fadoctor matrix show --flash-attn VERSION` says which did).")
-    return Signal(
-        "undefined_symbol", Category.CXX11_ABI_MISMATCH,
-        f"the extension was built with the C++11 ABI = {built} ({how}), but torch {ctx.torch} "
-        f"uses _GLIBCXX_USE_CXX11_ABI = {int(torch_abi)}: its torch symbols cannot resolve",
-        quotes, NAMED,
-        r.keep([r.exact_wheel(ctx), *r.known_defects(ctx, Category.CXX11_ABI_MISMATCH), hint,
-                r.force_build(ctx, "Or:"), r.sdpa("Meanwhile:")]),
-        details={"symbol": symbol, "extension_cxx11_abi": built, "torch_cxx11_abi": int(torch_abi)},
-        needs=[] if ctx.seen.get("torch_cxx11_abi") else [("torch's C++ ABI, as torch reports it",
-                                                            r.REVEAL_TORCH)])
 
 
 def _torch_mismatch(ctx: Context, library: str, symbol: Optional[str], quotes: List[Quote]

@@ -244,6 +244,10 @@ def other_named(ctx: Context, index: int) -> Optional[str]:
 # torch's own library (torch/lib/libcaffe2.so, libtorch_cpu.so) missing a c10/ATen/torch symbol
 # (_ZN3c10..., _ZTIN3c10...: Itanium mangling of namespaces c10, at, torch)
 TORCH_OWN = re.compile(r"torch[\\/]lib[\\/]lib\w+\.so")
+# torch's own libraries by name (libtorch.so, libtorch_cuda.so, libc10_cuda.so ...), not another
+# package's that starts alike (torch-ccl's libtorch_ccl.so)
+TORCH_LIB = re.compile(r"\blib(?:torch(?:_cpu|_cuda\w*|_python|_global_deps|_hip)?|c10(?:_cuda|_hip)?)"
+                       r"\.so\b")
 TORCH_SYMBOL = re.compile(r"_Z(?:TI|TV|TS)?N?K?(?:3c10|2at|5torch)")
 
 

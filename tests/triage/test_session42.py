@@ -386,3 +386,16 @@ def test_c10_errors_missing_form_names_torchs_abi(matrix: Matrix) -> None:
                 "cxx1112basic_stringIcSt11char_traitsIcESaIcEEE\n", matrix)
     assert found.category == Category.CXX11_ABI_MISMATCH
     assert "2.7.4.post1" in said(found)
+
+
+def test_an_nvcc_older_than_torchs_cuda_fails_an_extension(matrix: Matrix) -> None:
+    found = top("pytorch==1.13.0+cu116\ncuda版本11.0\nRuntimeError: Error building extension "
+                "'fused_adam'\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "11.6" in said(found)
+
+
+def test_a_per_arch_extension_without_this_gpus(matrix: Matrix) -> None:
+    found = top("OSError: Could not find compatible tinycudann extension for compute capability "
+                "87.\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE
+    assert "TCNN_CUDA_ARCHITECTURES=87" in said(found)

@@ -114,7 +114,7 @@ def _name_regex(name: str) -> str:
 # each table of GPUs (by identity) grouped by the lower-cased word every name of an entry holds,
 # with its entries' compiled patterns; entries with a pattern of their own are tried on every name
 _Entry = Tuple[int, GpuSpec, Pattern[str]]  # the entry's place in the table, it, its pattern
-_Index = Tuple[List[GpuSpec], Dict[str, List[_Entry]], List[_Entry]]
+_Index = Tuple[List[GpuSpec], Dict[str, List[_Entry]], List[_Entry], Dict[str, Optional[GpuSpec]]]
 _INDEXES: Dict[int, _Index] = {}
 
 
@@ -130,7 +130,7 @@ def _index(gpus: List[GpuSpec]) -> _Index:
             by_word.setdefault(_key_word(g.name).lower(), []).append(entry)
         else:
             always.append(entry)
-    _INDEXES[id(gpus)] = (gpus, by_word, always)
+    _INDEXES[id(gpus)] = (gpus, by_word, always, {})
     return _INDEXES[id(gpus)]
 
 
@@ -138,8 +138,18 @@ def resolve_gpu(gpus: List[GpuSpec], device: str) -> Optional[GpuSpec]:
     """The entry for a device name: the longest match wins ("RTX 4060 Ti" over "RTX 4060"); a tie
     between different compute capabilities resolves to nothing rather than to a guess. The same
     as asking each entry's match_length, in the table's order, with each key word tested once."""
+    _, by_word, always, resolved = _index(gpus)
+    if device in resolved:  # a log repeats its lines: each is resolved once
+        return resolved[device]
+    if len(resolved) > 50_000:
+        resolved.clear()
+    resolved[device] = found = _resolve(by_word, always, device)
+    return found
+
+
+def _resolve(by_word: Dict[str, List[_Entry]], always: List[_Entry], device: str
+             ) -> Optional[GpuSpec]:
     lower = device.lower()
-    _, by_word, always = _index(gpus)
     tried = sorted([*always, *(e for word, entries in by_word.items() if word in lower
                                for e in entries)], key=lambda e: e[0])
     scored = [(len(m.group(0)), g) for _, g, pattern in tried if (m := pattern.search(device))]

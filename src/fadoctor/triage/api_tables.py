@@ -10,7 +10,7 @@ when a report first asks it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -74,7 +74,7 @@ def _indexes(runs: str) -> Tuple[int, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=4)
+@cache  # one per data file (five): a smaller cache reloaded them in turn
 def _file(name: str) -> Dict[str, object]:
     path = _DATA / name if (_DATA / name).is_file() else _SOURCE_TREE / name
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -14,8 +14,8 @@ from fadoctor.safety.shell import command
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.mech_build import _BUILD_FAILED, _NVCC_VS_TORCH, prebuilt
-from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
+from fadoctor.triage.mech_build import _BUILD_FAILED, _NVCC_VS_TORCH, prebuilt, toolkit
+from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
 
 # CCCL (CUDA 12.8+'s libcu++) refuses MSVC's traditional preprocessor: its
 # cuda/std/__cccl/preprocessor.h `#error`s and asks for /Zc:preprocessor, which CUDA's host
@@ -246,3 +246,25 @@ def cudnn_missing(ctx: Context) -> List[Signal]:
                            "then build again.",
                            commands=[command("python", "-c", "import nvidia.cudnn as m; "
                                              "print(m.__path__[0])")])])]
+
+
+# torch's extension build failing ("Error building extension 'fused_adam'") where the report states
+# a CUDA toolkit older than the CUDA torch was built with (same major: torch's own check lets a
+# minor mismatch through): the older nvcc may lack the archs and headers torch's build asks for,
+# so the toolkit of torch's own CUDA is the one to build with
+_EXT_FAILED = re.compile(r"Error building extension '([\w.-]{1,60})'")
+
+
+def toolkit_behind_torch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_EXT_FAILED, ("error building extension",))
+    torch_cuda = ctx.torch_cuda
+    stated = ctx.nvcc or parse_version(ctx.seen.get(o.CUDA) or "")
+    if hit is None or torch_cuda is None or stated is None or stated >= torch_cuda \
+            or stated.major != torch_cuda.major:
+        return []
+    return [Signal("toolkit_behind_torch", Category.BUILD_TOOLCHAIN,
+                   f"the extension {hit[1].group(1)} is compiled with CUDA {stated}'s nvcc, older "
+                   f"than the CUDA {torch_cuda} torch was built with: that nvcc may lack the "
+                   "archs and headers torch's build passes it",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes(o.CUDA, o.NVCC, "torch")]), LOGGED,
+                   [toolkit(ctx, torch_cuda)])]

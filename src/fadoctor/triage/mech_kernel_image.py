@@ -262,3 +262,27 @@ def cuda_predates_gpu(ctx: Context) -> List[Signal]:
                            f"wheel, or conda's cudatoolkit {first}+, with the cuDNN built for it), "
                            "and a driver that runs that CUDA.")],
                    details={"first_cuda": str(first)})]
+
+
+# A package that builds one extension per compute capability and picks the GPU's at import:
+# tiny-cuda-nn's torch bindings (bindings/torch/tinycudann/modules.py: "Could not find compatible
+# tinycudann extension for compute capability {cc}."), built for the archs of TCNN_CUDA_ARCHITECTURES
+# (its README), else those of the GPUs seen at build time
+_PER_ARCH = re.compile(r"Could not find compatible (\w{1,40}) extension for compute capability (\d{2,3})")
+
+
+def per_arch_extension(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PER_ARCH, ("could not find compatible",))
+    if hit is None:
+        return []
+    package, cc = hit[1].group(1), hit[1].group(2)
+    tcnn = package == "tinycudann"
+    variable = "TCNN_CUDA_ARCHITECTURES" if tcnn else "TORCH_CUDA_ARCH_LIST"
+    value = cc if tcnn else f"{cc[:-1]}.{cc[-1]}"
+    return [Signal("per_arch_extension", Category.NO_KERNEL_IMAGE,
+                   f"{package} was built with no extension for compute capability {cc} (this "
+                   "GPU): it builds one per arch, for the archs it was given or saw at build time",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Rebuild {package} on this machine with {variable}={value} set "
+                           "(from its source; a build elsewhere targets that machine's GPU).",
+                           commands=[f"export {variable}={value}"])])]

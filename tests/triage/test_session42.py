@@ -399,3 +399,19 @@ def test_a_per_arch_extension_without_this_gpus(matrix: Matrix) -> None:
                 "87.\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE
     assert "TCNN_CUDA_ARCHITECTURES=87" in said(found)
+
+
+def test_sampling_from_inf_or_nan_logits(matrix: Matrix) -> None:
+    found = top("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n",
+                matrix)
+    assert found.category == Category.NUMERICS and "bfloat16" in said(found)
+
+
+def test_a_gtx_1660ti_written_together_is_a_gtx_16(matrix: Matrix) -> None:
+    found = top("The portrait part shows black blocks\nGPU: NVIDIA GeForce GTX 1660Ti\n", matrix)
+    assert found.category == Category.NUMERICS and "full precision" in said(found)
+
+
+def test_a_linker_that_cannot_write_the_extension(matrix: Matrix) -> None:
+    found = top('LINK : fatal error LNK1104: cannot open file "nvdiffrast_plugin.pyd"\n', matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "torch_extensions" in said(found)

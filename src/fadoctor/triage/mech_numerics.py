@@ -103,8 +103,9 @@ def _upgrade(ctx: Context) -> Remedy:
 
 # A diffusion pipeline's NaN shows as a black image; A1111 says it itself (modules/devices.py:
 # "A tensor with all NaNs was produced in Unet/VAE").
-_BLACK = re.compile(r"\b(?:black|green) (?:images?|outputs?|pictures?|frames?|screen)\b|images? (?:are|is|"
-                    r"come out|turns?|goes) (?:all |completely |fully )?black\b|"
+_BLACK = re.compile(r"\b(?:black|green) (?:images?|outputs?|pictures?|frames?|screen|blocks|squares|"
+                    r"patches)\b|images? (?:are|is|come out|turns?|goes) (?:all |completely |fully )?"
+                    r"black\b|"
                     r"tensor with all NaNs was produced in (?:Unet|VAE)", re.I)
 # forcing half precision: ComfyUI's --fp16-unet / --fp16-vae / --force-fp16 (comfy/cli_args.py),
 # a pipeline's torch_dtype=torch.float16, or the words
@@ -136,7 +137,7 @@ def black_images(ctx: Context) -> List[Signal]:
 # autocast: AUTOMATIC1111 special-cases exactly these cards (modules/devices.py,
 # cuda_no_autocast: capability (7, 5) and a name starting "NVIDIA GeForce GTX 16"), and its NaN
 # check tells "your video card does not support half type ... --no-half" (test_for_nans).
-_GTX16 = re.compile(r"\bGTX ?16\d0\b", re.I)
+_GTX16 = re.compile(r"\bGTX ?16\d0(?!\d)", re.I)
 
 
 def _gtx16(ctx: Context, index: int, name: str, gpu: Quote) -> Signal:
@@ -261,3 +262,25 @@ def masked_rows(ctx: Context) -> List[Signal]:
                            "and others lagged).")],
                    details={"source": "torch==2.13.0 measured: a fully masked row returns zeros "
                                       "(torch/_decomp/decompositions.py _safe_softmax)"})]
+
+
+# torch.multinomial refusing the sampling probabilities (aten/src/ATen/native/Distributions.cpp:
+# "probability tensor contains either `inf`, `nan` or element < 0"): the logits reached inf or NaN,
+# most often a model run in float16 whose activations overflow fp16's range
+_SAMPLING = re.compile(r"probability tensor contains either `?inf`?, `?nan`? or element < 0")
+
+
+def sampling_nan(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SAMPLING, ("probability tensor contains",))
+    if hit is None:
+        return []
+    pre_ampere = ctx.gpu is not None and ctx.gpu[1] is not None and ctx.gpu[1].major < 8
+    dtype = ("float32 (this GPU has no bfloat16)" if pre_ampere else
+             "bfloat16 (torch_dtype=torch.bfloat16; fp32's range) or float32")
+    return [Signal("sampling_nan", Category.NUMERICS,
+                   "the logits sampled from hold inf or NaN: the model's forward overflowed, most "
+                   "often float16 activations past 65504 (or a broken checkpoint)",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), IMPLIED,
+                   [Remedy(summary=f"Load and run the model in {dtype} instead of float16; if "
+                           "it still fails in float32, the checkpoint's weights hold NaN or inf "
+                           "(check them with torch.isfinite).")])]

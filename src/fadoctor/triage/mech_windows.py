@@ -306,3 +306,26 @@ def symlink_privilege(ctx: Context) -> List[Signal]:
                            "which lets users create symlinks, or run the install from an "
                            "administrator prompt; or take a release whose setup.py copies files "
                            "instead of linking them, or a prebuilt wheel.")])]
+
+
+# MSVC's linker unable to write the extension it builds: "LINK : fatal error LNK1104: cannot open
+# file 'nvdiffrast_plugin.pyd'" (Microsoft's LNK1104: the file is in use or not writable), in a
+# JIT build that reuses its build folder (torch.utils.cpp_extension's
+# _get_build_directory: %LOCALAPPDATA%\torch_extensions, or TORCH_EXTENSIONS_DIR): a module
+# another process still holds, or a stale build of an earlier release
+_LNK1104 = re.compile(r"LNK1104:? ?(?:cannot|can't|can not) open (?:the )?file ?['\"]?([\w.-]{1,80}\.pyd)",
+                      re.I)
+
+
+def locked_extension(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LNK1104, ("lnk1104",))
+    if hit is None:
+        return []
+    return [Signal("locked_extension", Category.BUILD_TOOLCHAIN,
+                   f"the linker cannot write {hit[1].group(1)}: a running process still has the "
+                   "extension loaded, or the build folder holds a stale build of another release",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Close every Python that imported the extension, then clear "
+                           "torch's extension build directory (%LOCALAPPDATA%\\torch_extensions, "
+                           "or TORCH_EXTENSIONS_DIR where set; its build folder for this "
+                           "extension) so the JIT build starts clean.")])]

@@ -415,3 +415,10 @@ def test_a_gtx_1660ti_written_together_is_a_gtx_16(matrix: Matrix) -> None:
 def test_a_linker_that_cannot_write_the_extension(matrix: Matrix) -> None:
     found = top('LINK : fatal error LNK1104: cannot open file "nvdiffrast_plugin.pyd"\n', matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "torch_extensions" in said(found)
+
+
+def test_an_amd_cpu_is_not_an_amd_gpu(matrix: Matrix) -> None:
+    result = triage("CPU: AMD Ryzen 9 5950X\nRequires: filelock, nvidia-cublas-cu12, "
+                    "nvidia-cuda-runtime-cu12\nRuntimeError: CUDA error: an illegal memory access\n",
+                    matrix)
+    assert all(d.category != Category.ROCM for d in result.diagnosis)

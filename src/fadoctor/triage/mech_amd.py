@@ -64,6 +64,9 @@ def amd_question(ctx: Context) -> List[Signal]:
     return [Signal("amd_question", Category.ROCM, what, quotes, HINTED, remedies)]
 
 
+# an AMD GPU, not an AMD CPU ("AMD Ryzen 9" beside an NVIDIA card)
+_AMD_GPU = re.compile(r"\bROCm\b|\bRadeon\b|\bgfx\d{3,4}[a-z]?\b|\bInstinct\b|\bMI[123]\d{2}X?\b|"
+                      r"\bAMD (?:GPU|graphics|card)s?\b|\bRX\s?[5-9]\d00\b", re.I)
 _CUDA_DEPS = re.compile(r"\bnvidia-(?:cublas|cuda-runtime|cudnn)-cu1\d\b")
 
 
@@ -71,8 +74,8 @@ def cuda_torch_on_amd(ctx: Context) -> List[Signal]:
     """A CUDA torch where the report runs an AMD GPU under ROCm and no NVIDIA GPU is named."""
     if any(g.vendor == "nvidia" for g in ctx.seen.gpus) or ctx.seen.get("torch_hip"):
         return []
-    amd = next((i for i in ctx.text.containing(("rocm", "amd", "radeon", "gfx"))
-                if _AMD.search(ctx.text.lines[i])), None)
+    amd = next((i for i in ctx.text.containing(("rocm", "amd", "radeon", "gfx", "instinct"))
+                if _AMD_GPU.search(ctx.text.lines[i])), None)
     if amd is None:
         return []
     cuda = _cuda_build(ctx)

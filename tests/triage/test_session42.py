@@ -422,3 +422,9 @@ def test_an_amd_cpu_is_not_an_amd_gpu(matrix: Matrix) -> None:
                     "nvidia-cuda-runtime-cu12\nRuntimeError: CUDA error: an illegal memory access\n",
                     matrix)
     assert all(d.category != Category.ROCM for d in result.diagnosis)
+
+
+def test_a_cuda_that_knew_the_gpus_major_runs_it(matrix: Matrix) -> None:
+    result = triage("torch 2.0.1+cu117\nNVIDIA GeForce RTX 4090\nRuntimeError: cuDNN error: "
+                    "CUDNN_STATUS_EXECUTION_FAILED\n", matrix)
+    assert all("predates" not in d.message for d in result.diagnosis)

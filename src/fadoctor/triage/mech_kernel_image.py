@@ -247,7 +247,10 @@ def cuda_predates_gpu(ctx: Context) -> List[Signal]:
         return []
     stated = ctx.torch_cuda or parse_version(ctx.seen.get(o.CUDA) or "")
     first = FIRST_CUDA[cc]
-    if stated is None or stated >= first:
+    # a cubin runs on later minors of its major (sm_80 code on sm_86 and sm_89): a CUDA that knew
+    # the GPU's major runs it, unless the GPU came with a later CUDA major (Turing with 10.0)
+    major_first = FIRST_CUDA.get(Version(f"{cc.major}.0"), first)
+    if stated is None or stated >= first or (stated.major >= first.major and stated >= major_first):
         return []
     failed = ctx.first(_RUNTIME_FAILED, ("status_", "kernel image", "invalid device function"))
     if failed is None:
@@ -255,7 +258,8 @@ def cuda_predates_gpu(ctx: Context) -> List[Signal]:
     name = ctx.gpu[0]
     return [Signal("cuda_predates_gpu", Category.NO_KERNEL_IMAGE,
                    f"CUDA {stated} predates {name} (sm_{cc.major}{cc.minor}, first targeted by "
-                   f"CUDA {first}): torch, cuDNN and cuBLAS built with it have no code for this GPU",
+                   f"CUDA {first}): torch, cuDNN and cuBLAS built with it were not made for this "
+                   "GPU",
                    dedupe([ctx.quote(failed[0]), ctx.gpu[2], *ctx.quotes(o.CUDA, "torch")]),
                    NAMED - 5,
                    [Remedy(summary=f"Install a torch built for CUDA {first} or newer (its +cuXY "

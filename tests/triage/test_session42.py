@@ -428,3 +428,17 @@ def test_a_cuda_that_knew_the_gpus_major_runs_it(matrix: Matrix) -> None:
     result = triage("torch 2.0.1+cu117\nNVIDIA GeForce RTX 4090\nRuntimeError: cuDNN error: "
                     "CUDNN_STATUS_EXECUTION_FAILED\n", matrix)
     assert all("predates" not in d.message for d in result.diagnosis)
+
+
+_FBGEMM = ('OSError: [WinError 126] The specified module could not be found. Error loading '
+           '"C:\\env\\Lib\\site-packages\\torch\\lib\\fbgemm.dll" or one of its dependencies.\n')
+
+
+def test_torch_240s_fbgemm_on_windows(matrix: Matrix) -> None:
+    found = top("Successfully installed torch-2.4.0+cu121\n" + _FBGEMM, matrix)
+    assert found.category == Category.WRONG_WHEEL and "2.4.1" in said(found)
+
+
+def test_another_torchs_dll_missing_is_the_vc_runtime(matrix: Matrix) -> None:
+    found = top("Successfully installed torch-2.5.1+cu121\n" + _FBGEMM, matrix)
+    assert found.category == Category.NOT_INSTALLED and "vc_redist" in said(found)

@@ -156,7 +156,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_windows.linux_only, mech_windows.sdpa_without, mech_windows.install_on_windows,
     mech_windows.no_windows_distribution, mech_windows.triton_nowhere, mech_windows.csrc_on_windows,
     mech_windows.compile_on_windows, mech_windows.symlink_privilege, mech_windows.locked_extension,
-    mech_pip_versions.newer_than_listed, mech_bitsandbytes.no_cuda_binary,
+    mech_windows.torch_dll, mech_pip_versions.newer_than_listed, mech_bitsandbytes.no_cuda_binary,
     mech_bitsandbytes.hf_quantized_without_cuda, mech_jetson.pytorch_index_wheel,
     mech_containers.jetson_runtime, mech_containers.wsl_libcuda, mech_driver.torch_cpu, mech_driver.driver,
     mech_driver.container_cuda, mech_cuda_toolkit.ngc_driver, mech_built_for.built_for,

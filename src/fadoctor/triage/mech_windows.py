@@ -329,3 +329,39 @@ def locked_extension(ctx: Context) -> List[Signal]:
                            "torch's extension build directory (%LOCALAPPDATA%\\torch_extensions, "
                            "or TORCH_EXTENSIONS_DIR where set; its build folder for this "
                            "extension) so the JIT build starts clean.")])]
+
+
+# Windows failing to load one of torch's own DLLs: "[WinError 126] The specified module could not
+# be found. Error loading "...\torch\lib\fbgemm.dll" or one of its dependencies." (torch/__init__.py,
+# _load_dll_libraries). torch 2.4.0's Windows wheels linked fbgemm.dll against
+# libomp140.x86_64.dll, which they do not ship (pytorch/pytorch#131662, fixed for 2.4.1 by
+# pytorch/pytorch#130697); otherwise the usual missing dependency is the Visual C++ runtime
+_TORCH_DLL = re.compile(r"Error loading [\"'\\\\]*([^\"'\n]{0,300}?[\\/]torch[\\/]+lib[\\/]+(\w+)\.dll)",
+                        re.I)
+
+
+def torch_dll(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TORCH_DLL, ("error loading",))
+    if hit is None or not ctx.text.containing(("winerror 126", "module could not be found")):
+        return []
+    dll = hit[1].group(2)
+    torch = ctx.torch
+    runtime = Remedy(summary="Install the latest Microsoft Visual C++ Redistributable (x64, "
+                     "vc_redist.x64.exe) and open a new terminal; if it still fails, reinstall "
+                     "torch in that environment.")
+    if dll.lower() == "fbgemm" and (torch is None or torch.base_version == "2.4.0"):
+        said = ("torch 2.4.0's Windows wheels link fbgemm.dll against libomp140.x86_64.dll, "
+                "which they do not ship: Windows cannot load fbgemm.dll without it")
+        return [Signal("torch_dll", Category.WRONG_WHEEL,
+                       said if torch else "the report states no torch: if it is 2.4.0, " + said,
+                       dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
+                       NAMED if torch else LOGGED,
+                       r.keep([Remedy(summary="Install torch 2.4.1 or later (its wheels carry the "
+                                      "fix), or 2.3.1; or put libomp140.x86_64.dll (from Visual "
+                                      "Studio's C++ build tools) beside fbgemm.dll."),
+                               None if torch else runtime]),
+                       details={"source": "pytorch/pytorch#131662; pytorch/pytorch#130697"})]
+    return [Signal("torch_dll", Category.NOT_INSTALLED,
+                   f"Windows cannot load torch's {dll}.dll or a DLL it depends on: most often "
+                   "the Microsoft Visual C++ runtime is missing or older than torch's",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), LOGGED, [runtime])]

@@ -442,3 +442,26 @@ def test_torch_240s_fbgemm_on_windows(matrix: Matrix) -> None:
 def test_another_torchs_dll_missing_is_the_vc_runtime(matrix: Matrix) -> None:
     found = top("Successfully installed torch-2.5.1+cu121\n" + _FBGEMM, matrix)
     assert found.category == Category.NOT_INSTALLED and "vc_redist" in said(found)
+
+
+def test_float32_results_differing_on_ampere_are_tf32(matrix: Matrix) -> None:
+    found = top("The computation results on RTX 3090 are totally different from others\nRTX 3090 + "
+                "PyTorch 1.8.1 with CUDA 11.1\nGTX 1080 Ti + PyTorch 1.8.1 gives the CPU's values\n",
+                matrix)
+    assert found.category == Category.NUMERICS and "allow_tf32 = False" in said(found)
+
+
+@pytest.mark.parametrize("text", [
+    "The results on my GTX 1080 Ti are totally different from the CPU's\n",
+    "fp16 results on my RTX 3090 are totally different from the CPU's\n",
+])
+def test_differences_tf32_cannot_explain(text: str, matrix: Matrix) -> None:
+    result = triage(text, matrix)
+    assert all("TF32" not in d.message for d in result.diagnosis)
+
+
+def test_an_error_with_mismatch_on_ampere_is_not_tf32(matrix: Matrix) -> None:
+    result = triage("GPU 0: NVIDIA GeForce RTX 3090\nRuntimeError: The detected CUDA version (12.1) "
+                    "mismatches the version that was used to compile PyTorch (11.8). Please make "
+                    "sure to use the same CUDA versions.\n", matrix)
+    assert all("TF32" not in d.message for d in result.diagnosis)

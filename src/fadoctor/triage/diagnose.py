@@ -192,7 +192,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_lib_messages.xqa_head_dim, mech_kernel_libs.built_for_other, mech_lib_messages.version_skew,
     mech_lib_messages.sage_kernel_missing, mech_backend_nan.backend_nan, mech_backend_nan.cudnn_execute,
     mech_cufft.half_fft, mech_numerics.nan, mech_numerics.rounding, mech_numerics.masked_rows,
-    mech_numerics.black_images, mech_numerics.fp16_overflow, mech_numerics.sampling_nan,
+    mech_numerics.black_images, mech_numerics.fp16_overflow, mech_numerics.sampling_nan, mech_numerics.tf32,
     mech_layer_norm.unsupported, mech_layer_norm.csrc_on_rocm, mech_defects.stated_release,
     mech_machine.non_nvidia, mech_machine.deleted_library, mech_machine.driver_said_old,
     mech_machine.amdgpu_instruction, mech_cli_flags.rejected_flag, mech_cli_flags.unknown_value,

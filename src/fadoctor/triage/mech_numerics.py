@@ -284,3 +284,39 @@ def sampling_nan(ctx: Context) -> List[Signal]:
                    [Remedy(summary=f"Load and run the model in {dtype} instead of float16; if "
                            "it still fails in float32, the checkpoint's weights hold NaN or inf "
                            "(check them with torch.isfinite).")])]
+
+
+# float32 results on an Ampere or newer GPU that differ from other GPUs and the CPU: TF32, which
+# those GPUs use for float32 matmuls by default in torch 1.7-1.11 and for cuDNN convolutions in
+# every release (PyTorch's CUDA semantics notes, "TensorFloat-32 (TF32) on Ampere (and later)
+# devices": torch.backends.cuda.matmul.allow_tf32 defaults to True in 1.7-1.11, False from 1.12;
+# torch.backends.cudnn.allow_tf32 defaults to True)
+_RESULTS_DIFFER = re.compile(r"\b(?:results?|outputs?|values?|answers?)\b[^\n]{0,60}\b(?:totally |"
+                             r"completely |very |quite )?(?:different|differ|wrong|inaccurate)\b",
+                             re.I)
+_TF32 = Version("8.0")
+
+
+def tf32(ctx: Context) -> List[Signal]:
+    cc = ctx.gpu_cc_exact
+    if cc is None or cc < _TF32 or ctx.amd or ctx.text.containing(_FLASH) \
+            or ctx.first(_LOW, ("16", "half")) is not None:
+        return []
+    hit = ctx.first(_RESULTS_DIFFER, ("differ", "wrong", "inaccurate"))
+    if hit is None or ctx.gpu is None \
+            or any(raised.kind not in ("warning", "log") for raised in ctx.seen.raised):
+        return []  # an error raised is a failure, not float32's precision
+    torch = ctx.torch
+    matmul = torch is None or (torch.major, torch.minor) < (1, 12)
+    where = ("float32 matmuls and convolutions" if matmul else
+             "float32 convolutions (cuDNN; matmuls too where the code enables it)")
+    return [Signal("numerics_tf32", Category.NUMERICS,
+                   f"{ctx.gpu[0]} is Ampere or newer, where torch computes {where} in TF32 (10 "
+                   "bits of mantissa) by default: results differ from other GPUs and the CPU",
+                   dedupe([ctx.quote(hit[0]), ctx.gpu[2]]), HINTED,
+                   [Remedy(summary="Turn TF32 off where full float32 precision matters: "
+                           "torch.backends.cuda.matmul.allow_tf32 = False and "
+                           "torch.backends.cudnn.allow_tf32 = False (or "
+                           "torch.set_float32_matmul_precision(\"highest\")).")],
+                   details={"source": "PyTorch docs, CUDA semantics: TensorFloat-32 (TF32) on "
+                                      "Ampere (and later) devices"})]

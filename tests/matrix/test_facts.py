@@ -92,9 +92,26 @@ def test_device_names_resolve(matrix: Matrix, device: str, name: str, cc: str) -
     assert found is not None and (found.name, str(found.cc)) == (name, cc)
 
 
-@pytest.mark.parametrize("device", ["NVIDIA A10G", "NVIDIA H800", "NVIDIA H20", "AMD Instinct MI300X"])
+@pytest.mark.parametrize(("device", "name", "cc"), [
+    # variants NVIDIA's page does not list, each with its own source in the matrix
+    ("NVIDIA A10G", "A10G", "8.6"), ("NVIDIA H800", "H800", "9.0"), ("NVIDIA H20", "H20", "9.0"),
+    ("NVIDIA A800-SXM4-80GB", "A800", "8.0"), ("NVIDIA L20", "L20", "8.9"),
+    ("NVIDIA GeForce RTX 2050", "GeForce RTX 2050", "8.6"),  # Ampere, despite its number
+    # the legacy page's Jetson and Quadro rows; "Orin Nano" is not the Maxwell "Jetson Nano"
+    ("Jetson AGX Xavier", "Jetson AGX Xavier", "7.2"), ("Xavier NX", "Jetson Xavier NX", "7.2"),
+    ("Jetson Nano", "Jetson Nano", "5.3"), ("Jetson Orin Nano 8GB", "Jetson Orin Nano", "8.7"),
+    ("Quadro P4000", "Quadro P4000", "6.1"),
+])
+def test_variants_off_nvidias_page_resolve(matrix: Matrix, device: str, name: str,
+                                           cc: str) -> None:
+    found = matrix.gpu(device)
+    assert found is not None and (found.name, str(found.cc)) == (name, cc)
+    assert found.source.strip()
+
+
+@pytest.mark.parametrize("device", ["AMD Instinct MI300X", "NVIDIA A10GX", "H2000"])
 def test_unlisted_gpus_stay_unknown(matrix: Matrix, device: str) -> None:
-    assert matrix.gpu(device) is None  # A10G, H800, H20: not on NVIDIA's compute-capability page
+    assert matrix.gpu(device) is None
 
 
 def test_a_tie_between_capabilities_resolves_to_nothing() -> None:

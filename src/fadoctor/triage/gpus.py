@@ -65,7 +65,7 @@ class GpuFinder:
         words = {g.name.split()[0].lower() for g in matrix.gpus} | \
             {g.key_word.lower() for g in matrix.gpus} | \
             {w.lower() for g in matrix.gpus for w in g.name.split()[1:]  # "A6000", "Orin" alone
-             if re.fullmatch(r"[A-Za-z]\d{4}", w) or w in ("Orin", "Thor")}
+             if re.fullmatch(r"[A-Za-z]\d{4}", w) or w in ("Orin", "Thor", "Xavier")}
         # Lines worth resolving: a model's first word (short ones only after a space).
         self.needles = tuple(sorted({w if len(w) > 2 else f" {w}" for w in words}
                                     | {"nvidia", "rtx", "gtx", "tesla", "dgx", "series card", "series gpu"}

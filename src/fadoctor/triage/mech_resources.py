@@ -202,3 +202,60 @@ def slow_build(ctx: Context) -> List[Signal]:
                    [ninja_fix, prebuilt(ctx), jobs(ctx)],
                    needs=[("whether ninja works in the build environment",
                            "ninja --version; echo $?")])]
+
+
+# torch's JIT loader takes a lock file in the extension's build directory before it builds
+# (torch/utils/cpp_extension.py _jit_compile: baton = FileBaton(os.path.join(build_directory,
+# 'lock')); if baton.try_acquire(): build ... else: baton.wait()), and FileBaton.wait sleeps until
+# the file is gone: a run killed mid-build leaves the lock, and every later run waits on it with no
+# message. The loader's own lines ("Using <root> as PyTorch extensions root...", "Loading extension
+# module <name>...") or a package's JIT build of its fused kernels, with the run said to hang.
+_JIT_ROOT = re.compile(r"Using (\S+) as PyTorch extensions root")
+_JIT_MODULE = re.compile(r"(?:Building|Loading) extension module (\w+)")
+_JIT_WORDS = ("as pytorch extensions root", "extension module", "fused kernel", "fused_kernel")
+_HANGS = re.compile(r"\b(?:stuck|hangs?|hanging|hung|freez\w*|froze|forever|no progress|"
+                    r"nothing happens|never (?:finish|return|end)s?)\b", re.I)
+_HANG_AT_BUILD = re.compile(r"\b(?:stuck|hangs?|hanging|hung)\b[^\n]{0,60}\b(?:compil\w*|build\w*)"
+                            r"[^\n]{0,30}\b(?:fused[_ ]kernels?|extensions?|cpp_extension)", re.I)
+
+
+def jit_lock(ctx: Context) -> List[Signal]:
+    """A run that waits forever where torch's JIT loader builds or loads an extension: the lock
+    file of an interrupted build."""
+    if _memory_hit(ctx)[0] is not None or ctx.first(_JIT_NINJA, ("ninja is required",)):
+        return []
+    said = ctx.first(_HANG_AT_BUILD, ("stuck", "hang", "hung"))
+    marker = next(iter(ctx.text.containing(_JIT_WORDS)), None)
+    hang = said or (ctx.first(_HANGS, ("stuck", "hang", "hung", "freez", "froze", "forever",
+                                       "no progress", "nothing happens", "never"))
+                    if marker is not None else None)
+    if hang is None:
+        return []
+    root = ctx.first(_JIT_ROOT, ("as pytorch extensions root",))
+    module = ctx.first(_JIT_MODULE, ("extension module",))
+    if root is not None and module is not None:
+        lock = f"{root[1].group(1).rstrip('.')}/{module[1].group(1)}/lock"
+        commands = [command("rm", "-f", lock)]
+        where = f"the lock file {lock}"
+    elif root is not None:
+        commands = [command("rm", "-rf", root[1].group(1).rstrip("."))]
+        where = "the extensions root it names (every extension there rebuilds)"
+    else:
+        # the root the loader uses (torch.utils.cpp_extension.get_default_build_root:
+        # TORCH_EXTENSIONS_DIR, else ~/.cache/torch_extensions/py<ver>_<cuda>), with the Python
+        # that runs the program
+        commands = [command("python", "-c", "import shutil, torch.utils.cpp_extension as c; "
+                            "shutil.rmtree(c.get_default_build_root(), ignore_errors=True)")]
+        where = ("torch's extensions root (what torch.utils.cpp_extension."
+                 "get_default_build_root() returns), or the build directory of a package that "
+                 "builds its fused kernels itself (Megatron-LM: megatron/fused_kernels/build)")
+    quotes = dedupe([ctx.quote(hang[0]), *([ctx.quote(marker)] if marker is not None else []),
+                     *([ctx.quote(root[0])] if root is not None else [])])
+    return [Signal("jit_lock", Category.BUILD_RESOURCES,
+                   "the run waits on the lock file of an interrupted JIT build: torch's extension "
+                   "loader takes a 'lock' file in the extension's build directory and waits, "
+                   "silently, until it is gone; a run killed mid-build leaves it there",
+                   quotes, LOGGED if root is not None and said is None else HINTED,
+                   [Remedy(summary=f"Stop every run that may be building, delete {where}, and "
+                           "start again: the extension then builds once and the next runs load "
+                           "it.", commands=commands)])]

@@ -8,6 +8,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 _LOADER = ("Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
            "Emitting ninja build file /root/.cache/torch_extensions/py310_cu121/cpu_adam/"
@@ -43,3 +44,16 @@ def test_gpus_off_nvidias_page_give_their_capability(device: str, cc: str,
     found = top(f"GPU: {device}\nRuntimeError: FlashAttention only supports Ampere GPUs or "
                 "newer.\n", matrix)
     assert cc in said(found) or cc in found.message
+
+
+def test_a_torch_pin_of_a_variant_never_built_names_the_builds(matrix: Matrix) -> None:
+    found = top("setup pins torch==2.6.0+cu121\nERROR: No matching distribution found for "
+                "torch==2.6.0+cu121\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "cu118, cu124, cu126" in found.message
+    assert "torch==2.6.0+cu124" in said(found)
+
+
+def test_a_variant_the_release_has_is_no_finding(matrix: Matrix) -> None:
+    result = triage("pip install torch==2.6.0+cu124\nERROR: No matching distribution found for "
+                    "torch==2.6.0+cu124\n", matrix)
+    assert not any("never built" in found.message for found in result.diagnosis)

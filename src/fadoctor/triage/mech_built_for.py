@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from fadoctor.install.torch import torch_install
+from fadoctor.install.torch import cuda_of_variant, torch_install
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
@@ -110,3 +110,52 @@ def prose(ctx: Context) -> List[Signal]:
                            f"beside it (the same torch version in the requirements), or rebuild "
                            f"{package} against torch {new} (a release built for it, or a build "
                            "with --no-build-isolation).")])]
+
+
+# A torch pin with a CUDA variant that release never built ("torch==2.6.0+cu121": torch 2.6's
+# builds are cu118, cu124, cu126), which pip cannot find on any index: the matrix's
+# torch_releases lists each minor's CUDA variants (from PyTorch's wheel indexes).
+_TORCH_PIN = re.compile(r"\btorch==(\d+\.\d+\.\d+)\+(cu\d{3})\b")
+_NOT_FOUND = re.compile(r"no matching distribution|could not find a version|unavailable|"
+                        r"fails? to install|failed to install|not (?:be )?found|doesn'?t exist|"
+                        r"does not exist|no such", re.I)
+
+
+def _nearest(asked: str, variants: List[str]) -> str:
+    """The build of the same CUDA major nearest above the asked one, else the nearest at all."""
+    cuda = cuda_of_variant(asked)
+    same = sorted((cuda_of_variant(v), v) for v in variants if cuda_of_variant(v).major == cuda.major)
+    above = [v for c, v in same if c >= cuda]
+    if above:
+        return above[0]
+    if same:
+        return same[-1][1]
+    return min(variants, key=lambda v: abs(cuda_of_variant(v).major - cuda.major))
+
+
+def _driver_note(ctx: Context, variant: str) -> str:
+    needed = ctx.matrix.toolkit_driver(cuda_of_variant(variant))
+    return (f" (CUDA {cuda_of_variant(variant)}: a driver of {needed.min_driver} or newer, as "
+            "nvidia-smi shows it)" if needed is not None else "")
+
+
+def missing_variant(ctx: Context) -> List[Signal]:
+    for index, pin in ctx.find(_TORCH_PIN, ("torch==",)):
+        version, variant = pin.group(1), pin.group(2)
+        minor = ".".join(version.split(".")[:2])
+        rel = next((t for t in ctx.matrix.torch_releases if t.minor == minor), None)
+        if rel is None or variant in rel.cuda_variants:
+            continue
+        failed = ctx.first(_NOT_FOUND, ("no matching", "could not find", "unavailable", "install",
+                                        "found", "exist", "no such"))
+        if failed is None:
+            return []
+        best = _nearest(variant, rel.cuda_variants)
+        return [Signal("missing_torch_variant", Category.WRONG_WHEEL,
+                       f"torch {version} was never built for {variant}: its CUDA builds are "
+                       f"{', '.join(rel.cuda_variants)}, so no index has torch=={version}+"
+                       f"{variant}", dedupe([ctx.quote(index), ctx.quote(failed[0])]), NAMED,
+                       [Remedy(summary=f"Install a build torch {version} has: {best}"
+                               f"{_driver_note(ctx, best)}.",
+                               commands=[torch_install(version, best)])])]
+    return []

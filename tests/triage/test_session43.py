@@ -57,3 +57,9 @@ def test_a_variant_the_release_has_is_no_finding(matrix: Matrix) -> None:
     result = triage("pip install torch==2.6.0+cu124\nERROR: No matching distribution found for "
                     "torch==2.6.0+cu124\n", matrix)
     assert not any("never built" in found.message for found in result.diagnosis)
+
+
+def test_a_floor_with_its_architecture_named_between(matrix: Matrix) -> None:
+    found = top("GPU: Tesla T4\nRuntimeError: GPU compute capability 8.0 (Ampere) or higher is "
+                "required to install kernl\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "8.0" in found.message

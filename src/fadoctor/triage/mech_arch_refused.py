@@ -59,7 +59,9 @@ _BF16_FLOOR = re.compile(r"b(?:float)?16 is only supported on GPUs with compute 
 # A stated floor: "Device compute capability 8.9 or higher required for FP8 execution."
 # (Transformer Engine's fp8 check), "requires compute capability >= 8.0", "sm_80 or newer".
 _FLOOR = re.compile(
-    r"compute capability (?:of )?(\d{1,2})\.(\d)\s*(?:or (?:higher|newer|above|greater|later)|\+)"
+    # with the architecture named between ("GPU compute capability 8.0 (Ampere) or higher")
+    r"compute capability (?:of )?(\d{1,2})\.(\d)\s*(?:\([A-Za-z ]{1,20}\)\s*)?"
+    r"(?:or (?:higher|newer|above|greater|later)|\+)"
     # Transformer Engine before Ada's FP8: "Device compute capability 9.x required for FP8
     # execution." (a major alone: its .0)
     r"|compute capability (\d{1,2})\.(x) required"

@@ -63,3 +63,24 @@ def test_a_floor_with_its_architecture_named_between(matrix: Matrix) -> None:
     found = top("GPU: Tesla T4\nRuntimeError: GPU compute capability 8.0 (Ampere) or higher is "
                 "required to install kernl\n", matrix)
     assert found.category == Category.GPU_UNSUPPORTED and "8.0" in found.message
+
+
+def test_an_old_checkpointing_hook_under_transformers_435(matrix: Matrix) -> None:
+    found = top("TypeError: BiEncoderModel.gradient_checkpointing_enable() got an unexpected "
+                "keyword argument 'gradient_checkpointing_kwargs'\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "4.35.0" in found.message
+    assert "transformers==4.34.1" in said(found)
+
+
+def test_diffusers_hooks_are_not_transformers_table(matrix: Matrix) -> None:
+    result = triage('  File "/x/site-packages/diffusers/models/modeling_utils.py", line 1\n'
+                    "TypeError: WanModel._set_gradient_checkpointing() got an unexpected keyword "
+                    "argument 'enable'\n", matrix)
+    assert not any("4.35.0" in found.message for found in result.diagnosis)
+
+
+def test_nan_on_a_gtx16_card_without_black_images(matrix: Matrix) -> None:
+    found = top("GPU: NVIDIA GeForce GTX 1660 6GB\nRuntimeError: NaN detected in latents\n",
+                matrix)
+    assert found.category == Category.NUMERICS and "GTX 16" in found.message
+    assert "--mixed_precision no" in said(found)

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.api_tables import Api, api
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_symbols import OTHERS
@@ -117,3 +118,39 @@ def incompatible_arguments(ctx: Context) -> List[Signal]:
                            "Its version, and the caller's requirements, name the pair to pin.",
                            commands=[f"pip show {owner}"])],
                    details={"source": "pybind11's dispatcher message"})]
+
+
+# transformers 4.35.0 changed its gradient-checkpointing hooks' signatures and calls them with the
+# new keywords (modeling_utils.py: "def gradient_checkpointing_enable(self,
+# gradient_checkpointing_kwargs=None)" calling "self._set_gradient_checkpointing(enable=True,
+# gradient_checkpointing_func=...)"; trainer.py: "self.model.gradient_checkpointing_enable(
+# gradient_checkpointing_kwargs=...)"; 4.34.1 had gradient_checkpointing_enable(self) and
+# _set_gradient_checkpointing(module, value) applied per module; read from both wheels). A model
+# class that overrides either hook with the old signature (remote code, a project's wrapper)
+# fails under 4.35+.
+_HOOK = re.compile(r"(?:(\w+)\.)?(gradient_checkpointing_enable|_set_gradient_checkpointing)\(\) "
+                   r"got an unexpected keyword argument '(gradient_checkpointing_kwargs|enable|"
+                   r"gradient_checkpointing_func)'")
+_HOOKS_CHANGED = "4.35.0"
+_BEFORE = "4.34.1"
+
+
+def checkpointing_hooks(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HOOK, ("got an unexpected keyword argument",))
+    if hit is None or ctx.text.containing(("diffusers/", "diffusers\\")):
+        return []  # diffusers' own hooks changed in its own releases: not transformers' table
+    owner, hook = hit[1].group(1) or "the model class", hit[1].group(2)
+    new = ("gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None)"
+           if hook == "gradient_checkpointing_enable" else
+           "_set_gradient_checkpointing(self, enable=True, gradient_checkpointing_func=None)")
+    return [Signal("checkpointing_hooks", Category.VERSION_CONFLICT,
+                   f"{owner} overrides transformers' {hook} with the signature it had before "
+                   f"{_HOOKS_CHANGED}; transformers {_HOOKS_CHANGED} and later call it with "
+                   f"'{hit[1].group(3)}'", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Pin transformers {_BEFORE}, the last release calling the "
+                           "hooks the old way, in the environment that runs the training (or "
+                           "the release the model's code lists).",
+                           commands=[command("python", "-m", "pip", "install",
+                                             requirement("transformers", _BEFORE))]),
+                    Remedy(summary=f"Or update {owner}'s code (a newer release of the model or "
+                           f"project) to the new signature, {new}.")])]

@@ -118,8 +118,11 @@ def black_images(ctx: Context) -> List[Signal]:
     to inf and NaN, and decode to black; bf16 keeps fp32's range, fp32 keeps everything."""
     hit = ctx.first(_BLACK, ("black", "green", "all nans"))
     half = ctx.first(_HALF, ("fp16", "float16", "torch.half", "precision"))
-    if hit is not None and ctx.gpu is not None and _GTX16.search(ctx.gpu[0]):
-        return [_gtx16(ctx, hit[0], ctx.gpu[0], ctx.gpu[2])]
+    if ctx.gpu is not None and _GTX16.search(ctx.gpu[0]):
+        # on a GTX 16 card NaN itself says it ("NaN detected in latents"), black or not
+        told = hit or ctx.first(_NAN, ("nan",))
+        if told is not None:
+            return [_gtx16(ctx, told[0], ctx.gpu[0], ctx.gpu[2])]
     if hit is None or half is None:
         return []
     return [Signal("numerics_fp16", Category.NUMERICS,
@@ -143,11 +146,13 @@ _GTX16 = re.compile(r"\bGTX ?16\d0(?!\d)", re.I)
 def _gtx16(ctx: Context, index: int, name: str, gpu: Quote) -> Signal:
     return Signal("numerics_gtx16", Category.NUMERICS,
                   f"{name} (a GTX 16 card: Turing without tensor cores) computes NaN in "
-                  "half precision, which decodes to a black or green image",
+                  "half precision (images decode black or green; training stops on NaN)",
                   dedupe([ctx.quote(index), gpu]), IMPLIED,
                   [Remedy(summary="Run in full precision on this card: AUTOMATIC1111 "
                           "--precision full --no-half (or --upcast-sampling, which keeps less in "
-                          "fp32); ComfyUI --force-fp32; elsewhere torch_dtype=torch.float32.")],
+                          "fp32); ComfyUI --force-fp32; training (kohya's sd-scripts, accelerate) "
+                          "--mixed_precision no, with --no_half_vae; elsewhere "
+                          "torch_dtype=torch.float32.")],
                   details={"source": "AUTOMATIC1111/stable-diffusion-webui modules/devices.py "
                                      "(cuda_no_autocast, test_for_nans)"})
 

@@ -84,3 +84,28 @@ def test_nan_on_a_gtx16_card_without_black_images(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.NUMERICS and "GTX 16" in found.message
     assert "--mixed_precision no" in said(found)
+
+
+def test_cuda_home_set_like_path(matrix: Matrix) -> None:
+    found = top("unable to execute '/usr/local/cuda-10.0:/usr/local/cuda-10.0:/bin/nvcc': No such "
+                "file or directory\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "list of directories" in found.message
+    assert "export CUDA_HOME=/usr/local/cuda-10.0" in said(found)
+
+
+def test_nvcc_without_cl_exe(matrix: Matrix) -> None:
+    found = top("nvcc fatal   : Cannot find compiler 'cl.exe' in PATH\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "Native Tools" in said(found)
+
+
+@pytest.mark.parametrize("text, word, fix", [
+    ('CPU only, no GPU\nRuntimeError: "baddbmm__mkl" not implemented for \'Half\'\n', "float16",
+     "float32"),
+    ('RuntimeError: "LayerNormKernelImpl" not implemented for \'BFloat16\'\n', "bfloat16",
+     "float16"),
+])
+def test_a_torch_kernel_without_the_dtype(text: str, word: str, fix: str,
+                                          matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and word in found.message
+    assert f"torch_dtype=torch.{fix}" in said(found)

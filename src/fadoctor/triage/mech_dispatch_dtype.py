@@ -59,3 +59,38 @@ def dispatch(ctx: Context) -> List[Signal]:
                    "float16 and bfloat16", quotes, NAMED,
                    [Remedy(summary=f"Pass float16 or bfloat16 tensors to {who} (cast them, or "
                            "load the model in that dtype)."), r.sdpa("Or:")])]
+
+
+# torch's own dispatch macros (ATen/Dispatch.h, AT_DISPATCH_SWITCH's default case: `"<name>" not
+# implemented for '<ScalarType>'`): the kernel named has no case for that dtype on that device.
+# Half and BFloat16 are what CPU kernels lacked longest (addmm_impl_cpu_, baddbmm__mkl,
+# LayerNormKernelImpl ...): a half-precision model run on the CPU, or bf16 on a GPU before Ampere.
+_NOT_IMPLEMENTED = re.compile(r"\"(\w{1,80})\" not implemented for '(Half|BFloat16|ComplexHalf)'")
+_CPU_SAID = re.compile(r"\b(?:on|only|the|a|my|using|with|without) (?:the )?CPU\b|"
+                       r"\bwithout (?:cuda|a gpu|gpu)\b|\bno (?:gpu|cuda)\b|\+cpu\b|"
+                       r"device\s*=\s*['\"]cpu['\"]|not compiled with CUDA", re.I)
+
+
+def not_implemented(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_IMPLEMENTED, ("not implemented for",))
+    if hit is None:
+        return []
+    kernel, dtype = hit[1].group(1), hit[1].group(2)
+    said = ctx.first(_CPU_SAID, ("cpu", "cuda", "gpu"))
+    on_cpu = "cpu" in kernel.lower() or "mkl" in kernel.lower() or said is not None
+    word = {"Half": "float16", "BFloat16": "bfloat16", "ComplexHalf": "complex32"}[dtype]
+    if on_cpu:
+        where = "on the CPU, where torch's kernels for half precision are few"
+        fix = Remedy(summary="Run on the CPU in float32: load the model with "
+                     "torch_dtype=torch.float32 (or call model.float()) and drop any .half() or "
+                     "fp16 conversion on that path; or run on a GPU with a CUDA build of torch.")
+    else:
+        where = "on this device"
+        fix = Remedy(summary=("Load the model in float16 (torch_dtype=torch.float16), which GPUs "
+                              "before Ampere run, or in float32." if dtype == "BFloat16" else
+                              "Run that step in float32 (model.float(), torch_dtype="
+                              "torch.float32)."))
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.quote(said[0])] if said is not None else [])])
+    return [Signal("dtype_not_implemented", Category.DTYPE_UNSUPPORTED,
+                   f"torch's {kernel} kernel has no {word} case {where}: the tensors reaching it "
+                   f"are {word}", quotes, NAMED, [fix])]

@@ -10,9 +10,10 @@ from typing import List
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, env
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows, prebuilt, toolkit
-from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 # gcc's "fatal error: Python.h: No such file or directory", MSVC's "fatal error C1083: Cannot open
 # include file: 'Python.h'", and a reporter's own "cannot find Python.h"
@@ -178,9 +179,11 @@ def windows_sdk(ctx: Context) -> List[Signal]:
 
 
 # setuptools running MSVC's compiler that is not on PATH: "error: command 'cl.exe' failed: None"
-# (the spawn found no executable), outside a Visual Studio developer prompt
+# (the spawn found no executable), outside a Visual Studio developer prompt; or nvcc's own
+# words when it looks for its host compiler: "nvcc fatal   : Cannot find compiler 'cl.exe' in PATH"
 _NO_CL = re.compile(r"error: command '(?:[^'\n]{0,200}[\\/])?cl\.exe' failed(?:: None|: No such file|"
-                    r" with exit (?:code|status) (?:9009|2147942402))")
+                    r" with exit (?:code|status) (?:9009|2147942402))|"
+                    r"Cannot find compiler 'cl\.exe' in PATH")
 
 
 def cl_not_on_path(ctx: Context) -> List[Signal]:
@@ -195,3 +198,27 @@ def cl_not_on_path(ctx: Context) -> List[Signal]:
                            "after running vcvars64.bat), which puts cl.exe on PATH; or add MSVC's "
                            "bin\\Hostx64\\x64 folder to PATH. Without the Visual Studio Build Tools' "
                            "\"Desktop development with C++\" workload, install it first.")])]
+
+
+# CUDA_HOME set like a PATH list ("export CUDA_HOME=/usr/local/cuda-10.0:$CUDA_HOME"): torch's
+# extension builder takes it as one directory and runs os.path.join(CUDA_HOME, 'bin', 'nvcc')
+# (torch/utils/cpp_extension.py _join_cuda_home), so the spawn names a path with colons in it.
+_LISTED_HOME = re.compile(r"(?:unable to execute|command) '((/[^':\s]+)(?::/?[^':\s]*)+/bin/nvcc)'")
+_HOME_EXPORT = re.compile(r"\bCUDA_HOME=(/[^:\s]+):")
+
+
+def cuda_home_list(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LISTED_HOME, ("/bin/nvcc",))
+    said = ctx.first(_HOME_EXPORT, ("cuda_home=",))
+    if hit is None and said is None:
+        return []
+    first = hit[1].group(2) if hit is not None else said[1].group(1) if said is not None else ""
+    quotes = dedupe([ctx.quote(found[0]) for found in (hit, said) if found is not None])
+    return [Signal("cuda_home_list", Category.BUILD_TOOLCHAIN,
+                   "CUDA_HOME holds a list of directories joined by ':' (set like PATH): torch's "
+                   "extension builder takes CUDA_HOME as one directory and looks for "
+                   "CUDA_HOME/bin/nvcc, a path that does not exist", quotes,
+                   NAMED if hit is not None else HINTED,
+                   [Remedy(summary=f"Set CUDA_HOME to the one toolkit directory ({first}), not a "
+                           "list, then build again in the same shell.",
+                           commands=[command("export", env("CUDA_HOME", first))])])]

@@ -15,10 +15,10 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import mech_build  # the module: mech_build imports this one, via mech_api
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
 from fadoctor.triage.ext_torch import triton_pins
-from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.observed import PROSE
 from fadoctor.triage.signal import IMPLIED, Signal, dedupe
 
@@ -99,7 +99,7 @@ def _unstated(ctx: Context) -> List[Signal]:
                            f"{attribute[1].group(2)}: the code asking for it (torch's Inductor, "
                            "or a library's Triton kernels) was written for another Triton "
                            "release than the one installed",
-                           [ctx.quote(attribute[0])], IMPLIED, [triton_for(ctx, on_windows(ctx))],
+                           [ctx.quote(attribute[0])], IMPLIED, [triton_for(ctx, mech_build.on_windows(ctx))],
                            details={"source": f"{SOURCE}; data/triton_api.yaml"})]
         return []
     if not ctx.text.containing(("inductor", "dynamo", "torch.compile")):
@@ -107,7 +107,7 @@ def _unstated(ctx: Context) -> List[Signal]:
     return [Signal("triton_pin", Category.VERSION_CONFLICT,
                    f"torch's Inductor imports {hit[1].group(1)} from {hit[1].group(2)}, which the "
                    "installed Triton lacks: it is not the Triton this torch was built with",
-                   [ctx.quote(hit[0])], IMPLIED, [triton_for(ctx, on_windows(ctx))],
+                   [ctx.quote(hit[0])], IMPLIED, [triton_for(ctx, mech_build.on_windows(ctx))],
                    details={"source": SOURCE})]
 
 
@@ -138,7 +138,7 @@ def mismatch(ctx: Context) -> List[Signal]:
     failed = ctx.first(_TRITON_FAILED, ("triton", "inductorerror", "compiledkernel"))
     if failed is None:
         return []
-    windows = on_windows(ctx) or "triton-windows" in stated.quote.text.lower()
+    windows = mech_build.on_windows(ctx) or "triton-windows" in stated.quote.text.lower()
     fixes: List[Remedy] = []
     # Triton publishes no Windows wheels; triton-windows follows its 3.x minors (3.2.0.postN for
     # torch 2.6), so a torch pinned to Triton 2.x has no Windows Triton at all

@@ -109,3 +109,22 @@ def test_a_torch_kernel_without_the_dtype(text: str, word: str, fix: str,
     found = top(text, matrix)
     assert found.category == Category.DTYPE_UNSUPPORTED and word in found.message
     assert f"torch_dtype=torch.{fix}" in said(found)
+
+
+def test_a_conda_envs_own_libstdcxx(matrix: Matrix) -> None:
+    found = top("ImportError: /home/u/anaconda3/envs/kt/bin/../lib/libstdc++.so.6: version "
+                "`GLIBCXX_3.4.32' not found (required by /home/u/anaconda3/envs/kt/lib/python3.11/"
+                "site-packages/KTransformersOps.cpython-311-x86_64-linux-gnu.so)\n", matrix)
+    assert found.category == Category.GLIBC_TOO_OLD
+    assert "conda install -p /home/u/anaconda3/envs/kt -c conda-forge libstdcxx-ng" in said(found)
+
+
+def test_deepspeeds_loss_scale_floor(matrix: Matrix) -> None:
+    found = top("Exception: Current loss scale already at minimum - cannot decrease scale "
+                "anymore. Exiting run.\nGPU: 2x RTX 3090\n", matrix)
+    assert found.category == Category.NUMERICS and '"bf16": {"enabled": true}' in said(found)
+
+
+def test_a_float32_kernel_given_half(matrix: Matrix) -> None:
+    found = top("RuntimeError: expected scalar type Float but found Half\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and ".float()" in said(found)

@@ -44,3 +44,29 @@ def cuda_mismatch(ctx: Context) -> List[Signal]:
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "nvcc")]), NAMED,
                    r.keep([toolkit, r.torch_for_cuda(ctx, Version(installed).major), skip]),
                    details={"nvcc": installed, "torch_cuda": torch_cuda})]
+
+
+# DeepSpeed's dynamic loss scaler halving the fp16 loss scale at every overflowing step until its
+# floor (deepspeed/runtime/fp16/loss_scaler.py: "Current loss scale already at minimum - cannot
+# decrease scale anymore. Exiting run."; Megatron-style scalers say the same): the fp16 training's
+# gradients overflow at every scale, which bf16 (fp32's range) does not.
+_SCALE_FLOOR = re.compile(r"(?:Current )?loss scale already at minimum", re.I)
+
+
+def loss_scale_floor(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SCALE_FLOOR, ("already at minimum",))
+    if hit is None:
+        return []
+    cc = ctx.gpu[1] if ctx.gpu is not None else None
+    pre_ampere = cc is not None and cc < Version("8.0")
+    fix = (Remedy(summary="This GPU has no bf16 (before Ampere): train in fp32 (fp16 disabled in "
+                  "the DeepSpeed config), or lower the learning rate and check the data for "
+                  "extreme values.") if pre_ampere else
+           Remedy(summary="Train in bf16 instead of fp16: in the DeepSpeed config, \"bf16\": "
+                  "{\"enabled\": true} and \"fp16\": {\"enabled\": false} (or --bf16 where the "
+                  "script maps it); bf16 keeps fp32's range and needs no loss scaling. Ampere or "
+                  "newer GPUs run it; else train in fp32."))
+    return [Signal("loss_scale_floor", Category.NUMERICS,
+                   "fp16 training overflowed at every loss scale: DeepSpeed's dynamic loss scaler "
+                   "halved the scale after each overflowing step until its minimum, and stopped",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, [fix])]

@@ -94,3 +94,31 @@ def not_implemented(ctx: Context) -> List[Signal]:
     return [Signal("dtype_not_implemented", Category.DTYPE_UNSUPPORTED,
                    f"torch's {kernel} kernel has no {word} case {where}: the tensors reaching it "
                    f"are {word}", quotes, NAMED, [fix])]
+
+
+# An extension's kernel that takes one dtype and got another (torch's TensorBase::data_ptr<T> /
+# TORCH_CHECK on scalar_type: "expected scalar type Float but found Half"): a float32-only kernel
+# reached under fp16 (autocast, .half(), a half-precision pipeline), or the reverse.
+_SCALAR = re.compile(r"expected scalar type (Float|Half|BFloat16|Double) but found "
+                     r"(Float|Half|BFloat16|Double)")
+_NAMES = {"Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Double": "float64"}
+
+
+def scalar_type(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SCALAR, ("expected scalar type",))
+    if hit is None:
+        return []
+    wants, got = (_NAMES[hit[1].group(i)] for i in (1, 2))
+    if wants == "float32":
+        fix = Remedy(summary="That kernel takes float32 only: cast its inputs with .float() and "
+                     "its output back, or run that op outside autocast (with "
+                     "torch.autocast('cuda', enabled=False):), or train in float32; a newer "
+                     "release of the package may accept half precision.")
+    else:
+        fix = Remedy(summary=f"That kernel takes {wants}, and {got} tensors reached it: keep "
+                     f"the model and its inputs in one dtype ({wants} throughout, or float32 "
+                     "throughout where the package has a full-precision mode, e.g. "
+                     "--precision full --no-half).")
+    return [Signal("scalar_type", Category.DTYPE_UNSUPPORTED,
+                   f"a kernel written for {wants} got {got} tensors: its dtype check refused them",
+                   [ctx.quote(hit[0])], NAMED, [fix])]

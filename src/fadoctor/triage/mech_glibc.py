@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from fadoctor.checks.classify import symbol_version
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
@@ -34,6 +35,17 @@ def glibc_versions(ctx: Context) -> List[Signal]:
     quotes = dedupe([ctx.quote(index), *ctx.quotes("os", "glibc")])
     need = parse_version(number)
     out: List[Optional[Remedy]] = []
+    env = _conda_libstdcxx(ctx, index) if kind != "GLIBC" else None
+    if env is not None:  # the conda environment's own libstdc++ is the one loaded, and older
+        return [Signal("glibc", diagnosis.category,
+                       f"the conda environment's own libstdc++ ({env}/lib) is loaded first and "
+                       f"is older than the one {by.rsplit('/', 1)[-1] if by else 'the binary'} "
+                       f"was built with (it lacks {required})", quotes, NAMED,
+                       [Remedy(summary="Install a newer libstdc++ into that environment from "
+                               "conda-forge (its libstdcxx-ng follows the newest gcc).",
+                               commands=[command("conda", "install", "-p", env, "-c",
+                                                 "conda-forge", "libstdcxx-ng")])],
+                       details={**diagnosis.details, "required_by": by})]
     owner = _OWNER.search(by or "")
     if owner and not owner.group(1).startswith(("flash_attn", "torch", "nvidia")):
         return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need)]
@@ -53,6 +65,17 @@ def glibc_versions(ctx: Context) -> List[Signal]:
                    (f"{by.rsplit('/', 1)[-1]}: " if by else "") + diagnosis.explanation, quotes,
                    NAMED, r.keep(out), details={**diagnosis.details, "required_by": by},
                    needs=[] if ctx.glibc else [("the system's glibc", "ldd --version")])]
+
+
+# the libstdc++ the loader names, inside a conda environment ("<prefix>/bin/../lib/libstdc++.so.6:
+# version `GLIBCXX_3.4.32' not found"): the prefix's lib comes first on the loader's path there
+_CONDA_LIB = re.compile(r"((?:/[^\s:'\"/]+)*/(?:(?:ana|mini|micro)conda\d?|miniforge\d?|mambaforge)"
+                        r"(?:/envs/[^\s/:'\"]+)?)(?:/bin/\.\.)?/lib/libstdc\+\+\.so[.\d]*:")
+
+
+def _conda_libstdcxx(ctx: Context, index: int) -> Optional[str]:
+    found = _CONDA_LIB.search(ctx.text.lines[index])
+    return found.group(1) if found else None
 
 
 _OWNER = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_]\w*)")

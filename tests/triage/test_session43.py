@@ -128,3 +128,10 @@ def test_deepspeeds_loss_scale_floor(matrix: Matrix) -> None:
 def test_a_float32_kernel_given_half(matrix: Matrix) -> None:
     found = top("RuntimeError: expected scalar type Float but found Half\n", matrix)
     assert found.category == Category.DTYPE_UNSUPPORTED and ".float()" in said(found)
+
+
+def test_a_companion_library_missing_names_its_package_not_flash_attn(matrix: Matrix) -> None:
+    found = top("it prevents me from importing torchaudio\nOSError: libtorch_cuda_cpp.so: cannot "
+                "open shared object file: No such file or directory\n", matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert found.message.startswith("torchaudio") and "flash-attn" not in said(found)

@@ -244,11 +244,29 @@ def missing_libraries(ctx: Context) -> List[Signal]:
                        f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
                        quotes + [ctx.quote(i) for i in _import_line(ctx, index)], NAMED,
                        [*csrc_remedies(module), r.sdpa("Meanwhile:")], details={"library": lib})]
+    owner = (OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index)
+             or _told_importing(ctx)) if diagnosis.category == Category.TORCH_VERSION_MISMATCH \
+        else None
+    if owner is not None:  # another package's binary built against another torch
+        return [Signal("missing_library", diagnosis.category,
+                       f"{owner}: {diagnosis.explanation}",
+                       dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))]),
+                       NAMED, r.rebuild_other(ctx, owner), details={"library": lib})]
     out: List[Optional[Remedy]] = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
         if diagnosis.category == Category.TORCH_VERSION_MISMATCH else [r.reinstall(ctx)]
     return [Signal("missing_library", diagnosis.category,
                    f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
                    [*r.keep(out), r.sdpa("Meanwhile:")], details={"library": lib})]
+
+
+# the reporter's words for the import that fails ("it prevents me from importing torchaudio")
+_TOLD_IMPORT = re.compile(r"\bimport(?:ing)? (\w+)")
+
+
+def _told_importing(ctx: Context) -> Optional[str]:
+    named = {OTHERS[m.group(1)] for _, m in ctx.find(_TOLD_IMPORT, ("import",))
+             if m.group(1) in OTHERS}
+    return named.pop() if len(named) == 1 else None
 
 
 def _import_line(ctx: Context, index: int) -> List[int]:

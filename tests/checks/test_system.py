@@ -117,6 +117,9 @@ def test_each_capability_is_reported_once(build: ModuleType, matrix: Matrix) -> 
     ("575.57.08", "13.0", Severity.ERROR),  # 13.x needs 580
     ("580.65.06", "13.0", None),
     ("580.65.06", "13.2", Severity.WARNING),  # 13.2's own driver is 595.45.04
+    ("342.01", "10.0", Severity.ERROR),  # below 10.x's first driver (410.48)
+    ("418.39", "10.2", Severity.ERROR),  # no minor-version compatibility before 11: 10.2 needs 440.33
+    ("440.33", "10.2", None),
 ])
 def test_driver_against_torch_cuda(build: ModuleType, matrix: Matrix, driver: str, cuda: str,
                                    severity: Optional[Severity]) -> None:

@@ -158,7 +158,7 @@ def _rocm_backend_unknown(raw: Raw, rel: Find) -> None:
     (_gpu_peaks_without_a_datasheet, ["gpu 'GB10'", "need a tflops_source"]),
     (_sdpa_ranges_overlap, ["sdpa_backends: flash has 2 ranges for torch 2.7"]),
     (_arch_list_of_no_variant, ["torch 2.6: arch_lists_unverified names ['cu999']"]),
-    (_toolkits_out_of_order, ["cuda_driver.toolkits: '11.0' comes after '11.1'"]),
+    (_toolkits_out_of_order, ["cuda_driver.toolkits: '9.0' comes after '9.1'"]),
     (_fa4_duplicate, ["fa4_releases: duplicate entry '4.0.0b36'"]),
     (_rocm_backend_unknown, ["rocm_backends.0.backend (backend=cuda)"]),
 ])
@@ -190,7 +190,7 @@ def test_the_loader_refuses_what_lint_reports(fresh: Raw, release_in: Find,
         load_matrix(path)
     lines = str(caught.value).splitlines()
     assert lines[0] == f"matrix {path} is invalid (2 problems):"
-    assert lines[1] == ("  (top level): cuda_driver.toolkits: '11.0' comes after '11.1'; keep the "
+    assert lines[1] == ("  (top level): cuda_driver.toolkits: '9.0' comes after '9.1'; keep the "
                         "section in ascending order")
     assert lines[2].startswith("  (top level): flash-attn 2.8.3: ") and "cu125" in lines[2]
     assert caught.value.problems == tuple(line.strip() for line in lines[1:])

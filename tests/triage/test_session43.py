@@ -135,3 +135,10 @@ def test_a_companion_library_missing_names_its_package_not_flash_attn(matrix: Ma
                 "open shared object file: No such file or directory\n", matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert found.message.startswith("torchaudio") and "flash-attn" not in said(found)
+
+
+def test_comfys_async_allocator_on_a_gpu_without_memory_pools(matrix: Matrix) -> None:
+    found = top("Is it possible to support --disable-cuda-malloc?\nRuntimeError: CUDA error: "
+                "operation not supported\n", matrix)
+    assert found.category == Category.KERNEL_FAILURE and "cudaMallocAsync" in found.message
+    assert "--disable-cuda-malloc" in said(found)

@@ -162,6 +162,15 @@ def check_driver_cuda(facts: Facts, matrix: Matrix) -> Outcome:
             remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {own or floor_text}, or "
                              "install a torch build for an older CUDA that this driver runs.")]
             + torch_variant_remedies(matrix, facts, "Or keep the driver:"))]
+    if toolkit is not None and have < toolkit.min_driver and cuda.major < 11:
+        # no minor-version compatibility before CUDA 11: a runtime needs its toolkit's driver
+        return [Finding(
+            severity=Severity.ERROR, category=Category.DRIVER_TOO_OLD,
+            message=f"driver {drv.version} is too old for torch's CUDA {torch.cuda}: before CUDA "
+                    f"11 each runtime needs its own toolkit's driver, >= {own}",
+            evidence={**evidence, "toolkit_driver": own, "source": toolkit.source},
+            remedies=[Remedy(summary=f"Upgrade the NVIDIA driver to >= {own}.")]
+            + torch_variant_remedies(matrix, facts, "Or keep the driver:"))]
     if toolkit is not None and have < toolkit.min_driver:
         return [Finding(
             severity=Severity.WARNING, category=Category.DRIVER_TOO_OLD,

@@ -129,3 +129,30 @@ def invalid_configuration(ctx: Context) -> List[Signal]:
                    [ctx.quote(hit[0])], NAMED, fixes,
                    details={"source": "CUDA Runtime API, cudaErrorInvalidConfiguration; "
                                       "cudaDeviceProp.maxGridSize"})]
+
+
+# torch's asynchronous allocator (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, CUDA's stream-
+# ordered memory pools), which ComfyUI turns on by default for torch 2.0+ (comfy cuda_malloc.py,
+# off with --disable-cuda-malloc; Fooocus copied it): a GPU or driver without memory-pool support
+# fails every allocation with "CUDA error: operation not supported". torch's own check asks a
+# CUDA 11.4+ driver (c10/cuda/CUDAAllocatorConfig.cpp: "backend:cudaMallocAsync requires CUDA
+# runtime 11.4 or newer").
+_NOT_SUPPORTED = re.compile(r"CUDA error: operation not supported|"
+                            r"backend:cudaMallocAsync requires CUDA (?:runtime|\w+ \w+ \w+ with) ")
+_ASYNC = re.compile(r"cudaMallocAsync|cuda[-_ ]malloc", re.I)
+
+
+def async_allocator(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_SUPPORTED, ("operation not supported", "requires cuda"))
+    told = ctx.first(_ASYNC, ("mallocasync", "malloc")) if hit is not None else None
+    if hit is None or told is None:
+        return []
+    return [Signal("async_allocator", Category.KERNEL_FAILURE,
+                   "torch's asynchronous CUDA allocator (backend:cudaMallocAsync) is on, and this "
+                   "GPU or driver does not support CUDA's memory pools: every allocation fails",
+                   dedupe([ctx.quote(hit[0]), ctx.quote(told[0])]), NAMED,
+                   [Remedy(summary="Turn the asynchronous allocator off: start ComfyUI (or an app "
+                           "built on its code, such as Fooocus) with --disable-cuda-malloc, and "
+                           "remove backend:cudaMallocAsync from PYTORCH_CUDA_ALLOC_CONF where it "
+                           "is set; torch's native allocator needs no memory-pool support. An "
+                           "update of the app may have dropped the default already.")])]

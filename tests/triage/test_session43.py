@@ -142,3 +142,16 @@ def test_comfys_async_allocator_on_a_gpu_without_memory_pools(matrix: Matrix) ->
                 "operation not supported\n", matrix)
     assert found.category == Category.KERNEL_FAILURE and "cudaMallocAsync" in found.message
     assert "--disable-cuda-malloc" in said(found)
+
+
+def test_an_intel_python_under_rosetta(matrix: Matrix) -> None:
+    found = top("MPSAccelerator can not run on your system since the accelerator is not "
+                "available.\nmy M1 Pro reports platform i386\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "Rosetta" in found.message
+    assert "platform.machine()" in said(found)
+
+
+def test_bitsandbytes_quantizer_on_a_mac(matrix: Matrix) -> None:
+    found = top("我的M3芯片本地运行int4模型报错 Using `bitsandbytes` 8-bit quantization requires "
+                "Accelerate: `pip install accelerate`\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "GGUF" in said(found)

@@ -47,7 +47,10 @@ def no_cuda_binary(ctx: Context) -> List[Signal]:
 # that is False without a CUDA device even where bitsandbytes is installed
 # (transformers==4.36.0:transformers/utils/import_utils.py:614, "_bitsandbytes_available and
 # torch.cuda.is_available()").
-_HF_QUANT = re.compile(r"Using `?load_in_(?:8|4)bit=True`? requires Accelerate")
+# From 4.38 the quantizers say it ("Using `bitsandbytes` 8-bit quantization requires Accelerate",
+# transformers==4.38.0:transformers/quantizers/quantizer_bnb_8bit.py:63, the same two checks).
+_HF_QUANT = re.compile(r"Using `?load_in_(?:8|4)bit=True`? requires Accelerate|"
+                       r"Using `?bitsandbytes`? (?:8|4)-bit quantization requires Accelerate")
 _NO_CUDA = re.compile(r"device_map\s*=\s*['\"]cpu['\"]|\bcpu[- ]only\b|\bno (?:cuda|gpu)\b|"
                       r"\bwithout (?:a )?(?:cuda|gpu)\b|is_available\(\)\s*(?:->|=|:)?\s*False|"
                       r"\bCPU runtime\b|\bGPU\?\)?:\s*[\d.+\w]*\s*\(False\)", re.I)
@@ -65,6 +68,14 @@ def hf_quantized_without_cuda(ctx: Context) -> List[Signal]:
         return []
     cpu = ctx.first(_NO_CUDA, ("cpu", "cuda", "gpu", "false"))
     installed = ctx.first(_INSTALLED, ("installed", "latest version"))
+    mac = ctx.first(_MACOS, _MAC_NEEDLES)
+    if mac is not None:  # a Mac: no CUDA device, whatever is installed
+        return [Signal("hf_quantization", Category.PLATFORM_UNSUPPORTED,
+                       "transformers counts bitsandbytes as unavailable on this Mac: its 8-bit and "
+                       "4-bit loading needs a CUDA GPU, and Apple Silicon has none (the message "
+                       "about installing accelerate and bitsandbytes misleads)",
+                       dedupe([ctx.quote(hit[0]), ctx.quote(mac[0])]), LOGGED, [_MAC_FIX],
+                       details={"source": HF_QUANT_SOURCE})]
     gpu_fix = Remedy(summary="bitsandbytes' 8-bit and 4-bit loading needs a CUDA GPU: transformers "
                      "counts bitsandbytes as unavailable without one, so this message appears even "
                      "with both packages installed. Run on a GPU (in Colab, a GPU runtime), and "
@@ -119,7 +130,12 @@ _SETUP = re.compile(r"CUDA SETUP:|CUDA_SETUP:|CUDA Setup failed|compiled without
 _OLD_SETUP = re.compile(r"CUDA SETUP:|CUDA_SETUP:|CUDA Setup failed", re.I)
 _WINDOWS_SETUP = re.compile(r"WindowsPath\(|[A-Za-z]:\\[^\n]{0,200}bitsandbytes", re.I)
 _MACOS = re.compile(r"/Users/\w|\bdlopen\(|\bmacOS\b|\bMac ?OS\b|\bApple (?:Silicon|M[1-4])\b|"
-                    r"\bM[1-4] (?:Max|Pro|Ultra|chip)\b|\bdarwin\b", re.I)
+                    r"\bM[1-4] (?:Max|Pro|Ultra|chip)\b|\bdarwin\b|(?<![A-Za-z0-9])M[1-5] ?芯片", re.I)
+_MAC_NEEDLES = ("/users/", "dlopen", "mac", "apple", " m1", " m2", " m3", " m4", "darwin", "芯片")
+_MAC_FIX = Remedy(summary="On Apple Silicon, load the model without bitsandbytes quantization (no "
+                  "load_in_8bit/load_in_4bit, not a bitsandbytes int4/int8 checkpoint; fp16 or "
+                  "bf16 on the mps device), or use a Mac-native quantized format (GGUF with "
+                  "llama.cpp, MLX); bitsandbytes' GPU quantization needs a CUDA machine.")
 
 
 def setup_platform(ctx: Context) -> List[Signal]:
@@ -127,17 +143,12 @@ def setup_platform(ctx: Context) -> List[Signal]:
                              "libbitsandbytes_cpu"))
     if hit is None or not ctx.text.containing(("bitsandbytes",)):
         return []
-    mac = ctx.first(_MACOS, ("/users/", "dlopen", "mac", "apple", " m1", " m2", " m3", " m4",
-                             "darwin"))
+    mac = ctx.first(_MACOS, _MAC_NEEDLES)
     if mac is not None:
         return [Signal("bitsandbytes_platform", Category.PLATFORM_UNSUPPORTED,
                        "bitsandbytes' 8-bit and 4-bit kernels need a CUDA GPU, and this is a Mac "
                        "(Apple Silicon has none): it loads its CPU-only library",
-                       dedupe([ctx.quote(hit[0]), ctx.quote(mac[0])]), LOGGED,
-                       [Remedy(summary="On Apple Silicon, load the model without bitsandbytes "
-                               "quantization (no load_in_8bit/load_in_4bit; fp16 on the mps "
-                               "device), or quantize with a Mac-native tool; bitsandbytes' GPU "
-                               "quantization needs a CUDA machine.")])]
+                       dedupe([ctx.quote(hit[0]), ctx.quote(mac[0])]), LOGGED, [_MAC_FIX])]
     win = ctx.first(_WINDOWS_SETUP, ("windowspath(", ":\\"))
     # the old setup's own lines (0.43.0 and later ship libbitsandbytes_cudaXYZ.dll and say
     # "Could not find the bitsandbytes CUDA binary" instead: no_cuda_binary's)

@@ -97,3 +97,31 @@ def _library(ctx: Context, index: int) -> Optional[str]:
     named = ctx.first(_NAMED_LIB, ("diffusers", "transformers", "accelerate", "whisper",
                                    "docling", "ultralytics"))
     return named[1].group(1) if named else None
+
+
+# An Intel (x86_64) Python on an Apple Silicon Mac, running under Rosetta 2: its torch is the
+# macOS x86_64 build, which has no MPS backend (torch.backends.mps.is_available() needs macOS on
+# arm64: torch's "MPS backend" notes), and platform.machine() / platform.processor() say x86_64 /
+# i386 instead of arm64. An Anaconda installed from the Intel installer does it to every env.
+_APPLE_SILICON = re.compile(r"\bM[1-5](?: (?:Pro|Max|Ultra))?\b(?! ?\.\d)|apple silicon", re.I)
+_INTEL_PYTHON = re.compile(r"\b(?:i386|x86_64|rosetta|osx-64|macosx_\d+_\d+_x86_64)\b", re.I)
+_MPS_MISSING = re.compile(r"\bmps\b[^\n]{0,80}\b(?:not available|unavailable|False)\b|"
+                          r"MPSAccelerator can not run|mps\.is_available\(\)[^\n]{0,20}False", re.I)
+
+
+def rosetta(ctx: Context) -> List[Signal]:
+    missing = ctx.first(_MPS_MISSING, ("mps",))
+    chip = ctx.first(_APPLE_SILICON, ("m1", "m2", "m3", "m4", "m5", "apple silicon"))
+    intel = ctx.first(_INTEL_PYTHON, ("i386", "x86_64", "rosetta", "osx-64"))
+    if missing is None or chip is None or intel is None:
+        return []
+    return [Signal("rosetta_python", Category.WRONG_WHEEL,
+                   "an Intel (x86_64) Python runs under Rosetta on this Apple Silicon Mac: its "
+                   "torch is the x86_64 macOS build, which has no MPS backend",
+                   dedupe([ctx.quote(missing[0]), ctx.quote(chip[0]), ctx.quote(intel[0])]), NAMED,
+                   [Remedy(summary="Install a native arm64 Python (Miniforge's or python.org's "
+                           "arm64 / universal2 installer; an Anaconda installed with the Intel "
+                           "installer makes every environment x86_64), create the environment "
+                           "again and reinstall torch there; this must print arm64:",
+                           commands=[command("python", "-c",
+                                             "import platform; print(platform.machine())")])])]

@@ -155,3 +155,11 @@ def test_bitsandbytes_quantizer_on_a_mac(matrix: Matrix) -> None:
     found = top("我的M3芯片本地运行int4模型报错 Using `bitsandbytes` 8-bit quantization requires "
                 "Accelerate: `pip install accelerate`\n", matrix)
     assert found.category == Category.PLATFORM_UNSUPPORTED and "GGUF" in said(found)
+
+
+def test_a_rocm_library_of_another_release(matrix: Matrix) -> None:
+    found = top("CUDA SETUP: Loading binary /v/lib/python3.10/site-packages/bitsandbytes/"
+                "libbitsandbytes_hip_nohipblaslt.so...\nlibhipblas.so.0: cannot open shared "
+                "object file: No such file or directory\n", matrix)
+    assert found.category == Category.ROCM and found.message.startswith("bitsandbytes")
+    assert "flash-attn" not in said(found)

@@ -102,6 +102,13 @@ def symbol_version(required: str) -> Diagnosis:
                      {"required": required, "library": lib})
 
 
+# ROCm's runtime and math libraries (HIP, hipBLAS/rocBLAS, MIOpen, RCCL, HSA): their sonames carry
+# the library's own major, which moves between ROCm releases
+_ROCM_LIBS = ("libamdhip64.", "libhip", "librocblas.", "librocsolver.", "librocsparse.",
+              "librocrand.", "librocfft.", "libMIOpen.", "librccl.", "libhsa-runtime64.",
+              "libroctx64.", "libroctracer64.", "librocm")
+
+
 def missing_library(lib: str, cpu_torch: bool = False) -> Diagnosis:
     """A DT_NEEDED library the loader does not find, by whose library it is."""
     details = {"library": lib}
@@ -126,6 +133,11 @@ def missing_library(lib: str, cpu_torch: bool = False) -> Diagnosis:
         return Diagnosis(Category.TORCH_VERSION_MISMATCH,
                          f"the binary needs {lib}, a PyTorch library the installed torch does not "
                          "ship: it was compiled against another torch", details)
+    if lib.startswith(_ROCM_LIBS):
+        return Diagnosis(Category.ROCM,
+                         f"the binary was linked against {lib}, a ROCm library of the release it "
+                         "was built for: this machine's ROCm does not provide that version "
+                         "(another ROCm release, or none on the loader's path)", details)
     if lib.startswith(_SYSTEM_LIBS):
         return Diagnosis(Category.NOT_INSTALLED,
                          f"the binary needs {lib}, a library of another project (FFmpeg, SoX) that "

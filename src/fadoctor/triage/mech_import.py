@@ -17,6 +17,7 @@ from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_abi import abi_mismatch
+from fadoctor.triage.mech_import_owner import rocm_library, told_importing
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
@@ -239,13 +240,15 @@ def missing_libraries(ctx: Context) -> List[Signal]:
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
+    if diagnosis.category == Category.ROCM:
+        return [rocm_library(ctx, index, module, diagnosis, quotes)]
     if module in CSRC:
         return [Signal("missing_library", diagnosis.category,
                        f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
                        quotes + [ctx.quote(i) for i in _import_line(ctx, index)], NAMED,
                        [*csrc_remedies(module), r.sdpa("Meanwhile:")], details={"library": lib})]
     owner = (OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index)
-             or _told_importing(ctx)) if diagnosis.category == Category.TORCH_VERSION_MISMATCH \
+             or told_importing(ctx)) if diagnosis.category == Category.TORCH_VERSION_MISMATCH \
         else None
     if owner is not None:  # another package's binary built against another torch
         return [Signal("missing_library", diagnosis.category,
@@ -257,16 +260,6 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     return [Signal("missing_library", diagnosis.category,
                    f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
                    [*r.keep(out), r.sdpa("Meanwhile:")], details={"library": lib})]
-
-
-# the reporter's words for the import that fails ("it prevents me from importing torchaudio")
-_TOLD_IMPORT = re.compile(r"\bimport(?:ing)? (\w+)")
-
-
-def _told_importing(ctx: Context) -> Optional[str]:
-    named = {OTHERS[m.group(1)] for _, m in ctx.find(_TOLD_IMPORT, ("import",))
-             if m.group(1) in OTHERS}
-    return named.pop() if len(named) == 1 else None
 
 
 def _import_line(ctx: Context, index: int) -> List[int]:

@@ -1,0 +1,38 @@
+"""Whose binary a loader's error is about, where the error line does not say: the package the
+reporter says they were importing, and a ROCm library's owner (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional
+
+from fadoctor.report import Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text
+from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.text import Quote
+
+# the reporter's words for the import that fails ("it prevents me from importing torchaudio")
+_TOLD_IMPORT = re.compile(r"\bimport(?:ing)? (\w+)")
+
+
+def told_importing(ctx: Context) -> Optional[str]:
+    named = {OTHERS[m.group(1)] for _, m in ctx.find(_TOLD_IMPORT, ("import",))
+             if m.group(1) in OTHERS}
+    return named.pop() if len(named) == 1 else None
+
+
+def rocm_library(ctx: Context, index: int, module: Optional[str], diagnosis: Any,
+                 quotes: List[Quote]) -> Signal:
+    """A ROCm library (libhipblas.so.0) a package's binary links and this ROCm lacks: the binary
+    was built for another ROCm release (bitsandbytes' HIP library, a ROCm wheel of another
+    release); its package comes from the paths the report shows."""
+    owner = owner_in_text(ctx) or other_named(ctx, index)
+    what = owner or "the package whose binary it is"
+    return Signal("missing_library", diagnosis.category,
+                  f"{owner or module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
+                  [Remedy(summary=f"Install {what} built for this machine's ROCm release (its "
+                          "ROCm wheel for that release, or a build from source against it), or "
+                          "leave it out where the program runs without it; `ls /opt/rocm/lib` "
+                          "shows the library versions this ROCm has.")],
+                  details={"library": diagnosis.details.get("library")})

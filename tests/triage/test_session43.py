@@ -163,3 +163,21 @@ def test_a_rocm_library_of_another_release(matrix: Matrix) -> None:
                 "object file: No such file or directory\n", matrix)
     assert found.category == Category.ROCM and found.message.startswith("bitsandbytes")
     assert "flash-attn" not in said(found)
+
+
+@pytest.mark.parametrize("line, word", [
+    ("deform_conv_cuda.cpp:417:3: error: \u2018AT_CHECK\u2019 was not declared in this scope",
+     "AT_CHECK"),
+    ("src/ball_query.cpp:2:10: fatal error: THC/THC.h: No such file or directory", "THC"),
+    ("error: \u2018getCurrentCUDAStream\u2019 is not a member of \u2018at::cuda\u2019", "THC"),
+    ("error: identifier \"THCState\" is undefined", "THC"),
+])
+def test_a_cpp_api_torch_removed(line: str, word: str, matrix: Matrix) -> None:
+    found = top(line + "\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and word in found.message
+    assert ("TORCH_CHECK" if word == "AT_CHECK" else "ATen/cuda/CUDAContext.h") in said(found)
+
+
+def test_the_thc_shims_torch_kept_are_not_removed(matrix: Matrix) -> None:
+    result = triage("fatal error: THC/THCAtomics.cuh: No such file or directory\n", matrix)
+    assert not any("legacy CUDA library" in found.message for found in result.diagnosis)

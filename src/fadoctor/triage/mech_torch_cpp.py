@@ -1,0 +1,72 @@
+"""An extension's C++/CUDA source written against a C++ API torch has since removed, as the
+compiler says it: the THC headers and functions (torch/include/THC/THC.h is in the 1.10.2 wheel
+and gone from 1.11.0, which keeps only THCDeviceUtils.cuh and THCAtomics.cuh as shims), and the
+AT_CHECK macro (defined in 1.4.0's c10/util/Exception.h, gone from 1.5.0's, where TORCH_CHECK
+remains); both read from the torch wheels. at::cuda::getCurrentCUDAStream missing is the same
+port half done: THC.h used to bring ATen/cuda/CUDAContext.h in (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+# gcc: "fatal error: THC/THC.h: No such file or directory"; nvcc/EDG: 'cannot open source file
+# "THC/THC.h"'; MSVC: "Cannot open include file: 'THC/THC.h'"; and the THC names undeclared
+_THC = re.compile(r"THC/(?!THCDeviceUtils|THCAtomics)(\w+\.c?u?h)\W{0,3}(?::\s*)?(?:No such file|"
+                  r"$)|(?:cannot open (?:source|include) file|Cannot open include file)\W{1,3}"
+                  r"THC/(?!THCDeviceUtils|THCAtomics)\w+|\b(THCState|THCudaCheck|THCudaMalloc|"
+                  r"THCudaFree|THCCeilDiv|THCudaTensor\w*|THCState_getCurrentStream)\b[^\n]{0,40}"
+                  r"(?:was not declared|is undefined|undeclared identifier|does not name a type)",
+                  re.I | re.M)
+_AT_CHECK = re.compile(r"\bAT_CHECK\b[^\n]{0,40}(?:was not declared|is undefined|undeclared "
+                       r"identifier|not declared in this scope)|identifier \"AT_CHECK\" is undefined")
+_Q = "[\'\u2018\u2019]?"  # gcc quotes names with typographic quotes in UTF-8 locales
+_STREAM = re.compile(rf"{_Q}getCurrentCUDAStream{_Q} is not a member of {_Q}at::cuda|"
+                     r"namespace \"at::cuda\" has no member \"getCurrentCUDAStream\"")
+
+# what replaced each removed name (the ATen/c10 APIs the 1.11 wheel's headers carry)
+_PORT = ("replace #include <THC/THC.h> with #include <ATen/cuda/CUDAContext.h> (and "
+         "<ATen/cuda/Exceptions.h>), THCState* state / THCState_getCurrentStream(state) with "
+         "at::cuda::getCurrentCUDAStream(), THCudaCheck with C10_CUDA_CHECK (or AT_CUDA_CHECK), "
+         "THCudaMalloc/THCudaFree with c10::cuda::CUDACachingAllocator::raw_alloc/raw_delete, "
+         "THCCeilDiv with at::ceil_div")
+
+
+def _first(ctx: Context) -> Optional[Tuple[str, int]]:
+    for kind, pattern, needles in (("thc", _THC, ("thc",)), ("at_check", _AT_CHECK, ("at_check",)),
+                                   ("stream", _STREAM, ("getcurrentcudastream",))):
+        hit = ctx.first(pattern, needles)
+        if hit is not None:
+            return kind, hit[0]
+    return None
+
+
+def removed_cpp_api(ctx: Context) -> List[Signal]:
+    found = _first(ctx)
+    if found is None:
+        return []
+    kind, index = found
+    if kind == "at_check":
+        return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
+                       "the extension's source uses AT_CHECK, a macro torch removed in 1.5 "
+                       "(TORCH_CHECK replaced it): the code predates the installed torch",
+                       [ctx.quote(index)], NAMED,
+                       [Remedy(summary="Port the source: replace every AT_CHECK( with "
+                               "TORCH_CHECK( (same arguments), then build again; or take a newer "
+                               "release of the package that did, or build it against the torch "
+                               "it was written for (1.4 or older).")])]
+    return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
+                   "the extension's source uses THC, torch's legacy CUDA library that torch 1.11 "
+                   "removed (its headers and THCState, THCudaCheck ...): the code predates the "
+                   "installed torch" + (" (at::cuda::getCurrentCUDAStream undeclared: "
+                                        "ATen/cuda/CUDAContext.h, which THC.h used to include, "
+                                        "is not included)" if kind == "stream" else ""),
+                   dedupe([ctx.quote(index)]), NAMED,
+                   [Remedy(summary=f"Port the source to ATen: {_PORT}; or take a newer release "
+                           "of the package that did, or build it against torch 1.10 (the last "
+                           "release with THC).")])]
+

@@ -181,3 +181,20 @@ def test_a_cpp_api_torch_removed(line: str, word: str, matrix: Matrix) -> None:
 def test_the_thc_shims_torch_kept_are_not_removed(matrix: Matrix) -> None:
     result = triage("fatal error: THC/THCAtomics.cuh: No such file or directory\n", matrix)
     assert not any("legacy CUDA library" in found.message for found in result.diagnosis)
+
+
+def test_half_atomic_add_below_volta(matrix: Matrix) -> None:
+    found = top("The atomic add doesn't work on compute 6.1\nquant_cuda_kernel.cu(548): error: no "
+                "instance of overloaded function \"atomicAdd\" matches the argument list\n"
+                "            argument types are: (__half *, __half)\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "7.0" in found.message
+    # "doesn't work on compute 6.1" is neither a release that worked nor a package
+    assert "compute==" not in said(found) and "pin it back" not in said(found)
+
+
+@pytest.mark.parametrize("words", ["it works again with to 0.1.10", "went back to 11.8"])
+def test_words_beside_a_version_are_no_package_to_pin(words: str, matrix: Matrix) -> None:
+    result = triage(f"{words}\nRuntimeError: CUDA error: no kernel image is available for "
+                    "execution on the device\n", matrix)
+    assert not any("pin it back" in r.summary for found in result.diagnosis
+                   for r in found.remedies)

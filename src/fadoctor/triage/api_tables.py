@@ -32,6 +32,8 @@ _TABLES: Dict[str, Tuple[str, Optional[str], str, str]] = {
                              ("peft", "peft"), ("diffusers", "diffusers"),
                              ("kernels", "kernels"))},
 }
+# the index names of the packages these tables describe
+DISTRIBUTIONS = tuple(dist for _, _, dist, _ in _TABLES.values())
 # the import names a report's `cannot import name ... from 'X'` may name (a regex alternation)
 PACKAGES = "|".join(sorted(_TABLES, key=len, reverse=True))
 

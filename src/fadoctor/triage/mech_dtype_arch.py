@@ -303,3 +303,37 @@ def cublas_bf16(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Run the model in float16 on this GPU (torch_dtype=torch.float16, "
                            "or the app's dtype / precision option set to fp16), or float32 where "
                            "fp16 overflows.")])]
+
+
+# nvcc finding no atomicAdd for a half-precision pointer: CUDA defines the __half overload only
+# for compute capability 7.x and up and the __nv_bfloat16 one for 8.x and up (CUDA C++
+# Programming Guide, atomicAdd), so a kernel using it fails to compile for any older arch in the
+# build's list ("no instance of overloaded function "atomicAdd" matches the argument list /
+# argument types are: (__half *, __half)").
+_ATOMIC = re.compile(r"no instance of overloaded function \"atomicAdd\" matches the argument list")
+_ATOMIC_TYPES = re.compile(r"argument types are: \((__half|c10::Half|at::Half|__nv_bfloat16|"
+                           r"c10::BFloat16|at::BFloat16)\s?\*")
+
+
+def half_atomic(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ATOMIC, ("atomicadd",))
+    if hit is None:
+        return []
+    types = ctx.first(_ATOMIC_TYPES, ("argument types",))
+    bf16 = types is not None and "bfloat16" in types[1].group(1).lower()
+    floor = "8.0" if bf16 else "7.0"
+    kind = "__nv_bfloat16" if bf16 else "__half"
+    gpu = ctx.gpu
+    own = (f" {gpu[0]} is {gpu[1]}, so the kernel cannot be built for it as written."
+           if gpu is not None and gpu[1] is not None and gpu[1] < Version(floor) else "")
+    return [Signal("half_atomic", Category.GPU_UNSUPPORTED,
+                   f"the kernel calls atomicAdd on {kind}, which CUDA provides only for compute "
+                   f"capability {floor} and up: the build compiles it for an older arch",
+                   dedupe([ctx.quote(hit[0]), *([ctx.quote(types[0])] if types else []),
+                           *([gpu[2]] if gpu is not None and own else [])]), NAMED,
+                   [Remedy(summary=f"On a GPU of compute capability {floor} or newer, build for "
+                           "that arch only (TORCH_CUDA_ARCH_LIST set to the GPU's capability, as "
+                           "torch.cuda.get_device_capability() gives it) so older archs are not "
+                           f"compiled.{own} Below {floor}: a release of the package whose kernel "
+                           f"falls back to a float atomicAdd under __CUDA_ARCH__ < "
+                           f"{floor.replace('.', '')}0, or another GPU.")])]

@@ -10,7 +10,10 @@ from typing import List, Optional, Tuple
 
 from fadoctor.report import Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import ext_torch
+from fadoctor.triage.api_tables import DISTRIBUTIONS
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_symbols import KNOWN
 from fadoctor.triage.signal import Signal, dedupe
 
 _V = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+|rc\d+|b\d+)?)"
@@ -35,12 +38,28 @@ def _named(ctx: Context, version: str) -> Optional[str]:
     return None
 
 
+# "doesn't work on compute 6.1": a release that did not work
+_NEGATED = re.compile(r"(?:n't|\bnot|\bno longer|\bnever)\s+(?:\w+\s+)?$", re.I)
+
+
+def _installable(package: str) -> bool:
+    """A distribution the project knows by its index name: the compiled packages it reads, the
+    ones whose releases' torch pins or APIs it holds, torch and numpy ("to 11.8", "compute 6.1"
+    are words, not packages)."""
+    known = {*KNOWN, *ext_torch.table(), *DISTRIBUTIONS,
+             "torch", "numpy"}
+    return _key(package) in {_key(name) for name in known}
+
+
 def stated(ctx: Context) -> Optional[Tuple[str, str, int]]:
     """(package, version, line) the report says worked."""
     for pattern in (_BACK, _WORKS):
         for index, found in ctx.find(pattern, ("back to", "downgrad", "revert", "work")):
+            line = ctx.text.lines[index]
+            if pattern is _WORKS and _NEGATED.search(line[:found.start()]):
+                continue
             package = found.group(1) or _named(ctx, found.group(2))
-            if package and package.lower() not in _NOT_PACKAGES:
+            if package and package.lower() not in _NOT_PACKAGES and _installable(package):
                 return package, found.group(2), index
     return None
 

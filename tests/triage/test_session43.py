@@ -198,3 +198,17 @@ def test_words_beside_a_version_are_no_package_to_pin(words: str, matrix: Matrix
                     "execution on the device\n", matrix)
     assert not any("pin it back" in r.summary for found in result.diagnosis
                    for r in found.remedies)
+
+
+def test_a_packages_dll_without_a_procedure_on_windows(matrix: Matrix) -> None:
+    found = top("ImportError: DLL load failed while importing exllamav2_ext: The specified "
+                "procedure could not be found.\nWith torch 2.1.2+cu121 and exllamav2 0.0.15\n",
+                matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "exllamav2" in found.message
+    assert "flash-attn" not in said(found)
+
+
+def test_tinyccs_python_h_in_an_embedded_python(matrix: Matrix) -> None:
+    found = top("ComfyUI_windows_portable\\python_embeded\\python.exe\ncuda_utils.c:14: error: "
+                "include file 'Python.h' not found\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "python_embeded" in found.message

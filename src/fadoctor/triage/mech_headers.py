@@ -16,8 +16,10 @@ from fadoctor.triage.mech_build import on_windows, prebuilt, toolkit
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 
 # gcc's "fatal error: Python.h: No such file or directory", MSVC's "fatal error C1083: Cannot open
-# include file: 'Python.h'", and a reporter's own "cannot find Python.h"
+# include file: 'Python.h'", TinyCC's (the C compiler triton-windows bundles) "error: include file
+# 'Python.h' not found", and a reporter's own "cannot find Python.h"
 _PYTHON_H = re.compile(r"Python\.h'?: No such file or directory|Cannot open include file: 'Python\.h'"
+                       r"|include file '?Python\.h'? not found"
                        r"|\b(?:cannot|can'?t|could ?n[o']t|unable to) (?:find|open|locate) "
                        r"'?Python\.h", re.I)
 # ComfyUI's portable build and other Windows bundles run CPython's embeddable package, which ships

@@ -15,7 +15,7 @@ from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_symbols import owner_of
+from fadoctor.triage.mech_symbols import OTHERS, owner_of
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -365,3 +365,25 @@ def torch_dll(ctx: Context) -> List[Signal]:
                    f"Windows cannot load torch's {dll}.dll or a DLL it depends on: most often "
                    "the Microsoft Visual C++ runtime is missing or older than torch's",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), LOGGED, [runtime])]
+
+
+# Windows' loader failing a package's own extension for a missing function ("DLL load failed
+# while importing exllamav2_ext: The specified procedure could not be found"): the Windows form
+# of an undefined symbol, as for flash_attn_2_cuda above, for another package's module
+_PROCEDURE = re.compile(r"DLL load failed while importing (\w+): The specified procedure could not "
+                        r"be found")
+
+
+def procedure_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PROCEDURE, ("specified procedure",))
+    if hit is None or hit[1].group(1).startswith("flash_attn"):
+        return []  # flash-attn's is mech_wrappers' (dll_symbol)
+    module = hit[1].group(1)
+    owner = OTHERS.get(module) or OTHERS.get(re.sub(r"_(?:ext|C|cuda|kernels?)$", "", module))
+    torch = f" {ctx.torch}" if ctx.torch else ""
+    return [Signal("windows_symbol", Category.TORCH_VERSION_MISMATCH,
+                   f"Windows cannot load {module}: a function it needs is missing from the "
+                   f"installed torch{torch} (Windows' form of an undefined symbol): "
+                   f"{owner or 'its package'} was built for another torch",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   r.rebuild_other(ctx, owner))]

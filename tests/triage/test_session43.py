@@ -209,6 +209,6 @@ def test_a_packages_dll_without_a_procedure_on_windows(matrix: Matrix) -> None:
 
 
 def test_tinyccs_python_h_in_an_embedded_python(matrix: Matrix) -> None:
-    found = top("ComfyUI_windows_portable\\python_embeded\\python.exe\ncuda_utils.c:14: error: "
+    found = top("C:\\ComfyUI_windows_portable\\python_embeded\\python.exe\ncuda_utils.c:14: error: "
                 "include file 'Python.h' not found\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "python_embeded" in found.message

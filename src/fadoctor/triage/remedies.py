@@ -191,7 +191,7 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
     reinstall = (f"{what}'s compiled extension was built for another torch than the "
                  f"installed{torch}: install the release of {what} built for this torch (its "
                  "requirements name the torch it was built with), or the torch it names.")
-    build = f"Or rebuild {what} from source against this torch."
+    build = f"Or rebuild {what}: build from source against this torch."
     if owner is None:  # the report does not say which package: no command to guess
         return [Remedy(summary=reinstall), Remedy(summary=build)]
     pinned = installed or (str(ctx.torch) if ctx.torch else None)

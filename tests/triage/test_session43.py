@@ -212,3 +212,41 @@ def test_tinyccs_python_h_in_an_embedded_python(matrix: Matrix) -> None:
     found = top("C:\\ComfyUI_windows_portable\\python_embeded\\python.exe\ncuda_utils.c:14: error: "
                 "include file 'Python.h' not found\n", matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "python_embeded" in found.message
+
+
+def test_pips_build_env_is_never_the_interpreter(matrix: Matrix) -> None:
+    from fadoctor.install.into import named_in
+    text = ('  File "/tmp/pip-build-env-wm8mya_7/overlay/lib/python3.9/site-packages/setuptools/'
+            'x.py", line 1\n')
+    assert named_in(text) is None
+    assert named_in(text + '  File "/opt/env/lib/python3.9/site-packages/torch/x.py"\n') \
+        .python == "/opt/env/bin/python"
+
+
+def test_an_isolated_build_against_another_cuda_torch(matrix: Matrix) -> None:
+    found = top("$ pip install -e .\n  Installing build dependencies ... done\n    setup.py with "
+                "torch 1.12.0+cu102\n    /tmp/pip-build-env-wm8mya_7/overlay/lib/python3.9/"
+                "site-packages/setuptools/command/easy_install.py:144: Warning\n$ "
+                "torch.version.cuda\n'11.6'\n", matrix)
+    assert found.category == Category.BUILD_ISOLATION and "--no-build-isolation" in said(found)
+    assert "pip-build-env" not in said(found)
+
+
+@pytest.mark.parametrize("name, category", [
+    ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)", Category.DRIVER_TOO_OLD),
+    ("CUDA_ERROR_NO_BINARY_FOR_GPU", Category.NO_KERNEL_IMAGE),
+    ("CUDA_ERROR_NO_DEVICE", Category.NO_GPU),
+])
+def test_the_driver_apis_error_names(name: str, category: Category, matrix: Matrix) -> None:
+    found = top(f"Error loading CUDA module: {name}\nDriver Version: 450.142.00\n", matrix)
+    assert found.category == category
+    if category == Category.DRIVER_TOO_OLD:
+        assert "CUDA 11.0 or older" in said(found)
+
+
+def test_a_cmake_build_killed_for_memory_gets_fewer_jobs(matrix: Matrix) -> None:
+    found = top("While installing, it is using all available RAM (16GB), then all SWAP, and it is "
+                "killed\nIt happens after calling `cmake --build build --config RelWithDebInfo "
+                "-j 16`\n", matrix)
+    assert found.category == Category.BUILD_RESOURCES
+    assert "cmake --build build --config RelWithDebInfo -j 4" in said(found)

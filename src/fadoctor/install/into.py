@@ -16,6 +16,8 @@ _SITE = re.compile(r"(?<![\w.+/-])((?:/[\w.+-]+)+)/lib/python3\.\d+t?/site-packa
 # The same on Windows: PREFIX\Lib\site-packages\ (a venv's interpreter is PREFIX\Scripts\python.exe;
 # an installed, conda or embedded Python's is PREFIX\python.exe)
 _WIN_SITE = re.compile(r"(?<![\w.+\\-])([A-Za-z]:(?:\\[\w .+()-]+)+?)\\Lib\\site-packages\\", re.I)
+# pip's isolated build environments (pip-build-env-XXXX/overlay, /normal) and uv's build envs
+_BUILD_ENV = re.compile(r"pip-build-env-|[/\\]builds-v\d+[/\\]")
 _VENV = re.compile(r"\.?venv\w*|\w*[-_.]?env", re.I)
 # PowerShell's prompt (PS C:\...>) and cmd.exe's (C:\...>) before a command the reporter ran
 _PS_PROMPT = re.compile(r"^\s*PS [A-Za-z]:\\[^\n>]*>", re.M)
@@ -68,8 +70,11 @@ def named_in(text: str, shell: str = "posix") -> Optional[Installer]:
     # only the lines naming site-packages (Python writes it in lower case on every platform)
     lines = [line for line in text.splitlines() if "site-packages" in line] \
         if "site-packages" in text else []
-    prefixes = {m.group(1) for line in lines for m in _SITE.finditer(line)}
-    windows = {m.group(1) for line in lines if ":\\" in line for m in _WIN_SITE.finditer(line)}
+    # never pip's (or uv's) temporary build environment: it is gone when the build ends
+    prefixes = {m.group(1) for line in lines for m in _SITE.finditer(line)
+                if not _BUILD_ENV.search(m.group(1))}
+    windows = {m.group(1) for line in lines if ":\\" in line for m in _WIN_SITE.finditer(line)
+               if not _BUILD_ENV.search(m.group(1))}
     if len(prefixes) + len({w.lower() for w in windows}) != 1:
         return None
     if windows:

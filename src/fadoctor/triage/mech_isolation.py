@@ -10,7 +10,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import build_package, mech_build
 from fadoctor.triage import errors as e
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel|ninja|setuptools)'")
@@ -51,8 +51,8 @@ def isolation(ctx: Context) -> List[Signal]:
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
     if hit is None:
-        return (_requires_step(ctx) or _isolated_torch(ctx) or _pulls_torch(ctx)
-                or _said_installing(ctx))
+        return (_requires_step(ctx) or _isolated_torch(ctx) or _other_torch_built(ctx)
+                or _pulls_torch(ctx) or _said_installing(ctx))
     missing = hit[1].group(1)
     return [_signal(ctx, [ctx.quote(hit[0])], f"without {missing}", NAMED)]
 
@@ -100,6 +100,27 @@ def _isolated_torch(ctx: Context) -> List[Signal]:
         return []
     return [_signal(ctx, [ctx.quote(hit[0]), *ctx.quotes("torch")], "and imported the torch pip "
                     "put there for the build, not this environment's", LOGGED)]
+
+
+# the build printing its torch ("setup.py with torch 1.12.0+cu102") while the environment's torch
+# says another CUDA (torch.version.cuda -> '11.6'), in a build pip isolated (pip-build-env-...)
+_BUILD_TORCH = re.compile(r"\btorch[ =]{1,2}\d+\.\d+\.\d+(?:\.dev\d+)?\+cu(\d{2,3})\b")
+_RUNTIME_CUDA = re.compile(r"^\W{0,4}'(\d{2})\.(\d)'\s*$")  # the REPL's answer on its own line
+
+
+def _other_torch_built(ctx: Context) -> List[Signal]:
+    if not ctx.text.containing(("pip-build-env-",)):
+        return []
+    built = ctx.first(_BUILD_TORCH, ("torch",))
+    asked = next(iter(ctx.text.containing(("torch.version.cuda",))), None)
+    runtime = next(((i, m) for i in range(asked + 1, min(asked + 3, len(ctx.text.lines)))
+                    for m in [_RUNTIME_CUDA.search(ctx.text.lines[i])] if m), None) \
+        if asked is not None else None
+    if built is None or runtime is None or built[1].group(1) == "".join(runtime[1].groups()):
+        return []
+    return [_signal(ctx, dedupe([ctx.quote(built[0]), ctx.quote(runtime[0])]),
+                    "and compiled against the torch pip put there (another CUDA build than the "
+                    "environment's torch)", LOGGED)]
 
 
 def _pulls_torch(ctx: Context) -> List[Signal]:

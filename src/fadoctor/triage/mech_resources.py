@@ -22,7 +22,8 @@ _OOM_LOG = re.compile(r"^\s*killed\s*\.?$|killed signal terminated program|inter
                       r"out of memory allocating|virtual memory exhausted|"
                       # top(1) during the build: under 1000 MiB of RAM left
                       r"MiB Mem\s{0,4}:\s{0,4}\d{1,9}(?:\.\d)? total,\s{0,4}\d{1,3}(?:\.\d)? free", re.I)
-_OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:memory|ram)|"
+_OOM_PROSE = re.compile(r"(?:all|out of|whole|entire)\s+(?:the\s+|of\s+(?:the\s+)?)?(?:available\s+)?"
+                        r"(?:memory|ram|swap)|"
                         r"\boom\b|runs? out of (?:memory|ram)|memory (?:usage )?(?:explodes|spikes)|"
                         r"exh?aust\w{0,3}\s(?:the\s|all\s)?(?:ram|memory)|\bfreez(?:es|ing|e)\b|"
                         # the machine itself brought down ("causes everyone's system to crash")
@@ -59,9 +60,19 @@ def built(ctx: Context) -> str:
     return build_package.built(ctx) or "CUDA extension"
 
 
+# a CMake build run with its own parallel level ("cmake --build build ... -j 16")
+_CMAKE_JOBS = re.compile(r"cmake --build\b[^\n]{0,200}?(?:-j\s?|--parallel\s)(\d{1,3})\b")
+
+
 def jobs(ctx: Context) -> Remedy:
     count, package = ctx.build_jobs, build_package.built(ctx)
     memory = f"{ctx.memory_gib:g} GB of RAM" if ctx.memory_gib else "this machine's memory"
+    cmake = ctx.first(_CMAKE_JOBS, ("cmake --build",))
+    if cmake is not None:  # its -j sets the parallel compilers, not MAX_JOBS
+        return Remedy(summary=f"Run the CMake build with fewer parallel jobs than its "
+                      f"-j {cmake[1].group(1)}: each nvcc job needs several GB, and "
+                      f"-j {count} fits {memory} (raise it while the build stays in memory).",
+                      commands=[cmake[1].group(0)[:-len(cmake[1].group(1))] + str(count)])
     if package is None:
         return Remedy(summary=f"Bound the parallel compile jobs: torch's extension builder starts "
                       f"one nvcc per core, each needing several GB; MAX_JOBS={count} fits {memory}. "

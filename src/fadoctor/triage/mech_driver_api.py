@@ -1,0 +1,64 @@
+"""The CUDA driver API's own error names (CUresult, cuda.h), which JAX, OpenMM, TensorRT and
+other libraries print where torch prints the runtime's sentence: the few that name an
+environment cause, read from cuda.h (CUDA 13.0): CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222) "the
+provided PTX was compiled with an unsupported toolchain", CUDA_ERROR_NO_BINARY_FOR_GPU (209)
+"there is no kernel image available that is suitable for the device", CUDA_ERROR_NO_DEVICE (100)
+"no CUDA-capable devices were detected by the installed CUDA driver" (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from packaging.version import Version
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_NAME = re.compile(r"\bCUDA_ERROR_(UNSUPPORTED_PTX_VERSION|NO_BINARY_FOR_GPU|NO_DEVICE)\b")
+
+
+def _newest_cuda(ctx: Context, driver: Version) -> Optional[Version]:
+    """The newest CUDA whose own toolkit driver this driver is (what it JIT-compiles PTX of)."""
+    fits = [t.cuda for t in ctx.matrix.cuda_driver.toolkits if driver >= t.min_driver]
+    return max(fits) if fits else None
+
+
+def driver_api(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NAME, ("cuda_error_",))
+    if hit is None:
+        return []
+    name = hit[1].group(1)
+    quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("driver")])
+    if name == "UNSUPPORTED_PTX_VERSION":
+        newest = _newest_cuda(ctx, ctx.driver) if ctx.driver is not None else None
+        runs = (f" Driver {ctx.driver} JIT-compiles PTX of CUDA {newest} and older: install the "
+                f"package's build for CUDA {newest} or older (a conda cudatoolkit={newest}), or"
+                if newest is not None else " Or install the package's build for the CUDA this "
+                "driver supports (nvidia-smi's \"CUDA Version\"), or")
+        return [Signal("driver_api", Category.DRIVER_TOO_OLD,
+                       "the driver cannot JIT-compile the PTX it was given: the PTX was made by a "
+                       "newer CUDA toolkit than this driver supports (CUDA_ERROR_UNSUPPORTED_PTX_"
+                       "VERSION)", quotes, NAMED,
+                       [Remedy(summary="Upgrade the NVIDIA driver to the CUDA toolkit's own driver "
+                               "(or newer): PTX needs a driver at least as new as the toolkit "
+                               f"that produced it.{runs} keep the newer toolkit with a newer "
+                               "driver.")])]
+    if name == "NO_BINARY_FOR_GPU":
+        gpu = f" ({ctx.gpu[0]}, compute capability {ctx.gpu[1]})" if ctx.gpu and ctx.gpu[1] else ""
+        return [Signal("driver_api", Category.NO_KERNEL_IMAGE,
+                       f"the binary has no kernel for this GPU{gpu}: it was compiled for other "
+                       "architectures and carries no PTX the driver could compile "
+                       "(CUDA_ERROR_NO_BINARY_FOR_GPU)", quotes, NAMED,
+                       [Remedy(summary="Install the package's build that includes this GPU's "
+                               "architecture, or build it here with the GPU's arch in its arch "
+                               "list (TORCH_CUDA_ARCH_LIST for torch extensions, "
+                               "CMAKE_CUDA_ARCHITECTURES for CMake projects).")])]
+    return [Signal("driver_api", Category.NO_GPU,
+                   "the CUDA driver sees no CUDA-capable GPU (CUDA_ERROR_NO_DEVICE): none is "
+                   "installed or visible to this process", quotes, NAMED,
+                   [Remedy(summary="Check that nvidia-smi lists the GPU here; in a container, "
+                           "run it with the GPU passed in (docker run --gpus all, with the "
+                           "NVIDIA Container Toolkit); check CUDA_VISIBLE_DEVICES is not empty.",
+                           commands=["nvidia-smi"])])]

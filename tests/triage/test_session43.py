@@ -250,3 +250,12 @@ def test_a_cmake_build_killed_for_memory_gets_fewer_jobs(matrix: Matrix) -> None
                 "-j 16`\n", matrix)
     assert found.category == Category.BUILD_RESOURCES
     assert "cmake --build build --config RelWithDebInfo -j 4" in said(found)
+
+
+def test_a_container_that_does_not_see_a_new_drivers_gpu(matrix: Matrix) -> None:
+    text = ("RuntimeError: CUDA failed with error CUDA driver version is insufficient for CUDA "
+            "runtime version\nrunning it in a docker on my unraid server\nNvidia Driver Version: "
+            "565.77\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_GPU and "--gpus all" in said(found)
+    assert top(text + "image: cuda 13.0 runtime\n", matrix).category == Category.DRIVER_TOO_OLD

@@ -86,6 +86,9 @@ def driver(ctx: Context) -> List[Signal]:
                 fitting = fitting.model_copy(update={"summary": fitting.summary.rstrip(".") + (
                     f" (CUDA minor-version compatibility: a driver that runs CUDA {runs} runs "
                     f"every CUDA {runs.major}.x runtime, with a limited feature set)")})
+        hidden = _container_without_driver(ctx, cuda, found)
+        if hidden is not None:
+            return [hidden]
         return [Signal(
             "driver", Category.DRIVER_TOO_OLD,
             "the NVIDIA driver is older than torch's CUDA runtime needs"
@@ -108,6 +111,33 @@ def driver(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Install the NVIDIA driver, or start the container with the "
                            "GPUs passed through (docker run --gpus all).",
                            commands=["nvidia-smi"])])]
+
+
+# a container (docker, Unraid, Kubernetes) whose process reports the driver insufficient while the
+# host's stated driver runs every current CUDA 12 runtime (>= 12.x's floor, and no newer CUDA
+# named): the container does not see the host's driver (no GPU passed in: the NVIDIA Container
+# Toolkit's --gpus / NVIDIA_VISIBLE_DEVICES), so the runtime finds none it can use
+_IN_CONTAINER = re.compile(r"\b(?:docker|container|unraid|kubernetes|k8s|podman|runpod)\b", re.I)
+
+
+def _container_without_driver(ctx: Context, cuda: Optional[Version], found: int) -> Optional[Signal]:
+    box = ctx.first(_IN_CONTAINER, ("docker", "container", "unraid", "kubernetes", "k8s", "podman",
+                                 "runpod"))
+    floor = ctx.matrix.driver_floor(12)
+    if box is None or ctx.driver is None or floor is None or ctx.driver < floor.min_driver \
+            or found or (cuda is not None and cuda.major > 12) \
+            or ctx.has("cu13", "cuda 13", "cuda-13", "cuda13") is not None:
+        return None  # a CUDA 13 runtime does need a newer driver (580)
+    return Signal("driver", Category.NO_GPU,
+                  f"the host's driver {ctx.driver} runs CUDA 12 runtimes, yet the process in the "
+                  "container finds it insufficient: the container does not see the host's driver "
+                  "(the GPU is not passed in)", dedupe([*ctx.quotes("driver"), ctx.quote(box[0])]),
+                  NAMED, [Remedy(summary="Pass the GPU into the container: docker run --gpus all "
+                                 "(with the NVIDIA Container Toolkit installed on the host), or on "
+                                 "Unraid and other templates the --runtime=nvidia option with "
+                                 "NVIDIA_VISIBLE_DEVICES set to the GPU's UUID (or all) and "
+                                 "NVIDIA_DRIVER_CAPABILITIES=compute,utility; nvidia-smi inside "
+                                 "the container must list the GPU.", commands=["nvidia-smi"])])
 
 
 # nvidia-container-cli refuses to start a CUDA image whose NVIDIA_REQUIRE_CUDA the host driver

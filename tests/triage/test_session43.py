@@ -259,3 +259,19 @@ def test_a_container_that_does_not_see_a_new_drivers_gpu(matrix: Matrix) -> None
     found = top(text, matrix)
     assert found.category == Category.NO_GPU and "--gpus all" in said(found)
     assert top(text + "image: cuda 13.0 runtime\n", matrix).category == Category.DRIVER_TOO_OLD
+
+
+def test_a_packages_own_kernels_module_not_built(matrix: Matrix) -> None:
+    found = top("ModuleNotFoundError: No module named 'slora._kernels'\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "slora._kernels" in found.message
+
+
+def test_torchaudio_not_installed(matrix: Matrix) -> None:
+    found = top('  File "/w/tortoise/read.py", line 5, in <module>\nModuleNotFoundError: No '
+                "module named 'torchaudio'\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "together with torch" in said(found)
+
+
+def test_cudnn8_on_windows_without_zlib(matrix: Matrix) -> None:
+    found = top("Could not load library cudnn_cnn_infer64_8.dll. Error code 126\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "zlibwapi.dll" in said(found)

@@ -128,3 +128,23 @@ def cudnn_sublibrary(ctx: Context) -> List[Signal]:
                            commands=[command("python", "-c", "import os, nvidia.cudnn; "
                                              "print(os.path.dirname(nvidia.cudnn.__file__))")]),
                     *ct2], details={"source": CT2_RELEASES} if ct2 else {})]
+
+
+# cuDNN 8 on Windows: its sub-libraries (cudnn_cnn_infer64_8.dll, cudnn_ops_infer64_8.dll ...) link
+# zlibwapi.dll, which cuDNN 8's Windows installation guide has installed separately ("Installing
+# Zlib": zlibwapi.dll's folder on PATH); without it Windows refuses the DLL with error 126 (a
+# dependent module not found) although the DLL itself is where the program looks.
+_CUDNN8_DLL = re.compile(r"Could not load library (cudnn_\w+64_8\.dll)\. Error code 126")
+
+
+def cudnn8_zlib(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUDNN8_DLL, ("error code 126",))
+    if hit is None:
+        return []
+    return [Signal("cudnn8_zlib", Category.NOT_INSTALLED,
+                   f"Windows cannot load {hit[1].group(1)} because a DLL it depends on is missing "
+                   "(error 126): cuDNN 8's Windows sub-libraries need zlibwapi.dll, which cuDNN's "
+                   "installation guide has installed separately", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install zlib's zlibwapi.dll (the x64 build cuDNN 8's Windows "
+                           "installation guide links) and put its folder on PATH, or copy it "
+                           "beside the cudnn64_8.dll files; then start the program again.")])]

@@ -102,7 +102,8 @@ def _remote_code(ctx: Context) -> List[Signal]:
 # a package's own compiled module, asked of the package ("cannot import name '_C' from 'sam2'",
 # "No module named 'sam2._C'"): installed (or run from a checkout) without its extension built
 _OWN_C = re.compile(r"cannot import name ['\"`](_C|_ext|_cuda|_kernels?)['\"`] from ['\"`]"
-                    r"([A-Za-z_]\w{0,40})['\"`]|No module named ['\"`]([A-Za-z_]\w{0,40})\.(_C|_ext)"
+                    r"([A-Za-z_]\w{0,40})['\"`]|No module named ['\"`]([A-Za-z_]\w{0,40})\.(_C|_ext|_cuda|"
+                    r"_kernels?)"
                     r"['\"`]")
 _TABLED = ("torch", "flash_attn", "vllm", "xformers", "apex", "triton", "sgl_kernel")
 

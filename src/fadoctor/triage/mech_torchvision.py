@@ -42,3 +42,26 @@ def ops_not_loaded(ctx: Context) -> List[Signal]:
                                              *([stated.quote] if stated else [])]), NAMED,
                    fixes, details={"source": "torchvision/extension.py (_assert_has_ops); "
                                              "data/ext_torch.yaml"})]
+
+
+# torch's companion libraries not installed at all ("No module named 'torchaudio'"): a project
+# that leaves torch and its companions out of its requirements (to let the user pick the CUDA
+# build) needs them installed beside torch, at the release built for it
+_COMPANION = re.compile(r"No module named ['\"`](torchaudio|torchvision)['\"`]")
+
+
+def companion_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_COMPANION, ("no module named",))
+    if hit is None:
+        return []
+    package = hit[1].group(1)
+    torch = str(ctx.torch) if ctx.torch is not None else None
+    fixes = [*(ext_torch.remedies(package, None, torch)[-1:] if torch else []),
+             Remedy(summary=f"Install {package} together with torch from the index torch came "
+                    f"from (the same CUDA build), so pip takes the {package} release built for "
+                    f"that torch instead of replacing torch: the PyTorch install selector's "
+                    f"command, with {package} in it.")]
+    return [Signal("companion_missing", Category.NOT_INSTALLED,
+                   f"{package}, torch's companion library, is not installed in this environment "
+                   "(projects often leave torch and its companions out of their requirements)",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED, fixes)]

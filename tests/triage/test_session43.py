@@ -275,3 +275,11 @@ def test_torchaudio_not_installed(matrix: Matrix) -> None:
 def test_cudnn8_on_windows_without_zlib(matrix: Matrix) -> None:
     found = top("Could not load library cudnn_cnn_infer64_8.dll. Error code 126\n", matrix)
     assert found.category == Category.NOT_INSTALLED and "zlibwapi.dll" in said(found)
+
+
+def test_named_symbol_not_found_on_the_oldest_gpu_named(matrix: Matrix) -> None:
+    found = top("Issues running on `Titan RTX` (`A100` & `4090D` work)\n/home/u/.cache/"
+                "cuequivariance-triton/x.json\nRuntimeError: CUDA error: \"named symbol not "
+                "found\" at run_fmha.cu:160\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE
+    assert "TITAN RTX (sm_75)" in found.message and "cuequivariance" in said(found)

@@ -3,7 +3,9 @@ other libraries print where torch prints the runtime's sentence: the few that na
 environment cause, read from cuda.h (CUDA 13.0): CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222) "the
 provided PTX was compiled with an unsupported toolchain", CUDA_ERROR_NO_BINARY_FOR_GPU (209)
 "there is no kernel image available that is suitable for the device", CUDA_ERROR_NO_DEVICE (100)
-"no CUDA-capable devices were detected by the installed CUDA driver" (pure)."""
+"no CUDA-capable devices were detected by the installed CUDA driver"; and CUDA_ERROR_NOT_FOUND
+(500, the runtime's "named symbol not found"), which a kernel lookup returns when the binary
+holds no code for this GPU's architecture (pure)."""
 
 from __future__ import annotations
 
@@ -62,3 +64,33 @@ def driver_api(ctx: Context) -> List[Signal]:
                            "run it with the GPU passed in (docker run --gpus all, with the "
                            "NVIDIA Container Toolkit); check CUDA_VISIBLE_DEVICES is not empty.",
                            commands=["nvidia-smi"])])]
+
+
+# a kernel looked up by a binary that has no code for this GPU ("CUDA error: "named symbol not
+# found" at run_fmha.cu:160", cudaFuncSetAttribute on a kernel pointer): the binary was built for
+# other architectures (or another platform's GPUs, as an SBSA wheel on a Jetson)
+_SYMBOL = re.compile(r"named symbol not found|CUDA_ERROR_NOT_FOUND\b")
+# the library a report's paths name: its installed package, or its kernel cache (~/.cache/NAME-triton)
+_LIBRARY = re.compile(r"(?:site|dist)-packages[/\\]([a-z][a-z0-9_]{2,40})[/\\]|"
+                      r"[/\\]\.cache[/\\]([a-z][a-z0-9_-]{2,40}?)(?:-triton)?[/\\]")
+
+
+def symbol_not_found(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SYMBOL, ("named symbol not found", "cuda_error_not_found"))
+    # the oldest GPU named: where one works and another fails, the newer ones are those that work
+    named = sorted((g for g in ctx.seen.gpus if g.vendor == "nvidia" and g.cc),
+                   key=lambda g: Version(g.cc or "0"))
+    if hit is None or not named:
+        return []
+    name, cc, quote = named[0].name, Version(named[0].cc or "0"), named[0].quote
+    found = {m.group(1) or m.group(2) for _, m in ctx.find(_LIBRARY, ("-packages", ".cache"))}
+    found -= {"torch", "triton", "huggingface", "pip", "torch_extensions"}
+    library = found.pop() if len(found) == 1 else "that library"
+    return [Signal("symbol_not_found", Category.NO_KERNEL_IMAGE,
+                   f"a kernel the program looks up is not in its binary for {name} "
+                   f"(sm_{cc.major}{cc.minor}): {library} was built for other GPU architectures "
+                   "(\"named symbol not found\")", dedupe([ctx.quote(hit[0]), quote]), NAMED,
+                   [Remedy(summary=f"Use the library's build that includes sm_{cc.major}{cc.minor} "
+                           "(or build it with that arch in its list); if its releases do not "
+                           f"support {name} at all, turn {library}'s kernels off (most have "
+                           "an option to fall back to PyTorch) or run on a GPU it supports.")])]

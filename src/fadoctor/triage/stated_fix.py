@@ -5,8 +5,9 @@ regression: a finding whose remedies move that package gets pinning it back as i
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Tuple
 
 from fadoctor.report import Remedy
 from fadoctor.safety.shell import command
@@ -30,9 +31,9 @@ _NOT_PACKAGES = {"python", "cuda", "version", "release", "v", "the", "a", "drive
 
 def _named(ctx: Context, version: str) -> Optional[str]:
     """The package the report writes beside this version ("nvidia-cutlass-dsl 4.2.0")."""
-    for line in ctx.text.lines:
+    for index in ctx.text.containing((version.lower(),)):  # only the lines holding the version
         found = re.search(rf"([A-Za-z][A-Za-z0-9_.-]{{1,50}})(?:\s+|==|=|-)v?{re.escape(version)}\b",
-                          line)
+                          ctx.text.lines[index])
         if found and found.group(1).lower() not in _NOT_PACKAGES:
             return found.group(1)
     return None
@@ -46,9 +47,13 @@ def _installable(package: str) -> bool:
     """A distribution the project knows by its index name: the compiled packages it reads, the
     ones whose releases' torch pins or APIs it holds, torch and numpy ("to 11.8", "compute 6.1"
     are words, not packages)."""
-    known = {*KNOWN, *ext_torch.table(), *DISTRIBUTIONS,
-             "torch", "numpy"}
-    return _key(package) in {_key(name) for name in known}
+    return _key(package) in _known()
+
+
+@functools.cache
+def _known() -> FrozenSet[str]:
+    return frozenset(_key(name) for name in (*KNOWN, *ext_torch.table(), *DISTRIBUTIONS,
+                                             "torch", "numpy"))
 
 
 def stated(ctx: Context) -> Optional[Tuple[str, str, int]]:

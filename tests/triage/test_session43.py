@@ -283,3 +283,9 @@ def test_named_symbol_not_found_on_the_oldest_gpu_named(matrix: Matrix) -> None:
                 "found\" at run_fmha.cu:160\n", matrix)
     assert found.category == Category.NO_KERNEL_IMAGE
     assert "TITAN RTX (sm_75)" in found.message and "cuequivariance" in said(found)
+
+
+@pytest.mark.parametrize("line", ["see https://github.com/x/y/blob/main/a.py#L20",
+                                  "lines L4-L20 of train.py"])
+def test_a_source_line_is_no_gpu(line: str, matrix: Matrix) -> None:
+    assert matrix.gpu(line) is None

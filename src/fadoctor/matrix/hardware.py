@@ -108,7 +108,8 @@ def _name_regex(name: str) -> str:
     tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
         and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
     words = r"[\s_-]*".join(re.escape(w) for w in (names[1:] if tesla else names))
-    return rf"(?<![\w-]){tesla}{words}(?![\w])"  # "TITAN V", "titanV"
+    # not a source line ("train.py#L20", a range "L4-L20"): L4, L20, L40 are written like them
+    return rf"(?<![\w#-]){tesla}{words}(?![\w]|-L\d)"  # "TITAN V", "titanV"
 
 
 # each table of GPUs (by identity) grouped by the lower-cased word every name of an entry holds,

@@ -289,3 +289,9 @@ def test_named_symbol_not_found_on_the_oldest_gpu_named(matrix: Matrix) -> None:
                                   "lines L4-L20 of train.py"])
 def test_a_source_line_is_no_gpu(line: str, matrix: Matrix) -> None:
     assert matrix.gpu(line) is None
+
+
+def test_an_include_of_thc_in_source_is_no_error(matrix: Matrix) -> None:
+    result = triage("my kernel.cu has\n#include <THC/THC.h>\nand it runs fine on torch 1.8\n",
+                    matrix)
+    assert not any("legacy CUDA library" in found.message for found in result.diagnosis)

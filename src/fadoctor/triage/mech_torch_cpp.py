@@ -16,12 +16,12 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 # gcc: "fatal error: THC/THC.h: No such file or directory"; nvcc/EDG: 'cannot open source file
 # "THC/THC.h"'; MSVC: "Cannot open include file: 'THC/THC.h'"; and the THC names undeclared
-_THC = re.compile(r"THC/(?!THCDeviceUtils|THCAtomics)(\w+\.c?u?h)\W{0,3}(?::\s*)?(?:No such file|"
-                  r"$)|(?:cannot open (?:source|include) file|Cannot open include file)\W{1,3}"
+_THC = re.compile(r"THC/(?!THCDeviceUtils|THCAtomics)(\w+\.c?u?h)\W{0,3}(?::\s*)?No such file|"
+                  r"(?:cannot open (?:source|include) file|Cannot open include file)\W{1,3}"
                   r"THC/(?!THCDeviceUtils|THCAtomics)\w+|\b(THCState|THCudaCheck|THCudaMalloc|"
                   r"THCudaFree|THCCeilDiv|THCudaTensor\w*|THCState_getCurrentStream)\b[^\n]{0,40}"
                   r"(?:was not declared|is undefined|undeclared identifier|does not name a type)",
-                  re.I | re.M)
+                  re.I)
 _AT_CHECK = re.compile(r"\bAT_CHECK\b[^\n]{0,40}(?:was not declared|is undefined|undeclared "
                        r"identifier|not declared in this scope)|identifier \"AT_CHECK\" is undefined")
 _Q = "[\'\u2018\u2019]?"  # gcc quotes names with typographic quotes in UTF-8 locales

@@ -10,21 +10,16 @@ holds no code for this GPU's architecture (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.torch_remedies import newest_cuda
 
 _NAME = re.compile(r"\bCUDA_ERROR_(UNSUPPORTED_PTX_VERSION|NO_BINARY_FOR_GPU|NO_DEVICE)\b")
-
-
-def _newest_cuda(ctx: Context, driver: Version) -> Optional[Version]:
-    """The newest CUDA whose own toolkit driver this driver is (what it JIT-compiles PTX of)."""
-    fits = [t.cuda for t in ctx.matrix.cuda_driver.toolkits if driver >= t.min_driver]
-    return max(fits) if fits else None
 
 
 def driver_api(ctx: Context) -> List[Signal]:
@@ -34,7 +29,7 @@ def driver_api(ctx: Context) -> List[Signal]:
     name = hit[1].group(1)
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("driver")])
     if name == "UNSUPPORTED_PTX_VERSION":
-        newest = _newest_cuda(ctx, ctx.driver) if ctx.driver is not None else None
+        newest = newest_cuda(ctx.matrix, ctx.driver) if ctx.driver is not None else None
         runs = (f" Driver {ctx.driver} JIT-compiles PTX of CUDA {newest} and older: install the "
                 f"package's build for CUDA {newest} or older (a conda cudatoolkit={newest}), or"
                 if newest is not None else " Or install the package's build for the CUDA this "

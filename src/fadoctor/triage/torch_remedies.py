@@ -9,6 +9,8 @@ from typing import Dict, List, Optional
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.install.torch import torch_install
+from fadoctor.matrix import Matrix
+from fadoctor.matrix.base import DriverVersion
 from fadoctor.matrix.hardware import ToolkitDriver
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
@@ -77,23 +79,30 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
                 "The NVIDIA driver is older than the CUDA runtime needs")
     runs = ctx.seen.get(o.DRIVER_CUDA)  # nvidia-smi's "CUDA Version": the newest this driver runs
     if runs is None and ctx.driver is not None:  # else the toolkit table's, for the stated driver
-        driver = ctx.driver  # a branch alone ("nvidia-driver-570") runs its branch's toolkits
-        branch = len(driver.release) == 1
-
-        def runs_on(t: ToolkitDriver) -> bool:
-            return t.min_driver.major <= driver.major if branch else t.min_driver <= driver
-        fits = [t.cuda for t in ctx.matrix.cuda_driver.toolkits if runs_on(t)]
-        runs = str(max(fits)) if fits else None
-        newer = sorted((t for t in ctx.matrix.cuda_driver.toolkits if not runs_on(t)),
-                       key=lambda t: t.cuda)
+        newest = newest_cuda(ctx.matrix, ctx.driver)
+        runs = str(newest) if newest else None
+        newer = sorted((t for t in ctx.matrix.cuda_driver.toolkits
+                        if newest is None or t.cuda > newest), key=lambda t: t.cuda)
         if newer and not need:
-            need = (f" (driver {ctx.driver} runs CUDA {runs or 'older than 11.0'} and older; CUDA "
-                    f"{newer[0].cuda} needs {newer[0].min_driver} or newer)")
+            oldest = ctx.matrix.cuda_driver.toolkits[0].cuda
+            need = (f" (driver {ctx.driver} runs CUDA {runs or f'older than {oldest}'} and older; "
+                    f"CUDA {newer[0].cuda} needs {newer[0].min_driver} or newer)")
     within = (f" (this driver runs CUDA {runs} and older: a build or container of CUDA {runs} "
               "or older works with it)" if runs else "")
     return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch (and "
                    f"flash-attn) built for an older CUDA that this driver runs{within}, or one "
                    "with SASS for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
+
+
+def newest_cuda(matrix: Matrix, driver: DriverVersion) -> Optional[Version]:
+    """The newest CUDA whose own toolkit driver this driver is (what it runs with every feature,
+    PTX JIT included); a branch alone ("nvidia-driver-570") runs its branch's toolkits."""
+    branch = len(driver.release) == 1
+
+    def runs_on(t: ToolkitDriver) -> bool:
+        return t.min_driver.major <= driver.major if branch else t.min_driver <= driver
+    fits = [t.cuda for t in matrix.cuda_driver.toolkits if runs_on(t)]
+    return max(fits) if fits else None
 
 
 def _no_gpu(entry: Entry) -> List[Remedy]:

@@ -79,6 +79,17 @@ def test_diffusers_hooks_are_not_transformers_table(matrix: Matrix) -> None:
     assert not any("4.35.0" in found.message for found in result.diagnosis)
 
 
+@pytest.mark.parametrize("shown, claimed", [
+    ("", False),  # enable= alone is diffusers' signature too: no caller shown, no claim
+    ('  File "/x/site-packages/transformers/modeling_utils.py", line 1\n', True),
+])
+def test_an_old_set_gradient_checkpointing_needs_transformers_shown(shown: str, claimed: bool,
+                                                                    matrix: Matrix) -> None:
+    result = triage(shown + "TypeError: WanModel._set_gradient_checkpointing() got an unexpected "
+                    "keyword argument 'enable'\n", matrix)
+    assert any("4.35.0" in found.message for found in result.diagnosis) is claimed
+
+
 def test_nan_on_a_gtx16_card_without_black_images(matrix: Matrix) -> None:
     found = top("GPU: NVIDIA GeForce GTX 1660 6GB\nRuntimeError: NaN detected in latents\n",
                 matrix)
@@ -281,8 +292,12 @@ def test_named_symbol_not_found_on_the_oldest_gpu_named(matrix: Matrix) -> None:
     found = top("Issues running on `Titan RTX` (`A100` & `4090D` work)\n/home/u/.cache/"
                 "cuequivariance-triton/x.json\nRuntimeError: CUDA error: \"named symbol not "
                 "found\" at run_fmha.cu:160\n", matrix)
-    assert found.category == Category.NO_KERNEL_IMAGE
-    assert "TITAN RTX (sm_75)" in found.message and "cuequivariance" in said(found)
+    assert found.category == Category.NO_KERNEL_IMAGE and "cuequivariance" in said(found)
+    # several GPUs named, one working: none is assumed to be the failing one
+    assert "the GPU it fails on" in found.message and "TITAN RTX (sm_75)" in found.message
+    one = top("GPU: NVIDIA GeForce RTX 3090\nRuntimeError: CUDA error: named symbol not found\n",
+              matrix)
+    assert "for GeForce RTX 3090 (sm_86)" in one.message and "sm_86" in said(one)
 
 
 @pytest.mark.parametrize("line", ["see https://github.com/x/y/blob/main/a.py#L20",

@@ -137,9 +137,11 @@ _BEFORE = "4.34.1"
 
 def checkpointing_hooks(ctx: Context) -> List[Signal]:
     hit = ctx.first(_HOOK, ("got an unexpected keyword argument",))
-    if hit is None or ctx.text.containing(("diffusers/", "diffusers\\")):
+    if hit is None or ctx.text.containing(("diffusers",)):
         return []  # diffusers' own hooks changed in its own releases: not transformers' table
     owner, hook = hit[1].group(1) or "the model class", hit[1].group(2)
+    if hook == "_set_gradient_checkpointing" and not ctx.text.containing(("transformers",)):
+        return []  # enable= is also diffusers' signature: transformers must be the caller shown
     new = ("gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None)"
            if hook == "gradient_checkpointing_enable" else
            "_set_gradient_checkpointing(self, enable=True, gradient_checkpointing_func=None)")

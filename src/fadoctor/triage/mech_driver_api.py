@@ -10,13 +10,14 @@ holds no code for this GPU's architecture (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Tuple
 
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.text import Quote
 from fadoctor.triage.torch_remedies import newest_cuda
 
 _NAME = re.compile(r"\bCUDA_ERROR_(UNSUPPORTED_PTX_VERSION|NO_BINARY_FOR_GPU|NO_DEVICE)\b")
@@ -72,20 +73,26 @@ _LIBRARY = re.compile(r"(?:site|dist)-packages[/\\]([a-z][a-z0-9_]{2,40})[/\\]|"
 
 def symbol_not_found(ctx: Context) -> List[Signal]:
     hit = ctx.first(_SYMBOL, ("named symbol not found", "cuda_error_not_found"))
-    # the oldest GPU named: where one works and another fails, the newer ones are those that work
-    named = sorted((g for g in ctx.seen.gpus if g.vendor == "nvidia" and g.cc),
-                   key=lambda g: Version(g.cc or "0"))
+    named: List[Tuple[str, Version, Quote]] = []
+    for g in ctx.seen.gpus:
+        if g.vendor == "nvidia" and g.cc and g.name not in (n for n, _, _ in named):
+            named.append((g.name, Version(g.cc), g.quote))
     if hit is None or not named:
         return []
-    name, cc, quote = named[0].name, Version(named[0].cc or "0"), named[0].quote
     found = {m.group(1) or m.group(2) for _, m in ctx.find(_LIBRARY, ("-packages", ".cache"))}
     found -= {"torch", "triton", "huggingface", "pip", "torch_extensions"}
     library = found.pop() if len(found) == 1 else "that library"
+    archs = [f"{name} (sm_{cc.major}{cc.minor})" for name, cc, _ in named]
+    # one GPU named is the one that fails; of several (one works, another fails) none is assumed
+    gpu = archs[0] if len(archs) == 1 else "the GPU it fails on (the report names " + \
+        ", ".join(archs) + ")"
+    ccs = {cc for _, cc, _ in named}
+    arch = f"sm_{named[0][1].major}{named[0][1].minor}" if len(ccs) == 1 else "that GPU's sm"
     return [Signal("symbol_not_found", Category.NO_KERNEL_IMAGE,
-                   f"a kernel the program looks up is not in its binary for {name} "
-                   f"(sm_{cc.major}{cc.minor}): {library} was built for other GPU architectures "
-                   "(\"named symbol not found\")", dedupe([ctx.quote(hit[0]), quote]), NAMED,
-                   [Remedy(summary=f"Use the library's build that includes sm_{cc.major}{cc.minor} "
-                           "(or build it with that arch in its list); if its releases do not "
-                           f"support {name} at all, turn {library}'s kernels off (most have "
-                           "an option to fall back to PyTorch) or run on a GPU it supports.")])]
+                   f"a kernel the program looks up is not in its binary for {gpu}: {library} was "
+                   "built for other GPU architectures (\"named symbol not found\")",
+                   dedupe([ctx.quote(hit[0]), *(q for _, _, q in named)]), NAMED,
+                   [Remedy(summary=f"Use the library's build that includes {arch} (or build it "
+                           "with that arch in its list); if its releases do not support that GPU "
+                           f"at all, turn {library}'s kernels off (most have an option to fall "
+                           "back to PyTorch) or run on a GPU it supports.")])]

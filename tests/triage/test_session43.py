@@ -310,3 +310,19 @@ def test_an_include_of_thc_in_source_is_no_error(matrix: Matrix) -> None:
     result = triage("my kernel.cu has\n#include <THC/THC.h>\nand it runs fine on torch 1.8\n",
                     matrix)
     assert not any("legacy CUDA library" in found.message for found in result.diagnosis)
+
+
+def test_a_cuda_variant_package_owns_the_missing_runtime(matrix: Matrix) -> None:
+    found = top("dgl                           1.0.2+cu102\nOSError: libcudart.so.11.0: cannot "
+                "open shared object file: No such file or directory\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and found.message.startswith("dgl")
+    assert "flash-attn" not in said(found)
+
+
+def test_a_refused_wheels_python_is_not_the_environments(matrix: Matrix) -> None:
+    found = top("1. Download python 3.10.0\nC:\\ComfyUI\\python_embeded\\python.exe -m pip "
+                "install insightface-0.7.3-cp310-cp310-win_amd64.whl\nERROR: insightface-0.7.3-"
+                "cp310-cp310-win_amd64.whl is not a supported wheel on this platform.\n", matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "runs Python 3.10" not in found.message and "not cp310" in said(found)
+    assert "must be cp310" not in said(found)

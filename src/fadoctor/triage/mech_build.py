@@ -276,12 +276,14 @@ def _other_wheel(ctx: Context, dist: str, version: str, tags: Tuple[str, str],
     said = f"pip refuses {project} {version}'s wheel for {platform} on this machine"
     other: List[Remedy] = []
     mine = f"cp{ctx.python.major}{ctx.python.minor}" if ctx.python else None
+    python = ctx.python if mine != python_tag else None  # pip refused that Python's tag: not it
+    mine = mine if python is not None else None
     if re.fullmatch(r"cp3\d{1,2}", python_tag) and (fits or mine not in (None, python_tag)):
         wanted = f"3.{python_tag[3:]}"
-        have = f" (it runs Python {ctx.python})" if ctx.python else ""
+        have = f" (it runs Python {python})" if python else ""
         said = (f"pip refuses {project} {version}'s wheel: it was built for CPython {wanted} "
                 f"({python_tag}) and this environment's Python is another{have}")
-        tag = f"{mine}, Python {ctx.python}'s" if mine else "this interpreter's version " \
+        tag = f"{mine}, Python {python}'s" if mine else "this interpreter's version " \
             "(`python -VV`)"
         other = [Remedy(summary=f"Or take the wheel file built for the matching Python: its "
                         f"cpXY tag must be {tag}, not {python_tag}.", commands=["python -VV"])]

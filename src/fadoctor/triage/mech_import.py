@@ -17,7 +17,7 @@ from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_abi import abi_mismatch
-from fadoctor.triage.mech_import_owner import rocm_library, told_importing
+from fadoctor.triage.mech_import_owner import cuda_variant_package, rocm_library, told_importing
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
@@ -236,7 +236,8 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     quotes = [ctx.quote(index)]
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
-        owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index)
+        owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index) \
+            or cuda_variant_package(ctx)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]

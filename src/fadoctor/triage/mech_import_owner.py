@@ -36,3 +36,19 @@ def rocm_library(ctx: Context, index: int, module: Optional[str], diagnosis: Any
                           "leave it out where the program runs without it; `ls /opt/rocm/lib` "
                           "shows the library versions this ROCm has.")],
                   details={"library": diagnosis.details.get("library")})
+
+
+# a package the report lists at a CUDA-variant local version ("dgl  1.0.2+cu102" in pip list,
+# "dgl==1.0.1+cu116"): a compiled package built for one CUDA, the likeliest owner of a CUDA
+# runtime the loader misses, where the report never names flash-attention
+_CUDA_VARIANT = re.compile(r"^\s*([A-Za-z][\w.-]{1,40}?)(?:\s{1,40}|==)v?\d+(?:\.\d+){1,3}\+cu\d{2,3}\b",
+                           re.M)
+_TORCH_OWN = ("torch", "torchvision", "torchaudio", "pytorch", "torchtext", "torchdata")
+
+
+def cuda_variant_package(ctx: Context) -> Optional[str]:
+    if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
+        return None
+    named = {m.group(1).lower() for _, m in ctx.find(_CUDA_VARIANT, ("+cu",))
+             if m.group(1).lower() not in _TORCH_OWN}
+    return named.pop() if len(named) == 1 else None

@@ -326,3 +326,12 @@ def test_a_refused_wheels_python_is_not_the_environments(matrix: Matrix) -> None
     assert found.category == Category.WRONG_WHEEL
     assert "runs Python 3.10" not in found.message and "not cp310" in said(found)
     assert "must be cp310" not in said(found)
+
+
+@pytest.mark.parametrize("dtype, first", [("float8_e4m3fnuz", "2.2.0"), ("float8_e4m3fn", "2.1.0"),
+                                          ("uint16", "2.3.0"), ("float4_e2m1fn_x2", "2.8.0")])
+def test_a_torch_dtype_older_torch_lacks(dtype: str, first: str, matrix: Matrix) -> None:
+    found = top(f"AttributeError: module 'torch' has no attribute '{dtype}'\nMy pytorch version is "
+                "2.0.1+cu118\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and f"from {first} on" in found.message
+    assert f"torch>={first}" in said(found)

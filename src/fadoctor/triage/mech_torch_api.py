@@ -27,6 +27,15 @@ _ATTR = re.compile(r"module '(torch(?:\.\w{1,40}){0,4})' has no attribute '(\w{1
 _IMPORT = re.compile(r"cannot import name '(\w{1,60})' from '(torch(?:\.\w{1,40}){0,4})'")
 _MODULE = re.compile(r"No module named '(torch(?:\.\w{1,40}){1,4})'")
 _FRAME = re.compile(r"[/\\](?:site|dist)-packages[/\\](\w+)[/\\]")
+# torch's dtypes are registered from C++ (torch/csrc/utils/tensor_dtypes.cpp), so the wheels'
+# Python sources (data/torch_api.yaml) do not list them: the first release whose
+# libtorch_python.so (from 2.7, libtorch_cpu.so) holds each name, read from the 2.0.0, 2.1.0,
+# 2.2.0, 2.3.0, 2.6.0, 2.7.0 and 2.8.0 wheels
+_DTYPES: Dict[str, List[Optional[str]]] = {
+    **{name: ["2.1.0", None] for name in ("float8_e4m3fn", "float8_e5m2")},
+    **{name: ["2.2.0", None] for name in ("float8_e4m3fnuz", "float8_e5m2fnuz")},
+    **{name: ["2.3.0", None] for name in ("uint16", "uint32", "uint64")},
+    "float8_e8m0fnu": ["2.7.0", None], "float4_e2m1fn_x2": ["2.8.0", None]}
 
 
 @lru_cache(maxsize=1)
@@ -60,7 +69,8 @@ def _named(ctx: Context) -> Optional[Tuple[int, str, List[Optional[str]]]]:
             span = _module_span(gone[1].group(1)) if gone else None
             return (gone[0], gone[1].group(1), span) if gone and span else None
         module, name = found[1].group(2), found[1].group(1)
-    span = _table()[0].get(module, {}).get(name)
+    span = _table()[0].get(module, {}).get(name) or (_DTYPES.get(name) if module == "torch"
+                                                      else None)
     return (found[0], f"{module}.{name}", span) if span is not None else None
 
 
@@ -83,7 +93,7 @@ def missing(ctx: Context) -> List[Signal]:
                    + (f"; torch {torch} is older" if older else
                       "; the installed torch is older" if torch is None else "")
                    + (f" (flash-attn calls it from {uses[dotted]})" if flash else ""))
-        remedies = [Remedy(summary=f"Install torch {first} or later (the flash-attention build "
+        remedies = [Remedy(summary=f"Upgrade torch to {first} or later (the flash-attention build "
                            "must then match that torch), or:",
                            commands=[command("pip", "install", f"torch>={first}")])]
         if flash:

@@ -335,3 +335,13 @@ def test_a_torch_dtype_older_torch_lacks(dtype: str, first: str, matrix: Matrix)
                 "2.0.1+cu118\n", matrix)
     assert found.category == Category.VERSION_CONFLICT and f"from {first} on" in found.message
     assert f"torch>={first}" in said(found)
+
+
+@pytest.mark.parametrize("nvcc, dropped", [("11.1", True), ("10.2", False)])
+def test_an_arch_the_toolkit_dropped(nvcc: str, dropped: bool, matrix: Matrix) -> None:
+    found = top(f"Cuda compilation tools, release {nvcc}, V{nvcc}.105\nGPU: RTX 3090\nnvcc fatal   "
+                ": Unsupported gpu architecture 'compute_30'\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert ("no longer compile" in found.message) is dropped
+    if dropped:
+        assert "CMakeLists.txt" in said(found) and "TORCH_CUDA_ARCH_LIST=8.6" in said(found)

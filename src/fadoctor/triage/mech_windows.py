@@ -6,7 +6,7 @@ on Windows itself, which it does not support (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
 from packaging.version import Version
 
@@ -49,12 +49,18 @@ def entry_point(ctx: Context) -> List[Signal]:
     if "flash_attn" in path:
         return [dll_symbol(ctx, hit[0])]
     owner = owner_of(path)
+    return [_other_symbol(ctx, hit[0], owner or "the extension", owner)]
+
+
+def _other_symbol(ctx: Context, index: int, what: str, owner: Optional[str]) -> Signal:
+    """Another package's extension Windows cannot load for a function torch lacks: the Windows
+    form of an undefined symbol, the package built for another torch."""
     torch = f" {ctx.torch}" if ctx.torch else ""
-    return [Signal("windows_symbol", Category.TORCH_VERSION_MISMATCH,
-                   f"Windows cannot load {owner or 'the extension'}: a function it needs is missing "
-                   f"from the installed torch{torch} (Windows' form of an undefined symbol): it was "
-                   "built for another torch", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
-                   NAMED, r.rebuild_other(ctx, owner))]
+    return Signal("windows_symbol", Category.TORCH_VERSION_MISMATCH,
+                  f"Windows cannot load {what}: a function it needs is missing from the installed "
+                  f"torch{torch} (Windows' form of an undefined symbol): {owner or 'its package'} "
+                  "was built for another torch", dedupe([ctx.quote(index), *ctx.quotes("torch")]),
+                  NAMED, r.rebuild_other(ctx, owner))
 
 
 # vLLM's install guide: "Requirements - OS: Linux … vLLM does not support Windows natively. To
@@ -380,10 +386,4 @@ def procedure_missing(ctx: Context) -> List[Signal]:
         return []  # flash-attn's is mech_wrappers' (dll_symbol)
     module = hit[1].group(1)
     owner = OTHERS.get(module) or OTHERS.get(re.sub(r"_(?:ext|C|cuda|kernels?)$", "", module))
-    torch = f" {ctx.torch}" if ctx.torch else ""
-    return [Signal("windows_symbol", Category.TORCH_VERSION_MISMATCH,
-                   f"Windows cannot load {module}: a function it needs is missing from the "
-                   f"installed torch{torch} (Windows' form of an undefined symbol): "
-                   f"{owner or 'its package'} was built for another torch",
-                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
-                   r.rebuild_other(ctx, owner))]
+    return [_other_symbol(ctx, hit[0], module, owner)]

@@ -34,16 +34,17 @@ def test_the_loader_alone_is_no_hang(matrix: Matrix) -> None:
     assert "lock" not in found.message
 
 
-@pytest.mark.parametrize("device, cc", [
-    ("NVIDIA H800", "9.0"), ("NVIDIA H20", "9.0"), ("NVIDIA A800-SXM4-80GB", "8.0"),
-    ("NVIDIA L20", "8.9"), ("NVIDIA A10G", "8.6"), ("NVIDIA GeForce RTX 2050", "8.6"),
-    ("Jetson Xavier NX", "7.2"),
+@pytest.mark.parametrize("device, name, cc", [
+    ("NVIDIA H800", "H800", "9.0"), ("NVIDIA H20", "H20", "9.0"),
+    ("NVIDIA A800-SXM4-80GB", "A800", "8.0"), ("NVIDIA L20", "L20", "8.9"),
+    ("NVIDIA A10G", "A10G", "8.6"), ("NVIDIA GeForce RTX 2050", "GeForce RTX 2050", "8.6"),
+    ("Jetson Xavier NX", "Jetson Xavier NX", "7.2"),
 ])
-def test_gpus_off_nvidias_page_give_their_capability(device: str, cc: str,
+def test_gpus_off_nvidias_page_give_their_capability(device: str, name: str, cc: str,
                                                      matrix: Matrix) -> None:
     found = top(f"GPU: {device}\nRuntimeError: FlashAttention only supports Ampere GPUs or "
                 "newer.\n", matrix)
-    assert cc in said(found) or cc in found.message
+    assert f"on {name} (compute capability {cc})" in found.message
 
 
 def test_a_torch_pin_of_a_variant_never_built_names_the_builds(matrix: Matrix) -> None:
@@ -345,3 +346,13 @@ def test_an_arch_the_toolkit_dropped(nvcc: str, dropped: bool, matrix: Matrix) -
     assert ("no longer compile" in found.message) is dropped
     if dropped:
         assert "CMakeLists.txt" in said(found) and "TORCH_CUDA_ARCH_LIST=8.6" in said(found)
+
+
+def test_a_windows_lock_file_is_removed_by_python_not_rm(matrix: Matrix) -> None:
+    found = top("Using C:\\Users\\me\\AppData\\Local\\torch_extensions\\torch_extensions\\Cache\\"
+                "py310_cu121 as PyTorch extensions root...\nLoading extension module cpu_adam...\n"
+                "it hangs forever here\n", matrix)
+    assert found.category == Category.BUILD_RESOURCES
+    assert "os.remove" in said(found) and "rm -f" not in said(found)
+    assert 'py310_cu121\\cpu_adam\\lock"' in said(found)
+    assert "os.remove(sys.argv[1])" in said(found)

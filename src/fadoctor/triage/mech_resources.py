@@ -244,12 +244,19 @@ def jit_lock(ctx: Context) -> List[Signal]:
         return []
     root = ctx.first(_JIT_ROOT, ("as pytorch extensions root",))
     module = ctx.first(_JIT_MODULE, ("extension module",))
+    folder = root[1].group(1).rstrip(".") if root is not None else ""
+    windows = "\\" in folder or re.match(r"[A-Za-z]:", folder) is not None
     if root is not None and module is not None:
-        lock = f"{root[1].group(1).rstrip('.')}/{module[1].group(1)}/lock"
-        commands = [command("rm", "-f", lock)]
+        sep = "\\" if windows else "/"
+        lock = sep.join((folder, module[1].group(1), "lock"))
+        # cmd.exe has no rm: the examined Python removes it there
+        # (the path as an argument, not in the code: one quoting every shell reads alike)
+        commands = [command("python", "-c", "import os, sys; os.remove(sys.argv[1])", lock)
+                    if windows else command("rm", "-f", lock)]
         where = f"the lock file {lock}"
     elif root is not None:
-        commands = [command("rm", "-rf", root[1].group(1).rstrip("."))]
+        commands = [command("python", "-c", "import shutil, sys; shutil.rmtree(sys.argv[1])",
+                            folder) if windows else command("rm", "-rf", folder)]
         where = "the extensions root it names (every extension there rebuilds)"
     else:
         # the root the loader uses (torch.utils.cpp_extension.get_default_build_root:

@@ -191,7 +191,7 @@ def check_gpu_support(facts: Facts, matrix: Matrix) -> Outcome:
         return Skip("needs a GPU with a known compute capability, and none was found")
     findings: List[Finding] = []
     for fa in present:
-        for name, cc in sorted(set(devices), key=lambda d: d[1]):
+        for name, cc in sorted(dict.fromkeys(devices), key=lambda d: d[1]):
             findings.append(_gpu_finding(fa, name, cc, matrix))
     return findings
 
@@ -199,7 +199,7 @@ def check_gpu_support(facts: Facts, matrix: Matrix) -> Outcome:
 def gpu_refusal(fa: FlashAttention, facts: Facts, matrix: Matrix) -> Optional[Finding]:
     """FAD112's verdict where it is that no release of this family runs on a GPU here (the
     matrix's support test); None where every GPU is served, or none is known."""
-    for name, cc in sorted(set(gpus(facts)), key=lambda d: d[1]):
+    for name, cc in sorted(dict.fromkeys(gpus(facts)), key=lambda d: d[1]):
         verdict = _gpu_finding(fa, name, cc, matrix)
         if verdict.severity == Severity.ERROR and verdict.category == Category.GPU_UNSUPPORTED:
             return verdict

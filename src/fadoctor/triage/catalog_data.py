@@ -60,6 +60,8 @@ class Entry:
     backends: Tuple[str, ...] = ()
     switch: Tuple[str, ...] = ()  # vLLM: "env" (VLLM_ATTENTION_BACKEND) and/or "cli"
     remedy: str = ""  # the remedy rule recorded with the entry (data/messages.yaml)
+    # every other word a matching line holds (lower case): tested before the pattern runs
+    words: Tuple[str, ...] = ()
 
     @property
     def corroborates(self) -> bool:
@@ -103,6 +105,47 @@ def _needle(printed: str, pattern: str) -> str:
     return max(words or [printed], key=len).lower()
 
 
+_SEPARATOR = r"\s{1,4}"  # between the words of a generated pattern (tools/gen_messages.py)
+
+
+def _outside_groups(source: str) -> str:
+    """The pattern with each group and character class made one NUL: a word in an alternative,
+    an optional group or a class is not always there."""
+    out, depth, i = [], 0, 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            out.append(source[i:i + 2] if depth == 0 else "")
+            i += 2
+            continue
+        if char == "[" and depth == 0:
+            end = i + 1 + (source[i + 1:i + 2] == "]")
+            while end < len(source) and source[end] != "]":
+                end += 2 if source[end] == "\\" else 1
+            out.append("\0")
+            i = end + 1
+            continue
+        if char == "(":
+            out.append("\0" if depth == 0 else "")
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif depth == 0:
+            out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _words(printed: str, source: str, needle: str) -> Tuple[str, ...]:
+    """The printed words (ASCII) the compiled pattern holds as a whole token between separators,
+    outside every group and with no quantifier after it: a line the pattern matches holds each
+    (its case aside). Hand-written patterns without the separator give none."""
+    tokens = set(_outside_groups(source).split(_SEPARATOR))
+    words = {w.lower() for w in re.split(r"\{\w+\}|\s", printed)
+             if w and w.isascii() and re.escape(w) in tokens} - {needle}
+    return tuple(sorted(words, key=lambda w: (-len(w), w)))  # the longest, rarest, first
+
+
 def _compiled(pattern: str) -> Pattern[str]:
     """A catalogued pattern as reports quote it: people retype messages in another case ("FA4
     CuTE") and leave off the closing full stop; the words themselves must all be there."""
@@ -125,5 +168,7 @@ def entries() -> Tuple[Entry, ...]:
                        tuple((str(q[0]), str(q[1]), str(q[2])) for q in e.get("requires") or ()),
                        tuple(str(e.get("dsl_versions") or "").split()),
                        tuple(str(e.get("backends") or "").split()),
-                       tuple(str(e.get("switch") or "").split()), str(e.get("remedy") or ""))
+                       tuple(str(e.get("switch") or "").split()), str(e.get("remedy") or ""),
+                       _words(e["printed"], _compiled(e["pattern"]).pattern,
+                              _needle(e["printed"], e["pattern"])))
                  for e in loaded)

@@ -54,18 +54,23 @@ class Context:
 
     # -- finding lines --------------------------------------------------------------------------
 
-    def find(self, pattern: Pattern[str], needles: Sequence[str]
+    def find(self, pattern: Pattern[str], needles: Sequence[str], also: Sequence[str] = ()
              ) -> Iterator[Tuple[int, re.Match[str]]]:
-        """Each line holding one of `needles` (lower case) where `pattern` matches: the needles
-        are found in one scan of the whole text, the pattern runs on those lines only."""
-        for index in self.text.containing(needles):
+        """Each line holding one of `needles` (lower case) and every word of `also` where
+        `pattern` matches: the needles are found in one scan of the whole text, the pattern runs
+        on those lines only."""
+        lower = self.text.lower_lines
+        rarest, rest = (also[0], also[1:]) if also else ("", ())
+        for index in self.text.holding(needles):
+            if rarest not in lower[index] or (rest and not all(w in lower[index] for w in rest)):
+                continue
             found = pattern.search(self.text.lines[index])
             if found:
                 yield index, found
 
-    def first(self, pattern: Pattern[str], needles: Sequence[str]
+    def first(self, pattern: Pattern[str], needles: Sequence[str], also: Sequence[str] = ()
               ) -> Optional[Tuple[int, re.Match[str]]]:
-        return next(self.find(pattern, needles), None)
+        return next(self.find(pattern, needles, also), None)
 
     def low(self, index: int) -> str:
         return self.text.lower_lines[index]

@@ -62,8 +62,7 @@ def read_errors(text: Pasted, seen: Observed) -> None:
     frames: List[str] = []
     in_traceback = False
     done: Set[str] = set()
-    for index, line in enumerate(text.lines):
-        low = line.lower()
+    for index, (line, low) in enumerate(zip(text.lines, text.lower_lines)):
         if ":" not in line and 'File "' not in line and "killed" not in low \
                 and "has no attribute" not in low and "cannot import name" not in low:
             # `assert x` with no message: the class alone under the frames, the source above it

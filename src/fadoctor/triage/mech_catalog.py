@@ -37,7 +37,7 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest: Tuple[bool, int] = (False, -1)
     for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped", "logged")):
-        hit = ctx.first(entry.pattern, (entry.needle,))
+        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
         # an error outranks a logged warning however long (the run went on after the warning)
         key = (entry.weight != "logged", len(hit[1].group(0))) if hit is not None else None
         if hit is not None and key is not None and key > longest:
@@ -101,7 +101,7 @@ def corroborating(ctx: Context) -> List[Signal]:
     (fold, below), and stands alone only where none did, below a named cause."""
     found: Dict[int, Tuple[int, Entry, Dict[str, str]]] = {}
     for entry in (e for e in entries() if e.corroborate and e.source not in TOOLCHAIN):
-        hit = ctx.first(entry.pattern, (entry.needle,))
+        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
         if hit is not None and len(hit[1].group(0)) > found.get(hit[0], (-1,))[0]:
             found[hit[0]] = (len(hit[1].group(0)), entry,
                              {k: v for k, v in hit[1].groupdict().items() if v})

@@ -20,7 +20,7 @@ def _toolchain_hits(ctx: Context) -> List[Tuple[int, Entry, Dict[str, str]]]:
     match wins, then the printed form with more literal text (uv's hint gained backticks)."""
     best: Dict[int, Tuple[Tuple[int, int], Entry, Dict[str, str]]] = {}
     for entry in (e for e in entries() if e.source in TOOLCHAIN):
-        hit = ctx.first(entry.pattern, (entry.needle,))
+        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
         if hit is None:
             continue
         key = (len(hit[1].group(0)), len(entry.printed))

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, Iterator, List, Pattern, Sequence, Set, Tuple, Union
 
+from fadoctor.triage.needles import NeedleIndex
+
 MAX_LINE = 2000  # longer lines are cut into pieces of this size (same line number)
 MAX_QUOTE = 300  # a quote shows at most this much of its line
 
@@ -77,15 +79,21 @@ class Pasted:
         return bisect_right(self.starts, offset) - 1
 
     def containing(self, needles: Sequence[str], first: bool = False) -> List[int]:
-        """The pieces holding any of `needles` (lower case), in order. Rare needles are found
-        with str.find over the whole text and frequent ones line by line, both at C speed, so
-        that the per-line parsers run only where something can be found. Remembered per text:
-        the catalog's hundreds of entries share their needles."""
+        """The pieces holding any of `needles` (lower case), in order. A needle's words pick the
+        blocks of lines it can be in (needles.NeedleIndex), and str.find searches those; one its
+        words do not narrow is found over the whole text, or line by line where it is frequent,
+        so that the per-line parsers run only where something can be found. Remembered per
+        text: the catalog's hundreds of entries share their needles."""
+        return list(self.holding(needles, first))
+
+    def holding(self, needles: Sequence[str], first: bool = False) -> Sequence[int]:
+        """`containing`, remembered: the caller reads it and changes nothing."""
         key = (tuple(needles), first)
         memo: Dict[Tuple[Tuple[str, ...], bool], List[int]] = self.__dict__.setdefault("_memo", {})
-        if key not in memo:
-            memo[key] = self._containing(needles, first)
-        return list(memo[key])
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._containing(needles, first)
+        return found
 
     def _containing(self, needles: Sequence[str], first: bool) -> List[int]:
         found: Set[int] = set()
@@ -113,10 +121,17 @@ class Pasted:
         memo: Dict[str, List[int]] = self.__dict__.setdefault("_needles", {})
         if needle not in memo:
             joined, starts, lines, members = self._distinct
-            found = _holding(joined, starts, lines, needle)
+            found = self._index.holding(needle) if needle else []
+            if found is None:
+                found = _holding(joined, starts, lines, needle)
             memo[needle] = found if len(lines) == len(self.lower_lines) else \
                 sorted(i for d in found for i in members[d])
         return memo[needle]
+
+    @cached_property
+    def _index(self) -> NeedleIndex:
+        joined, starts, _, _ = self._distinct
+        return NeedleIndex(joined, starts)
 
     def distinct(self, indexes: List[int]) -> List[int]:
         """The first piece of each distinct content: a repeated line states nothing new."""
@@ -152,8 +167,8 @@ def _holding(text: str, starts: List[int], lines: Sequence[str], needle: str) ->
     while at != -1:
         index = bisect_right(starts, at) - 1
         hits.append(index)
-        if len(hits) > limit:
-            return [i for i, line in enumerate(lines) if needle in line]
+        if len(hits) > limit:  # the rest line by line
+            return hits + [i for i in range(index + 1, len(lines)) if needle in lines[i]]
         at = text.find(needle, starts[index + 1]) if index + 1 < len(starts) else -1
     return hits
 

@@ -164,7 +164,7 @@ def capability_refused(ctx: Context) -> List[Signal]:
 # supported_arches; torch 2.13.0's list ends at 12.1a), and CMake's FindCUDA
 # select_compute_arch.cmake, which torch also bundles (CUDA_SELECT_NVCC_ARCH_FLAGS: "Unknown CUDA
 # Architecture Name ${arch_name} in CUDA_SELECT_NVCC_ARCH_FLAGS").
-_UNKNOWN_ARCH = re.compile(r"Unknown CUDA arch \((\d{1,2})\.(\d)[af]?\) or GPU not supported|"
+_UNKNOWN_ARCH = re.compile(r"Unknown CUDA arch \((\d{1,2})\.(\d)[af]?(\+PTX)?\) or GPU not supported|"
                            r"Unknown CUDA Architecture Name (\d{1,2})\.(\d)\S{0,12} in "
                            r"CUDA_SELECT_NVCC_ARCH_FLAGS")
 # one arch per generation, the ones a table written for that generation's GPUs first names
@@ -189,9 +189,11 @@ def unknown_arch(ctx: Context) -> List[Signal]:
     hit = ctx.first(_UNKNOWN_ARCH, ("unknown cuda arch",))
     if hit is None:
         return []
-    major, minor = hit[1].group(1) or hit[1].group(3), hit[1].group(2) or hit[1].group(4)
+    major, minor = hit[1].group(1) or hit[1].group(4), hit[1].group(2) or hit[1].group(5)
     cc = Version(f"{major}.{minor}")
-    cmake = hit[1].group(3) is not None
+    cmake = hit[1].group(4) is not None
+    # "+PTX" is written by a person, never detected: the arch came from TORCH_CUDA_ARCH_LIST
+    listed = hit[1].group(3) is not None or ctx.has("torch_cuda_arch_list") is not None
     named = ctx.first(_BUILDING, ("build", "compil", "install"))
     package = named[1].group(1) if named else "the package"
     table = "its CMake arch table (CUDA_SELECT_NVCC_ARCH_FLAGS)" if cmake else \
@@ -200,9 +202,16 @@ def unknown_arch(ctx: Context) -> List[Signal]:
     variable = "TORCH_CUDA_ARCH_LIST"
     return [Signal("unknown_arch", Category.BUILD_TOOLCHAIN,
                    f"the build of {package} does not know compute capability {cc} (sm_"
-                   f"{major}{minor}): {table} predates this GPU, so it stops before compiling",
+                   f"{major}{minor}): {table} predates "
+                   + ("this arch, which TORCH_CUDA_ARCH_LIST names" if listed else "this GPU")
+                   + ", so it stops before compiling",
                    dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
-                   [Remedy(summary=f"Upgrade {package} (its newest release or main branch)"
+                   [*([Remedy(summary=f"TORCH_CUDA_ARCH_LIST names {cc}, which this torch's "
+                              "cpp_extension does not know (its list ends at the arches of its "
+                              f"release): remove {cc} from TORCH_CUDA_ARCH_LIST, or name "
+                              f"{stand_in} in its place.",
+                              commands=[f'export {variable}="{stand_in}"'])] if listed else []),
+                    Remedy(summary=f"Upgrade {package} (its newest release or main branch)"
                            + ("" if cmake else " and torch (torch 2.13.0's list holds 12.1a)")
                            + f" to one that knows sm_{major}{minor}; or build for an arch the "
                            f"table knows whose code runs on compute capability {cc}: "

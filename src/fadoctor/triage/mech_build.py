@@ -226,7 +226,11 @@ _ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows
                          # Chinese: "windows平台下" (on the Windows platform), "windows系统"
                          r"\bwindows\s?(?:平台|系统|系統|环境|下)|"
                          # an environment listing's line: "Windows 10", "OS: Windows 11 Pro"
-                         r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b", re.I)
+                         r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b|"
+                         # a field naming it: "OS: Windows", "开发环境" (development environment)
+                         # or "操作系统" (operating system) then a colon, ASCII or full-width
+                         r"^\W*(?:os|platform|system|environment|[\u4e00-\u9fff]{0,4}"
+                         r"(?:环境|系统|系統|平台))\s*[:\uff1a]\s*windows\b", re.I)
 
 
 def uv_platform(ctx: Context) -> List[Signal]:

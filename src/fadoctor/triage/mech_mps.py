@@ -1,13 +1,17 @@
-"""Apple's MPS backend refusing a dtype, in torch's own words (aten/src/ATen/mps/EmptyTensor.cpp:
+"""Apple's MPS backend (and Microsoft's DirectML) refusing a dtype, in torch's own words
+(aten/src/ATen/mps/EmptyTensor.cpp:
 TORCH_CHECK_TYPE(dtype != Double, MPS_ERROR_DOUBLE_NOT_SUPPORTED): "Cannot convert a MPS Tensor
 to float64 dtype as the MPS framework doesn't support float64. Please use float32 instead."; and
 "MPS BFloat16 is only supported on MacOS 14 or newer"). A library that creates float64 tensors
-(a RoPE table, numpy's default) fixes it for MPS in a later release (pure)."""
+(a RoPE table, numpy's default) fixes it for MPS in a later release. And a Mac's loader refusing
+a binary of the other architecture (pure)."""
 
 from __future__ import annotations
 
 import re
 from typing import List, Optional
+
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
@@ -47,8 +51,23 @@ def dtype(ctx: Context) -> List[Signal]:
                        "Apple's MPS backend has no float64, and the code moves a float64 tensor "
                        "to it", dedupe([ctx.quote(hit[0])]), NAMED, fixes)]
     accel = ctx.first(_ACCEL, ("bf16 mixed precision",))
-    if accel is not None and ctx.first(_ON_MPS, ("mps", "apple", "macos", " m1", " m2", " m3",
-                                                 " m4")) is not None:
+    on_mps = accel is not None and ctx.first(_ON_MPS, ("mps", "apple", "macos", " m1", " m2",
+                                                       " m3", " m4")) is not None
+    if accel is not None and not on_mps and not accel[1].group(1) \
+            and (ctx.torch is None or ctx.torch >= Version("1.10")) \
+            and (ctx.gpu_cc is None or ctx.gpu_cc < Version("8.0")):
+        # is_bf16_available() is false on a CUDA GPU below compute capability 8.0 (torch's
+        # is_bf16_supported), e.g. Colab's T4, a V100, a Pascal card
+        gpu = f" ({ctx.gpu[0]}, compute capability {ctx.gpu_cc})" if ctx.gpu else ""
+        return [Signal("bf16_device", Category.DTYPE_UNSUPPORTED,
+                       f"Accelerate refuses bf16 mixed precision: this GPU{gpu} has no bf16 "
+                       "support (torch.cuda.is_bf16_supported() is false below compute "
+                       "capability 8.0: T4, V100, Pascal)",
+                       dedupe([ctx.quote(accel[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED,
+                       [Remedy(summary="Train in fp16 on this GPU: mixed_precision=\"fp16\" "
+                               "(and save_precision=\"fp16\"), or \"no\" (fp32); bf16 needs an "
+                               "Ampere or newer GPU (A100, RTX 30xx, L4).")])]
+    if on_mps and accel is not None:
         need = accel[1].group(1) or "2.6.0"
         return [Signal("mps_bf16_amp", Category.PLATFORM_UNSUPPORTED,
                        "Accelerate's bf16 mixed precision on Apple's MPS needs a release of "
@@ -125,3 +144,72 @@ def rosetta(ctx: Context) -> List[Signal]:
                            "again and reinstall torch there; this must print arm64:",
                            commands=[command("python", "-c",
                                              "import platform; print(platform.machine())")])])]
+
+
+# torch-directml's refusal (the string in torch_directml_native.pyd of torch-directml
+# 0.2.5.dev240914): DirectML devices (Intel Arc, AMD, NVIDIA on Windows through DirectX 12) may
+# have no float64, and printing a tensor or .numpy() converts through it.
+_DML_DOUBLE = re.compile(r"The GPU device does not support Double \(Float64\) operations")
+
+
+def directml_float64(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_DML_DOUBLE, ("does not support double",))
+    if hit is None:
+        return []
+    return [Signal("directml_float64", Category.DTYPE_UNSUPPORTED,
+                   "this DirectML device has no float64 (Double), and the code runs a float64 "
+                   "operation on it (printing a tensor or .numpy() converts through one)",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Keep tensors on the DirectML device in float32 (.float(); "
+                           "torch.set_default_dtype(torch.float32) where numpy hands over "
+                           "float64), and copy a tensor to the CPU before printing it or calling "
+                           ".numpy(): t.to(\"cpu\"), which has float64.")])]
+
+
+# dyld refusing a Mach-O file of the other architecture: "mach-o file, but is an incompatible
+# architecture (have 'arm64', need 'x86_64')" (older macOS: "(have (arm64), need (x86_64h))").
+# torch's macOS x86_64 wheels end at 2.2.2 (the package index lists none later for
+# macosx_*_x86_64; arm64 wheels go on).
+_MACHO = re.compile(r"incompatible architecture \(have \(?'?(\w+)'?\)?, need \(?'?(\w+)'?\)?")
+_SITE_PACKAGE = re.compile(r"(?:site-packages|python_dependencies)/([A-Za-z_][\w]{0,40})/")
+
+
+def mac_arch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MACHO, ("incompatible architecture",))
+    if hit is None:
+        return []
+    have, need = hit[1].group(1), hit[1].group(2)
+    package = _SITE_PACKAGE.search(ctx.text.lines[hit[0]])
+    name = package.group(1) if package else "the package"
+    quotes = [ctx.quote(hit[0])]
+    if have.startswith("arm64") and need.startswith("x86_64"):
+        chip = ctx.first(_APPLE_SILICON, ("m1", "m2", "m3", "m4", "m5", "apple silicon"))
+        if chip is not None:  # an x86_64 Python under Rosetta on an Apple Silicon Mac
+            return [Signal("mac_arch", Category.WRONG_WHEEL,
+                           f"{name}'s binary is arm64 but this Python runs as x86_64 (under "
+                           "Rosetta on this Apple Silicon Mac)", dedupe([*quotes, ctx.quote(
+                               chip[0])]), NAMED,
+                           [Remedy(summary="Run a native arm64 Python (Miniforge's or "
+                                   "python.org's arm64 / universal2 installer) and reinstall the "
+                                   "packages there; this must print arm64:",
+                                   commands=[command("python", "-c", "import platform; "
+                                                     "print(platform.machine())")])])]
+        return [Signal("mac_arch", Category.PLATFORM_UNSUPPORTED,
+                       f"{name}'s binary is built for Apple Silicon (arm64) only, and this Mac "
+                       "(or its Python) is Intel x86_64: that build does not support Intel Macs",
+                       quotes, NAMED,
+                       [Remedy(summary="On an Intel Mac, install the package's x86_64 build if it "
+                               "has one (torch's macOS x86_64 wheels end at 2.2.2), or run it on "
+                               "an Apple Silicon Mac, Linux or Windows: this build is not "
+                               "supported on Intel Macs.")])]
+    if have.startswith("x86_64") and need.startswith("arm64"):
+        return [Signal("mac_arch", Category.WRONG_WHEEL,
+                       f"{name}'s binary is x86_64 but this Python is arm64 (Apple Silicon): an "
+                       "Intel build was installed (a wheel or cache from an Intel Mac or a "
+                       "Rosetta environment)", quotes, NAMED,
+                       [Remedy(summary=f"Reinstall {name}'s arm64 build in this environment, "
+                               "without the cache that holds the x86_64 one.",
+                               commands=[command("pip", "install", "--force-reinstall",
+                                                 "--no-cache-dir", name)]
+                               if package else [])])]
+    return []

@@ -9,8 +9,10 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from fadoctor.install.torch import cuda_of_variant, torch_index
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
@@ -18,8 +20,10 @@ from fadoctor.triage.mech_windows import MAC
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 _LISTED = re.compile(r"Could not find a version that satisfies the requirement "
-                     r"([A-Za-z0-9][\w.-]{0,60})\s*(?:\[[\w,-]+\])?\s*(?:==|>=|~=)\s*([\w.+]+)[^\n]{0,40}?"
+                     r"([A-Za-z0-9][\w.-]{0,60})\s*(?:\[[\w,-]+\])?\s*"
+                     r"((?:[<>=!~]=?=?\s*[\w.*+]+\s*,?\s*){1,4})[^\n]{0,60}?"
                      r"\(from versions: ([^)]{1,4000})\)")
+_REQUIRED_BY = re.compile(r"\(from ([A-Za-z0-9][\w.-]{0,60})")
 
 
 def _listed(listed: str) -> List[Version]:
@@ -40,18 +44,25 @@ def newer_than_listed(ctx: Context) -> List[Signal]:
     hit = ctx.first(_LISTED, ("from versions:",))
     if hit is None:
         return []
-    package, asked, listed = hit[1].group(1), hit[1].group(2), hit[1].group(3)
-    newest = _newest(listed)
+    package, asked, listed = hit[1].group(1), hit[1].group(2).strip().rstrip(","), hit[1].group(3)
     try:
-        wanted = Version(asked)
-    except InvalidVersion:
+        wanted = SpecifierSet(asked.replace(" ", ""))
+    except InvalidSpecifier:
         return []
-    if newest is None:
+    versions = _listed(listed)
+    lowest = min((Version(s.version) for s in wanted if s.operator in ("==", ">=", "~=", ">")
+                  and "*" not in s.version), default=None)
+    if not versions or lowest is None or any(wanted.contains(v, prereleases=True)
+                                             for v in versions):
         return []
-    if newest < wanted:
-        return _newer(ctx, hit, package, wanted, newest)
-    oldest = min(_listed(listed))
-    return _older(ctx, hit, package, wanted, oldest) if oldest > wanted else []
+    newest, oldest = max(versions), min(versions)
+    if newest < lowest:
+        return _newer(ctx, hit, package, lowest, newest)
+    if oldest > lowest and all(s.operator in ("==", "~=") for s in wanted):
+        return _older(ctx, hit, package, lowest, oldest)
+    below = [v for v in versions if v < lowest]
+    above = [v for v in versions if v > lowest]
+    return _between(ctx, hit, package, asked, max(below), min(above)) if below and above else []
 
 
 def _newer(ctx: Context, hit: Tuple[int, re.Match[str]], package: str, wanted: Version,
@@ -98,3 +109,68 @@ def _older(ctx: Context, hit: Tuple[int, re.Match[str]], package: str, wanted: V
                            f"whose requirement allows {package} {oldest} or newer.")],
                    details={"source": "pip's resolver lists only the releases with a file this "
                                       "interpreter and platform can install"})]
+
+
+def _between(ctx: Context, hit: Tuple[int, re.Match[str]], package: str, asked: str,
+             below: Version, above: Version) -> List[Signal]:
+    """pip lists releases on both sides of the range asked for and none inside it: the releases
+    in the range published no wheel for this interpreter or platform (a package with compiled
+    wheels per Python: spconv's `cumm<0.5.0,>=0.4.5` where only 0.1.0 and 0.5.x fit)."""
+    by = _REQUIRED_BY.search(ctx.text.lines[hit[0]][hit[1].end(2):])
+    owner = by.group(1) if by else None
+    return [Signal("none_in_range", Category.WRONG_WHEEL,
+                   f"the index lists {package} {below} and {above} for this interpreter but no "
+                   f"release in {asked}" + (f" (which {owner} requires)" if owner else "")
+                   + f": the {package} releases in that range publish no wheel for this Python "
+                   "or platform (pip lists only releases with a file this interpreter can "
+                   "install)", [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary=f"Create the environment with an older Python (downgrade "
+                           f"Python) that the {package} releases in {asked} have wheels for "
+                           "(their files on the index name the cp3XX tags), or install "
+                           + (f"a release of {owner} whose requirement allows {package} "
+                              f"{above}" if owner else
+                              f"{package} {above} with the packages pinned to match it")
+                           + ".")],
+                   details={"source": "pip's resolver lists only the releases with a file this "
+                                      "interpreter and platform can install"})]
+
+
+# A torch install from PyTorch's index for a CUDA variant it never published: "--index-url
+# .../whl/cu131" answers "(from versions: none)". Each release's variants are the matrix's
+# (data/compat_matrix.yaml torch_releases, read from the wheels and RELEASE.md).
+_VARIANT_INDEX = re.compile(r"--(?:extra-)?index-url\s+\S{1,200}/whl/(cu\d{3})\b")
+_TORCH_PIN = re.compile(r"\btorch==(\d+\.\d+(?:\.\d+)?)")
+_NONE_FOR_TORCH = re.compile(r"(?:satisfies the requirement|distribution found for) torch\b"
+                             r"[^\n]{0,40}(?:\(from versions: none\)|$)")
+
+
+def unpublished_variant(ctx: Context) -> List[Signal]:
+    failed = ctx.first(_NONE_FOR_TORCH, ("requirement torch", "found for torch"))
+    index = ctx.first(_VARIANT_INDEX, ("/whl/cu",)) if failed is not None else None
+    if failed is None or index is None:
+        return []
+    variant = index[1].group(1)
+    pin = _TORCH_PIN.search(ctx.text.lines[index[0]]) or _TORCH_PIN.search(
+        ctx.text.lines[failed[0]])
+    wanted = Version(pin.group(1)) if pin else None
+    release = ctx.matrix.torch_release(wanted) if wanted is not None else None
+    built = list(release.cuda_variants) if release is not None else sorted(
+        {v for r in ctx.matrix.torch_releases for v in r.cuda_variants})
+    if variant in built or not built:
+        return []
+    cuda = cuda_of_variant(variant)
+    below = [v for v in built if cuda_of_variant(v) <= cuda]
+    pick = max(below or built, key=cuda_of_variant)
+    what = f"torch {wanted}" if wanted is not None else "torch"
+    spec = f"torch=={wanted}" if wanted is not None else "torch"
+    return [Signal("unpublished_variant", Category.WRONG_WHEEL,
+                   f"PyTorch's index has no {variant} build of {what}: "
+                   + (f"torch {release.minor} was built for {', '.join(built)}" if release
+                      else f"no torch release was built for {variant}")
+                   + ", so pip finds nothing there", dedupe([ctx.quote(index[0]),
+                                                              ctx.quote(failed[0])]), LOGGED,
+                   [Remedy(summary=f"Install {what} from the {pick} index (CUDA "
+                           f"{cuda_of_variant(pick)}, which a driver for CUDA {cuda} runs too).",
+                           commands=[command("pip", "install", spec, "--index-url",
+                                             torch_index(pick))])],
+                   details={"source": "data/compat_matrix.yaml torch_releases (cuda_variants)"})]

@@ -15,11 +15,15 @@ from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
-_OPS = re.compile(r"Couldn't load custom C\+\+ ops")
+_OPS = re.compile(r"Couldn't load custom C\+\+ ops|"
+                  # the same failure one step later: torchvision/_meta_registrations.py registers
+                  # fake kernels (torch.library.register_fake("torchvision::nms")) for the ops its
+                  # _C library defines, and torch refuses an op that library never loaded
+                  r"operator torchvision::\w{1,40} does not exist")
 
 
 def ops_not_loaded(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_OPS, ("couldn't load custom c++ ops",))
+    hit = ctx.first(_OPS, ("couldn't load custom c++ ops", "operator torchvision::"))
     if hit is None:
         return []
     stated = ctx.package("torchvision")

@@ -33,9 +33,11 @@ _TOO_OLD_GPU = re.compile(r"too old to be supported by the triton GPU compiler|"
                           r"\bGPUTooOldForTriton\b")
 _PTX = re.compile(r"Triton only support CUDA 10\.0 or higher(?:, but got CUDA version: "
                   r"(\d+)\.(\d+))?")
-# xformers' log line when its optional Triton kernels cannot import (xformers/__init__.py)
+# xformers' log line when its optional Triton kernels cannot import (xformers/__init__.py); its
+# earlier releases added the exception on a second line, "Error caught was: {e}" (as its fork
+# byteformers/triton keeps it), which a report may quote alone
 _XFORMERS_NOTICE = re.compile(r"A matching Triton is not available, some optimizations \w{3,5} not be "
-                              r"enabled")
+                              r"enabled|Error caught was: No module named '?triton'?")
 SOURCE = "torch/_inductor/exc.py (TritonMissing, GPUTooOldForTriton); triton release wheels' " \
          "triton/backends/nvidia/compiler.py (ptx_get_version: 3.1.0 to 3.5.0)"
 
@@ -44,7 +46,8 @@ def missing(ctx: Context) -> List[Signal]:
     hit = ctx.first(_MISSING, ("working triton installation", "no module named"))
     if hit is None:
         return []
-    notice = ctx.first(_XFORMERS_NOTICE, ("a matching triton is not available",))
+    notice = ctx.first(_XFORMERS_NOTICE, ("a matching triton is not available",
+                                          "error caught was: no module named"))
     if notice is not None and any(abs(notice[0] - i) <= 3 for i, _ in ctx.find(
             _MISSING, ("working triton installation", "no module named"))) and not ctx.text.containing((
             "torch.compile", "inductor", "triton.compiler", "sageattention")):

@@ -1,0 +1,119 @@
+"""Generic mechanisms added in session 44, each on the words its source prints: pip's empty
+range, a Mac's loader refusing the other architecture, DirectML's float64 refusal, an arch list
+naming an arch torch does not know, torchvision's unregistered ops, a PyTorch index variant that
+was never published, Accelerate's bf16 refusal on a GPU without bf16, and xformers' Triton
+notice."""
+
+from __future__ import annotations
+
+import pytest
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+
+
+def test_no_release_in_the_range_asks_for_an_older_python(matrix: Matrix) -> None:
+    found = top("ERROR: Could not find a version that satisfies the requirement cumm<0.5.0,"
+                ">=0.4.5 (from spconv) (from versions: 0.1.0, 0.5.0, 0.5.1)\nERROR: No matching "
+                "distribution found for cumm<0.5.0,>=0.4.5\n", matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "0.1.0 and 0.5.0" in found.message and "spconv" in found.message
+    assert "older Python" in said(found) and "spconv whose requirement allows cumm 0.5.0" in \
+        said(found)
+
+
+def test_a_release_inside_the_range_is_no_gap(matrix: Matrix) -> None:
+    result = triage("ERROR: Could not find a version that satisfies the requirement foo<0.5,>=0.4 "
+                    "(from versions: 0.1.0, 0.4.2, 0.5.0)\n", matrix)
+    assert not any("no release in" in d.message for d in result.diagnosis)
+
+
+def test_a_pin_newer_than_the_index_lists_keeps_its_reading(matrix: Matrix) -> None:
+    found = top("ERROR: Could not find a version that satisfies the requirement torch==2.6.0 "
+                "(from versions: 2.0.0, 2.1.0, 2.2.2)\n", matrix)
+    assert "up to 2.2.2" in found.message and "torch==2.2.2" in said(found)
+
+
+@pytest.mark.parametrize("have, need, category, words", [
+    ("(have (arm64), need (x86_64h))", "", Category.PLATFORM_UNSUPPORTED, "Apple Silicon (arm64)"),
+    ("(have 'arm64', need 'x86_64')", " on my M2 Max", Category.WRONG_WHEEL, "Rosetta"),
+    ("(have 'x86_64', need 'arm64e')", "", Category.WRONG_WHEEL, "arm64 build"),
+])
+def test_a_mach_o_of_the_other_architecture(matrix: Matrix, have: str, need: str,
+                                            category: Category, words: str) -> None:
+    found = top("OSError: dlopen(/Users/me/env/lib/python3.10/site-packages/torch/lib/"
+                "libtorch_global_deps.dylib, 0x000A): tried: '/Users/me/env/lib/python3.10/"
+                "site-packages/torch/lib/libtorch_global_deps.dylib' (mach-o file, but is an "
+                f"incompatible architecture {have})\n" + (f"I run it{need}\n" if need else ""),
+                matrix)
+    assert found.category == category and words in found.message + said(found)
+    assert "torch" in found.message
+
+
+def test_directml_without_float64_keeps_float32_and_prints_from_the_cpu(matrix: Matrix) -> None:
+    found = top("RuntimeError: The GPU device does not support Double (Float64) operations!\n",
+                matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED
+    assert "float32" in said(found) and 'to("cpu")' in said(found)
+
+
+def test_an_arch_the_list_names_is_removed_from_the_list(matrix: Matrix) -> None:
+    found = top("ValueError: Unknown CUDA arch (9.0+PTX) or GPU not supported\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "TORCH_CUDA_ARCH_LIST names" in found.message
+    assert "remove 9.0 from TORCH_CUDA_ARCH_LIST" in said(found)
+
+
+def test_an_arch_the_gpu_brings_still_reads_as_the_gpu(matrix: Matrix) -> None:
+    found = top("ValueError: Unknown CUDA arch (12.0) or GPU not supported\n", matrix)
+    assert "predates this GPU" in found.message and "remove" not in said(found)
+
+
+def test_an_unregistered_torchvision_op_is_the_torchvision_torch_pair(matrix: Matrix) -> None:
+    found = top('  File "/usr/local/lib/python3.12/dist-packages/torchvision/_meta_registrations'
+                '.py", line 163, in <module>\n    @torch.library.register_fake("torchvision::nms")'
+                "\nRuntimeError: operator torchvision::nms does not exist\n", matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert "torchvision" in said(found)
+
+
+def test_an_index_variant_never_published_gets_the_nearest_built_one(matrix: Matrix) -> None:
+    found = top("pip install torch==2.10.0 torchvision --index-url https://example.invalid/whl/"
+                "cu131\nERROR: Could not find a version that satisfies the requirement "
+                "torch==2.10.0 (from versions: none)\n", matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "cu126, cu128, cu130" in found.message
+    assert "torch==2.10.0 --index-url" in said(found) and "/whl/cu130" in said(found)
+
+
+def test_a_published_variant_is_not_blamed(matrix: Matrix) -> None:
+    result = triage("pip install torch==2.10.0 --index-url https://example.invalid/whl/cu128\n"
+                    "ERROR: Could not find a version that satisfies the requirement torch==2.10.0"
+                    " (from versions: none)\n", matrix)
+    assert not any("has no cu128 build" in d.message for d in result.diagnosis)
+
+
+def test_bf16_refused_on_a_gpu_without_it_trains_in_fp16(matrix: Matrix) -> None:
+    found = top('mixed_precision = "bf16"\nValueError: bf16 mixed precision requires PyTorch '
+                ">= 1.10 and a supported device.\nGPU: Tesla T4\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED
+    assert 'mixed_precision="fp16"' in said(found)
+
+
+def test_bf16_refused_on_an_ampere_gpu_is_not_the_gpu(matrix: Matrix) -> None:
+    found = top("ValueError: bf16 mixed precision requires PyTorch >= 1.10 and a supported "
+                "device.\nGPU: NVIDIA A100-SXM4-80GB\ntorch 1.9.0\n", matrix)
+    assert found.category != Category.DTYPE_UNSUPPORTED
+
+
+def test_xformers_older_triton_notice_is_a_notice(matrix: Matrix) -> None:
+    found = top("Error caught was: No module named 'triton'\n", matrix)
+    assert found.category == Category.INFO and "ignore" in said(found)
+
+
+def test_on_windows_named_in_a_field(matrix: Matrix) -> None:
+    found = top("开发环境\uff1awindows\nERROR: Could not find a version that satisfies the "
+                "requirement triton==2.0.0 (from versions: none)\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "WSL2" in said(found)

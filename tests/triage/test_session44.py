@@ -117,3 +117,62 @@ def test_on_windows_named_in_a_field(matrix: Matrix) -> None:
     found = top("开发环境\uff1awindows\nERROR: Could not find a version that satisfies the "
                 "requirement triton==2.0.0 (from versions: none)\n", matrix)
     assert found.category == Category.PLATFORM_UNSUPPORTED and "WSL2" in said(found)
+
+
+def test_mmcv_1x_without_ops_builds_mmcv_full_with_its_ops(matrix: Matrix) -> None:
+    found = top("RuntimeError: DeformConv is not compiled with GPU support\nmmcv : 1.7.1\n", matrix)
+    assert "MMCV_WITH_OPS=1 FORCE_CUDA=1" in said(found) and "mmcv-full==1.7.1" in said(found)
+
+
+def test_mmcv_2x_without_ops_needs_no_ops_switch(matrix: Matrix) -> None:
+    found = top("RuntimeError: DeformConv is not compiled with GPU support\nmmcv==2.1.0\n", matrix)
+    assert "MMCV_WITH_OPS" not in said(found) and "FORCE_CUDA=1" in said(found)
+
+
+def test_a_cuda_minor_difference_is_an_old_check(matrix: Matrix) -> None:
+    found = top("RuntimeError: Detected that PyTorch and torch_scatter were compiled with different"
+                " CUDA versions. PyTorch has CUDA version 11.0 and torch_scatter has CUDA version "
+                "11.2. Please reinstall the torch_scatter that matches your PyTorch install.\n",
+                matrix)
+    assert "minor version" in found.message and "upgrade torch-scatter" in said(found)
+
+
+def test_a_cuda_major_difference_is_still_a_mismatch(matrix: Matrix) -> None:
+    found = top("RuntimeError: Detected that PyTorch and torch_scatter were compiled with different"
+                " CUDA versions. PyTorch has CUDA version 12.1 and torch_scatter has CUDA version "
+                "11.8.\n", matrix)
+    assert "must match torch's CUDA" in found.message
+
+
+def test_remote_code_asking_for_triton_on_windows(matrix: Matrix) -> None:
+    found = top("On Windows 11: This model requires the `triton` package, which is only available"
+                " on Linux. Therefore, this model cannot be run on this system.\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "triton-windows" in said(found)
+
+
+def test_a_domain_library_nightly_beside_a_released_torch(matrix: Matrix) -> None:
+    found = top("I use torchrec-nightly with torch 1.12.\n>>> import torchrec\nFile "
+                "fbgemm_gpu_py.so not found\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "PyTorch nightly" in said(found) and "uninstall -y torchrec-nightly" in said(found)
+
+
+def test_a_nightly_torch_with_its_nightly_library_is_the_pair(matrix: Matrix) -> None:
+    result = triage("torchrec-nightly with torch 2.5.0.dev20240801\nImportError: cannot import "
+                    "name 'x'\n", matrix)
+    assert not any("built each night" in d.message for d in result.diagnosis)
+
+
+def test_poetry_skipping_every_torch_wheel_for_a_supported_python(matrix: Matrix) -> None:
+    found = top("Installing torch (2.5.1): Failed\n  | Unable to find installation candidates for "
+                "torch (2.5.1)\n  |   - 17 wheel(s) were skipped as your project's environment "
+                "does not support the identified abi tags\npython version 3.12\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert "poetry add torch==2.2.2" in said(found)
+
+
+def test_poetry_skipping_every_torch_wheel_for_an_unsupported_python(matrix: Matrix) -> None:
+    found = top("Unable to find installation candidates for torch (2.0.1)\n  - 9 wheel(s) were "
+                "skipped as your project's environment does not support the identified abi tags\n"
+                "Python 3.12.1\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "Python 3.12" in found.message

@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, env, requirement
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal
 
@@ -23,14 +25,19 @@ _PYG = re.compile(r"Detected that PyTorch and (torch_(?:scatter|sparse|cluster|s
                   r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
                   r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
+_MMCV_SAID = re.compile(r"\bmmcv(?:-full|_full)?\s*(?:[:=]{1,2}|version:?)?\s*v?(\d+\.\d+\.\d+)\b", re.I)
 
 
-def _rebuild(package: str, version: str = "") -> Remedy:
+def _rebuild(package: str, version: str = "", ops: bool = False) -> Remedy:
     return Remedy(summary=f"Rebuild {package} with its CUDA code: its setup.py compiles it only "
                   "where torch sees a GPU, or with FORCE_CUDA=1 (a Docker build step or a node "
-                  "without a GPU needs it); or install its prebuilt wheel for this torch and CUDA "
+                  "without a GPU needs it)" + ("; mmcv 1.x compiles its ops at all only with "
+                                               "MMCV_WITH_OPS=1, and names that build mmcv-full"
+                                               if ops else "")
+                  + "; or install its prebuilt wheel for this torch and CUDA "
                   "(the package's own wheel index, which its README names).",
-                  commands=[command(env("FORCE_CUDA", 1), "pip", "install",
+                  commands=[command(*([env("MMCV_WITH_OPS", 1)] if ops else []),
+                                    env("FORCE_CUDA", 1), "pip", "install",
                                     "--no-build-isolation", "--no-cache-dir", "--force-reinstall",
                                     "--no-deps", "--no-binary", package,
                                     requirement(package, version) if version else package)])
@@ -47,11 +54,20 @@ def without_cuda(ctx: Context) -> List[Signal]:
                            f"torch has {torch_cuda}): its build saw no GPU, so its setup.py "
                            "compiled the CPU-only extension", [ctx.quote(hit[0])], NAMED,
                            [_rebuild(package)])]
+        same_major = built.split(".")[0] == torch_cuda.split(".")[0]
+        # torch_scatter 2.1.0's __init__ raises only `if t_major != major`: a minor-version
+        # difference runs (CUDA minor-version compatibility); earlier releases compared both
+        relaxed = [Remedy(summary=f"The two differ only in the CUDA minor version, which runs: "
+                          f"this {package} release's check compares the minor version too, and "
+                          f"later releases compare only the major (torch_scatter 2.1.0's "
+                          f"__init__): upgrade {package} (its latest release for this torch).")
+                   ] if same_major else []
         return [Signal("cpu_build", Category.CUDA_RUNTIME_MISMATCH,
                        f"{package} was built for CUDA {built}, torch for CUDA {torch_cuda}: "
-                       "its compiled extension must match torch's CUDA",
+                       + ("this release's check refuses another CUDA minor version" if same_major
+                          else "its compiled extension must match torch's CUDA"),
                        [ctx.quote(hit[0])], NAMED,
-                       [Remedy(summary=f"Install the {package} wheel built for this torch and "
+                       [*relaxed, Remedy(summary=f"Install the {package} wheel built for this torch and "
                                f"CUDA {torch_cuda} (the package's wheel index for torch's "
                                "version and CUDA, which its README names), or rebuild it from "
                                "source against this torch."), _rebuild(package)])]
@@ -59,8 +75,16 @@ def without_cuda(ctx: Context) -> List[Signal]:
     if hit is None or not ctx.text.containing(("mmcv",)):
         return []  # mmcv's ops say so; another library's words name no package to rebuild
     package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
-    stated = ctx.package(package)  # the release the report runs, kept (mmdet caps mmcv)
+    stated = ctx.package(package) or ctx.package("mmcv-full", "mmcv")  # kept: mmdet caps mmcv
+    said = ctx.first(_MMCV_SAID, ("mmcv",)) if stated is None else None
+    version = stated.value if stated is not None else said[1].group(1) if said else ""
+    release = parse_version(version)
+    # mmcv 1.x's setup.py: `if os.getenv('MMCV_WITH_OPS', '0') == '0': return extensions`, and
+    # name='mmcv' if MMCV_WITH_OPS is '0' else 'mmcv-full'; 2.x builds the ops by default
+    old = release is not None and release < Version("2.0")
+    if old:
+        package = "mmcv-full"
     return [Signal("cpu_build", Category.BUILD_TOOLCHAIN,
                    f"{package}'s CUDA ops were not compiled: its build saw no GPU (or CUDA), so "
                    "its setup.py built the CPU-only extension", [ctx.quote(hit[0])], NAMED,
-                   [_rebuild(package, stated.value if stated is not None else "")])]
+                   [_rebuild(package, version, old)])]

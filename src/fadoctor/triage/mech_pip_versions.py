@@ -174,3 +174,54 @@ def unpublished_variant(ctx: Context) -> List[Signal]:
                            commands=[command("pip", "install", spec, "--index-url",
                                              torch_index(pick))])],
                    details={"source": "data/compat_matrix.yaml torch_releases (cuda_variants)"})]
+
+
+# Poetry's installer finding a release's wheels but none for this environment ("Unable to find
+# installation candidates for torch (2.5.1)" ... "17 wheel(s) were skipped as your project's
+# environment does not support the identified abi tags"). torch's macOS x86_64 wheels end at
+# 2.2.2 (the package index lists none later for macosx_*_x86_64), so a Python torch supports that
+# still gets no wheel is most often an Intel Mac.
+_POETRY = re.compile(r"Unable to find installation candidates for ([A-Za-z0-9][\w.-]{0,60}) "
+                     r"\((\d[\w.+]*)\)")
+_SKIPPED = re.compile(r"wheel\(s\) were skipped as your project's environment does not support "
+                      r"the identified abi tags")
+_LAST_INTEL_MAC_TORCH = "2.2.2"
+
+
+def poetry_no_candidate(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_POETRY, ("unable to find installation candidates",))
+    skipped = ctx.first(_SKIPPED, ("identified abi tags",)) if hit is not None else None
+    if hit is None or skipped is None:
+        return []
+    package, asked = hit[1].group(1), hit[1].group(2)
+    quotes = dedupe([ctx.quote(hit[0]), ctx.quote(skipped[0]), *ctx.quotes("python")])
+    release = ctx.matrix.torch_release(Version(asked)) if package.lower() == "torch" and \
+        re.fullmatch(r"\d+\.\d+(?:\.\d+)?", asked) else None
+    python = str(ctx.seen.get("python") or "")
+    minor = ".".join(python.split(".")[:2])
+    if release is not None and minor and minor not in release.python:
+        return [Signal("poetry_no_candidate", Category.WRONG_WHEEL,
+                       f"torch {asked} publishes no wheel for Python {minor} (its wheels are for "
+                       f"Python {', '.join(p for p in release.python if p[-1:].isdigit())})",
+                       quotes, LOGGED,
+                       [Remedy(summary=f"Use a Python torch {asked} supports for the project's "
+                               "environment (poetry env use python3.X), or a torch release "
+                               f"with wheels for Python {minor}.")])]
+    if release is not None:
+        return [Signal("poetry_no_candidate", Category.PLATFORM_UNSUPPORTED,
+                       f"torch {asked} has wheels for Python {minor or 'this version'}, but none "
+                       "for this platform: an Intel (x86_64) Mac gets torch only up to "
+                       f"{_LAST_INTEL_MAC_TORCH} (or a 32-bit or other unsupported system)",
+                       quotes, LOGGED,
+                       [Remedy(summary=f"On an Intel Mac, pin torch {_LAST_INTEL_MAC_TORCH}, "
+                               "the last release with macOS x86_64 wheels (and the packages "
+                               "that need a newer torch to releases that accept it), or run on "
+                               "an Apple Silicon Mac, Linux or Windows.",
+                               commands=[command("poetry", "add",
+                                                 f"torch=={_LAST_INTEL_MAC_TORCH}")])])]
+    return [Signal("poetry_no_candidate", Category.WRONG_WHEEL,
+                   f"{package} {asked} publishes no wheel for this environment's Python and "
+                   "platform (Poetry skipped each of its wheels for its tags)", quotes, LOGGED,
+                   [Remedy(summary=f"Use a Python and platform {package} {asked} has wheels for "
+                           "(its files on the index name the cpXY and platform tags), or a "
+                           f"release of {package} with wheels for this one.")])]

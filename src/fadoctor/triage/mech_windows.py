@@ -151,8 +151,10 @@ _NO_WIN_WHEEL = re.compile(r"\b(?:no|not (?:a|any)|there is not|there's no|witho
 # "triton is not available on windows"): PyPI's triton has no win_amd64 wheel at any release
 # (pip index versions triton --platform win_amd64: none, 5 Dec 2026)
 _TRITON_ON_WINDOWS = re.compile(r"\btriton(?:==([\d.]+))?\b[^\n]{0,80}\b(?:not available|"
-                                r"unavailable|blocker|no wheels?|cannot install|can't install)\b",
-                                re.I)
+                                r"unavailable|blocker|no wheels?|cannot install|can't install|"
+                                # a model's remote code: "requires the `triton` package, which is
+                                # only available on Linux"
+                                r"only available on Linux)\b", re.I)
 _TRITON_PIN = re.compile(r"\btriton==(\d+\.\d+(?:\.\d+)?)")
 _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z][\w.-]{1,40})",
                             re.I)

@@ -176,3 +176,18 @@ def test_poetry_skipping_every_torch_wheel_for_an_unsupported_python(matrix: Mat
                 "skipped as your project's environment does not support the identified abi tags\n"
                 "Python 3.12.1\n", matrix)
     assert found.category == Category.WRONG_WHEEL and "Python 3.12" in found.message
+
+
+def test_a_rocm_index_that_ends_before_the_release_asked(matrix: Matrix) -> None:
+    found = top("pip install torch==2.3.1 --index-url https://example.invalid/whl/rocm5.6\n"
+                "ERROR: Could not find a version that satisfies the requirement torch==2.3.1 "
+                "(from versions: 2.2.0+rocm5.6, 2.2.1+rocm5.6, 2.2.2+rocm5.6)\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "later ROCm (rocm6.0)" in found.message
+    assert "torch==2.3.1 --index-url" in said(found) and "/whl/rocm6.0" in said(found)
+
+
+def test_a_rocm_release_fadoctor_does_not_know_is_named_as_unknown(matrix: Matrix) -> None:
+    found = top("pip install torch==2.4.1 --index-url https://example.invalid/whl/rocm5.6\n"
+                "ERROR: Could not find a version that satisfies the requirement torch==2.4.1 "
+                "(from versions: 2.2.0+rocm5.6, 2.2.2+rocm5.6)\n", matrix)
+    assert "previous-versions page" in said(found) and "--index-url" not in said(found)

@@ -65,8 +65,39 @@ def newer_than_listed(ctx: Context) -> List[Signal]:
     return _between(ctx, hit, package, asked, max(below), min(above)) if below and above else []
 
 
+# The ROCm build PyTorch's install pages list for each torch release (pytorch/pytorch.github.io
+# _get_started/previous-versions.md at e3f009bb for 1.12.0 to 2.3.1; its commits 6286469 for
+# 2.4.0, e08a598 for 2.6.0; the page as published for 2.9.0 and 2.9.1). Releases not listed here
+# are not known to fadoctor.
+_ROCM_OF = {"1.12": ("rocm5.1.1",), "1.13": ("rocm5.2",), "2.0": ("rocm5.4.2",),
+            "2.1": ("rocm5.6",), "2.2.0": ("rocm5.6",), "2.2.1": ("rocm5.7",),
+            "2.2.2": ("rocm5.7",), "2.3": ("rocm6.0",), "2.4.0": ("rocm6.1",),
+            "2.6": ("rocm6.1", "rocm6.2.4"), "2.9": ("rocm6.4",)}
+_ROCM_INDEX = re.compile(r"/whl/(rocm\d+(?:\.\d+){1,2})\b")
+
+
+def _rocm_builds(version: Version) -> Tuple[str, ...]:
+    return _ROCM_OF.get(str(version)) or _ROCM_OF.get(f"{version.major}.{version.minor}") or ()
+
+
 def _newer(ctx: Context, hit: Tuple[int, re.Match[str]], package: str, wanted: Version,
            newest: Version) -> List[Signal]:
+    rocm = ctx.first(_ROCM_INDEX, ("/whl/rocm",)) if package.lower() == "torch" else None
+    if rocm is not None:  # a ROCm index ends where PyTorch moved to a newer ROCm
+        builds = _rocm_builds(wanted)
+        return [Signal("newer_than_listed", Category.WRONG_WHEEL,
+                       f"the {rocm[1].group(1)} index holds torch up to {newest}: torch {wanted} "
+                       "was built for a later ROCm"
+                       + (f" ({', '.join(builds)})" if builds else ""),
+                       dedupe([ctx.quote(hit[0]), ctx.quote(rocm[0])]), LOGGED,
+                       [Remedy(summary=f"Install torch {wanted} from the ROCm index of the ROCm "
+                               "release it was built for"
+                               + (f": {builds[-1]}" if builds else " (PyTorch's previous-versions "
+                                  "page names it)") + ", with torchvision/torchaudio from the same "
+                               "index; or keep this ROCm index with torch "
+                               f"{newest}.", commands=[command(
+                                   "pip", "install", f"torch=={wanted}", "--index-url",
+                                   torch_index(builds[-1]))] if builds else [])])]
     mac = ctx.first(MAC, ("mac", "darwin", "os x", "/users/", "apple"))
     where = "this macOS machine and Python" if mac else "this platform and Python"
     return [Signal("newer_than_listed", Category.PLATFORM_UNSUPPORTED if mac else

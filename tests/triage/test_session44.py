@@ -191,3 +191,17 @@ def test_a_rocm_release_fadoctor_does_not_know_is_named_as_unknown(matrix: Matri
                 "ERROR: Could not find a version that satisfies the requirement torch==2.4.1 "
                 "(from versions: 2.2.0+rocm5.6, 2.2.2+rocm5.6)\n", matrix)
     assert "previous-versions page" in said(found) and "--index-url" not in said(found)
+
+
+def test_a_mac_run_without_flash_attn_is_judged_by_its_error(matrix: Matrix) -> None:
+    found = top("On my MacBook (Apple Silicon) flash-attn does not install. Running the examples "
+                "without `flash-attn` runs into:\nImportError: cannot import name "
+                "'WhisperFlashAttention2' from 'transformers.models.whisper.modeling_whisper'\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT and "4.52.4" in said(found)
+
+
+def test_a_mac_install_of_flash_attn_is_still_the_platform(matrix: Matrix) -> None:
+    found = top("On my MacBook (Apple Silicon): pip install flash-attn\nModuleNotFoundError: No "
+                "module named 'torch'\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED

@@ -15,7 +15,7 @@ from fadoctor.triage import mech_windows
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_fallback import FALLS_BACK
-from fadoctor.triage.signal import LOGGED, NAMED, WRAPPED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 # Names callers import from flash_attn that a release renamed (flash_attn_facts.md §4, from
@@ -238,6 +238,7 @@ _NO_CUDA_BUILD = re.compile(r"Neither CUDA nor HIP|(?:CUDA|CUDAToolkit|HIP)\b[^\
 
 
 _URL = re.compile(r"https?://\S+")
+_WITHOUT_FLASH = re.compile(r"\bwithout\s+(?:the\s+)?`?(?:flash[-_ ]?att(?:n|ention)|xformers)", re.I)
 
 
 def _flash_named(ctx: Context) -> bool:  # outside a link (PyTorch's FlashAttentionKernel.cpp)
@@ -259,10 +260,13 @@ def platform(ctx: Context) -> List[Signal]:
     cuda_only = "flash-attention" if _flash_named(ctx) else "xFormers" \
         if ctx.has("xformers") else None
     if mac is not None and cuda_only is not None:
+        # "running it without flash-attn runs into <error>": the person already left it out,
+        # and the error shown is the failure; the platform is context
+        without = ctx.first(_WITHOUT_FLASH, ("without",)) is not None and bool(ctx.seen.raised)
         return [Signal("platform", Category.PLATFORM_UNSUPPORTED,
                        f"{cuda_only} needs an NVIDIA (or AMD ROCm) GPU with CUDA: macOS has "
                        "neither, so it cannot be installed or run there", [ctx.quote(mac[0])],
-                       NAMED + 5, [r.sdpa("On a Mac:")])]
+                       HINTED if without else NAMED + 5, [r.sdpa("On a Mac:")])]
     # any other package's build that looks for CUDA (its CMake or setup.py) on a Mac
     build = ctx.first(_NO_CUDA_BUILD, ("cuda", "nvcc", "hip")) if mac is not None else None
     if mac is not None and build is not None:

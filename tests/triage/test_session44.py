@@ -205,3 +205,42 @@ def test_a_mac_install_of_flash_attn_is_still_the_platform(matrix: Matrix) -> No
     found = top("On my MacBook (Apple Silicon): pip install flash-attn\nModuleNotFoundError: No "
                 "module named 'torch'\n", matrix)
     assert found.category == Category.PLATFORM_UNSUPPORTED
+
+
+def test_a_packages_own_cuda_module_never_built(matrix: Matrix) -> None:
+    found = top("Whenever openfold/openfold/utils/kernel/attention_core.py runs:\n"
+                "ModuleNotFoundError: No module named 'attn_core_inplace_cuda'\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "openfold" in found.message
+    assert "pip install . --no-build-isolation -v" in said(found) and "module load cuda" in \
+        said(found)
+
+
+def test_a_prebuilt_extension_that_did_not_load_names_the_torch(matrix: Matrix) -> None:
+    found = top("Cannot import custom_nodes\\ComfyUI-ExLlama-Nodes module for custom nodes: name "
+                "'exllamav2_ext' is not defined\npytorch version: 2.2.2+cu121\n", matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert "exllamav2 wheel built for torch 2.2.2+cu121" in said(found)
+
+
+def test_a_checkout_built_against_an_earlier_torch_is_rebuilt_not_flash_attn(
+        matrix: Matrix) -> None:
+    found = top("python setup.py develop\n    from . import iou3d_nms_cuda\nImportError: "
+                "libtorch_cuda_cu.so: cannot open shared object file: No such file or directory\n"
+                "I am using Torch 2.3.0 and CUDA 12.1.\n", matrix)
+    assert "rm -rf build python setup.py develop" in said(found)
+    assert "flash" not in said(found)
+
+
+@pytest.mark.parametrize("stated, command", [("", "mim install mmcv-full"),
+                                             ("mmcv==2.1.0\n", "mim install mmcv")])
+def test_mmcv_ext_missing_installs_mmcv_with_its_ops(matrix: Matrix, stated: str,
+                                                     command: str) -> None:
+    found = top(stated + "ModuleNotFoundError: No module named 'mmcv._ext'\n", matrix)
+    assert found.category == Category.NOT_INSTALLED
+    assert found.remedies[0].commands[-1] == command
+
+
+def test_a_gpu_told_by_its_number_after_gpu_is(matrix: Matrix) -> None:
+    found = top('nvrtc: error: invalid value for --gpu-architecture (-arch)\nMy GPU is 4090,'
+                "nvidia driver is 525.60.11\n", matrix)
+    assert "GeForce RTX 4090" in found.message

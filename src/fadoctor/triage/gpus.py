@@ -23,7 +23,8 @@ _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
 # "4090 GPU", "a 1660S", "5090RTX"): only with a word that makes it a GPU, never a bare number (a
 # traceback's "line 3090", "4090MiB").
 _BARE = re.compile(
-    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?)?"
+    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?|"
+    r"\b(?:gpu|card)(?:\s+is\s+|\s?:\s?))?"  # "My GPU is 4090", "GPU: 3090"
     r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:10[5-8]|16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0)"
     r"(\s?Ti\b|\s?SUPER\b|D\b|S\b)?"
     r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡|\s?RTX\b)?(?![\w%/:-]|\.\w)", re.I)

@@ -26,7 +26,7 @@ from typing import List, Optional, Tuple
 from fadoctor.checks.import_remedies import csrc_remedies
 from fadoctor.report import Category, Remedy, Severity
 from fadoctor.safety.shell import command
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
@@ -57,7 +57,7 @@ def missing_extension(ctx: Context) -> List[Signal]:
     hit = ctx.first(_MODULE, ("no module named",)) or \
         ctx.first(_APEX_REQUIRES, ("requires cuda extensions",))
     if hit is None:
-        return _remote_code(ctx)
+        return _remote_code(ctx) or _cuda_module(ctx)
     module, quotes = hit[1].group(1), [ctx.quote(hit[0])]
     if module.startswith("apex."):  # its optimizer, whose kernels are amp_C's
         module = "amp_C"
@@ -86,6 +86,37 @@ def missing_extension(ctx: Context) -> List[Signal]:
                            commands=["pip uninstall -y apex", *_APEX_BUILD])])]
 
 
+# Any other package's CUDA extension by the name research code gives it in setup.py
+# (`CUDAExtension(name="attn_core_inplace_cuda")` in OpenFold, "fastfold_layer_norm_cuda" in
+# FastFold): a top-level module the package's own install builds, never a distribution
+_CUDA_MODULE = re.compile(r"No module named ['\"`]?([a-z][a-z0-9_]{1,60}_(?:cuda|cuda_ext|cuda_kernels?"
+                          r"))\b['\"`]?")
+_CHECKOUT_OR_SITE = re.compile(r"(?:(?:site|dist)-packages[\\/]+([A-Za-z_]\w{1,40})[\\/]|"
+                               r"\b([A-Za-z_]\w{1,40})[\\/]\2[\\/])")
+
+
+def _cuda_module(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUDA_MODULE, ("no module named",))
+    if hit is None or hit[1].group(1).startswith(("torch", "flash_attn", "apex", "xformers")):
+        return []
+    module = hit[1].group(1)
+    framed = _frame_package(ctx, hit[0])
+    place = ctx.first(_CHECKOUT_OR_SITE, ("-packages", "/", "\\")) if framed is None else None
+    package = framed[0] if framed else (place[1].group(1) or place[1].group(2)) if place else \
+        "the package"
+    return [Signal("extension_missing", Category.NOT_INSTALLED,
+                   f"{module}, the CUDA extension {package}'s own install builds, is not "
+                   "installed: the package was used from its source tree or installed without "
+                   "building it (no nvcc or CUDA_HOME at install time, or a build step that "
+                   "failed and left the Python part behind)", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Build and install {package} with its extension where it "
+                           "runs: from its checkout, `pip install . --no-build-isolation -v` (or "
+                           "`python setup.py install`), with CUDA_HOME at a CUDA toolkit of "
+                           "torch's CUDA major and its nvcc on PATH (on a cluster, `module load "
+                           "cuda` before installing); the build output names the step that "
+                           "failed.", commands=["pip install . --no-build-isolation -v"])])]
+
+
 def _remote_code(ctx: Context) -> List[Signal]:
     """A model's remote code that could not import flash-attention's separately built parts."""
     hit = ctx.first(_REMOTE_CODE, ("import flash_attn",))
@@ -112,7 +143,10 @@ _TABLED = ("torch", "flash_attn", "vllm", "xformers", "apex", "triton", "sgl_ker
 # (GroundingDINO's ms_deform_attn.py: `try: from groundingdino import _C` / `except:
 # warnings.warn("Failed to load custom C++ ops. Running on CPU mode Only!")`), so the first use
 # fails: "NameError: name '_C' is not defined"
-_NAME_C = re.compile(r"NameError: name ['\"`](_C|_ext)['\"`] is not defined")
+_NAME_C = re.compile(r"(?:NameError: )?name ['\"`](_C|_ext|[a-z][a-z0-9]{1,30}_ext)['\"`] is not "
+                     r"defined")
+# a report that shows a build of the package (not a prebuilt wheel)
+_BUILT_HERE = re.compile(r"setup\.py|building|\bnvcc\b|pip3? install (?:-e|--editable|\.)", re.I)
 
 
 def own_extension(ctx: Context) -> List[Signal]:
@@ -124,6 +158,8 @@ def own_extension(ctx: Context) -> List[Signal]:
         found.group(4), found.group(3))
     if package.startswith(_TABLED):
         return []
+    if package == "mmcv":
+        return [_mmcv_ops(ctx, hit[0])]
     return [Signal("extension_missing", Category.NOT_INSTALLED,
                    f"{package}'s own compiled extension ({package}.{module}) is not built: the "
                    "package (or the checkout Python runs it from) holds only its Python part, "
@@ -137,12 +173,53 @@ def own_extension(ctx: Context) -> List[Signal]:
                            commands=["pip install -e . --no-build-isolation -v"])])]
 
 
+def _mmcv_ops(ctx: Context, index: int) -> Signal:
+    """mmcv._ext, mmcv's compiled ops: mmcv 1.x ships them only in the mmcv-full distribution
+    (its setup.py names the build 'mmcv-full' when MMCV_WITH_OPS=1, and 'mmcv', without ops,
+    otherwise); mmcv 2.x ships them in 'mmcv' and leaves them out of 'mmcv-lite'. OpenMMLab's
+    installer (openmim) picks the prebuilt wheel for the installed torch and CUDA."""
+    stated = ctx.package("mmcv-full", "mmcv")
+    release = parse_version(stated.value) if stated is not None else None
+    def ops(one: str, series: str) -> Remedy:
+        return Remedy(summary=f"For mmcv {series}: install {one}, mmcv with its ops, for this "
+                      "torch and CUDA through OpenMMLab's installer, which picks the prebuilt "
+                      "wheel" + (" (a source build of 1.x needs MMCV_WITH_OPS=1)"
+                                 if series == "1.x" else "") + ".",
+                      commands=[command("pip", "uninstall", "-y", "mmcv", "mmcv-lite"),
+                                command("pip", "install", "-U", "openmim"), f"mim install {one}"])
+    fixes = [ops("mmcv", "2.x")] if release is not None and release.major >= 2 else \
+        [ops("mmcv-full", "1.x")] if release is not None else \
+        [ops("mmcv-full", "1.x"), ops("mmcv", "2.x")]
+    return Signal("extension_missing", Category.NOT_INSTALLED,
+                  "mmcv's compiled ops (mmcv._ext) are not installed: this is the build without "
+                  "them (mmcv 1.x's plain `mmcv`, or 2.x's `mmcv-lite`), or a source build that "
+                  "skipped them", dedupe([ctx.quote(index), *([stated.quote] if stated else [])]),
+                  NAMED, fixes)
+
+
 def _unbound_extension(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NAME_C, ("is not defined",))
     if hit is None:
         return []
     framed = _frame_package(ctx, hit[0])
-    package = framed[0] if framed else "the package"
+    named = hit[1].group(1)
+    package = framed[0] if framed else named[:-4] if named not in ("_C", "_ext") else "the package"
+    torch = ctx.seen.get("torch")
+    if named not in ("_C", "_ext") and torch and ctx.first(_BUILT_HERE, (
+            "setup.py", "building", "nvcc", "pip install", "pip3 install")) is None:
+        # a prebuilt wheel's extension (exllamav2_ext) that did not load: wheels built per torch
+        return [Signal("extension_missing", Category.TORCH_VERSION_MISMATCH,
+                       f"{package}'s compiled extension ({named}) did not load, so the package "
+                       "went on without it and its first use fails: a prebuilt wheel of it "
+                       f"matches one torch and CUDA, and this torch is {torch}",
+                       dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                       [Remedy(summary=f"Install the {package} wheel built for torch {torch} "
+                               "(its release assets name the torch version and CUDA of each "
+                               "wheel, and the Python), replacing the one installed; or build "
+                               f"{package} from source against this torch."),
+                        Remedy(summary=f"Import {named} directly in this Python to see the "
+                               "loader's own error (an undefined symbol names the torch "
+                               "mismatch).", commands=[command("python", "-c", f"import {named}")])])]
     return [Signal("extension_missing", Category.BUILD_TOOLCHAIN,
                    f"{package}'s compiled extension ({hit[1].group(1)}) was never built: its import "
                    "failed quietly (the package warns and goes on without it), so its first use "

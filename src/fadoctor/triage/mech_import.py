@@ -14,10 +14,10 @@ from fadoctor.matrix.fa2 import parse_local
 from fadoctor.probes.mangling import is_torch_symbol
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
+from fadoctor.triage import mech_import_owner as owners
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_abi import abi_mismatch
-from fadoctor.triage.mech_import_owner import cuda_variant_package, rocm_library, told_importing
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
     DRIVER_API,
@@ -237,19 +237,19 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
         owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index) \
-            or cuda_variant_package(ctx)
+            or owners.cuda_variant_package(ctx)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
     if diagnosis.category == Category.ROCM:
-        return [rocm_library(ctx, index, module, diagnosis, quotes)]
+        return [owners.rocm_library(ctx, index, module, diagnosis, quotes)]
     if module in CSRC:
         return [Signal("missing_library", diagnosis.category,
                        f"{module}, an optional flash-attention extension: {diagnosis.explanation}",
                        quotes + [ctx.quote(i) for i in _import_line(ctx, index)], NAMED,
                        [*csrc_remedies(module), r.sdpa("Meanwhile:")], details={"library": lib})]
     owner = (OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index)
-             or told_importing(ctx)) if diagnosis.category == Category.TORCH_VERSION_MISMATCH \
+             or owners.told_importing(ctx)) if diagnosis.category == Category.TORCH_VERSION_MISMATCH \
         else None
     if owner is not None:  # another package's binary built against another torch
         return [Signal("missing_library", diagnosis.category,
@@ -258,6 +258,11 @@ def missing_libraries(ctx: Context) -> List[Signal]:
                        NAMED, r.rebuild_other(ctx, owner), details={"library": lib})]
     out: List[Optional[Remedy]] = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
         if diagnosis.category == Category.TORCH_VERSION_MISMATCH else [r.reinstall(ctx)]
+    if diagnosis.category == Category.TORCH_VERSION_MISMATCH and not ctx.text.containing(
+            ("flash_attn", "flash-attn", "flash attn")):
+        # a binary of a package the report builds or runs, not flash-attention's: no flash-attn
+        # command; a checkout's own build (setup.py develop) is rebuilt against this torch
+        out = [*owners.checkout_rebuild(ctx, lib), *r.rebuild_other(ctx, None)]
     return [Signal("missing_library", diagnosis.category,
                    f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
                    [*r.keep(out), r.sdpa("Meanwhile:")], details={"library": lib})]

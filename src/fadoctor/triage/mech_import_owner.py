@@ -52,3 +52,20 @@ def cuda_variant_package(ctx: Context) -> Optional[str]:
     named = {m.group(1).lower() for _, m in ctx.find(_CUDA_VARIANT, ("+cu",))
              if m.group(1).lower() not in _TORCH_OWN}
     return named.pop() if len(named) == 1 else None
+
+
+# the reporter's own build of a checkout, which compiled its extensions in place
+_BUILT_IN_PLACE = re.compile(r"python3? setup\.py (?:develop|install|build_ext --inplace)|"
+                             r"pip3? install (?:-e|--editable) \.")
+
+
+def checkout_rebuild(ctx: Context, lib: str) -> List[Remedy]:
+    """Extensions a checkout built in place against an earlier torch: the same build again."""
+    built = ctx.first(_BUILT_IN_PLACE, ("setup.py", "install -e", "--editable"))
+    if built is None:
+        return []
+    return [Remedy(summary="These extensions were built in this checkout against an earlier "
+                   f"torch, whose library {lib} this torch does not ship: rebuild them against "
+                   "the installed torch (remove the checkout's build/ directory and its compiled "
+                   ".so files, then run the same build again), or install the earlier torch "
+                   "they were built with.", commands=["rm -rf build", built[1].group(0)])]

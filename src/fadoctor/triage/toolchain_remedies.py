@@ -102,19 +102,21 @@ def _cuda_for_gcc(ctx: Context, entry: Entry) -> Optional[Remedy]:
 
 
 def loader(ctx: Context, entry: Entry) -> List[Remedy]:
+    flash = bool(ctx.text.containing(("flash_attn", "flash-attn", "flash attn")))
+    reveal = [r.REVEAL_IMPORT] if flash else []  # flash-attention's import, where it is named
     if entry.category.value == "glibc_too_old":
         return [Remedy(summary="A library needs a symbol version (GLIBC_x, GLIBCXX_x, CXXABI_x) the "
                        "system's glibc or libstdc++ lacks: install a build made for this system "
                        "(manylinux tag no newer than its glibc), or run on a newer OS image.",
-                       commands=["ldd --version", r.REVEAL_IMPORT])]
+                       commands=["ldd --version", *reveal])]
     if entry.category.value == "torch_version_mismatch":
-        if not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
+        if not flash:
             return r.rebuild_other(ctx, None)  # not flash-attention's binary: no flash-attn fix
         return [r.reinstall(ctx, "The extension was compiled against another torch."),
                 *r.keep([r.exact_wheel(ctx)])]
     return [Remedy(summary="The loader found no file for a library the extension links: import "
                    "torch first (it loads its own CUDA libraries), and install the CUDA runtime "
-                   "of torch's CUDA major.", commands=[r.REVEAL_TORCH, r.REVEAL_IMPORT])]
+                   "of torch's CUDA major.", commands=[r.REVEAL_TORCH, *reveal])]
 
 
 def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy]:

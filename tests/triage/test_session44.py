@@ -244,3 +244,26 @@ def test_a_gpu_told_by_its_number_after_gpu_is(matrix: Matrix) -> None:
     found = top('nvrtc: error: invalid value for --gpu-architecture (-arch)\nMy GPU is 4090,'
                 "nvidia driver is 525.60.11\n", matrix)
     assert "GeForce RTX 4090" in found.message
+
+
+@pytest.mark.parametrize("line, install", [
+    ("AssertionError: MMCV==1.6.0 is used but incompatible. Please install mmcv>=1.3.17, "
+     "<=1.5.0.", 'mim install "mmcv-full>=1.3.17,<=1.5.0"'),
+    ("AssertionError: MMCV==2.2.0 is used but incompatible. Please install mmcv>=2.0.0rc4, "
+     "<2.2.0.", 'mim install "mmcv>=2.0.0rc4,<2.2.0"'),
+    ("AssertionError: MMCV==1.3.8 is used but incompatible. Please install mmcv>=(1, 3, 13, 0, 0, "
+     "0), <=(1, 4, 0, 0, 0, 0).", 'mim install "mmcv-full>=1.3.13,<=1.4.0"'),
+])
+def test_openmmlabs_gate_installs_mmcv_in_its_range(matrix: Matrix, line: str,
+                                                    install: str) -> None:
+    found = top('  File "/work/mmdetection/mmdet/__init__.py", line 26, in <module>\n'
+                f"{line}\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and found.message.startswith("mmdet ")
+    assert install in said(found)
+
+
+def test_two_openmmlab_gates_that_do_not_meet(matrix: Matrix) -> None:
+    found = top("AssertionError: MMCV==1.4.0 is used but incompatible. Please install mmcv>=1.5.2,"
+                " <=1.7.0.\nthen:\nAssertionError: MMCV==1.5.2 is used but incompatible. Please "
+                "install mmcv>=1.3.8, <=1.4.0.\n", matrix)
+    assert "do not meet ([1.5.2, 1.7.0] and [1.3.8, 1.4.0])" in found.message

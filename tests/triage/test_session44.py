@@ -267,3 +267,15 @@ def test_two_openmmlab_gates_that_do_not_meet(matrix: Matrix) -> None:
                 " <=1.7.0.\nthen:\nAssertionError: MMCV==1.5.2 is used but incompatible. Please "
                 "install mmcv>=1.3.8, <=1.4.0.\n", matrix)
     assert "do not meet ([1.5.2, 1.7.0] and [1.3.8, 1.4.0])" in found.message
+
+
+def test_spconv_1x_code_on_spconv_2x(matrix: Matrix) -> None:
+    found = top("AttributeError: module 'spconv' has no attribute 'SparseConv3d'\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "import spconv.pytorch as spconv" in said(found) and "1.2.1" in said(found)
+
+
+def test_spconvs_cpu_build_names_the_cuda_build(matrix: Matrix) -> None:
+    found = top("AttributeError: type object 'spconv.core_cc.csrc.sparse.all.SpconvOps' has no "
+                "attribute 'generate_subm_conv_inds'\ncuda version: 11.3\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "spconv-cu113" in said(found)

@@ -1,0 +1,50 @@
+"""spconv's 2.x break and its builds (traveller59/spconv README, "Breaking changes in Spconv 2.x":
+"spconv.xxx move to spconv.pytorch.xxx, change all `import spconv` to `import spconv.pytorch as
+spconv`"; its prebuilt binaries are the per-CUDA distributions `spconv-cu102`, `spconv-cu111`
+... "for CUDA 10.2", while the plain `spconv` distribution is the CPU build): code written for
+spconv 1.x meets a 2.x install ("module 'spconv' has no attribute 'SparseConv3d'"), and the CPU
+build lacks the CUDA ops its GPU paths call (SpconvOps has no generate_subm_conv_inds) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
+from fadoctor.triage import observed as o
+from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.signal import NAMED, Signal, dedupe
+
+_OLD_API = re.compile(r"module 'spconv' has no attribute '(SparseConv[123]d|SubMConv[123]d|"
+                      r"SparseConvTensor|SparseSequential|SparseInverseConv[123]d|SparseModule|"
+                      r"SparseMaxPool[123]d|ops|utils)'")
+_CPU_OPS = re.compile(r"SpconvOps'? has no attribute '(\w{3,60})'")
+
+
+def spconv(ctx: Context) -> List[Signal]:
+    old = ctx.first(_OLD_API, ("module 'spconv'",))
+    if old is not None:
+        return [Signal("spconv_api", Category.VERSION_CONFLICT,
+                       f"the code is written for spconv 1.x, and spconv 2.x is installed: 2.x "
+                       f"moved spconv.{old[1].group(1)} and the rest of its API to spconv.pytorch",
+                       [ctx.quote(old[0])], NAMED,
+                       [Remedy(summary="Port the imports to spconv 2.x: `import spconv.pytorch "
+                               "as spconv` (and `from spconv.pytorch.xxx import` for "
+                               "`from spconv.xxx import`); or build the spconv 1.x release the "
+                               "code was written for (spconv 1.2.1, from source) in place of "
+                               "2.x.", code="import spconv.pytorch as spconv")])]
+    ops = ctx.first(_CPU_OPS, ("spconvops",))
+    if ops is None:
+        return []
+    cuda = ctx.torch_cuda_stated or parse_version(ctx.seen.get(o.CUDA))
+    name = f"spconv-cu{cuda.major}{cuda.minor}" if cuda is not None and cuda.release[1:] \
+        else "spconv-cuXYZ"
+    return [Signal("spconv_cpu", Category.WRONG_WHEEL,
+                   f"this spconv is the CPU build (the plain `spconv` distribution): its "
+                   f"SpconvOps lacks the CUDA op {ops[1].group(1)} that the GPU path calls",
+                   dedupe([ctx.quote(ops[0]), *ctx.quotes("torch", "cuda")]), NAMED,
+                   [Remedy(summary=f"Replace it with the CUDA build for torch's CUDA, {name} "
+                           "(spconv publishes one distribution per CUDA, spconv-cuXYZ; its "
+                           "README lists them).",
+                           commands=[command("pip", "uninstall", "-y", "spconv")])])]

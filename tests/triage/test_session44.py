@@ -279,3 +279,18 @@ def test_spconvs_cpu_build_names_the_cuda_build(matrix: Matrix) -> None:
     found = top("AttributeError: type object 'spconv.core_cc.csrc.sparse.all.SpconvOps' has no "
                 "attribute 'generate_subm_conv_inds'\ncuda version: 11.3\n", matrix)
     assert found.category == Category.WRONG_WHEEL and "spconv-cu113" in said(found)
+
+
+def test_jax_finding_torchs_older_cudnn_loads_jax_first(matrix: Matrix) -> None:
+    found = top("import torch\nimport jax\nCUDA backend failed to initialize: Found cuDNN version "
+                "8500, but JAX was built against version 8600, which is newer. The copy of cuDNN "
+                "that is installed must be at least as new as the version against which JAX was "
+                "built.\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "8.6.0" in found.message and "jax.devices()" in said(found)
+
+
+def test_jax_finding_an_older_cuda_runtime_without_torch(matrix: Matrix) -> None:
+    found = top("CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built "
+                "against version 12020, which is newer.\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "CUDA 12.2" in found.message

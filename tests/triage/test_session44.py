@@ -9,9 +9,13 @@ from __future__ import annotations
 import pytest
 from tests.helpers.triage_said import said, top
 
-from fadoctor.matrix import Matrix
+from fadoctor.matrix import Matrix, load_matrix
 from fadoctor.report import Category
 from fadoctor.triage.diagnose import triage
+from fadoctor.triage.environment import read_environment
+from fadoctor.triage.gpus import GpuFinder
+from fadoctor.triage.observed import Observed
+from fadoctor.triage.text import split
 
 
 def test_no_release_in_the_range_asks_for_an_older_python(matrix: Matrix) -> None:
@@ -294,3 +298,23 @@ def test_jax_finding_an_older_cuda_runtime_without_torch(matrix: Matrix) -> None
     found = top("CUDA backend failed to initialize: Found CUDA version 12010, but JAX was built "
                 "against version 12020, which is newer.\n", matrix)
     assert found.category == Category.CUDA_RUNTIME_MISMATCH and "CUDA 12.2" in found.message
+
+
+@pytest.mark.parametrize("stated, spec", [("torchaudio : 0.14.0.dev20221215+cu116\n", "ffmpeg<5"),
+                                          ("torchaudio==2.3.1\n", "ffmpeg<7"),
+                                          ("", "ffmpeg<7")])
+def test_torchaudio_without_ffmpeg_gets_the_releases_it_links(matrix: Matrix, stated: str,
+                                                              spec: str) -> None:
+    found = top(stated + 'ImportError: FFmpeg libraries are not found. Please install FFmpeg.\n',
+                matrix)
+    assert found.category == Category.NOT_INSTALLED
+    assert f'conda install -c conda-forge "{spec}"' in said(found)
+
+
+@pytest.mark.parametrize("line, name, version", [("torchaudio : 2.0.1", "torchaudio", "2.0.1"),
+                                                 ("- mmcv: 1.7.1", "mmcv", "1.7.1"),
+                                                 ("numpy = 1.26.4", "numpy", "1.26.4")])
+def test_a_companion_stated_as_a_field_is_read(line: str, name: str, version: str) -> None:
+    seen = Observed()
+    read_environment(split(line), seen, GpuFinder(load_matrix(None)))
+    assert seen.packages[name].value == version

@@ -83,7 +83,11 @@ _KEYS = {"torch": o.TORCH, "pytorch": o.TORCH, "torch version": o.TORCH,
 _PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
                  "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
                  "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl", "flashinfer",
-                 "flashinfer-python", "sageattention")
+                 "flashinfer-python", "sageattention",
+                 # torch's companions and the compiled packages whose releases decide a remedy
+                 "torchvision", "torchaudio", "bitsandbytes", "mmcv", "mmcv-full", "mmdet",
+                 "mmengine", "numpy", "diffusers", "onnxruntime", "onnxruntime-gpu", "spconv",
+                 "ctranslate2", "timm", "sentence-transformers", "causal-conv1d", "mamba-ssm")
 _KEY_HINT = re.compile(
     r"[ \t]*(?:[-*][ \t]*)?[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
         [*_KEYS, *_PACKAGE_KEYS], key=len, reverse=True)) + r")[*`]*[ \t]*[:=]",

@@ -11,8 +11,9 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import ext_torch
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _OPS = re.compile(r"Couldn't load custom C\+\+ ops|"
@@ -69,3 +70,31 @@ def companion_missing(ctx: Context) -> List[Signal]:
                    f"{package}, torch's companion library, is not installed in this environment "
                    "(projects often leave torch and its companions out of their requirements)",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED, fixes)]
+
+
+# torchaudio's FFmpeg binding failing to load the FFmpeg libraries it links (torchaudio's
+# _extension: `_load_lib("libtorchaudio_ffmpeg")` raising OSError becomes "FFmpeg libraries are
+# not found. Please install FFmpeg."): torchaudio before 2.1 links FFmpeg 4's libraries only
+# (libavformat.so.58; its maintainers answer "Please install 'ffmpeg<5'" in pytorch/audio#2925),
+# 2.1 and later load FFmpeg 4 to 6, never 7 (torchaudio's install docs: ">=4.4, <7")
+_FFMPEG = re.compile(r"FFmpeg libraries are not found\. Please install FFmpeg")
+
+
+def ffmpeg_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FFMPEG, ("ffmpeg libraries are not found",))
+    if hit is None:
+        return []
+    stated = ctx.package("torchaudio")
+    release = parse_version(stated.value) if stated is not None else None
+    old = release is not None and release.release < (2, 1)
+    spec = "ffmpeg<5" if old else "ffmpeg<7"
+    return [Signal("ffmpeg_missing", Category.NOT_INSTALLED,
+                   "torchaudio's FFmpeg binding finds no FFmpeg libraries it can load: FFmpeg is "
+                   "not installed, or only a release this torchaudio does not link ("
+                   + ("FFmpeg 4 for this torchaudio" if old else
+                      "4 to 6 from torchaudio 2.1, 4 before it") + ")",
+                   dedupe([ctx.quote(hit[0]), *([stated.quote] if stated else [])]), NAMED,
+                   [Remedy(summary=f"Install FFmpeg's shared libraries of a release torchaudio "
+                           f"loads ({spec}) into this environment, e.g. from conda-forge; a "
+                           "system FFmpeg 7 is not one of them.",
+                           commands=[command("conda", "install", "-c", "conda-forge", spec)])])]

@@ -318,3 +318,29 @@ def test_a_companion_stated_as_a_field_is_read(line: str, name: str, version: st
     seen = Observed()
     read_environment(split(line), seen, GpuFinder(load_matrix(None)))
     assert seen.packages[name].value == version
+
+
+def test_a_tabled_name_undefined_inside_a_library_is_its_package_missing(matrix: Matrix) -> None:
+    found = top('  File "/usr/local/lib/python3.10/dist-packages/trl/trainer/utils.py", line 718, in '
+                "get_peft_config\n    peft_config = LoraConfig(\nNameError: name 'LoraConfig' is not "
+                "defined. Did you mean: 'ModelConfig'?\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "peft" in found.message
+    assert "pip install peft" in said(found)
+
+
+def test_an_untabled_name_is_not_guessed(matrix: Matrix) -> None:
+    result = triage('  File "/usr/lib/python3/dist-packages/foo/bar.py", line 1, in x\nNameError: '
+                    "name 'SomethingElse' is not defined\n", matrix)
+    assert not any("is not installed here" in d.message for d in result.diagnosis)
+
+
+def test_a_driver_for_cuda_10_1_names_the_cu101_builds(matrix: Matrix) -> None:
+    found = top("RuntimeError: The NVIDIA driver on your system is too old (found version 10010).\n",
+                matrix)
+    assert "+cu101 build" in said(found)
+
+
+def test_a_requirements_line_with_a_command_line_option(matrix: Matrix) -> None:
+    found = top("ERROR: Invalid requirement: flash-attn --no-build-isolation\n", matrix)
+    assert found.category == Category.BUILD_ISOLATION
+    assert "pip install flash-attn --no-build-isolation" in said(found)

@@ -95,7 +95,11 @@ def driver(ctx: Context) -> List[Signal]:
             + (f": it runs CUDA {runs} at most" if runs else ""),
             dedupe([ctx.quote(old[0]), *ctx.quotes("driver", "torch")]), NAMED,
             r.keep([Remedy(summary=f"Upgrade the NVIDIA driver{need}, or install a torch built "
-                           "for an older CUDA that this driver runs (`fadoctor fix` picks one)."),
+                           + (f"for CUDA {runs} or older, which this driver runs (a "
+                              f"+cu{runs.major}{runs.minor} build or an earlier one; `fadoctor "
+                              "fix` picks one)." if runs else
+                              "for an older CUDA that this driver runs (`fadoctor fix` picks "
+                              "one).")),
                     fitting and fitting.model_copy(update={"summary": f"Or keep the driver: "
                                                       f"{fitting.summary.rstrip('.')}, and the "
                                                       "packages built for that torch."}),

@@ -256,3 +256,29 @@ def poetry_no_candidate(ctx: Context) -> List[Signal]:
                    [Remedy(summary=f"Use a Python and platform {package} {asked} has wheels for "
                            "(its files on the index name the cpXY and platform tags), or a "
                            f"release of {package} with wheels for this one.")])]
+
+
+# A requirements file line carrying an install option pip takes only on its command line:
+# "ERROR: Invalid requirement: flash-attn --no-build-isolation" (pip's requirements-file parser
+# accepts a short list of per-line options; --no-build-isolation is not one of them)
+_LINE_OPTION = re.compile(r"Invalid requirement: ['\"]?([A-Za-z0-9][\w.\[\],<>=!~-]{0,80}?)\s+"
+                          r"(--no-build-isolation|--no-deps|--no-binary\S*)")
+
+
+def requirement_with_option(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_LINE_OPTION, ("invalid requirement",))
+    if hit is None:
+        return []
+    package, option = hit[1].group(1), hit[1].group(2)
+    name = re.split(r"[\[<>=!~]", package, maxsplit=1)[0]
+    return [Signal("requirement_option", Category.BUILD_ISOLATION if "isolation" in option
+                   else Category.VERSION_CONFLICT,
+                   f"the requirements file writes {option} on {package}'s line, which pip's "
+                   "requirements parser does not accept there: the whole install stops",
+                   [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary=f"Take {package} (with {option}) out of the requirements file "
+                           "and install it in its own step after the others (torch first, for "
+                           "a build that needs it).",
+                           commands=["pip install -r requirements.txt",
+                                     command("pip", "install", package, option)]
+                           if re.fullmatch(r"[A-Za-z0-9][\w.-]*", name) else [])])]

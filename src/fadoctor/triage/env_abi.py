@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Optional, Tuple
 
 from fadoctor.triage import observed as o
 from fadoctor.triage.observed import TOOL, Observed
@@ -49,3 +50,15 @@ def repl_versions(text: Pasted, seen: Observed) -> None:
         if name == "torch":
             seen.state(o.TORCH, version, text.quote(index + 1), TOOL)
         seen.package(name.replace("_", "-"), version, text.quote(index + 1))
+
+
+# `transformers-cli env` (the issue template of transformers and many HF projects):
+# "- `transformers` version: 4.34.0", "- PyTorch version (GPU?): 2.1.0+cu121 (True)"
+_HF_ENV = re.compile(r"^\s*-\s*`?([A-Za-z][\w.-]{0,40})`?\s+version(?:\s*\((?:GPU|CPU)\?\))?:"
+                     r"\s*(\d+(?:\.\d+){1,3}(?:[\w.+-]{0,30})?)")
+
+
+def hf_env(line: str) -> Optional[Tuple[str, str]]:
+    """(name, version) of one line of `transformers-cli env`."""
+    found = _HF_ENV.match(line)
+    return (found.group(1), found.group(2)) if found else None

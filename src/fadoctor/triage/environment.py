@@ -8,7 +8,7 @@ import re
 from typing import List, Optional, Tuple
 
 from fadoctor.triage import observed as o
-from fadoctor.triage.env_abi import repl_versions, torch_abi
+from fadoctor.triage.env_abi import hf_env, repl_versions, torch_abi
 from fadoctor.triage.gpus import GpuFinder
 from fadoctor.triage.hardware import read_hardware, read_paths
 from fadoctor.triage.observed import LISTING, PROSE, TOOL, Observed
@@ -67,6 +67,7 @@ _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos", "rocky",
                   "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth", "triton",
                   "fa4", "fa-4")
+_NOT_HF_PACKAGES = ("python", "platform", "tensorflow", "flax", "jax", "jaxlib")
 _MEMTOTAL = re.compile(r"^(?:MemTotal:\s*(\d+)\s*kB|Mem:\s+(\d+(?:\.\d+)?)(Gi|G|Mi|M)\b)")
 _CPUS = re.compile(r"^CPU\(s\):\s*(\d+)\s*$")
 _NOT_PACKAGES = {"python", "cuda", "version", "release", "linux", "gpu", "ubuntu", "debian",
@@ -83,11 +84,10 @@ _KEYS = {"torch": o.TORCH, "pytorch": o.TORCH, "torch version": o.TORCH,
 _PACKAGE_KEYS = ("flash-attn", "flash_attn", "flash attn", "flash-attention", "flash attention",
                  "flash-attn-3", "flash-attn-4", "transformers", "vllm", "unsloth", "xformers",
                  "triton", "accelerate", "deepspeed", "peft", "trl", "axolotl", "flashinfer",
-                 "flashinfer-python", "sageattention",
-                 # torch's companions and the compiled packages whose releases decide a remedy
-                 "torchvision", "torchaudio", "bitsandbytes", "mmcv", "mmcv-full", "mmdet",
-                 "mmengine", "numpy", "diffusers", "onnxruntime", "onnxruntime-gpu", "spconv",
-                 "ctranslate2", "timm", "sentence-transformers", "causal-conv1d", "mamba-ssm")
+                 "flashinfer-python", "sageattention", "torchvision", "torchaudio", "bitsandbytes",
+                 "mmcv", "mmcv-full", "mmdet", "mmengine", "numpy", "diffusers", "onnxruntime",
+                 "onnxruntime-gpu", "spconv", "ctranslate2", "timm", "sentence-transformers",
+                 "causal-conv1d", "mamba-ssm")  # the stack, its companions, compiled packages
 _KEY_HINT = re.compile(
     r"[ \t]*(?:[-*][ \t]*)?[*`]*(?:" + "|".join(re.escape(k) for k in sorted(
         [*_KEYS, *_PACKAGE_KEYS], key=len, reverse=True)) + r")[*`]*[ \t]*[:=]",
@@ -114,7 +114,11 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
     repl_versions(text, seen)
     for index in text.distinct(text.containing(("` version:", "version (gpu?):",
                                                  "version (cpu?):"))):
-        _hf_env(text.lines[index], _Lazy(text, index), seen)
+        stated = hf_env(text.lines[index])  # transformers-cli env's "- `x` version: y"
+        if stated is not None and stated[0].lower() not in _NOT_HF_PACKAGES:
+            _package(stated[0], stated[1], text.quote(index), seen, TOOL)
+        elif stated is not None and stated[0].lower() == "python":
+            seen.state(o.PYTHON, stated[1], text.quote(index), TOOL)
     read_paths(text, seen)
     read_hardware(text, seen, gpus)
     # a distribution's driver package names the branch: Ubuntu's nvidia-driver-570
@@ -128,24 +132,6 @@ def read_environment(text: Pasted, seen: Observed, gpus: GpuFinder) -> None:
 
 
 _DRIVER_PACKAGE = re.compile(r"\bnvidia-drivers?-(\d{3})(?:-(?:open|server))?\b", re.I)
-
-
-# `transformers-cli env` (the issue template of transformers and many HF projects):
-# "- `transformers` version: 4.34.0", "- PyTorch version (GPU?): 2.1.0+cu121 (True)"
-_HF_ENV = re.compile(r"^\s*-\s*`?([A-Za-z][\w.-]{0,40})`?\s+version(?:\s*\((?:GPU|CPU)\?\))?:"
-                     r"\s*(\d+(?:\.\d+){1,3}(?:[\w.+-]{0,30})?)")
-
-
-def _hf_env(line: str, quote: _Lazy, seen: Observed) -> None:
-    found = _HF_ENV.match(line)
-    if found is None:
-        return
-    name, version = found.group(1), found.group(2)
-    if name.lower() in ("python", "platform", "tensorflow", "flax", "jax", "jaxlib"):
-        if name.lower() == "python":
-            seen.state(o.PYTHON, version, quote(), TOOL)
-        return
-    _package(name, version, quote(), seen, TOOL)
 
 
 class _Lazy:

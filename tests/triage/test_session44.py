@@ -344,3 +344,27 @@ def test_a_requirements_line_with_a_command_line_option(matrix: Matrix) -> None:
     found = top("ERROR: Invalid requirement: flash-attn --no-build-isolation\n", matrix)
     assert found.category == Category.BUILD_ISOLATION
     assert "pip install flash-attn --no-build-isolation" in said(found)
+
+
+def test_a_variant_of_a_release_outside_the_matrix_is_not_judged(matrix: Matrix) -> None:
+    """torch 1.12 was built for cu116, which no release the matrix holds was: not claimed."""
+    result = triage("pip install torch==1.12.1 --index-url https://example.invalid/whl/cu116\n"
+                    "ERROR: Could not find a version that satisfies the requirement torch==1.12.1"
+                    " (from versions: none)\n", matrix)
+    assert not any("has no cu116 build" in d.message for d in result.diagnosis)
+
+
+def test_a_mach_o_reinstall_names_only_a_known_distribution(matrix: Matrix) -> None:
+    found = top("ImportError: dlopen(/Users/me/env/lib/python3.11/site-packages/somemod/_x.so, "
+                "0x0002): tried: '/Users/me/env/lib/python3.11/site-packages/somemod/_x.so' "
+                "(mach-o file, but is an incompatible architecture (have 'x86_64', need "
+                "'arm64'))\n", matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert all(not r.commands for r in found.remedies[:1])
+
+
+def test_a_mach_o_reinstall_of_torch_is_a_pip_command(matrix: Matrix) -> None:
+    found = top("OSError: dlopen(/Users/me/env/lib/python3.11/site-packages/torch/lib/libc10.dylib"
+                ", 0x0002): (mach-o file, but is an incompatible architecture (have 'x86_64', need"
+                " 'arm64e'))\n", matrix)
+    assert "pip install --force-reinstall --no-cache-dir torch" in said(found)

@@ -25,7 +25,6 @@ _PYG = re.compile(r"Detected that PyTorch and (torch_(?:scatter|sparse|cluster|s
                   r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
                   r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
-_MMCV_SAID = re.compile(r"\bmmcv(?:-full|_full)?\s*(?:[:=]{1,2}|version:?)?\s*v?(\d+\.\d+\.\d+)\b", re.I)
 
 
 def _rebuild(package: str, version: str = "", ops: bool = False) -> Remedy:
@@ -76,8 +75,7 @@ def without_cuda(ctx: Context) -> List[Signal]:
         return []  # mmcv's ops say so; another library's words name no package to rebuild
     package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
     stated = ctx.package(package) or ctx.package("mmcv-full", "mmcv")  # kept: mmdet caps mmcv
-    said = ctx.first(_MMCV_SAID, ("mmcv",)) if stated is None else None
-    version = stated.value if stated is not None else said[1].group(1) if said else ""
+    version = stated.value if stated is not None else ""
     release = parse_version(version)
     # mmcv 1.x's setup.py: `if os.getenv('MMCV_WITH_OPS', '0') == '0': return extensions`, and
     # name='mmcv' if MMCV_WITH_OPS is '0' else 'mmcv-full'; 2.x builds the ops by default

@@ -16,8 +16,9 @@ from packaging.version import Version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_api_skew import frame_package
+from fadoctor.triage.mech_api_skew import dist_of, frame_package
 from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.stated_fix import installable
 
 _FLOAT64 = re.compile(r"Cannot convert a MPS Tensor to float64 dtype|MPS framework doesn't "
                       r"support float64")
@@ -181,6 +182,7 @@ def mac_arch(ctx: Context) -> List[Signal]:
     have, need = hit[1].group(1), hit[1].group(2)
     package = _SITE_PACKAGE.search(ctx.text.lines[hit[0]])
     name = package.group(1) if package else "the package"
+    dist = dist_of(name) if package and installable(dist_of(name)) else None
     quotes = [ctx.quote(hit[0])]
     if have.startswith("arm64") and need.startswith("x86_64"):
         chip = ctx.first(_APPLE_SILICON, ("m1", "m2", "m3", "m4", "m5", "apple silicon"))
@@ -210,6 +212,5 @@ def mac_arch(ctx: Context) -> List[Signal]:
                        [Remedy(summary=f"Reinstall {name}'s arm64 build in this environment, "
                                "without the cache that holds the x86_64 one.",
                                commands=[command("pip", "install", "--force-reinstall",
-                                                 "--no-cache-dir", name)]
-                               if package else [])])]
+                                                 "--no-cache-dir", dist)] if dist else [])])]
     return []

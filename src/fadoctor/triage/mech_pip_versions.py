@@ -21,7 +21,7 @@ from fadoctor.triage.signal import LOGGED, Signal, dedupe
 
 _LISTED = re.compile(r"Could not find a version that satisfies the requirement "
                      r"([A-Za-z0-9][\w.-]{0,60})\s*(?:\[[\w,-]+\])?\s*"
-                     r"((?:[<>=!~]=?=?\s*[\w.*+]+\s*,?\s*){1,4})[^\n]{0,60}?"
+                     r"((?:[<>=!~]=?=?\s*[\w.*+]+\s*(?:,\s*)?){1,4})[^\n]{0,60}?"
                      r"\(from versions: ([^)]{1,4000})\)")
 _REQUIRED_BY = re.compile(r"\(from ([A-Za-z0-9][\w.-]{0,60})")
 
@@ -187,9 +187,12 @@ def unpublished_variant(ctx: Context) -> List[Signal]:
     release = ctx.matrix.torch_release(wanted) if wanted is not None else None
     built = list(release.cuda_variants) if release is not None else sorted(
         {v for r in ctx.matrix.torch_releases for v in r.cuda_variants})
-    if variant in built or not built:
-        return []
     cuda = cuda_of_variant(variant)
+    # a release the matrix does not hold (torch 1.x's cu116), or a variant older than its
+    # oldest: what was built there is not known here
+    if variant in built or not built or (wanted is not None and release is None) \
+            or cuda < min(cuda_of_variant(v) for v in built):
+        return []
     below = [v for v in built if cuda_of_variant(v) <= cuda]
     pick = max(below or built, key=cuda_of_variant)
     what = f"torch {wanted}" if wanted is not None else "torch"

@@ -74,9 +74,9 @@ def companion_missing(ctx: Context) -> List[Signal]:
 
 # torchaudio's FFmpeg binding failing to load the FFmpeg libraries it links (torchaudio's
 # _extension: `_load_lib("libtorchaudio_ffmpeg")` raising OSError becomes "FFmpeg libraries are
-# not found. Please install FFmpeg."): torchaudio before 2.1 links FFmpeg 4's libraries only
-# (libavformat.so.58; its maintainers answer "Please install 'ffmpeg<5'" in pytorch/audio#2925),
-# 2.1 and later load FFmpeg 4 to 6, never 7 (torchaudio's install docs: ">=4.4, <7")
+# not found. Please install FFmpeg."): torchaudio's install docs say its binaries are
+# "compatible with FFmpeg 4.1 to 4.4" (2.0.1) and, "Starting version 2.1, ... FFmpeg version 6, 5
+# and 4. (>=4.4, <7)"
 _FFMPEG = re.compile(r"FFmpeg libraries are not found\. Please install FFmpeg")
 
 

@@ -43,7 +43,7 @@ def _named(ctx: Context, version: str) -> Optional[str]:
 _NEGATED = re.compile(r"(?:n't|\bnot|\bno longer|\bnever)\s+(?:\w+\s+)?$", re.I)
 
 
-def _installable(package: str) -> bool:
+def installable(package: str) -> bool:
     """A distribution the project knows by its index name: the compiled packages it reads, the
     ones whose releases' torch pins or APIs it holds, torch and numpy ("to 11.8", "compute 6.1"
     are words, not packages)."""
@@ -64,7 +64,7 @@ def stated(ctx: Context) -> Optional[Tuple[str, str, int]]:
             if pattern is _WORKS and _NEGATED.search(line[:found.start()]):
                 continue
             package = found.group(1) or _named(ctx, found.group(2))
-            if package and package.lower() not in _NOT_PACKAGES and _installable(package):
+            if package and package.lower() not in _NOT_PACKAGES and installable(package):
                 return package, found.group(2), index
     return None
 

@@ -130,3 +130,17 @@ def test_driver_from_a_ranks_raw_record() -> None:
     none = driver_probe({"procfs": None, "cuda_driver": None, "smi": None})
     assert none.data is not None and not none.data.present
     assert driver_probe(None).failure is not None
+
+
+def test_rank_0_stopped_before_reaching_the_store_says_it_was_stopped() -> None:
+    # A launcher's SIGTERM can come while rank 0 is still joining the store (importing torch on a
+    # busy machine): the ranks it never heard from were not reached because it was stopped.
+    from fadoctor.in_target import gather
+
+    stopped = gather.Gathering(3, {"rank": 0}, 0.0)
+    assert gather.gather(None, stopped, gather.Limits(120, 20, 900), lambda: True) == "SIGTERM"
+    assert [(m["rank"], m["state"]) for m in stopped.missing.values()] == [
+        (1, "interrupted"), (2, "interrupted")]
+    unreachable = gather.Gathering(2, {"rank": 0}, 0.0)
+    assert gather.gather(None, unreachable, gather.Limits(120, 20, 900), lambda: False) is None
+    assert [m["state"] for m in unreachable.missing.values()] == ["no_store"]

@@ -161,10 +161,11 @@ def gather(channel: Optional[Channel], gathering: Gathering, limits: Limits,
     """Rank 0: collect every other rank's record until each arrived or was given up on.
 
     Returns why it stopped early ("SIGTERM", a store error), or None."""
-    if channel is None:
+    if channel is None:  # stopped while still joining the store, or the store was unreachable
+        state = "interrupted" if stopped() else "no_store"
         for rank in gathering.pending():
-            gathering.give_up(None, rank, "no_store")
-        return None
+            gathering.give_up(None, rank, state)
+        return "SIGTERM" if state == "interrupted" else None
     while gathering.pending():
         if stopped():
             for rank in gathering.pending():

@@ -25,6 +25,11 @@ _PYG = re.compile(r"Detected that PyTorch and (torch_(?:scatter|sparse|cluster|s
                   r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
                   r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
+# PyG's C++ ops without WITH_CUDA (csrc/*.cpp: AT_ERROR("Not compiled with CUDA support")), named by
+# the frame or the op that raised it (torch.ops.torch_cluster.radius)
+_PYG_NO_CUDA = re.compile(r"\bNot compiled with CUDA support")
+_PYG_PACKAGE = re.compile(r"\b(torch[_-](?:scatter|sparse|cluster|spline[_-]conv)|pyg[_-]lib)"
+                          r"(?:[\\/.]|==)")
 
 
 def _rebuild(package: str, version: str = "", ops: bool = False) -> Remedy:
@@ -70,6 +75,9 @@ def without_cuda(ctx: Context) -> List[Signal]:
                                f"CUDA {torch_cuda} (the package's wheel index for torch's "
                                "version and CUDA, which its README names), or rebuild it from "
                                "source against this torch."), _rebuild(package)])]
+    pyg = _pyg_cpu(ctx)
+    if pyg:
+        return pyg
     hit = ctx.first(_NO_GPU_SUPPORT, ("not compiled with gpu support",))
     if hit is None or not ctx.text.containing(("mmcv",)):
         return []  # mmcv's ops say so; another library's words name no package to rebuild
@@ -86,3 +94,63 @@ def without_cuda(ctx: Context) -> List[Signal]:
                    f"{package}'s CUDA ops were not compiled: its build saw no GPU (or CUDA), so "
                    "its setup.py built the CPU-only extension", [ctx.quote(hit[0])], NAMED,
                    [_rebuild(package, version, old)])]
+
+
+def _pyg_cpu(ctx: Context) -> List[Signal]:
+    """A PyG package's op raising "Not compiled with CUDA support": its CPU build is installed."""
+    for index, _ in ctx.find(_PYG_NO_CUDA, ("not compiled with cuda support",)):
+        near = ctx.text.lines[max(0, index - 30):index + 1]
+        named = [found.group(1) for line in near for found in _PYG_PACKAGE.finditer(line)]
+        if not named:
+            continue
+        package = dist_of(named[-1].replace("-", "_"))
+        torch = ctx.torch
+        cuda = ctx.torch_cuda_stated
+        page = (f" (for this torch, the page torch-{torch.base_version}+cu{cuda.major}"
+                f"{cuda.minor}.html)" if torch is not None and cuda is not None
+                and cuda.release[1:] else "")
+        return [Signal("cpu_build", Category.WRONG_WHEEL,
+                       f"{package} is its CPU build: the op that raised this has no CUDA code "
+                       "(a wheel for +cpu, or a build from source that saw no CUDA)",
+                       [ctx.quote(index)], NAMED,
+                       [Remedy(summary=f"Reinstall {package} as the CUDA wheel for torch's "
+                               f"version and CUDA from PyG's wheel index (`pip install {package} "
+                               f"-f` the index page its README names{page}).",
+                               commands=[command("pip", "uninstall", "-y", package)]),
+                        _rebuild(package)])]
+    return []
+
+
+# A build script reading torch's CUDA, which a torch without CUDA has as None (torch.version.cuda
+# of a CPU or macOS build): "CUDA_VERSION = "".join(torch.version.cuda.split("."))" then
+# "'NoneType' object has no attribute 'split'".
+_CUDA_NONE = re.compile(r"'NoneType' object has no attribute '\w+'|unsupported operand type\(s\) "
+                        r"for [^\n]{1,40}'NoneType'|'NoneType' object is not subscriptable")
+_MAC = re.compile(r"/private/var/folders/|/Users/\w|/opt/homebrew/|\bmacOS\b|\bmac ?os\b|"
+                  r"\bdarwin\b|\bapple silicon\b|\bM[1-4] (?:Pro|Max|Ultra|chip)\b|"
+                  r"\b(?:on|support|use|using) (?:a |my )?mac\b", re.I)
+
+
+def torch_without_cuda(ctx: Context) -> List[Signal]:
+    for index, _ in ctx.find(_CUDA_NONE, ("nonetype",)):
+        near = ctx.text.lines[max(0, index - 3):index]
+        if not any("torch.version.cuda" in line for line in near):
+            continue
+        mac = any(_MAC.search(line) for line in ctx.text.lines[:400])
+        if mac:
+            return [Signal("torch_without_cuda", Category.PLATFORM_UNSUPPORTED,
+                           "the package builds CUDA code, and torch on macOS has no CUDA "
+                           "(torch.version.cuda is None): it needs an NVIDIA GPU on Linux or "
+                           "Windows", [ctx.quote(index)], NAMED,
+                           [Remedy(summary="Run it on a Linux (or Windows) machine with an NVIDIA "
+                                   "GPU and a CUDA build of torch; on a Mac use a package that "
+                                   "runs on Apple's GPU (MPS) or the CPU instead (for quantized "
+                                   "LLMs, llama.cpp's Metal backend or MLX).")])]
+        return [Signal("torch_without_cuda", Category.TORCH_CPU_ONLY,
+                       "the package builds CUDA code against torch, and the installed torch is a "
+                       "CPU-only build (torch.version.cuda is None)", [ctx.quote(index)], NAMED,
+                       [Remedy(summary="Install a CUDA build of torch first (PyTorch's index for "
+                               "your CUDA, as its install selector gives), then install the "
+                               "package again with --no-build-isolation so its build sees that "
+                               "torch.")])]
+    return []

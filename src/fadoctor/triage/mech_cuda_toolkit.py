@@ -268,3 +268,29 @@ def toolkit_behind_torch(ctx: Context) -> List[Signal]:
                    "archs and headers torch's build passes it",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes(o.CUDA, o.NVCC, "torch")]), LOGGED,
                    [toolkit(ctx, torch_cuda)])]
+
+
+# An extension whose kernel launches call the pre-9.2 launch API: nvcc before CUDA 9.2 compiled
+# `kernel<<<...>>>` into cudaConfigureCall / cudaSetupArgument / cudaLaunch, the execution-control
+# API deprecated since CUDA 7.0 and gone from CUDA 10.1 (code calling it stopped compiling with
+# 10.1: MultithreadCorner/Hydra#74, jaredhoberock/bulk#47); nvcc 9.2 and later emit
+# __cudaPushCallConfiguration and cudaLaunchKernel instead. Loaded beside a torch on CUDA 10.1 or
+# later, the old build's symbols are undefined.
+_OLD_LAUNCH = re.compile(r"undefined symbol: (cudaSetupArgument|cudaConfigureCall|cudaLaunch)\b")
+
+
+def old_launch_api(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OLD_LAUNCH, ("undefined symbol: cuda",))
+    if hit is None:
+        return []
+    return [Signal("old_launch_api", Category.CUDA_RUNTIME_MISMATCH,
+                   f"the extension calls {hit[1].group(1)}: it was compiled by an nvcc older than "
+                   "CUDA 9.2, and the CUDA runtime torch loads (10.1 or later) no longer has that "
+                   "launch API", [ctx.quote(hit[0])], NAMED + 1,  # over the generic reading
+                   [Remedy(summary="Rebuild the extension with the CUDA toolkit of torch's CUDA "
+                           "(torch.version.cuda; at least 9.2): point CUDA_HOME at it, check "
+                           "`nvcc -V`, delete the build folder and install again.",
+                           commands=[r.REVEAL_TORCH, "export CUDA_HOME=/usr/local/cuda",
+                                     "nvcc -V"])],
+                   details={"source": "CUDA 10.1 removed the execution-control API deprecated "
+                                      "since 7.0 (MultithreadCorner/Hydra#74)"})]

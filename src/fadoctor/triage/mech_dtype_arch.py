@@ -337,3 +337,43 @@ def half_atomic(ctx: Context) -> List[Signal]:
                            f"compiled.{own} Below {floor}: a release of the package whose kernel "
                            f"falls back to a float atomicAdd under __CUDA_ARCH__ < "
                            f"{floor.replace('.', '')}0, or another GPU.")])]
+
+
+# CUDA device functions that exist only from a compute capability on (CUDA C++ Programming Guide:
+# "Nanosleep Function" and "Warp Match Functions", compute capability 7.x and higher; "Warp Reduce
+# Functions", 8.x and higher): compiled for an older arch, nvcc says 'identifier "__nanosleep" is
+# undefined'.
+_INTRINSIC_FLOOR = {"__nanosleep": "7.0", "__match_any_sync": "7.0", "__match_all_sync": "7.0",
+                    **{f"__reduce_{op}_sync": "8.0" for op in ("add", "min", "max", "and", "or",
+                                                               "xor")}}
+_INTRINSIC = re.compile(r"identifier \"(__nanosleep|__match_(?:any|all)_sync|"
+                        r"__reduce_(?:add|min|max|and|or|xor)_sync)\" is undefined")
+
+
+def arch_intrinsic(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INTRINSIC, ("is undefined",))
+    if hit is None:
+        return []
+    name = hit[1].group(1)
+    floor = Version(_INTRINSIC_FLOOR[name])
+    gpu = ctx.gpu
+    older = gpu is not None and gpu[1] is not None and gpu[1] < floor
+    quotes = dedupe([ctx.quote(hit[0]), *([gpu[2]] if gpu is not None else [])])
+    if older:
+        assert gpu is not None and gpu[1] is not None
+        return [Signal("arch_intrinsic", Category.GPU_UNSUPPORTED,
+                       f"the code calls {name}, which CUDA provides only for compute capability "
+                       f"{floor} and up, and {gpu[0]} is {gpu[1]}: it cannot run this code",
+                       quotes, NAMED,
+                       [Remedy(summary=f"Run it on a GPU of compute capability {floor} or newer "
+                               f"(sm_{floor.major}{floor.minor}: Volta, Turing or later"
+                               + (", Ampere or later" if floor >= Version("8.0") else "")
+                               + "), or use a version of the code without it.")])]
+    return [Signal("arch_intrinsic", Category.BUILD_TOOLCHAIN,
+                   f"the code calls {name}, which CUDA provides only for compute capability "
+                   f"{floor} and up, and the build compiles it for an older arch", quotes, NAMED,
+                   [Remedy(summary=f"Build for the GPU's own arch only, which must be {floor} or "
+                           "newer: TORCH_CUDA_ARCH_LIST (or nvcc's -arch / "
+                           "CMAKE_CUDA_ARCHITECTURES) set to its compute capability, as "
+                           "torch.cuda.get_device_capability() gives it; GPUs older than "
+                           f"{floor} cannot run this code.")])]

@@ -20,10 +20,38 @@ _NO_CODE = re.compile(r"(CUDA|HIP) kernel (\w{1,80}) has no device code compatib
 SOURCE = "ggml-org/llama.cpp ggml/src/ggml-cuda/common.cuh (no_device_code)"
 
 
+# the same check in ggml-cuda.cu before the kernel name was printed (llama.cpp to early 2024):
+# "ERROR: ggml-cuda was compiled without support for the current GPU architecture."
+_NO_ARCH = re.compile(r"ggml-cuda was compiled without support for the current GPU architecture")
+
+
+def _without_arch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_ARCH, ("compiled without support for the current gpu",))
+    if hit is None:
+        return []
+    gpu = ctx.gpu
+    cc = gpu[1] if gpu else None
+    arch = f"{cc.major}{cc.minor}" if cc is not None else None
+    target = f"sm_{arch} ({gpu[0] if gpu else ''})" if arch else "this GPU's architecture"
+    return [Signal("ggml_no_device_code", Category.NO_KERNEL_IMAGE,
+                   f"this ggml-cuda build (llama.cpp, or an app bundling it) has no code for "
+                   f"{target}: its CUDA architectures leave the GPU out",
+                   dedupe([ctx.quote(hit[0]), *([gpu[2]] if gpu else [])]), NAMED,
+                   [Remedy(summary="Use a build compiled for this GPU: the app's previous release "
+                           "if it ran there, or a build from source with the GPU's "
+                           "architecture in CMAKE_CUDA_ARCHITECTURES"
+                           + (f" ({arch})" if arch else " (its compute capability without the "
+                              "dot: 61 for a GTX 10xx, 75 for an RTX 20xx)") + ".",
+                           commands=[f"cmake -B build -DGGML_CUDA=ON "
+                                     f"-DCMAKE_CUDA_ARCHITECTURES={arch or 'native'}"])],
+                   details={"source": "ggml-org/llama.cpp ggml-cuda.cu bad_arch() (late 2023 to "
+                                      "early 2024)"})]
+
+
 def no_device_code(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NO_CODE, ("has no device code compatible",))
     if hit is None:
-        return []
+        return _without_arch(ctx)
     kernel, arch, built = hit[1].group(2), hit[1].group(3), hit[1].group(4)
     sm = f"sm_{int(arch) // 10}"
     quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])

@@ -156,3 +156,29 @@ def async_allocator(ctx: Context) -> List[Signal]:
                            "remove backend:cudaMallocAsync from PYTORCH_CUDA_ALLOC_CONF where it "
                            "is set; torch's native allocator needs no memory-pool support. An "
                            "update of the app may have dropped the default already.")])]
+
+
+# CUDA's cudaErrorLaunchOutOfResources, "too many resources requested for launch": the block's
+# threads times the registers each thread uses exceed the SM's register file per block (CUDA
+# Runtime API, error types: "too many threads for the kernel's register count"). A kernel written
+# with 1024 threads per block (the CUDA_NUM_THREADS of many deformable-convolution ops) runs out on
+# GPUs with 32K registers per block (Jetson TX1/TX2, Maxwell and older) or in a debug (-G) build.
+_OUT_OF_RESOURCES = re.compile(r"too many resources requested for launch", re.I)
+
+
+def out_of_resources(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_OUT_OF_RESOURCES, ("too many resources requested",))
+    if hit is None:
+        return []
+    library = frame_package(ctx, hit[0], ("torch",), after=4)
+    return [Signal("launch_out_of_resources", Category.KERNEL_FAILURE,
+                   f"a kernel{f' of {library}' if library else ''} was launched with more "
+                   "threads per block than this GPU has registers for (threads x registers per "
+                   "thread over the register file a block may use)",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Lower the kernel's threads per block and rebuild the "
+                           "extension: the op's CUDA_NUM_THREADS (or the block size of its "
+                           "launch) from 1024 to 512 or 256, or cap its registers with nvcc "
+                           "-maxrregcount=64; and build without -G (a debug build uses more "
+                           "registers).")],
+                   details={"source": "CUDA Runtime API, cudaErrorLaunchOutOfResources"})]

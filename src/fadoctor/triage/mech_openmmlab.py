@@ -19,7 +19,9 @@ from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
-_BOUND = r"(\(\d+(?:, \d+){1,6}\)|[\w.+]+?)"
+# a bound as mmdet prints it: "1.3.17", a tuple "(1, 3, 17)" or, in 2.x releases before 2.14, a
+# list "[1, 1, 4]" (digit_version of those releases returned one)
+_BOUND = r"([(\[]\d+(?:, \d+){1,6}[)\]]|[\w.+]+?)"
 _GATE = re.compile(r"\b(MMCV|MMEngine|MMDET|MMDet|mmcv|mmengine|mmdet)==([\w.+]+) is used but "
                    r"incompatible\. Please install ([\w-]+)>=" + _BOUND
                    + r"(?:,\s*(<=?)\s*" + _BOUND + r")?\.?(?=[\s)*,]|$)")
@@ -27,7 +29,8 @@ _ASSERTING = re.compile(r"[\\/](mm[a-z0-9]{1,12})[\\/]__init__\.py\"")
 
 
 def _version(bound: str) -> Optional[Version]:
-    text = ".".join(bound.strip("()").replace(" ", "").split(",")[:3]) if bound.startswith("(") \
+    text = ".".join(bound.strip("()[]").replace(" ", "").split(",")[:3]) \
+        if bound.startswith(("(", "[")) \
         else bound
     try:
         return Version(text)

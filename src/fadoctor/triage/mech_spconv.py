@@ -20,6 +20,26 @@ _OLD_API = re.compile(r"module 'spconv' has no attribute '(SparseConv[123]d|SubM
                       r"SparseConvTensor|SparseSequential|SparseInverseConv[123]d|SparseModule|"
                       r"SparseMaxPool[123]d|ops|utils)'")
 _CPU_OPS = re.compile(r"SpconvOps'? has no attribute '(\w{3,60})'")
+# spconv 2.x's C++ core refusing a CUDA tensor in the CPU build (pccm-generated
+# SpconvOps_<op>.cc): "...SpconvOps_get_indice_pairs.cc(65) not implemented for CPU ONLY build."
+_CPU_BUILD = re.compile(r"SpconvOps_(\w{3,60})\.cc\(\d+\) not implemented for CPU ONLY build")
+
+
+# The spconv 2.x CUDA distributions the package index publishes (`pip index versions spconv-cuXYZ`
+# for CPython 3.8 and 3.11, Dec 2026): no build for CUDA 10.1, 11.0 or 11.2.
+_PUBLISHED = (102, 111, 113, 114, 116, 117, 118, 120, 121, 124, 126)
+
+
+def _distribution(cuda: int) -> str:
+    """The distribution for a CUDA (11.8 -> spconv-cu118); else the newest one of the same major
+    not above it, else the oldest one of that major (a driver runs a minor above its own)."""
+    same = [c for c in _PUBLISHED if c // 10 == cuda // 10]
+    below = [c for c in same if c <= cuda]
+    chosen = max(below) if below else min(same) if same else None
+    if chosen is None:
+        return "spconv-cuXYZ"
+    return f"spconv-cu{chosen}" + ("" if chosen == cuda else
+                                   f" (none is published for CUDA {cuda // 10}.{cuda % 10})")
 
 
 def spconv(ctx: Context) -> List[Signal]:
@@ -34,11 +54,11 @@ def spconv(ctx: Context) -> List[Signal]:
                                "`from spconv.xxx import`); or build the spconv 1.x release the "
                                "code was written for (spconv 1.2.1, from source) in place of "
                                "2.x.", code="import spconv.pytorch as spconv")])]
-    ops = ctx.first(_CPU_OPS, ("spconvops",))
+    ops = ctx.first(_CPU_OPS, ("spconvops",)) or ctx.first(_CPU_BUILD, ("cpu only build",))
     if ops is None:
         return []
     cuda = ctx.torch_cuda_stated or parse_version(ctx.seen.get(o.CUDA))
-    name = f"spconv-cu{cuda.major}{cuda.minor}" if cuda is not None and cuda.release[1:] \
+    name = _distribution(cuda.major * 10 + cuda.minor) if cuda is not None and cuda.release[1:] \
         else "spconv-cuXYZ"
     return [Signal("spconv_cpu", Category.WRONG_WHEEL,
                    f"this spconv is the CPU build (the plain `spconv` distribution): its "

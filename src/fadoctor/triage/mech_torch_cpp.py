@@ -3,7 +3,11 @@ compiler says it: the THC headers and functions (torch/include/THC/THC.h is in t
 and gone from 1.11.0, which keeps only THCDeviceUtils.cuh and THCAtomics.cuh as shims), and the
 AT_CHECK macro (defined in 1.4.0's c10/util/Exception.h, gone from 1.5.0's, where TORCH_CHECK
 remains); both read from the torch wheels. at::cuda::getCurrentCUDAStream missing is the same
-port half done: THC.h used to bring ATen/cuda/CUDAContext.h in (pure)."""
+port half done: THC.h used to bring ATen/cuda/CUDAContext.h in. And `AT_DISPATCH_*(x.type(), ...)`:
+the dispatch macros took the deprecated at::DeprecatedTypeProperties through an overload added in
+2019 (pytorch/pytorch#17996, with a deprecation warning) and removed for 2.6.0 (extensions' fixes
+"so that it compiles with torch 2.6.0", mit-han-lab/torchsparse#344; 2.13.0's ATen/Dispatch.h
+takes a ScalarType only) (pure)."""
 
 from __future__ import annotations
 
@@ -36,9 +40,17 @@ _PORT = ("replace #include <THC/THC.h> with #include <ATen/cuda/CUDAContext.h> (
          "THCCeilDiv with at::ceil_div")
 
 
+# nvcc/EDG: 'no suitable conversion function from "const at::DeprecatedTypeProperties" to
+# "c10::ScalarType" exists'; gcc: "cannot convert 'const at::DeprecatedTypeProperties' to
+# 'c10::ScalarType'"; MSVC: "cannot convert from 'const at::DeprecatedTypeProperties' to ..."
+_TYPE = re.compile(r"(?:conversion function from|cannot convert(?: from)?) \W{0,2}(?:const )?"
+                   r"at::DeprecatedTypeProperties\W{1,4}(?:&\W{1,3})?to\W{1,3}(?:c10|at)::ScalarType")
+
+
 def _first(ctx: Context) -> Optional[Tuple[str, int]]:
     for kind, pattern, needles in (("thc", _THC, ("thc",)), ("at_check", _AT_CHECK, ("at_check",)),
-                                   ("stream", _STREAM, ("getcurrentcudastream",))):
+                                   ("stream", _STREAM, ("getcurrentcudastream",)),
+                                   ("type", _TYPE, ("deprecatedtypeproperties",))):
         hit = ctx.first(pattern, needles)
         if hit is not None:
             return kind, hit[0]
@@ -50,6 +62,16 @@ def removed_cpp_api(ctx: Context) -> List[Signal]:
     if found is None:
         return []
     kind, index = found
+    if kind == "type":
+        return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
+                       "the extension's source passes tensor.type() to an AT_DISPATCH macro, "
+                       "which torch accepted (deprecated) until 2.5 and no longer does from 2.6: "
+                       "the code predates the installed torch", [ctx.quote(index)], NAMED,
+                       [Remedy(summary="Port the source: replace x.type() with x.scalar_type() "
+                               "in every AT_DISPATCH_* call (and x.type().is_cuda() with "
+                               "x.is_cuda()), then build again; or take a newer release of the "
+                               "package that did, or build it against torch 2.5.1 (the last "
+                               "release accepting it).")])]
     if kind == "at_check":
         return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
                        "the extension's source uses AT_CHECK, a macro torch removed in 1.5 "

@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage import mech_build  # the module: mech_build imports this one, via mech_api
@@ -91,6 +92,9 @@ def _unstated(ctx: Context) -> List[Signal]:
     """No pair stated, but Inductor failing to import a name from Triton (or asking a Triton
     class for an attribute it lacks): the pair is wrong."""
     hit = ctx.first(_INDUCTOR_IMPORT, ("cannot import name",))
+    gone = _removed_module(ctx) if hit is None else []
+    if gone:
+        return gone
     if hit is None:
         attribute = ctx.first(_CLASS_ATTRIBUTE, ("has no attribute",))
         if attribute is not None and _triton_class(attribute[1].group(1)):
@@ -109,6 +113,46 @@ def _unstated(ctx: Context) -> List[Signal]:
                    "installed Triton lacks: it is not the Triton this torch was built with",
                    [ctx.quote(hit[0])], IMPLIED, [triton_for(ctx, mech_build.on_windows(ctx))],
                    details={"source": SOURCE})]
+
+
+# torch importing a Triton module a later Triton removed ("No module named 'triton.common'" from
+# torch/utils/_triton.py: torch 2.2 and 2.3 import triton.common.backend, gone in Triton 3.0.0)
+# (a title retyped by hand may space it: "No module named 'triton. common'")
+_MODULE = re.compile(r"No module named '(triton\. ?\w{1,40}(?:\.\w{1,40}){0,3})'")
+_TORCH_FRAME = re.compile(r"[\\/]torch[\\/](?:_inductor|utils|_dynamo)[\\/]")
+
+
+def _removed_module(ctx: Context) -> List[Signal]:
+    from fadoctor.triage.api_tables import api  # the table is read only for such a report
+
+    for index, found in ctx.find(_MODULE, ("no module named",)):
+        data = api("triton")
+        module = found.group(1).replace(" ", "")
+        have = data.modules.get(module, ())
+        near = ctx.text.lines[max(0, index - 12):index + 1]
+        compiling = any(map(_TORCH_FRAME.search, near)) or ctx.text.containing(
+            ("inductor", "torch.compile", "compile model"))
+        if not have or have[-1] == len(data.tags) - 1 or not compiling:
+            continue
+        last, removed = Version(data.version(have[-1])), Version(data.version(have[-1] + 1))
+        newer = sorted(Version(t) for t, spec in triton_pins().items()
+                       if (p := pinned(Version(t))) is not None and p >= removed)
+        fixes = [triton_for(ctx, mech_build.on_windows(ctx))]
+        release = ctx.matrix.torch_release(newer[0]) if newer else None
+        if newer and release is not None:
+            variant = (ctx.torch_variant if ctx.torch_variant in release.cuda_variants
+                       else release.default_variant)
+            fixes.insert(0, Remedy(summary=f"Upgrade torch to {newer[0]} or later (its Inductor "
+                                   f"is written for Triton {pinned(newer[0])}), with torchvision "
+                                   "and torchaudio of the same release; or keep this torch and "
+                                   "install the Triton it pins (below).",
+                                   commands=[torch_install(str(newer[0]), variant)]))
+        return [Signal("triton_pin", Category.VERSION_CONFLICT,
+                       f"torch imports {module}, which Triton had up to {last} and removed "
+                       f"in {removed}: this torch was written for an older Triton than the one "
+                       "installed", [ctx.quote(index)], IMPLIED, fixes,
+                       details={"source": f"{SOURCE}; data/triton_api.yaml"})]
+    return []
 
 
 def pair_differs(ctx: Context) -> bool:
@@ -133,7 +177,9 @@ def mismatch(ctx: Context) -> List[Signal]:
     except InvalidVersion:
         return []
     want = pinned(torch)
-    if want is None or _minor(want) == _minor(triton):
+    if want is None:  # a torch no pin is known for ("2.31", a typo): what the error says alone
+        return _removed_module(ctx)
+    if _minor(want) == _minor(triton):
         return []
     failed = ctx.first(_TRITON_FAILED, ("triton", "inductorerror", "compiledkernel"))
     if failed is None:

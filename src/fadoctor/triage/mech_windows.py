@@ -378,12 +378,21 @@ def torch_dll(ctx: Context) -> List[Signal]:
 # Windows' loader failing a package's own extension for a missing function ("DLL load failed
 # while importing exllamav2_ext: The specified procedure could not be found"): the Windows form
 # of an undefined symbol, as for flash_attn_2_cuda above, for another package's module
-_PROCEDURE = re.compile(r"DLL load failed while importing (\w+): The specified procedure could not "
-                        r"be found")
+# (Windows' message for error 127, ERROR_PROC_NOT_FOUND, in the system's language: Chinese,
+# Japanese, Korean, German, French, Russian)
+_PROC_NOT_FOUND = ("The specified procedure could not be found", "找不到指定的程序",
+                   "指定されたプロシージャが見つかりません", "지정된 프로시저를 찾을 수 없습니다",
+                   "Die angegebene Prozedur wurde nicht gefunden",
+                   "La procédure spécifiée est introuvable",
+                   "\u041d\u0435 \u043d\u0430\u0439\u0434\u0435\u043d\u0430 "  # Russian
+                   "\u0443\u043a\u0430\u0437\u0430\u043d\u043d\u0430\u044f "
+                   "\u043f\u0440\u043e\u0446\u0435\u0434\u0443\u0440\u0430")
+_PROCEDURE = re.compile(r"DLL load failed while importing (\w+): (?:"
+                        + "|".join(map(re.escape, _PROC_NOT_FOUND)) + ")")
 
 
 def procedure_missing(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_PROCEDURE, ("specified procedure",))
+    hit = ctx.first(_PROCEDURE, ("dll load failed while importing",))
     if hit is None or hit[1].group(1).startswith("flash_attn"):
         return []  # flash-attn's is mech_wrappers' (dll_symbol)
     module = hit[1].group(1)

@@ -98,3 +98,31 @@ def _arm_host(ctx: Context) -> bool:
     name = ctx.gpu[0] if ctx.gpu else ""
     return name.startswith(("Jetson", "GB", "GH")) or bool(ctx.text.containing(
         ("aarch64", "arm64", "sbsa", "jetson", "tegra", "l4t")))
+
+
+def newest_with(ctx: Context, cc: Version) -> List[Remedy]:
+    """torch says its own build lacks the GPU's arch, though every release the matrix lists
+    (of the stated CUDA) has it: an older release or a build for an older CUDA is installed."""
+    python = ctx.python
+    releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True)
+    runs = [rel for rel in releases if python is None or str(python) in rel.python]
+    for rel in runs:
+        fitting = variants(rel, cc)
+        if fitting:
+            variant = max(fitting, key=lambda v: int(v[2:]))
+            return [Remedy(summary=f"The installed torch is a build without sm_{cc.major}{cc.minor} "
+                           "(an older release, or one for an older CUDA: the arch list the "
+                           f"message prints): install torch {rel.latest_patch} built for "
+                           f"{variant}, which has its kernels, then reinstall the packages "
+                           "built for the old torch.",
+                           commands=[torch_install(rel.latest_patch, variant)])]
+    if python is not None and releases and not runs:
+        oldest = releases[-1]
+        built = sorted(variants(oldest, cc), key=lambda v: int(v[2:]))
+        cuda = f"{built[0]} (CUDA {built[0][2:-1]}.{built[0][-1]})" if built else "its CUDA"
+        return [Remedy(summary=f"The installed torch is a build without sm_{cc.major}{cc.minor} "
+                       f"(an older release, or one for an older CUDA), and Python {python} is "
+                       f"older than any torch from {oldest.minor} on supports: install a newer "
+                       f"Python, then a torch built for {cuda} or later (torch {oldest.minor} "
+                       f"runs on Python {', '.join(oldest.python)}).")]
+    return []

@@ -124,6 +124,34 @@ _DETECTED = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the ver
                        r"used to compile\s+PyTorch \((\d+\.\d+)\)")
 
 
+# torch/utils/cpp_extension.py (_check_cuda_version): "The current installed version of g++
+# (11.4.0) is greater than the maximum required version by CUDA 11.3 (10.0.0). Please make sure to
+# use an adequate version of g++ (>=5.0.0, <=10.0.0)." (2.13.0: no "(10.0.0)", and "<11.0", the
+# bound exclusive)
+_COMPILER_BOUND = re.compile(r"installed version of (g\+\+|gcc|clang\+\+|clang) \((\d+)[\d.]*\) is "
+                             r"greater than the maximum required version by CUDA (\d+\.\d+)"
+                             r"[^\n]{0,120}\(>=[\d.]+, <(=?)(\d+)")
+# the newest gcc each CUDA admits, from torch 2.13.0's CUDA_GCC_VERSIONS (cpp_extension.py; its
+# bound is exclusive: (12, 0) for CUDA 11.4 takes gcc 11): the first CUDA for a newer gcc
+_GCC_ADMITTED = (("11.4", 11), ("12.0", 12), ("12.3", 13), ("12.8", 14), ("13.0", 15))
+
+
+def _compiler_bound(bound: re.Match[str]) -> List[Remedy]:
+    compiler, have, cuda = bound.group(1), int(bound.group(2)), bound.group(3)
+    most = int(bound.group(5)) - (0 if bound.group(4) else 1)
+    gcc = "clang" not in compiler
+    cc, cxx = (f"gcc-{most}", f"g++-{most}") if gcc else (f"clang-{most}", f"clang++-{most}")
+    fixes = [Remedy(summary=f"Build with {compiler} {most} (CUDA {cuda} admits at most {most}; "
+                    f"this one is {have}): install it beside the system's and point the build "
+                    "at it.", commands=[f"export CC={cc} CXX={cxx}", f"{cxx} --version"])]
+    newer = next((c for c, admitted in _GCC_ADMITTED if admitted >= have), None)
+    if gcc and newer is not None:
+        fixes.append(Remedy(summary=f"Or build with a newer CUDA toolkit, which admits g++ {have}: "
+                            f"CUDA {newer} or later (torch's table of host compilers), with a "
+                            "torch built for that CUDA major."))
+    return fixes
+
+
 def _build(ctx: Context, entry: Entry) -> List[Remedy]:
     if entry.weight == "note":
         return [Remedy(summary="torch's extension builder only reports here; the compiler's first "
@@ -133,6 +161,9 @@ def _build(ctx: Context, entry: Entry) -> List[Remedy]:
         return [Remedy(summary="Install ninja into the building interpreter.",
                        commands=["pip install ninja"])]
     if "compiler" in entry.printed:
+        bound = _COMPILER_BOUND.search(ctx.text.joined)
+        if bound is not None:
+            return _compiler_bound(bound)
         return [Remedy(summary="Build with a host compiler (gcc/g++) in the range the message "
                        "names for this CUDA, e.g. CC=gcc-12 CXX=g++-12, or install a prebuilt "
                        "wheel.", commands=["gcc --version", "nvcc -V"])]

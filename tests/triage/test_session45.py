@@ -1,0 +1,160 @@
+"""Generic mechanisms added in session 45, each on the words its source prints: mmdet's list-form
+mmcv gate, spconv's CPU-only build and its published CUDA builds, PyG's ops without CUDA, torch
+importing a module Triton removed, ggml-cuda's older no-arch error, CUDA's launch out of
+resources, a build reading torch.version.cuda of a torch without CUDA, AT_DISPATCH given
+tensor.type(), torch's host-compiler bound with its numbers, torch's own arch warning with
+nothing newer known, Windows' procedure-not-found in other languages, and device functions of a
+newer compute capability."""
+
+from __future__ import annotations
+
+import pytest
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
+from fadoctor.triage.mech_spconv import _distribution
+
+
+def test_mmdet_prints_its_mmcv_bounds_as_lists(matrix: Matrix) -> None:
+    found = top('  File "/opt/conda/lib/python3.7/site-packages/mmdet/__init__.py", line 25\n'
+                "AssertionError: MMCV==1.3.9 is used but incompatible. Please install "
+                "mmcv>=[1, 1, 4], <=[1, 2, 0].\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert ">= 1.1.4, <= 1.2.0" in found.message and "1.3.9 is installed" in found.message
+    assert "mmcv-full>=1.1.4,<=1.2.0" in said(found)
+
+
+def test_spconvs_cpu_only_build_names_the_cuda_build_that_exists(matrix: Matrix) -> None:
+    report = ("PyTorch: 1.8.0+cu101\nRuntimeError: /io/build/temp.linux-x86_64-cpython-37/spconv/"
+              "build/core_cc/src/csrc/sparse/all/SpconvOps/SpconvOps_get_indice_pairs.cc(65) not "
+              "implemented for CPU ONLY build.\n")
+    found = top(report, matrix)
+    assert found.category == Category.WRONG_WHEEL and "CPU build" in found.message
+    assert "spconv-cu102 (none is published for CUDA 10.1)" in said(found)
+
+
+@pytest.mark.parametrize("cuda, name", [(118, "spconv-cu118"), (115, "spconv-cu114 (none"),
+                                        (112, "spconv-cu111 (none"), (128, "spconv-cu126 (none"),
+                                        (90, "spconv-cuXYZ")])
+def test_the_spconv_distribution_is_one_the_index_publishes(cuda: int, name: str) -> None:
+    assert _distribution(cuda).startswith(name)
+
+
+def test_a_pyg_op_without_cuda_is_its_cpu_build(matrix: Matrix) -> None:
+    report = ('  File "/env/lib/python3.9/site-packages/torch_cluster/radius.py", line 72, in '
+              "radius\n    return torch.ops.torch_cluster.radius(x, y, ptr_x, ptr_y, r,\n"
+              "RuntimeError: Not compiled with CUDA support\n")
+    found = top(report, matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert found.message.startswith("torch-cluster is its CPU build")
+    assert "FORCE_CUDA=1" in said(found) and "uninstall -y torch-cluster" in said(found)
+    named = top("pip3 install torch-scatter==2.1.1 -f <index>\nRuntimeError: Not compiled with "
+                "CUDA support\n", matrix)
+    assert named.message.startswith("torch-scatter is its CPU build")
+
+
+def test_the_words_alone_name_no_pyg_package(matrix: Matrix) -> None:
+    result = triage("RuntimeError: Not compiled with CUDA support\n", matrix)
+    assert not any("CPU build" in d.message for d in result.diagnosis)
+
+
+def test_torch_importing_a_module_triton_removed(matrix: Matrix) -> None:
+    report = ('  File "/env/lib/python3.10/site-packages/torch/utils/_triton.py", line 37, in '
+              "triton_backend_hash\n    from triton.common.backend import get_backend\n"
+              "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+              "ModuleNotFoundError: No module named 'triton.common'\n")
+    found = top(report, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "up to 2.3.1 and removed in 3.0.0" in found.message
+    assert "torch==2.4.0+cu" in said(found)  # the first torch whose pin is Triton 3.0
+
+
+def test_a_module_triton_still_has_is_not_this(matrix: Matrix) -> None:
+    result = triage('  File "/env/lib/python3.10/site-packages/torch/_inductor/x.py", line 1\n'
+                    "ModuleNotFoundError: No module named 'triton.language'\n", matrix)
+    assert not any("removed in" in d.message for d in result.diagnosis)
+
+
+def test_ggml_cuda_built_without_the_gpus_arch(matrix: Matrix) -> None:
+    found = top("GPU: NVIDIA GeForce GTX 1070 Ti (8GB, Pascal)\nERROR: ggml-cuda was compiled "
+                "without support for the current GPU architecture.\n", matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "sm_61" in found.message
+    assert "-DCMAKE_CUDA_ARCHITECTURES=61" in said(found)
+
+
+def test_a_launch_asking_for_more_registers_than_the_gpu_has(matrix: Matrix) -> None:
+    found = top('error in modulated_deformable_im2col_cuda": too many resources requested for '
+                "launch\n", matrix)
+    assert found.category == Category.KERNEL_FAILURE
+    assert "CUDA_NUM_THREADS" in said(found) and "-maxrregcount" in said(found)
+
+
+@pytest.mark.parametrize("where, category", [
+    ("/private/var/folders/qm/T/pip-install-x/auto-gptq_1/setup.py", Category.PLATFORM_UNSUPPORTED),
+    ("/tmp/pip-install-x/auto-gptq_1/setup.py", Category.TORCH_CPU_ONLY)])
+def test_a_build_reading_the_cuda_of_a_torch_without_cuda(matrix: Matrix, where: str,
+                                                          category: Category) -> None:
+    found = top(f'  File "{where}", line 21, in <module>\n    CUDA_VERSION = "".join('
+                'torch.version.cuda.split("."))\nAttributeError: \'NoneType\' object has no '
+                "attribute 'split'\n", matrix)
+    assert found.category == category and "torch.version.cuda is None" in found.message
+
+
+def test_none_elsewhere_is_not_torchs_cuda(matrix: Matrix) -> None:
+    result = triage("x = config.get('a').split()\nAttributeError: 'NoneType' object has no "
+                    "attribute 'split'\n", matrix)
+    assert not any("torch.version.cuda" in d.message for d in result.diagnosis)
+
+
+@pytest.mark.parametrize("line", [
+    'ms_deform_attn_cuda.cu(65): error: no suitable conversion function from "const '
+    'at::DeprecatedTypeProperties" to "c10::ScalarType" exists',
+    "csrc/nms.cpp:12:5: error: cannot convert 'const at::DeprecatedTypeProperties' to "
+    "'c10::ScalarType'"])
+def test_at_dispatch_given_tensor_type(matrix: Matrix, line: str) -> None:
+    found = top(line + "\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "2.6" in found.message
+    assert "scalar_type()" in said(found) and "2.5.1" in said(found)
+
+
+@pytest.mark.parametrize("tail, most", [
+    ("by CUDA 11.3 (10.0.0). Please make sure to use an adequate version of g++ (>=5.0.0, "
+     "<=10.0.0).", 10),
+    ("by CUDA 12.1. Please make sure to use an adequate version of g++ (>=6.0.0, <13.0).", 12)])
+def test_the_host_compiler_bound_uses_the_printed_numbers(matrix: Matrix, tail: str,
+                                                          most: int) -> None:
+    found = top("RuntimeError: The current installed version of g++ (14.2.0) is greater than the "
+                f"maximum required version {tail}\n", matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert f"CC=gcc-{most} CXX=g++-{most}" in said(found)
+    assert "admits g++ 14: CUDA 12.8 or later" in said(found)
+
+
+def test_torchs_arch_warning_with_every_known_release_fitting(matrix: Matrix) -> None:
+    warning = ("/venv/lib/python{py}/site-packages/torch/cuda/__init__.py:146: UserWarning:\n"
+               "NVIDIA GeForce RTX 3080 Laptop GPU with CUDA capability sm_86 is not compatible "
+               "with the current PyTorch installation.\nThe current PyTorch install supports CUDA "
+               "capabilities sm_37 sm_50 sm_60 sm_70.\n")
+    old = top(warning.format(py="3.7"), matrix)
+    assert old.category == Category.NO_KERNEL_IMAGE
+    assert "Python 3.7 is older than any torch" in said(old)
+    current = top(warning.format(py="3.11"), matrix)
+    assert "The installed torch is a build without sm_86" in said(current)
+    assert "--index-url" in said(current)
+
+
+@pytest.mark.parametrize("words", ["找不到指定的程序。", "Die angegebene Prozedur wurde nicht gefunden.",
+                                   "指定されたプロシージャが見つかりません。"])
+def test_windows_procedure_not_found_in_other_languages(matrix: Matrix, words: str) -> None:
+    found = top(f"ImportError: DLL load failed while importing exllamav2_ext: {words}\n", matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "exllamav2" in found.message
+
+
+def test_a_device_function_of_a_newer_compute_capability(matrix: Matrix) -> None:
+    error = ('render.cuh(260): error: identifier "__nanosleep" is undefined\n')
+    on_old = top("GPU: NVIDIA GeForce GTX 980\n" + error, matrix)
+    assert on_old.category == Category.GPU_UNSUPPORTED and "7.0" in on_old.message
+    built = top(error, matrix)
+    assert built.category == Category.BUILD_TOOLCHAIN and "TORCH_CUDA_ARCH_LIST" in said(built)

@@ -158,3 +158,16 @@ def test_a_device_function_of_a_newer_compute_capability(matrix: Matrix) -> None
     assert on_old.category == Category.GPU_UNSUPPORTED and "7.0" in on_old.message
     built = top(error, matrix)
     assert built.category == Category.BUILD_TOOLCHAIN and "TORCH_CUDA_ARCH_LIST" in said(built)
+
+
+def test_an_extension_built_by_nvcc_before_92(matrix: Matrix) -> None:
+    found = top("ImportError: /env/lib/python3.8/site-packages/MultiScaleDeformableAttention.cpython"
+                "-38-x86_64-linux-gnu.so: undefined symbol: cudaSetupArgument\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "older than CUDA 9.2" in found.message and "CUDA_HOME" in said(found)
+
+
+def test_a_retyped_module_name_beside_a_torch_no_pin_is_known_for(matrix: Matrix) -> None:
+    found = top("ModuleNotFoundError: No module named 'triton. common'\nusing the compile model "
+                "node\ntriton :3.1.0\ntorch=2.31+cu121\n", matrix)
+    assert "torch imports triton.common" in found.message

@@ -171,3 +171,19 @@ def test_a_retyped_module_name_beside_a_torch_no_pin_is_known_for(matrix: Matrix
     found = top("ModuleNotFoundError: No module named 'triton. common'\nusing the compile model "
                 "node\ntriton :3.1.0\ntorch=2.31+cu121\n", matrix)
     assert "torch imports triton.common" in found.message
+
+
+def test_a_model_needing_a_transformers_above_llamafactorys_range(matrix: Matrix) -> None:
+    found = top("- `llamafactory` version: 0.9.2.dev0\n- Transformers version: 4.46.1\nInternLM3 "
+                "requires transformers>=4.47.1, but llamafactory pins <=4.46.1\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "DISABLE_VERSION_CHECK=1" in said(found) and "transformers>=4.47.1" in said(found)
+
+
+@pytest.mark.parametrize("where, expected", [
+    ("I run it on my macbook m3", True), ("/Users/me/venv/lib/python3.11/site-packages/x.py", True),
+    ("Ubuntu 22.04, GeForce RTX 3090", False)])
+def test_no_cuda_device_on_a_mac(matrix: Matrix, where: str, expected: bool) -> None:
+    result = triage(f"{where}\nRuntimeError: no CUDA device found\n", matrix)
+    assert any(d.category == Category.PLATFORM_UNSUPPORTED and "Mac" in d.message
+               for d in result.diagnosis) == expected

@@ -126,7 +126,7 @@ def _pyg_cpu(ctx: Context) -> List[Signal]:
 # "'NoneType' object has no attribute 'split'".
 _CUDA_NONE = re.compile(r"'NoneType' object has no attribute '\w+'|unsupported operand type\(s\) "
                         r"for [^\n]{1,40}'NoneType'|'NoneType' object is not subscriptable")
-_MAC = re.compile(r"/private/var/folders/|/Users/\w|/opt/homebrew/|\bmacOS\b|\bmac ?os\b|"
+MAC = re.compile(r"/private/var/folders/|/Users/\w|/opt/homebrew/|\bmacOS\b|\bmac ?os\b|\bmacbook\b|"
                   r"\bdarwin\b|\bapple silicon\b|\bM[1-4] (?:Pro|Max|Ultra|chip)\b|"
                   r"\b(?:on|support|use|using) (?:a |my )?mac\b", re.I)
 
@@ -136,7 +136,7 @@ def torch_without_cuda(ctx: Context) -> List[Signal]:
         near = ctx.text.lines[max(0, index - 3):index]
         if not any("torch.version.cuda" in line for line in near):
             continue
-        mac = any(_MAC.search(line) for line in ctx.text.lines[:400])
+        mac = any(MAC.search(line) for line in ctx.text.lines[:400])
         if mac:
             return [Signal("torch_without_cuda", Category.PLATFORM_UNSUPPORTED,
                            "the package builds CUDA code, and torch on macOS has no CUDA "

@@ -11,6 +11,7 @@ from typing import List
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_cpu_build import MAC
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _CUDA_FAILED = re.compile(r"CUDA driver version is insufficient for CUDA runtime version|No CUDA "
@@ -71,3 +72,27 @@ def no_nvidia_gpu(ctx: Context) -> List[Signal]:
                            "instance with one, or on the CPU where the program offers that"
                            + (" (on AMD GPUs, a ROCm build of torch on Linux)" if vendor == "AMD"
                               else "") + ".", commands=["nvidia-smi"])])]
+
+
+# the same words from a Mac, which has no NVIDIA GPU (Apple silicon's GPU runs Metal/MPS; the
+# last Macs with NVIDIA GPUs and drivers date from 2013-2014): "no CUDA device found"
+_NO_DEVICE = re.compile(r"no CUDA (?:device|GPU)s? (?:was |were )?(?:found|detected|available)|"
+                        r"CUDA is not available|No CUDA GPUs are available|Torch not compiled "
+                        r"with CUDA enabled", re.I)
+
+
+def mac_without_cuda(ctx: Context) -> List[Signal]:
+    if any(g.vendor == "nvidia" for g in ctx.seen.gpus):
+        return []
+    failed = ctx.first(_NO_DEVICE, ("cuda",))
+    mac = next((i for i, line in enumerate(ctx.text.lines[:400]) if MAC.search(line)), None)
+    if failed is None or mac is None:
+        return []
+    return [Signal("mac_without_cuda", Category.PLATFORM_UNSUPPORTED,
+                   "this runs on a Mac, which has no NVIDIA GPU: CUDA code (and the libraries "
+                   "built on it: flash-attn, bitsandbytes' CUDA kernels, Triton, Unsloth) cannot "
+                   "run there", dedupe([ctx.quote(failed[0]), ctx.quote(mac)]), NAMED,
+                   [Remedy(summary="On the Mac, use tools written for Apple silicon (PyTorch's "
+                           "MPS device, MLX / mlx-lm, llama.cpp or Ollama); for the CUDA code "
+                           "itself, a Linux machine or cloud instance with an NVIDIA GPU "
+                           "(Colab, Kaggle).")])]

@@ -112,3 +112,29 @@ def _met(ctx: Context, index: int, dist: str, need: Version) -> bool:
         return text is not None and Version(Version(text.split("+")[0]).base_version) >= need
     except InvalidVersion:
         return False
+
+
+# A model needing a newer transformers than LLaMA-Factory's own range, told in prose ("InternLM3
+# requires transformers>=4.47.1, and llamafactory 0.9.2.dev0 requires <=4.46.1"; Chinese 要求,
+# "requires"): LLaMA-Factory's check_dependencies, not pip, refuses it.
+_MODEL_NEEDS = re.compile(r"transformers?\W{0,3}(?:版本)?\W{0,3}(?:要求|requires?|needs?)?\W{0,3}"
+                          r"(?:版本)?\s?>=?\s?v?(\d+\.\d+(?:\.\d+)?)", re.I)
+
+
+def llamafactory_range(ctx: Context) -> List[Signal]:
+    factory = ctx.has("llamafactory", "llama-factory", "llama_factory")
+    if factory is None or ctx.first(_REQUIRE_VERSION, ("is required for a normal",)):
+        return []
+    hit = ctx.first(_MODEL_NEEDS, ("transformer",))
+    if hit is None:
+        return []
+    need = hit[1].group(1)
+    return [Signal("package_floor", Category.VERSION_CONFLICT,
+                   f"the model needs transformers>={need}, above the range LLaMA-Factory's own "
+                   "dependency check accepts", dedupe([ctx.quote(hit[0]), factory]), HINTED,
+                   [Remedy(summary="LLaMA-Factory checks its dependency ranges itself "
+                           "(check_dependencies) and skips the check with DISABLE_VERSION_CHECK=1: "
+                           f"install transformers>={need} and set it; or upgrade LLaMA-Factory to "
+                           "a release whose range includes it.",
+                           commands=["export DISABLE_VERSION_CHECK=1",
+                                     command("pip", "install", f"transformers>={need}")])])]

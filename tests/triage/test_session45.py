@@ -187,3 +187,11 @@ def test_no_cuda_device_on_a_mac(matrix: Matrix, where: str, expected: bool) -> 
     result = triage(f"{where}\nRuntimeError: no CUDA device found\n", matrix)
     assert any(d.category == Category.PLATFORM_UNSUPPORTED and "Mac" in d.message
                for d in result.diagnosis) == expected
+
+
+def test_a_driver_older_than_any_pytorch_binary_is_upgraded_not_matched(matrix: Matrix) -> None:
+    found = top("RuntimeError: The NVIDIA driver on your system is too old (found version 6000)."
+                "\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD
+    assert "no PyTorch binary was ever built for CUDA 6.0" in said(found)
+    assert "+cu60" not in said(found)

@@ -14,6 +14,9 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
+# the oldest CUDA a PyTorch binary was built for (0.1.x: CUDA 7.5 and 8.0, pytorch.org/get-started/
+# previous-versions)
+_FIRST_BINARY_CUDA = Version("7.5")
 _CPU = re.compile(r"Torch not compiled with CUDA enabled")
 # A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
 # report names one, says its torch is CPU-only, or runs on Windows (pip's default torch has no
@@ -94,7 +97,12 @@ def driver(ctx: Context) -> List[Signal]:
             "the NVIDIA driver is older than torch's CUDA runtime needs"
             + (f": it runs CUDA {runs} at most" if runs else ""),
             dedupe([ctx.quote(old[0]), *ctx.quotes("driver", "torch")]), NAMED,
-            r.keep([Remedy(summary=f"Upgrade the NVIDIA driver{need}, or install a torch built "
+            r.keep([Remedy(summary=f"Upgrade the NVIDIA driver{need}: no PyTorch binary was ever "
+                           f"built for CUDA {runs} or older (the first, 0.1.x, were for CUDA 7.5 and "
+                           "8.0: pytorch.org's previous versions), so the other way is building "
+                           "PyTorch from source against a CUDA toolkit this driver runs.")
+                    if runs is not None and runs < _FIRST_BINARY_CUDA else
+                    Remedy(summary=f"Upgrade the NVIDIA driver{need}, or install a torch built "
                            + (f"for CUDA {runs} or older, which this driver runs (a "
                               f"+cu{runs.major}{runs.minor} build or an earlier one; `fadoctor "
                               "fix` picks one)." if runs else

@@ -195,3 +195,12 @@ def test_a_driver_older_than_any_pytorch_binary_is_upgraded_not_matched(matrix: 
     assert found.category == Category.DRIVER_TOO_OLD
     assert "no PyTorch binary was ever built for CUDA 6.0" in said(found)
     assert "+cu60" not in said(found)
+
+
+def test_dgl_without_a_graphbolt_build_for_this_torch(matrix: Matrix) -> None:
+    found = top("FileNotFoundError: Cannot find DGL C++ graphbolt library at /env/lib/python3.10/"
+                "site-packages/dgl/graphbolt/libgraphbolt_pytorch_2.3.1.so\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "torch 2.3.1" in found.message
+    assert "torch-2.3" in said(found) and "libgraphbolt_pytorch_<version>" in said(found)
+    other = top("ImportError: Cannot load Graphbolt C++ library\n", matrix)
+    assert other.category == Category.TORCH_VERSION_MISMATCH

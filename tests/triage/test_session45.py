@@ -204,3 +204,73 @@ def test_dgl_without_a_graphbolt_build_for_this_torch(matrix: Matrix) -> None:
     assert "torch-2.3" in said(found) and "libgraphbolt_pytorch_<version>" in said(found)
     other = top("ImportError: Cannot load Graphbolt C++ library\n", matrix)
     assert other.category == Category.TORCH_VERSION_MISMATCH
+
+
+@pytest.mark.parametrize("text, needs", [
+    ("onnxruntime-gpu 1.18.1\n[E:onnxruntime:Default, provider_bridge_ort.cc:1548] "
+     "onnxruntime_pybind_state.cc:857 CUDA_PATH is set but CUDA wasnt able to be loaded. Please "
+     "install the correct version of CUDA and cuDNN\n", "CUDA 11.8 and cuDNN 8"),
+    ("[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965] Failed to create "
+     "CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*, and the latest MSVC runtime.\n",
+     "CUDA 12.x and cuDNN 9")])
+def test_onnxruntimes_cuda_provider_without_its_libraries(matrix: Matrix, text: str,
+                                                          needs: str) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and needs in found.message
+    assert "onnxruntime-gpu>=1.19" in said(found) and "import torch before onnxruntime" in said(found)
+
+
+@pytest.mark.parametrize("line", ["NameError: name 'fused_act_ext' is not defined",
+                                  "ImportError: cannot import name 'deform_conv_ext' from "
+                                  "'basicsr.ops.dcn'"])
+def test_basicsrs_ops_never_built(matrix: Matrix, line: str) -> None:
+    found = top(line + "\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "BASICSR_EXT=True" in said(found)
+
+
+def test_fusedmlp_none_is_flash_attns_separate_extension(matrix: Matrix) -> None:
+    found = top("the function FusedMLP returns a NoneType value\nTypeError: 'NoneType' object is "
+                "not callable\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "csrc/fused_dense_lib" in said(found)
+
+
+def test_realesrgan_on_the_cpu_beside_an_nvidia_gpu(matrix: Matrix) -> None:
+    text = ("GPU: NVIDIA GeForce RTX 3080\nUserWarning: The unoptimized RealESRGAN is slow on CPU. "
+            "We do not use it.\n")
+    assert top(text, matrix).category == Category.TORCH_CPU_ONLY
+    alone = triage(text.split("\n", 1)[1], matrix)
+    assert not any(d.category == Category.TORCH_CPU_ONLY for d in alone.diagnosis)
+
+
+def test_a_linux_library_on_a_mac(matrix: Matrix) -> None:
+    found = top("OSError: dlopen(/usr/local/lib/python3.12/site-packages/fbgemm_gpu/fbgemm_gpu_py."
+                "so, 0x0006): tried: '/usr/local/lib/python3.12/site-packages/fbgemm_gpu/"
+                "fbgemm_gpu_py.so' (not a mach-o file)\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "fbgemm_gpu" in found.message
+
+
+def test_x86_options_on_another_architecture(matrix: Matrix) -> None:
+    found = top("g++: error: unrecognized command line option '-mavx2'\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "-mavx2" in found.message
+
+
+def test_black_images_said_in_chinese_on_a_gtx_16(matrix: Matrix) -> None:
+    found = top("显卡信息\uff1aNVIDIA GeForce RTX 1660Ti\n输出的图片全为黑色\n", matrix)
+    assert found.category == Category.NUMERICS and "GTX 16" in found.message
+
+
+def test_triton_asked_of_pip_in_windows_cmd(matrix: Matrix) -> None:
+    found = top('when i run "pip install -r requirements.txt", cmd shows "ERROR: Could not find a '
+                'version that satisfies the requirement triton"\n', matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "triton-windows" in said(found)
+
+
+def test_a_torchvision_module_a_release_removed(matrix: Matrix) -> None:
+    found = top("ModuleNotFoundError: No module named 'torchvision.transforms.functional_tensor'\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "up to 0.16.2 and 0.17 removed" in found.message
+    assert "torchvision.transforms._functional_tensor" in said(found)
+    assert "torchvision==0.16.2 torch==2.1.2" in said(found)
+    newer = top("ModuleNotFoundError: No module named 'torchvision.transforms.v2'\n", matrix)
+    assert "from 0.15 on" in newer.message and "torchvision>=0.15" in said(newer)

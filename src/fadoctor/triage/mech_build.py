@@ -215,20 +215,20 @@ def on_windows(ctx: Context) -> bool:
     # CPython's sys.version names its compiler: "[MSC v.1937 64 bit (AMD64)]" is a Windows build
     return "windows" in stated or ctx.has("[msc v.") is not None \
         or ctx.first(_DRIVE_PATH, (":\\",)) is not None \
-        or ctx.first(_ON_WINDOWS, ("win", "powersh")) is not None
+        or ctx.first(_ON_WINDOWS, ("win", "powersh", "cmd", "command prompt")) is not None
 
 
 # "I'm on Windows 11", "using windows 10", "build it in Windows": where they run it
 _ON_WINDOWS = re.compile(r"\b(?:on|in|using|running|use|with)\s+(?:a\s+)?windows(?:\s*1[01])?\b|"
-                         r"\bpowersh\w{0,3}ll\b|"
+                         # its shells: "cmd shows ...", "the command prompt", PowerShell
+                         r"\bcmd(?:\.exe)? (?:shows|says|prints)\b|\bcommand prompt\b|\bpowersh\w{0,3}ll\b|"
                          # "local machine(window11)", "win10 torch 2.7.1"
                          r"\bwin(?:dows)?\s?1[01]\b|\bwindow1[01]\b|"
                          # Chinese: "windows平台下" (on the Windows platform), "windows系统"
                          r"\bwindows\s?(?:平台|系统|系統|环境|下)|"
                          # an environment listing's line: "Windows 10", "OS: Windows 11 Pro"
                          r"^\W*(?:(?:os|platform|system)\W{1,4})?windows\s*1[01]\b|"
-                         # a field naming it: "OS: Windows", "开发环境" (development environment)
-                         # or "操作系统" (operating system) then a colon, ASCII or full-width
+                         # a field naming it ("OS: Windows", 开发环境 / 操作系统 then a colon)
                          r"^\W*(?:os|platform|system|environment|[\u4e00-\u9fff]{0,4}"
                          r"(?:环境|系统|系統|平台))\s*[:\uff1a]\s*windows\b", re.I)
 

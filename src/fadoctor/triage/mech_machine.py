@@ -149,3 +149,24 @@ def cuda_build_on_rocm(ctx: Context, index: int, package: Optional[str]) -> Opti
                   [Remedy(summary=f"Use {who}'s ROCm or Triton path if it has one (its README; a "
                           "ROCm fork), else an attention that runs on ROCm: PyTorch SDPA, or "
                           "flash-attn's ROCm build.")])
+
+
+# x86-only compiler options on another architecture: "g++: error: unrecognized command line
+# option '-mavx2'" (gcc accepts -mavx, -mavx2, -mf16c, -mfma, -msse4.2 only when targeting x86;
+# clang on Apple silicon: "unsupported option '-mavx2' for target 'arm64-apple-darwin'")
+_X86_FLAG = re.compile(r"(?:unrecognized command[- ]line option|unsupported option) ['\u2018\"]?"
+                       r"(-m(?:avx\w*|f16c|fma|sse[\w.]*|bmi2?))")
+
+
+def x86_flags(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_X86_FLAG, ("option",))
+    if hit is None:
+        return []
+    return [Signal("x86_flags", Category.PLATFORM_UNSUPPORTED,
+                   f"the build passes {hit[1].group(1)}, an x86-64 instruction-set option, and this "
+                   "machine is not x86-64 (ARM: aarch64, or Apple silicon): this release of the "
+                   "package builds for x86-64 only", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Use a release of the package that supports ARM (its release "
+                           "notes, or prebuilt aarch64 wheels on the index), or build and run "
+                           "it on an x86-64 machine; removing the flags from its build files "
+                           "only helps where the code has a non-x86 path.")])]

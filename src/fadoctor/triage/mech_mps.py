@@ -214,3 +214,22 @@ def mac_arch(ctx: Context) -> List[Signal]:
                                commands=[command("pip", "install", "--force-reinstall",
                                                  "--no-cache-dir", dist)] if dist else [])])]
     return []
+
+
+# dyld given a Linux (ELF) library: "... fbgemm_gpu_py.so' (not a mach-o file)": a package whose
+# compiled part exists for Linux only, installed on a Mac (a Linux wheel copied in, or a sdist
+# whose build produced no macOS binary)
+_NOT_MACHO = re.compile(r"\(not a mach-o file\)")
+
+
+def linux_binary_on_mac(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NOT_MACHO, ("not a mach-o file",))
+    if hit is None:
+        return []
+    package = _SITE_PACKAGE.search(ctx.text.lines[hit[0]])
+    name = package.group(1) if package else "the package"
+    return [Signal("mac_arch", Category.PLATFORM_UNSUPPORTED,
+                   f"{name}'s compiled library is a Linux (ELF) binary, not a macOS one: the "
+                   "package has no macOS build to install", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Run {name} on Linux (a Linux machine, a container, or a "
+                           "cloud instance; on Windows, WSL): it is not supported on macOS.")])]

@@ -106,7 +106,9 @@ def _upgrade(ctx: Context) -> Remedy:
 _BLACK = re.compile(r"\b(?:black|green) (?:images?|outputs?|pictures?|frames?|screen|blocks|squares|"
                     r"patches)\b|images? (?:are|is|come out|turns?|goes) (?:all |completely |fully )?"
                     r"black\b|"
-                    r"tensor with all NaNs was produced in (?:Unet|VAE)", re.I)
+                    r"tensor with all NaNs was produced in (?:Unet|VAE)|"
+                    # Chinese: 图片全为黑色 (the images are all black), 黑图 (black images)
+                    r"(?:图片|图像|输出|结果|画面)[^\n]{0,12}黑|黑图", re.I)
 # forcing half precision: ComfyUI's --fp16-unet / --fp16-vae / --force-fp16 (comfy/cli_args.py),
 # a pipeline's torch_dtype=torch.float16, or the words
 _HALF = re.compile(r"--(?:fp16-(?:unet|vae|text-enc)|force-fp16)\b|(?<![bB])float16|\bfp16\b|"
@@ -116,7 +118,7 @@ _HALF = re.compile(r"--(?:fp16-(?:unet|vae|text-enc)|force-fp16)\b|(?<![bB])floa
 def black_images(ctx: Context) -> List[Signal]:
     """Black images from a model run in float16: its activations pass fp16's range (65504), turn
     to inf and NaN, and decode to black; bf16 keeps fp32's range, fp32 keeps everything."""
-    hit = ctx.first(_BLACK, ("black", "green", "all nans"))
+    hit = ctx.first(_BLACK, ("black", "green", "all nans", "黑"))
     half = ctx.first(_HALF, ("fp16", "float16", "torch.half", "precision"))
     if ctx.gpu is not None and _GTX16.search(ctx.gpu[0]):
         # on a GTX 16 card NaN itself says it ("NaN detected in latents"), black or not
@@ -140,7 +142,8 @@ def black_images(ctx: Context) -> List[Signal]:
 # autocast: AUTOMATIC1111 special-cases exactly these cards (modules/devices.py,
 # cuda_no_autocast: capability (7, 5) and a name starting "NVIDIA GeForce GTX 16"), and its NaN
 # check tells "your video card does not support half type ... --no-half" (test_for_nans).
-_GTX16 = re.compile(r"\bGTX ?16\d0(?!\d)", re.I)
+# (an "RTX 1660 Ti" as typed is one: no RTX 16x0 exists)
+_GTX16 = re.compile(r"\b[GR]TX ?16\d0(?!\d)", re.I)
 
 
 def _gtx16(ctx: Context, index: int, name: str, gpu: Quote) -> Signal:

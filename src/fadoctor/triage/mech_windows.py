@@ -156,6 +156,7 @@ _TRITON_ON_WINDOWS = re.compile(r"\btriton(?:==([\d.]+))?\b[^\n]{0,80}\b(?:not a
                                 # only available on Linux"
                                 r"only available on Linux)\b", re.I)
 _TRITON_PIN = re.compile(r"\btriton==(\d+\.\d+(?:\.\d+)?)")
+_NO_TRITON = re.compile(r"satisfies the requirement triton(?:==([\d.]+))?\b")  # versions cut
 _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z][\w.-]{1,40})",
                             re.I)
 
@@ -167,7 +168,8 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
     if not on_windows(ctx) or ctx.text.containing(("wsl",)):
         return []
     hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
-    said = ctx.first(_TRITON_ON_WINDOWS, ("triton",)) if hit is None else None
+    said = (ctx.first(_TRITON_ON_WINDOWS, ("triton",))
+            or ctx.first(_NO_TRITON, ("requirement triton",))) if hit is None else None
     if hit is not None:
         package, index = hit[1].group(1), hit[0]
     elif said is not None:
@@ -378,12 +380,10 @@ def torch_dll(ctx: Context) -> List[Signal]:
 # Windows' loader failing a package's own extension for a missing function ("DLL load failed
 # while importing exllamav2_ext: The specified procedure could not be found"): the Windows form
 # of an undefined symbol, as for flash_attn_2_cuda above, for another package's module
-# (Windows' message for error 127, ERROR_PROC_NOT_FOUND, in the system's language: Chinese,
-# Japanese, Korean, German, French, Russian)
+# (error 127, ERROR_PROC_NOT_FOUND, in the system's language: zh, ja, ko, de, fr, ru)
 _PROC_NOT_FOUND = ("The specified procedure could not be found", "找不到指定的程序",
                    "指定されたプロシージャが見つかりません", "지정된 프로시저를 찾을 수 없습니다",
-                   "Die angegebene Prozedur wurde nicht gefunden",
-                   "La procédure spécifiée est introuvable",
+                   "Die angegebene Prozedur wurde nicht gefunden", "La procédure spécifiée est introuvable",
                    "\u041d\u0435 \u043d\u0430\u0439\u0434\u0435\u043d\u0430 "  # Russian
                    "\u0443\u043a\u0430\u0437\u0430\u043d\u043d\u0430\u044f "
                    "\u043f\u0440\u043e\u0446\u0435\u0434\u0443\u0440\u0430")

@@ -274,3 +274,21 @@ def test_a_torchvision_module_a_release_removed(matrix: Matrix) -> None:
     assert "torchvision==0.16.2 torch==2.1.2" in said(found)
     newer = top("ModuleNotFoundError: No module named 'torchvision.transforms.v2'\n", matrix)
     assert "from 0.15 on" in newer.message and "torchvision>=0.15" in said(newer)
+
+
+def test_a_newer_libstdcxx_not_a_newer_glibc(matrix: Matrix) -> None:
+    found = top("ImportError: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required "
+                "by /env/lib/python3.10/site-packages/fbgemm_gpu/fbgemm_gpu_py.so)\n", matrix)
+    assert found.category == Category.GLIBC_TOO_OLD
+    assert "libstdc++ of GCC 11.1.0 or newer" in said(found) and "libstdcxx-ng" in said(found)
+    assert "whose glibc is" not in said(found)
+
+
+@pytest.mark.parametrize("words, torch_focused", [
+    ("p2.xlarge with Tesla K80: is this GPU not supported?", True),
+    ("V100 GPU not supported", False), ("Tesla K80 not supported by flash attention", False)])
+def test_an_old_gpu_said_unsupported_without_an_attention_library(
+        matrix: Matrix, words: str, torch_focused: bool) -> None:
+    found = top(words + "\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED
+    assert ("current PyTorch builds" in found.message) == torch_focused

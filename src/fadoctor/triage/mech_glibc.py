@@ -48,7 +48,7 @@ def glibc_versions(ctx: Context) -> List[Signal]:
                        details={**diagnosis.details, "required_by": by})]
     owner = _OWNER.search(by or "")
     if owner and not owner.group(1).startswith(("flash_attn", "torch", "nvidia")):
-        return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need)]
+        return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need, kind)]
     if kind == "GLIBC" and need is not None:
         out.append(r.exact_wheel(ctx, glibc_below=need))
         out.extend(_glibc_defects(ctx, need))
@@ -81,10 +81,35 @@ def _conda_libstdcxx(ctx: Context, index: int) -> Optional[str]:
 _OWNER = re.compile(r"(?:site|dist)-packages[/\\]([A-Za-z_]\w*)")
 
 
+# the GCC release whose libstdc++ first has each GLIBCXX version (libstdc++ manual, "ABI Policy
+# and Guidelines", abi.versioning.history)
+_GCC_OF_GLIBCXX = {"3.4.19": "4.8.3", "3.4.20": "4.9.0", "3.4.21": "5.1.0", "3.4.22": "6.1.0",
+                   "3.4.23": "7.1.0", "3.4.24": "7.2.0", "3.4.25": "8.1.0", "3.4.26": "9.1.0",
+                   "3.4.27": "9.2.0", "3.4.28": "9.3.0", "3.4.29": "11.1.0", "3.4.30": "12.1.0",
+                   "3.4.31": "13.1.0"}
+
+
 def _glibc_other(ctx: Context, quotes: List[Quote], diagnosis: Any, by: str, dist: str,
-                 need: Optional[Version]) -> Signal:
+                 need: Optional[Version], kind: str = "GLIBC") -> Signal:
     """Another package's binary (not flash-attn's, not torch's) needs a newer glibc: its own
-    wheel was built on a newer Linux, so that package is built here or replaced."""
+    wheel was built on a newer Linux, so that package is built here or replaced. A newer
+    libstdc++ (GLIBCXX, CXXABI) is installed beside the system's instead."""
+    if kind != "GLIBC":
+        gcc = _GCC_OF_GLIBCXX.get(str(need)) if kind == "GLIBCXX" else None
+        which = f"the libstdc++ of GCC {gcc} or newer" if gcc else "a newer libstdc++"
+        return Signal("glibc", diagnosis.category,
+                      f"{by.rsplit('/', 1)[-1]} ({dist}): " + diagnosis.explanation, quotes, NAMED,
+                      [Remedy(summary=f"Give it {which}: in a conda environment, conda-forge's "
+                              "libstdcxx-ng (and run with the environment's lib first: "
+                              "LD_LIBRARY_PATH=$CONDA_PREFIX/lib); else a newer GCC's runtime "
+                              "from the distribution (devtoolset / gcc-toolset on RHEL and "
+                              "CentOS, the ubuntu-toolchain PPA on Ubuntu) placed first on "
+                              "LD_LIBRARY_PATH. The system's glibc can stay.",
+                              commands=[command("conda", "install", "-c", "conda-forge",
+                                                "libstdcxx-ng")]),
+                       Remedy(summary=f"Or install a {dist} release built against an older "
+                              f"libstdc++, or build {dist} from source on this machine.")],
+                      details={**diagnosis.details, "required_by": by})
     return Signal("glibc", diagnosis.category,
                   f"{by.rsplit('/', 1)[-1]} ({dist}): " + diagnosis.explanation, quotes, NAMED,
                   [Remedy(summary=f"Build {dist} from source on this machine, so its binaries link "

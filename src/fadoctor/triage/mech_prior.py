@@ -17,7 +17,8 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_symbols import package_in
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, GUESSED, HINTED, IMPLIED, Signal, dedupe
-from fadoctor.triage.torch_archs import stated_variant, torch_lacks, torch_with_arch
+from fadoctor.triage.torch_archs import stated_variant, torch_lacks, torch_with_arch, variants
+from fadoctor.triage.torch_remedies import last_torch_with
 
 _BLACKWELL = Version("10.0")
 
@@ -117,6 +118,19 @@ def pre_ampere(ctx: Context) -> List[Signal]:
     if cc is None or cc >= _AMPERE or not said or ctx.text.containing(_DTYPES):
         return []  # "does not support bfloat16" is a dtype's refusal, not the GPU's
     quotes = dedupe([gpu_quote, ctx.quote(said[0])])
+    newest = max(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), default=None)
+    if not ctx.text.containing(("flash", "attn", "attention")) and newest is not None \
+            and cc < Version("6.0") and not variants(newest, cc):
+        # a Kepler or Maxwell GPU and no attention library in the report: torch's own builds
+        # (a bare "V100 not supported" is still most often flash-attention's question)
+        return [Signal("pre_ampere_prior", Category.GPU_UNSUPPORTED,
+                       f"no message names the cause, but the report names {name} (compute "
+                       f"capability {cc}, sm_{cc.major}{cc.minor}) as not supported: current "
+                       f"PyTorch builds (torch {newest.minor}) carry no kernels for it, so a "
+                       "stack built on one cannot run on this GPU", quotes, GUESSED,
+                       [*last_torch_with(ctx, cc), Remedy(
+                           summary="Or run on a newer GPU (an instance type of a later "
+                           "generation), which current builds support.")], Severity.WARNING)]
     return [Signal("pre_ampere_prior", Category.GPU_UNSUPPORTED,
                    f"no message names the cause, but the report names {name} (compute capability "
                    f"{cc}) as not supported: FlashAttention-2 and its successors run only on "

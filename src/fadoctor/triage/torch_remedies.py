@@ -34,7 +34,7 @@ def captured_cc(values: Dict[str, str]) -> Optional[Version]:
         return None
 
 
-def _last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
+def last_torch_with(ctx: Context, cc: Version) -> List[Remedy]:
     """The newest torch release whose build still has kernels for a GPU it dropped."""
     for rel in sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True):
         fitting = variants(rel, cc)
@@ -230,7 +230,7 @@ def for_entry(ctx: Context, entry: Entry, values: Dict[str, str]) -> List[Remedy
     if entry.category == Category.NO_KERNEL_IMAGE:
         return _kernels(ctx, cc)
     if entry.category == Category.GPU_UNSUPPORTED:
-        return [*(_last_torch_with(ctx, cc) if cc is not None else []),
+        return [*(last_torch_with(ctx, cc) if cc is not None else []),
                 r.sdpa("torch dropped this GPU generation; no newer flash-attention runs on it.")]
     if entry.category == Category.DRIVER_TOO_OLD or "display driver" in entry.printed:
         return _driver(ctx, entry)

@@ -292,3 +292,16 @@ def test_an_old_gpu_said_unsupported_without_an_attention_library(
     found = top(words + "\n", matrix)
     assert found.category == Category.GPU_UNSUPPORTED
     assert ("current PyTorch builds" in found.message) == torch_focused
+
+
+def test_any_other_missing_module_is_its_distribution_not_installed(matrix: Matrix) -> None:
+    found = top('  File "/work/aot/networks/layers/attention.py", line 282, in __init__\n'
+                "    from spatial_correlation_sampler import SpatialCorrelationSampler\n"
+                "ModuleNotFoundError: No module named 'spatial_correlation_sampler'\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "spatial-correlation-sampler" in said(found)
+    assert not found.remedies[0].commands  # a name fadoctor does not know: no pip command
+    known = top("ModuleNotFoundError: No module named 'xformers'\n", matrix)
+    assert known.message.startswith("the program was set to use xformers")  # ranks first
+    for compiled in ("sam2._C", "fused_layer_norm_cuda", "torch"):
+        result = triage(f"ModuleNotFoundError: No module named '{compiled}'\n", matrix)
+        assert not any("ran this code (a dependency" in d.message for d in result.diagnosis)

@@ -12,7 +12,7 @@ from fadoctor.safety.shell import command
 from fadoctor.triage import ext_torch
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import GUESSED, NAMED, Signal
 
 _MISSING = re.compile(r"No module named '?(sageattention|xformers|flashinfer)'?(?![.\w])"
                       # diffusers' enable_xformers_memory_efficient_attention() where
@@ -45,3 +45,34 @@ def missing(ctx: Context) -> List[Signal]:
                    [*install,
                     r.sdpa("Or switch the attention option to sdpa (PyTorch's own), which needs "
                            "nothing installed:")])]
+
+
+# Any other top-level module missing from the Python that ran the code (the weakest reading:
+# whatever else the report shows ranks above it): a dependency the install skipped, or one
+# installed into another environment. The compiled parts of packages (x._C, x_cuda, x_ext) and
+# the packages other mechanisms read (torch during a build, flash_attn) are theirs.
+_ANY = re.compile(r"No module named ['\"`]?([A-Za-z_][A-Za-z0-9_]{1,60})['\"`]?(?![.\w])")
+_OTHERS = re.compile(r"^(?:torch|flash_attn\w*|triton|_\w*|\w*_(?:C|ext|cuda|cuda_\w+|kernels?|"
+                     r"lib|cpp))$")
+
+
+def any_module(ctx: Context) -> List[Signal]:
+    from fadoctor.triage.mech_api_skew import dist_of
+    from fadoctor.triage.stated_fix import installable
+
+    hit = ctx.first(_ANY, ("no module named",))
+    if hit is None or _OTHERS.match(hit[1].group(1)):
+        return []
+    module = hit[1].group(1)
+    dist = dist_of(module)
+    known = installable(dist)
+    return [Signal("module_missing", Category.NOT_INSTALLED,
+                   f"{module} is not installed in the Python that ran this code (a dependency "
+                   "the install skipped, or one installed into another environment)",
+                   [ctx.quote(hit[0])], GUESSED,
+                   [Remedy(summary=f"Install the distribution that provides {module} into that "
+                           "same Python (`python -m pip` of the interpreter in the traceback): "
+                           + (f"{dist}." if known else
+                              "the project's requirements or README name it (most are the "
+                              f"module's name with hyphens: {module.replace('_', '-')})."),
+                           commands=[command("pip", "install", dist)] if known else [])])]

@@ -305,3 +305,12 @@ def test_any_other_missing_module_is_its_distribution_not_installed(matrix: Matr
     for compiled in ("sam2._C", "fused_layer_norm_cuda", "torch"):
         result = triage(f"ModuleNotFoundError: No module named '{compiled}'\n", matrix)
         assert not any("ran this code (a dependency" in d.message for d in result.diagnosis)
+
+
+def test_a_c10d_symbol_is_torchs_and_fbgemm_gpu_owns_its_binary(matrix: Matrix) -> None:
+    found = top("torch 2.4.0\nImportError: /usr/local/lib/python3.10/dist-packages/fbgemm_gpu/"
+                "experimental/gen_ai/fbgemm_gpu_experimental_gen_ai_py.so: undefined symbol: "
+                "_ZN4c10d23ncclGetErrorWithVersionE12ncclResult_t\npip3 install apex fbgemm_gpu\n",
+                matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert found.message.startswith("fbgemm-gpu:") and "apex" not in said(found)

@@ -61,7 +61,7 @@ OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
            # project (not SageAttention or nunchaku: their index names hold other code)
            "torch_scatter": "torch-scatter", "torch_sparse": "torch-sparse",
            "torch_cluster": "torch-cluster", "pytorch3d": "pytorch3d", "exllamav2": "exllamav2",
-           "tensorrt_llm": "tensorrt-llm",
+           "tensorrt_llm": "tensorrt-llm", "fbgemm_gpu": "fbgemm-gpu", "torchrec": "torchrec",
            # Triton's compiler library (triton/_C/libtriton.so), by its file name: the bare word
            # "triton" names the language and torch.compile's backend far more often than a binary
            "libtriton": "triton"}

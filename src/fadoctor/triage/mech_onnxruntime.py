@@ -7,7 +7,8 @@ versa"; PyTorch 2.3 ships cuDNN 8, 2.4 and later cuDNN 9). The provider says so 
 - "CUDA_PATH is set but CUDA wasnt able to be loaded. Please install the correct version of CUDA
   and cuDNN ..." (Windows, to 1.18),
 - "Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*" (1.19 on),
-- "LoadLibrary failed with error 126 ... onnxruntime_providers_cuda.dll"."""
+- "[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 ... when trying to load
+  onnxruntime_providers_cuda.dll" (Windows' "module not found", for the DLLs that one needs)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 SOURCE = "onnxruntime.ai docs, CUDA Execution Provider: Requirements"
 _FAILED = re.compile(r"CUDA_PATH is set but CUDA wasn'?t able to be loaded|Failed to create "
                      r"CUDAExecutionProvider|LoadLibrary failed with error 126[^\n]{0,200}"
-                     r"onnxruntime_providers_cuda|Failed to load library "
+                     r"onnxruntime_providers_cuda|"
+                     # ONNX Runtime's status text itself ("[ONNXRuntimeError] : 1 : FAIL : ...")
+                     r"\bFAIL : LoadLibrary failed with error 126|Failed to load library "
                      r"libonnxruntime_providers_cuda\.so", re.I)
 _REQUIRE = re.compile(r"Require cuDNN (\d+)\.\* and CUDA (\d+)\.\*")
 # (first release, CUDA, cuDNN) of the index's onnxruntime-gpu builds, newest first
@@ -50,7 +53,8 @@ def _release(ctx: Context) -> Optional[Version]:
 
 
 def cuda_provider(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_FAILED, ("cuda_path is set", "cudaexecutionprovider", "onnxruntime_providers"))
+    hit = ctx.first(_FAILED, ("cuda_path is set", "cudaexecutionprovider", "onnxruntime_providers",
+                              "fail : loadlibrary"))
     if hit is None:
         return []
     required = ctx.first(_REQUIRE, ("require cudnn",))
@@ -68,14 +72,26 @@ def cuda_provider(ctx: Context) -> List[Signal]:
                                       "print(torch.__version__, torch.version.cuda, "
                                       "torch.backends.cudnn.version(), onnxruntime.__version__, "
                                       "onnxruntime.get_available_providers())")]),
-             Remedy(summary="Or install the onnxruntime-gpu built for the CUDA and cuDNN this "
-                    "environment has: 1.19 or later for CUDA 12 with cuDNN 9 (PyTorch 2.4 and "
-                    "later), 1.18.x for CUDA 11.8 with cuDNN 8 (PyTorch 2.3 and earlier); or "
-                    "run on the CPU provider meanwhile.",
-                    commands=[command("pip", "install", "--force-reinstall",
-                                      "onnxruntime-gpu>=1.19")])]
+             _matching(ctx)]
     return [Signal("onnxruntime_cuda", Category.CUDA_RUNTIME_MISMATCH,
                    f"{which}'s CUDA provider could not load the CUDA libraries it needs ({what}): "
                    "they are missing, or of another major than its build",
                    dedupe([ctx.quote(hit[0]), *([ctx.quote(required[0])] if required else [])]),
                    NAMED, fixes, details={"source": SOURCE})]
+
+
+def _matching(ctx: Context) -> Remedy:
+    """The onnxruntime-gpu for the torch beside it: its CUDA major and cuDNN major."""
+    text = ("Or install the onnxruntime-gpu built for the CUDA and cuDNN this environment has: "
+            "1.19 or later for CUDA 12 with cuDNN 9 (PyTorch 2.4 and later), 1.18.x from the "
+            "package index for CUDA 11.8 with cuDNN 8; or run on the CPU provider meanwhile.")
+    torch, cuda = ctx.torch, ctx.torch_cuda_stated
+    if torch is None or torch >= Version("2.4"):
+        return Remedy(summary=text, commands=[command("pip", "install", "--force-reinstall",
+                                                      "onnxruntime-gpu>=1.19")])
+    if cuda is not None and cuda.major == 11:
+        return Remedy(summary=text, commands=[command("pip", "install", "--force-reinstall",
+                                                      "onnxruntime-gpu==1.18.1")])
+    return Remedy(summary=text + f" torch {torch} uses cuDNN 8: with CUDA 12 that is "
+                  "onnxruntime-gpu 1.17 or 1.18 built for CUDA 12, from ONNX Runtime's own "
+                  "package feed (its install page names it), not the package index.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Collection, Iterable, Optional
 
-_TORCH_NAMESPACES = ("3c10", "4c10d", "2at", "5torch", "6caffe2")  # c10d: torch.distributed
+_TORCH_NAMESPACES = ("3c10", "2at", "5torch", "6caffe2")
 
 
 def is_torch_symbol(symbol: str) -> bool:

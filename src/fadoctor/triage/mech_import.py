@@ -84,7 +84,7 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
         return [owned]
     if is_std_symbol(symbol):
         return [libstdcxx(owner, binary_name(library), demangled(str(symbol)), quotes)]
-    if symbol is not None and not is_torch_symbol(symbol):
+    if symbol is not None and not is_torch_symbol(symbol) and not symbol.startswith("_ZN4c10d"):
         split = split_abi(owner, library, symbol, quotes)  # the package's own parts disagree
         return [split or _foreign_symbol(ctx, owner, library, symbol, quotes)]
     return [_owned_mismatch(ctx, owner, _torch_mismatch(ctx, library, symbol, quotes), library)]

@@ -1,10 +1,11 @@
 """Attributes of transformers' model classes by release (tools/gen_hf_attrs.py from the release
-wheels, data/transformers_attrs.yaml): the generator's reading of a class, on a wheel made here,
+wheels, data/transformers_attrs.json): the generator's reading of a class, on a wheel made here,
 and what triage says of "'X' object has no attribute 'y'" for a class the table knows, one the
 attention refactor merged away, and one of remote code."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -86,19 +87,18 @@ def test_the_table_keeps_what_differs_and_what_a_merge_took_away(tmp_path: Path)
 
 
 def test_the_data_file_is_the_generators_rendering() -> None:
-    import yaml
-    text = (ROOT / "data" / "transformers_attrs.yaml").read_text(encoding="utf-8")
-    assert gen_hf_attrs.render(yaml.safe_load(text)) == text
+    text = (ROOT / "data" / "transformers_attrs.json").read_text(encoding="utf-8")
+    assert gen_hf_attrs.render(json.loads(text)) == text
 
 
 def test_facts_read_from_the_wheels() -> None:
     data = table()
     tag = data.tags.index
     # Qwen2.5-VL's vision attention lacked is_causal in 4.53.0 only (its fix release 4.53.1)
-    assert tag("4.53.0") not in data.attributes["Qwen2_5_VLVisionAttention"]["is_causal"]
-    assert tag("4.53.1") in data.attributes["Qwen2_5_VLVisionAttention"]["is_causal"]
+    assert tag("4.53.0") not in data.attribute("Qwen2_5_VLVisionAttention", "is_causal")
+    assert tag("4.53.1") in data.attribute("Qwen2_5_VLVisionAttention", "is_causal")
     # the per-model flash classes' _flash_attention_forward method: up to 4.42.4
-    assert data.tags[data.attributes["Qwen2FlashAttention2"]["_flash_attention_forward"][-1]] \
+    assert data.tags[data.attribute("Qwen2FlashAttention2", "_flash_attention_forward")[-1]] \
         == "4.42.4"
 
 
@@ -121,7 +121,7 @@ def test_an_attribute_removed_before_the_installed_release(matrix: Matrix) -> No
 
 def test_an_attribute_of_a_class_the_refactor_merged_away(matrix: Matrix) -> None:
     data = table()
-    last = data.tags[data.classes["Qwen2_5_VLFlashAttention2"][-1]]
+    last = data.tags[data.runs("Qwen2_5_VLFlashAttention2")[-1]]
     found = top("transformers == 4.54.0\nAttributeError: 'Qwen2_5_VLAttention' object has no "
                 "attribute '_flash_attn_uses_top_left_mask'\n", matrix)
     assert "merged Qwen2_5_VLFlashAttention2 into Qwen2_5_VLAttention" in found.message

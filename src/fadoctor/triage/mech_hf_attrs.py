@@ -1,7 +1,7 @@
 """Code reading an attribute a transformers model class has in some releases and not in the one
 installed: "'Qwen2_5_VLVisionAttention' object has no attribute 'is_causal'" (4.53.0 only; 4.53.1
 set it), "'Qwen2FlashAttention2' object has no attribute '_flash_attention_forward'" (gone from
-4.43.0). Looked up in data/transformers_attrs.yaml (tools/gen_hf_attrs.py, from transformers'
+4.43.0). Looked up in data/transformers_attrs.json (tools/gen_hf_attrs.py, from transformers'
 release wheels): each model class's releases, the attributes some of them lack, and the
 per-backend attention classes the attention refactor merged into <Model>Attention (what code
 written for LlamaFlashAttention2 still reads). Read only when a report shows such an error (pure).
@@ -9,21 +9,23 @@ written for LlamaFlashAttention2 still reads). Read only when a report shows suc
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
-from fadoctor.triage.api_tables import _file, _indexes
+from fadoctor.triage.api_tables import _indexes
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
 
-SOURCE = "transformers' release wheels: data/transformers_attrs.yaml (tools/gen_hf_attrs.py)"
+SOURCE = "transformers' release wheels: data/transformers_attrs.json (tools/gen_hf_attrs.py)"
 _ATTR = re.compile(r"'([A-Z]\w{2,80})' object has no attribute '(\w{1,80})'")
 _BACKEND = re.compile(r"(?:Flash|Sdpa|Flex)Attention2?$")
 _FRAME = re.compile(r"(?:site-packages|dist-packages)[/\\](\w+)[/\\]|[/\\]modules[/\\]"
@@ -33,8 +35,8 @@ _FRAME = re.compile(r"(?:site-packages|dist-packages)[/\\](\w+)[/\\]|[/\\]module
 @dataclass(frozen=True)
 class Attrs:
     tags: Tuple[str, ...]
-    classes: Dict[str, Tuple[int, ...]]
-    attributes: Dict[str, Dict[str, Tuple[int, ...]]]
+    raw_classes: Dict[str, str]  # runs as the file writes them, read per class when asked
+    raw_attributes: Dict[str, Dict[str, str]]
     merged: Dict[str, Tuple[str, ...]]
 
     def index(self, installed: Optional[Version]) -> Optional[int]:
@@ -45,15 +47,27 @@ class Attrs:
         below = [i for i, tag in enumerate(self.tags) if Version(tag) <= installed]
         return below[-1] if below else None
 
+    def runs(self, cls: str) -> Tuple[int, ...]:
+        return _indexes(self.raw_classes[cls]) if cls in self.raw_classes else ()
+
+    def attribute(self, cls: str, attr: str) -> Tuple[int, ...]:
+        runs = self.raw_attributes.get(cls, {}).get(attr)
+        return _indexes(runs) if runs else ()
+
+    def attributes(self, cls: str) -> Dict[str, Tuple[int, ...]]:
+        return {a: _indexes(r) for a, r in self.raw_attributes.get(cls, {}).items()}
+
+
+def _path(name: str) -> Path:
+    packaged = Path(__file__).resolve().parent.parent / "data" / name
+    return packaged if packaged.is_file() else Path(__file__).resolve().parents[3] / "data" / name
+
 
 @lru_cache(maxsize=1)
 def table() -> Attrs:
-    raw = _file("transformers_attrs.yaml")
-    return Attrs(tuple(raw["tags"]),  # type: ignore[arg-type]
-                 {k: _indexes(v) for k, v in raw["classes"].items()},  # type: ignore[attr-defined]
-                 {c: {a: _indexes(r) for a, r in attrs.items()}
-                  for c, attrs in raw["attributes"].items()},  # type: ignore[attr-defined]
-                 {c: tuple(a) for c, a in (raw.get("merged") or {}).items()})  # type: ignore[attr-defined]
+    raw = json.loads(_path("transformers_attrs.json").read_text(encoding="utf-8"))
+    return Attrs(tuple(raw["tags"]), raw["classes"], raw["attributes"],
+                 {c: tuple(a) for c, a in raw["merged"].items()})
 
 
 def _installed(ctx: Context) -> Optional[Version]:
@@ -94,10 +108,10 @@ def _removed(ctx: Context, index: int, what: str, last: str, removed: str, why: 
 
 def _direct(ctx: Context, index: int, data: Attrs, cls: str, attr: str,
             at: Optional[int]) -> Optional[Signal]:
-    have = data.attributes.get(cls, {}).get(attr)
+    have = data.attribute(cls, attr)
     if not have:
         return None
-    runs = data.classes.get(cls, ())
+    runs = data.runs(cls)
     if at is not None and (at in have or at not in runs):
         return None  # the installed release has it (or has no such class): another cause
     what = f"{cls}.{attr}"
@@ -124,7 +138,7 @@ def _merged(ctx: Context, index: int, data: Attrs, cls: str, attr: str,
     for backend in ("FlashAttention2", "SdpaAttention", "FlexAttention"):
         gone = cls[:-len("Attention")] + backend
         if attr in data.merged.get(gone, ()):
-            last = data.classes[gone][-1]
+            last = data.runs(gone)[-1]
             if at is not None and at <= last:
                 return None
             return _removed(ctx, index, f"{attr}, an attribute of {gone}", data.tags[last],
@@ -137,10 +151,10 @@ def _kind(ctx: Context, index: int, data: Attrs, cls: str, attr: str,
     """A class transformers does not have (remote code's InternLM2FlashAttention2) of a kind
     whose transformers classes all lost the attribute at one release."""
     backend = _BACKEND.search(cls)
-    if cls in data.classes or backend is None or not ctx.text.containing(("transformers",)):
+    if cls in data.raw_classes or backend is None or not ctx.text.containing(("transformers",)):
         return None
-    ends = Counter(runs[-1] for name, attrs in data.attributes.items()
-                   if name.endswith(backend.group(0)) and (runs := attrs.get(attr)))
+    ends = Counter(data.attribute(name, attr)[-1] for name, attrs in data.raw_attributes.items()
+                   if name.endswith(backend.group(0)) and attr in attrs)
     if not ends:
         return None
     last, count = ends.most_common(1)[0]

@@ -314,3 +314,47 @@ def test_a_c10d_symbol_is_torchs_and_fbgemm_gpu_owns_its_binary(matrix: Matrix) 
                 matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert found.message.startswith("fbgemm-gpu:") and "apex" not in said(found)
+
+
+def test_torchvision_of_another_cuda_build_than_torch(matrix: Matrix) -> None:
+    found = top("RuntimeError: Detected that PyTorch and torchvision were compiled with different "
+                "CUDA major versions. PyTorch has CUDA Version=12.1 and torchvision has CUDA "
+                "Version=11.8. Please reinstall the torchvision that matches your PyTorch install."
+                "\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "--index-url" in said(found) and "/cu121" in said(found)
+
+
+def test_a_half_precision_refusal_on_a_gtx_16(matrix: Matrix) -> None:
+    result = triage("NVIDIA GeForce GTX 1660 SUPER\nRuntimeError: expected scalar but found half "
+                    "float\n", matrix)
+    assert any(d.category == Category.NUMERICS and "GTX 16 card" in d.message
+               for d in result.diagnosis)
+
+
+@pytest.mark.parametrize("line, cc", [("Release 22 doesn't support Geforce 5090.", "12.0"),
+                                      ("GPU: 980 TI", "5.2")])
+def test_geforce_models_by_number_with_a_gpu_word(matrix: Matrix, line: str, cc: str) -> None:
+    found = top(line + "\nRuntimeError: CUDA error: no kernel image is available for execution on "
+                "the device\n", matrix)
+    assert f"sm_{cc.replace('.', '')}" in found.message
+
+
+def test_a_glibc_refusal_outside_flash_attention_builds_that_program(matrix: Matrix) -> None:
+    found = top("./chat: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found "
+                "(required by ./chat)\n", matrix)
+    assert found.category == Category.GLIBC_TOO_OLD
+    assert "flash" not in said(found).lower() and "Build it from source" in said(found)
+
+
+def test_torchs_dll_refusal_with_the_path_on_the_next_line(matrix: Matrix) -> None:
+    found = top("ERROR    Could not load torch: [WinError 126] Das angegebene Modul wurde nicht "
+                "gefunden. Error loading\n"
+                '    "P:\\AI\\venv\\lib\\site-packages\\torch\\lib\\fbgemm.dll" or one of its '
+                "dependencies.\n", matrix)
+    assert "fbgemm.dll" in found.message and "libomp140" in found.message
+
+
+def test_onnxruntimes_own_status_text(matrix: Matrix) -> None:
+    found = top("[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\"\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "onnxruntime-gpu" in found.message

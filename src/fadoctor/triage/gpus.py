@@ -23,14 +23,16 @@ _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
 # "4090 GPU", "a 1660S", "5090RTX"): only with a word that makes it a GPU, never a bare number (a
 # traceback's "line 3090", "4090MiB").
 _BARE = re.compile(
-    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight)\s+|\b\d{1,2}\s?[x\u00d7]\s?|"
-    r"\b(?:gpu|card)(?:\s+is\s+|\s?:\s?))?"  # "My GPU is 4090", "GPU: 3090"
-    r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:10[5-8]|16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0)"
+    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight|geforce)\s+|"
+    r"\b\d{1,2}\s?[x\u00d7]\s?|"
+    r"\b(?:gpu|card)(?:\s+is\s+|\s?:\s?))?"  # "My GPU is 4090", "GPU: 3090", "Geforce 5090"
+    r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:10[5-8]|16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0|"
+    r"(?<=gpu: )9[5-8]0|(?<=GPU: )9[5-8]0|(?<=geforce )9[5-8]0|(?<=GeForce )9[5-8]0)"
     r"(\s?Ti\b|\s?SUPER\b|D\b|S\b)?"
     r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡|\s?RTX\b)?(?![\w%/:-]|\.\w)", re.I)
 _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("10", "5678"), ("16", "56"), ("20", "5678"),
-                                                 ("30", "56789"), ("40", "56789"), ("50", "56789"))
-                      for d in ds)
+                                                 ("30", "56789"), ("40", "56789"), ("50", "56789"),
+                                                 ("9", "5678")) for d in ds)
 # Glued words: CJK prose next to a model name ("英伟达titanV"), where no word boundary separates
 # them, a memory size glued to a model ("titanV12G"; two letters before it, so "A10G" stays),
 # the word GPU glued to a model number ("H100GPU", "4090GPU"), and a plural ("8 H100s"; a
@@ -113,7 +115,7 @@ def _bare(line: str) -> Optional[re.Match[str]]:
     """The GeForce RTX model a line names by its number alone, with a GPU word beside it."""
     for found in _BARE.finditer(line):
         if found.group(0) != found.group(1):  # a word before or after, or Ti/SUPER/D
-            line = "GTX" if found.group(1).startswith(("16", "10")) else "RTX"  # GTX 16xx, 10xx
+            line = "GTX" if found.group(1).startswith(("16", "10", "9")) else "RTX"  # GTX 16xx, 10xx
             suffix = found.group(2) or ""
             suffix = " SUPER" if suffix.upper() == "S" else suffix
             return _MODEL.search(f"GeForce {line} {found.group(1)}{suffix}")

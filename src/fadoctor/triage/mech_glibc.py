@@ -58,9 +58,13 @@ def glibc_versions(ctx: Context) -> List[Signal]:
                           f"binary was built with ({required}): in a conda environment install a "
                           "newer libstdc++ into it; else put a newer libstdc++ first.",
                           commands=["conda install -c conda-forge libstdcxx-ng"]))
+    flash = bool(ctx.text.containing(("flash_attn", "flash-attn", "flash attn")))
     out.insert(0 if by and "flash" not in by else len(out),
                r.force_build(ctx, "Or compile it on this machine, so that it links against this "
-                             "system's C and C++ runtimes."))
+                             "system's C and C++ runtimes.") if flash else
+               Remedy(summary="Build it from source on this machine (its project's build "
+                      "instructions), so that it links against this system's C and C++ "
+                      "runtimes; or run it in a container of a newer distribution."))
     return [Signal("glibc", diagnosis.category,
                    (f"{by.rsplit('/', 1)[-1]}: " if by else "") + diagnosis.explanation, quotes,
                    NAMED, r.keep(out), details={**diagnosis.details, "required_by": by},

@@ -121,8 +121,9 @@ def black_images(ctx: Context) -> List[Signal]:
     hit = ctx.first(_BLACK, ("black", "green", "all nans", "黑"))
     half = ctx.first(_HALF, ("fp16", "float16", "torch.half", "precision"))
     if ctx.gpu is not None and _GTX16.search(ctx.gpu[0]):
-        # on a GTX 16 card NaN itself says it ("NaN detected in latents"), black or not
-        told = hit or ctx.first(_NAN, ("nan",))
+        # on a GTX 16 card NaN itself says it ("NaN detected in latents"), black or not, and so
+        # does a half-precision refusal ("expected scalar type Float but found Half")
+        told = hit or ctx.first(_NAN, ("nan",)) or ctx.first(_HALF_REFUSED, ("found half",))
         if told is not None:
             return [_gtx16(ctx, told[0], ctx.gpu[0], ctx.gpu[2])]
     if hit is None or half is None:
@@ -143,6 +144,7 @@ def black_images(ctx: Context) -> List[Signal]:
 # cuda_no_autocast: capability (7, 5) and a name starting "NVIDIA GeForce GTX 16"), and its NaN
 # check tells "your video card does not support half type ... --no-half" (test_for_nans).
 # (an "RTX 1660 Ti" as typed is one: no RTX 16x0 exists)
+_HALF_REFUSED = re.compile(r"expected scalar(?: type \w+)? but found half", re.I)
 _GTX16 = re.compile(r"\b[GR]TX ?16\d0(?!\d)", re.I)
 
 

@@ -11,7 +11,7 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import command, url
 from fadoctor.triage import ext_torch
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import NAMED, Signal, dedupe
@@ -98,3 +98,36 @@ def ffmpeg_missing(ctx: Context) -> List[Signal]:
                            f"loads ({spec}) into this environment, e.g. from conda-forge; a "
                            "system FFmpeg 7 is not one of them.",
                            commands=[command("conda", "install", "-c", "conda-forge", spec)])])]
+
+
+# torchvision's own CUDA check (torchvision/extension.py, _check_cuda_version): "Detected that
+# PyTorch and torchvision were compiled with different CUDA major versions. PyTorch has CUDA
+# Version=12.1 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that
+# matches your PyTorch install." (to torchvision 0.14 it compared the minor version too)
+_CUDA_PAIR = re.compile(r"PyTorch and torchvision were compiled with different CUDA (?:major )?"
+                        r"versions\. PyTorch has CUDA Version ?= ?(\d+)\.(\d+) and torchvision "
+                        r"has CUDA Version ?= ?(\d+)\.(\d+)")
+
+
+def cuda_pair(ctx: Context) -> List[Signal]:
+    from fadoctor.install.torch import torch_index  # torch's index for its own variant
+
+    hit = ctx.first(_CUDA_PAIR, ("compiled with different cuda",))
+    if hit is None:
+        return []
+    major, minor, tv_major, tv_minor = hit[1].groups()
+    variant = f"cu{major}{minor}"
+    torch = ctx.torch
+    words = [f"torchvision=={v}" for v, _ in (ext_torch.releases_for("torchvision", torch)[-1:]
+                                             if torch is not None else [])]
+    pin = words[0] if words else "torchvision"
+    return [Signal("torchvision_cuda", Category.CUDA_RUNTIME_MISMATCH,
+                   f"torch is built for CUDA {major}.{minor} and torchvision for CUDA "
+                   f"{tv_major}.{tv_minor}: a torchvision from another index (another CUDA "
+                   "build) than torch's", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Reinstall torchvision from the index torch came from ({variant}, "
+                           "the same CUDA build), at the release built for this torch; the same "
+                           "for torchaudio if it is installed.",
+                           commands=[command("pip", "install", "--force-reinstall", "--no-deps",
+                                             pin, "--index-url", url(torch_index(variant)))])],
+                   details={"source": "torchvision/extension.py (_check_cuda_version)"})]

@@ -346,12 +346,12 @@ def locked_extension(ctx: Context) -> List[Signal]:
 # _load_dll_libraries). torch 2.4.0's Windows wheels linked fbgemm.dll against
 # libomp140.x86_64.dll, which they do not ship (pytorch/pytorch#131662, fixed for 2.4.1 by
 # pytorch/pytorch#130697); otherwise the usual missing dependency is the Visual C++ runtime
-_TORCH_DLL = re.compile(r"Error loading [\"'\\\\]*([^\"'\n]{0,300}?[\\/]torch[\\/]+lib[\\/]+(\w+)\.dll)",
-                        re.I)
+_TORCH_DLL = re.compile(r"(?:Error loading |^\s*)[\"'\\\\]*([^\"'\n]{0,300}?[\\/]torch[\\/]+lib[\\/]+(\w+)"
+                        r"\.dll)(?:[\"']? or one of its dependencies)?", re.I)  # the path may wrap
 
 
 def torch_dll(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_TORCH_DLL, ("error loading",))
+    hit = ctx.first(_TORCH_DLL, ("error loading", "or one of its dependencies"))
     if hit is None or not ctx.text.containing(("winerror 126", "module could not be found")):
         return []
     dll = hit[1].group(2)

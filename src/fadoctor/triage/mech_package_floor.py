@@ -117,8 +117,7 @@ def _met(ctx: Context, index: int, dist: str, need: Version) -> bool:
 # A model needing a newer transformers than LLaMA-Factory's own range, told in prose ("InternLM3
 # requires transformers>=4.47.1, and llamafactory 0.9.2.dev0 requires <=4.46.1"; Chinese 要求,
 # "requires"): LLaMA-Factory's check_dependencies, not pip, refuses it.
-_MODEL_NEEDS = re.compile(r"transformers?\W{0,3}(?:版本)?\W{0,3}(?:要求|requires?|needs?)?\W{0,3}"
-                          r"(?:版本)?\s?>=?\s?v?(\d+\.\d+(?:\.\d+)?)", re.I)
+_MODEL_NEEDS = re.compile(r"transformers?[^\n\d>]{0,20}>=?\s?v?(\d+\.\d+(?:\.\d+)?)", re.I)
 
 
 def llamafactory_range(ctx: Context) -> List[Signal]:

@@ -44,7 +44,7 @@ _PORT = ("replace #include <THC/THC.h> with #include <ATen/cuda/CUDAContext.h> (
 # "c10::ScalarType" exists'; gcc: "cannot convert 'const at::DeprecatedTypeProperties' to
 # 'c10::ScalarType'"; MSVC: "cannot convert from 'const at::DeprecatedTypeProperties' to ..."
 _TYPE = re.compile(r"(?:conversion function from|cannot convert(?: from)?) \W{0,2}(?:const )?"
-                   r"at::DeprecatedTypeProperties\W{1,4}(?:&\W{1,3})?to\W{1,3}(?:c10|at)::ScalarType")
+                   r"at::DeprecatedTypeProperties\W{1,8}to\W{1,3}(?:c10|at)::ScalarType")
 
 
 def _first(ctx: Context) -> Optional[Tuple[str, int]]:

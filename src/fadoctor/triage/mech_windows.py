@@ -346,8 +346,8 @@ def locked_extension(ctx: Context) -> List[Signal]:
 # _load_dll_libraries). torch 2.4.0's Windows wheels linked fbgemm.dll against
 # libomp140.x86_64.dll, which they do not ship (pytorch/pytorch#131662, fixed for 2.4.1 by
 # pytorch/pytorch#130697); otherwise the usual missing dependency is the Visual C++ runtime
-_TORCH_DLL = re.compile(r"(?:Error loading |^\s*)[\"'\\\\]*([^\"'\n]{0,300}?[\\/]torch[\\/]+lib[\\/]+(\w+)"
-                        r"\.dll)(?:[\"']? or one of its dependencies)?", re.I)  # the path may wrap
+_TORCH_DLL = re.compile(r"(?:Error loading [\"'\\\\]*|^\s{0,40}[\"'])"  # the path may wrap
+                        r"([^\"'\n]{0,300}?[\\/]torch[\\/]+lib[\\/]+(\w+)\.dll)", re.I)
 
 
 def torch_dll(ctx: Context) -> List[Signal]:

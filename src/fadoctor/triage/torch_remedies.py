@@ -128,7 +128,7 @@ _DETECTED = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches the ver
 # (11.4.0) is greater than the maximum required version by CUDA 11.3 (10.0.0). Please make sure to
 # use an adequate version of g++ (>=5.0.0, <=10.0.0)." (2.13.0: no "(10.0.0)", and "<11.0", the
 # bound exclusive)
-_COMPILER_BOUND = re.compile(r"installed version of (g\+\+|gcc|clang\+\+|clang) \((\d+)[\d.]*\) is "
+_COMPILER_BOUND = re.compile(r"installed version of (g\+\+|gcc|clang\+\+|clang) \((\d+)(?:\.[\d.]*)?\) is "
                              r"greater than the maximum required version by CUDA (\d+\.\d+)"
                              r"[^\n]{0,120}\(>=[\d.]+, <(=?)(\d+)")
 # the newest gcc each CUDA admits, from torch 2.13.0's CUDA_GCC_VERSIONS (cpp_extension.py; its

@@ -67,13 +67,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the data file differs")
     args = parser.parse_args(argv)
     text = render(collect(args.wheels))
-    if args.check:
-        same = OUT.exists() and OUT.read_text() == text
-        print("up to date" if same else f"{OUT.name} differs: rerun without --check")
-        return 0 if same else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT}")
-    return 0
+    return ex.write_or_check(OUT, text, args.check)
 
 
 if __name__ == "__main__":

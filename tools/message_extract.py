@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 Found = Tuple[int, str]
@@ -177,3 +178,14 @@ def tags_in_runs(tags: List[str], runs: object) -> List[str]:
         first, _, last = run.partition("-")
         out += tags[int(first):int(last or first) + 1]
     return out
+
+
+def write_or_check(out: Path, text: str, check: bool) -> int:
+    """A generator's last step: write its data file, or with --check say whether it is current."""
+    if check:
+        same = out.exists() and out.read_text() == text
+        print("up to date" if same else f"{out.name} differs: rerun without --check")
+        return 0 if same else 1
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0

@@ -60,3 +60,23 @@ def test_a_library_linked_this_way_really_asks_for_it(tmp_path: Path, matrix: Ma
         assert found.category == Category.VERSION_CONFLICT and "executable stack" in found.message
     else:
         assert tuple(int(p) for p in platform.libc_ver()[1].split(".")[:2]) < (2, 41)
+
+
+@pytest.mark.parametrize("line, built, loaded, why", [
+    # torch 1.13+'s wording (two spaces after "compiled", as torch prints it)
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 5, 0) but "
+     "found runtime version (8, 4, 1). PyTorch already comes bundled with cuDNN.",
+     "8.5.0", "8.4.1", "older than torch's"),
+    # torch 1.x's wording
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but "
+     "linked against (7, 6, 5)", "8.3.2", "7.6.5", "another major"),
+    # torch 0.4's, with cuDNN's integer versions
+    ("RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against "
+     "7005", "7.1.2", "7.0.5", "older than torch's"),
+])
+def test_torch_refusing_the_cudnn_found_first(line: str, built: str, loaded: str, why: str,
+                                              matrix: Matrix) -> None:
+    found = top(line + "\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert f"built with cuDNN {built}" in found.message and f"cuDNN {loaded} first" in found.message
+    assert why in found.message and "unset LD_LIBRARY_PATH" in said(found)

@@ -15,6 +15,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 CT2 = ("ImportError: libctranslate2-d3638643.so.4.4.0: cannot enable executable stack as shared "
        "object requires: Invalid argument\n")
@@ -80,3 +81,77 @@ def test_torch_refusing_the_cudnn_found_first(line: str, built: str, loaded: str
     assert found.category == Category.CUDA_RUNTIME_MISMATCH
     assert f"built with cuDNN {built}" in found.message and f"cuDNN {loaded} first" in found.message
     assert why in found.message and "unset LD_LIBRARY_PATH" in said(found)
+
+
+def test_docker_gpu_request_naming_the_nvidia_driver(matrix: Matrix) -> None:
+    # a compose file's GPU reservation (driver: nvidia) names the driver the daemon lacks
+    found = top('Error response from daemon: could not select device driver "nvidia" with '
+                'capabilities: [[gpu]]\n', matrix)
+    assert "NVIDIA Container" in found.message
+    assert "sudo nvidia-ctk runtime configure --runtime=docker" in said(found)
+
+
+@pytest.mark.parametrize("text, container", [
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+     "shared memory (shm).\n", False),
+    ("docker run --gpus all fastai\nRuntimeError: DataLoader worker (pid 47) is killed by signal: "
+     "Bus error. It is possible that dataloader's workers are out of shared\nmemory. Please try to "
+     "raise your shared memory limit.\n", True),
+])
+def test_dataloader_workers_out_of_shared_memory(text: str, container: bool,
+                                                 matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.OUT_OF_MEMORY and "shared memory" in found.message
+    assert ("64 MB" in found.message) == container
+    assert "--shm-size" in said(found) and "num_workers=0" in said(found)
+
+
+def test_a_killed_worker_without_a_bus_error_is_not_shared_memory(matrix: Matrix) -> None:
+    result = triage("RuntimeError: DataLoader worker (pid 47) is killed by signal: Killed.\n",
+                    matrix)
+    assert all("shared memory" not in d.message for d in result.diagnosis)
+
+
+def test_torch_needing_intels_jit_api_from_a_newer_mkl(matrix: Matrix) -> None:
+    found = top("ImportError: /root/anaconda3/envs/pikv/lib/python3.11/site-packages/torch/lib/"
+                "libtorch_cpu.so: undefined symbol: iJIT_NotifyEvent\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "MKL 2024.1" in found.message
+    assert "conda install -p /root/anaconda3/envs/pikv mkl=2024.0" in said(found)
+
+
+@pytest.mark.parametrize("text, pins_numpy", [
+    ("Jetson Nano, JetPack 4.5, Python 3.6.9\n>>> import torch\nIllegal instruction (core dumped)\n",
+     True),
+    ("Jetson Orin, Python 3.10\nI get illegal instruction (core dumped) error.\n", False),
+])
+def test_sigill_on_a_jetson_is_numpy_1_19_5s_openblas(text: str, pins_numpy: bool,
+                                                      matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert "OpenBLAS" in found.message and "export OPENBLAS_CORETYPE=ARMV8" in said(found)
+    assert ("numpy==1.19.4" in said(found)) == pins_numpy  # its wheels stop at Python 3.9
+
+
+@pytest.mark.parametrize("text", [
+    # not an ARM board
+    "Ubuntu 22.04 x86_64\nIllegal instruction (core dumped)\n",
+    # a numpy other than 1.19.5
+    "Jetson Nano\nnumpy==1.19.4\nIllegal instruction (core dumped)\n",
+    # the GPU's illegal instruction is a kernel's fault, not the CPU's
+    "Jetson Orin\nRuntimeError: CUDA error: an illegal instruction was encountered\n",
+])
+def test_no_openblas_claim(text: str, matrix: Matrix) -> None:
+    result = triage(text, matrix)
+    assert all("OpenBLAS" not in d.message for d in result.diagnosis)
+
+
+def test_an_optional_librarys_name_undefined_with_typographic_quotes(matrix: Matrix) -> None:
+    # no traceback frame: the library the report names with its version is the caller
+    found = top("Error in trl 0.5.0\nname \u2018PeftModel\u2019 is not defined\n", matrix)
+    assert found.category == Category.NOT_INSTALLED and "trl skipped the import" in found.message
+    assert "pip install peft" in said(found)
+
+
+def test_a_scripts_own_undefined_name_is_not_a_library_skipping_an_import(matrix: Matrix) -> None:
+    # no frame and no library named with a version: a script's own missing import
+    result = triage("NameError: name 'PeftModel' is not defined\n", matrix)
+    assert all("skipped the import" not in d.message for d in result.diagnosis)

@@ -157,10 +157,12 @@ def python_asked(ctx: Context) -> List[Signal]:
 
 
 # Docker asked for GPUs (`--gpus all`) with no NVIDIA runtime registered: "could not select
-# device driver "" with capabilities: [[gpu]]" (moby daemon); NVIDIA Container Toolkit's install
+# device driver "" with capabilities: [[gpu]]" (moby daemon; `driver: nvidia` in a compose file's
+# device reservation names it: device driver "nvidia"); NVIDIA Container Toolkit's install
 # guide: install nvidia-container-toolkit, `nvidia-ctk runtime configure --runtime=docker`, and
 # restart the Docker daemon.
-_NO_GPU_RUNTIME = re.compile(r"could not select device driver \"?\"? with capabilities: \[\[gpu\]\]")
+_NO_GPU_RUNTIME = re.compile(r"could not select device driver \"?(?:nvidia)?\"? with capabilities: "
+                             r"\[\[gpu\]\]")
 
 
 def no_gpu_runtime(ctx: Context) -> List[Signal]:
@@ -168,9 +170,9 @@ def no_gpu_runtime(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     return [Signal("container_runtime", Category.NOT_INSTALLED,
-                   "Docker has no NVIDIA runtime to give the container the GPUs `--gpus all` asks "
-                   "for: the NVIDIA Container Toolkit is not installed (or not registered with "
-                   "Docker)", [ctx.quote(hit[0])], NAMED,
+                   "Docker has no NVIDIA runtime to give the container the GPUs it asks for "
+                   "(`--gpus all`, or a compose file's GPU reservation): the NVIDIA Container "
+                   "Toolkit is not installed (or not registered with Docker)", [ctx.quote(hit[0])], NAMED,
                    [Remedy(summary="Install the NVIDIA Container Toolkit (nvidia-container-toolkit, "
                            "from NVIDIA's repository for your distribution), register it with "
                            "Docker, and restart the daemon; the host's NVIDIA driver must already "

@@ -1,0 +1,44 @@
+"""DataLoader workers out of shared memory: torch passes each batch from a worker process through
+/dev/shm, and a worker that cannot grow a shared-memory segment dies of SIGBUS. torch's own words:
+"ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared
+memory (shm)." (torch/csrc/DataLoader.cpp's SIGBUS handler) and "DataLoader worker (pid N) is
+killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.
+Please try to raise your shared memory limit." (torch/utils/data/_utils/signal_handling.py). A
+container's /dev/shm is 64 MB unless it is given more (Docker's --shm-size, or --ipc=host; a
+Kubernetes pod mounts an in-memory emptyDir there) (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import NAMED, Signal
+
+SOURCE = ("pytorch/pytorch torch/csrc/DataLoader.cpp (SIGBUS handler) and "
+          "torch/utils/data/_utils/signal_handling.py; Docker's run reference (--shm-size, 64 MB "
+          "by default)")
+_SHM = re.compile(r"insufficient shared memory \(shm\)|workers are out of shared(?: memory|$)|"
+                  r"DataLoader worker \(pids?[^)]{0,80}\) is killed by signal: Bus error")
+
+
+def out_of_shm(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_SHM, ("shared", "bus error"))
+    if hit is None:
+        return []
+    container = ctx.text.containing(("docker", "container", "kubernetes", "k8s", "pod"))
+    where = "the container's /dev/shm (64 MB unless the container is given more)" if container \
+        else "/dev/shm"
+    return [Signal(
+        "dataloader_shm", Category.OUT_OF_MEMORY,
+        f"DataLoader's worker processes pass batches through shared memory, and {where} is too "
+        "small for them: a worker died of a bus error (SIGBUS) growing a segment",
+        [ctx.quote(hit[0])], NAMED,
+        [Remedy(summary="Give the container more shared memory: `docker run --shm-size=16g ...` "
+                "(or --ipc=host, which shares the host's); in docker compose, `shm_size: 16gb`; in "
+                "Kubernetes, mount an emptyDir with medium: Memory at /dev/shm."),
+         Remedy(summary="Or, outside a container, check `df -h /dev/shm` and raise its size; or "
+                "load in the main process meanwhile (DataLoader(..., num_workers=0)), slower but "
+                "free of shared memory.")],
+        details={"source": SOURCE})]

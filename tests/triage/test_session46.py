@@ -155,3 +155,31 @@ def test_a_scripts_own_undefined_name_is_not_a_library_skipping_an_import(matrix
     # no frame and no library named with a version: a script's own missing import
     result = triage("NameError: name 'PeftModel' is not defined\n", matrix)
     assert all("skipped the import" not in d.message for d in result.diagnosis)
+
+
+def test_a_librarys_own_name_error_with_the_release_that_fixed_it(matrix: Matrix) -> None:
+    found = top('  File "/env/lib/python3.10/site-packages/bitsandbytes/cuda_setup/main.py", line '
+                "153, in is_cublasLt_compatible\n    cuda_setup.add_log_entry(\"WARNING: Compute "
+                "capability < 7.5 detected!\")\nNameError: name 'cuda_setup' is not defined. Did "
+                "you mean: 'CUDASetup'?\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "line 153" in found.message
+    assert '"bitsandbytes>=0.37.1"' in said(found)  # 0.37.0's wheel calls the unbound name
+
+
+def test_a_librarys_own_name_error_without_a_known_fix(matrix: Matrix) -> None:
+    found = top('  File "/env/lib/python3.11/site-packages/somelib/core.py", line 12, in run\n'
+                "NameError: name 'helper' is not defined\n", matrix)
+    assert "somelib's own code refers to 'helper'" in found.message
+    assert "Upgrade somelib to its newest release" in said(found)
+
+
+def test_a_name_error_under_a_build_backend_is_not_the_backends(matrix: Matrix) -> None:
+    result = triage('  File "/env/lib/python3.11/site-packages/setuptools/build_meta.py", line 317, '
+                    "in run_setup\nNameError: name 'bare_metal_version' is not defined\n", matrix)
+    assert all("never defines" not in d.message for d in result.diagnosis)
+
+
+def test_no_distribution_on_a_new_windows_python_names_the_one_before(matrix: Matrix) -> None:
+    found = top("PS C:\\> pip install coqui-tts\nERROR: Could not find a version that satisfies the "
+                "requirement coqui-tts (from versions: none)\nOS: Windows 11\nPython: 3.13\n", matrix)
+    assert "Python 3.12 rather than 3.13" in said(found)

@@ -7,13 +7,15 @@ it belongs to is the one the tables say, never a guess from the word (pure)."""
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import command, requirement
 from fadoctor.triage import api_tables
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.mech_api_skew import dist_of
+from fadoctor.triage.signal import IMPLIED, LOGGED, Signal, dedupe
+from fadoctor.triage.stated_fix import installable
 
 _UNDEFINED = re.compile(r"(?:NameError: |\b)name ['\u2018\u2019`]([A-Z]\w{2,60})['\u2018\u2019`] is not "
                         r"defined")
@@ -62,3 +64,56 @@ def undefined_import(ctx: Context) -> List[Signal]:
                            f"supports), then check that it imports.",
                            commands=[command("pip", "install", dist),
                                      command("python", "-c", f"import {owner}")])])]
+
+
+# A NameError raised in a library's own code for a name of no tabled package: the release refers
+# to a name it never binds, a defect of that release (its next release fixes it). The releases
+# that fixed one, read from the wheels: bitsandbytes 0.37.0's cuda_setup/main.py calls
+# `cuda_setup.add_log_entry` in is_cublasLt_compatible (a GPU below sm_75) where 0.37.1 calls
+# `CUDASetup.get_instance().add_log_entry`.
+_ANY_UNDEFINED = re.compile(r"NameError: name ['\u2018\u2019`](\w{1,60})['\u2018\u2019`] is not defined")
+_ANY_FRAME = re.compile(r"(?:site|dist)-packages[\\/]([A-Za-z_]\w*)[\\/][^\"\n]{0,200}\.py\"?, line "
+                        r"(\d+)")
+FIXED: Dict[Tuple[str, str], str] = {("bitsandbytes", "cuda_setup"): "0.37.1"}
+# frames that run other code (a build's setup.py under setuptools, a notebook's cell), never the
+# code at fault
+_NOT_A_LIBRARY = {"torch", "IPython", "ipykernel", "runpy", "importlib", "site", "setuptools",
+                  "pip", "_distutils_hack", "distutils", "pkg_resources", "wheel", "hatchling"}
+
+
+def _defect_at(ctx: Context) -> Optional[Tuple[int, str, str, str]]:
+    """(line, package, name, where) of a NameError a library's own frame raised, or one of a known
+    defect whose package the report names (no frame quoted)."""
+    for index, found in ctx.find(_ANY_UNDEFINED, ("is not defined",)):
+        for line in reversed(ctx.text.lines[max(0, index - 4):index]):
+            frame = _ANY_FRAME.search(line)
+            if frame is not None and frame.group(1) not in _NOT_A_LIBRARY:
+                return (index, dist_of(frame.group(1)), found.group(1),
+                        f"its line {frame.group(2)}")
+    named = ctx.first(_ANY_UNDEFINED, ("is not defined",))
+    for package, name in FIXED:
+        if named is not None and named[1].group(1) == name and ctx.text.containing((package,)):
+            return named[0], package, name, "its code"
+    return None
+
+
+def own_defect(ctx: Context) -> List[Signal]:
+    found = _defect_at(ctx)
+    if found is None or undefined_import(ctx):
+        return []
+    index, package, name, line = found
+    fixed = FIXED.get((package, name))
+    if fixed is not None:
+        remedy = Remedy(summary=f"Upgrade {package} to {fixed} or later, which fixed it.",
+                        commands=[command("pip", "install", "--upgrade",
+                                          requirement(package, fixed, op=">="))])
+    else:
+        remedy = Remedy(summary=f"Upgrade {package} to its newest release (or the next one after "
+                        "the installed): a release that refers to a name it never defines is fixed "
+                        "in a later one.", commands=[command("pip", "install", "--upgrade", package)]
+                        if installable(package) else [])
+    return [Signal("library_name_error", Category.VERSION_CONFLICT,
+                   f"{package}'s own code refers to {name!r}, which it never defines ({line} "
+                   f"raised the NameError): a defect of the installed {package} release, not "
+                   "of this environment", dedupe([ctx.quote(index)]), IMPLIED,
+                   [remedy])]

@@ -48,8 +48,7 @@ def entry_point(ctx: Context) -> List[Signal]:
     path = hit[1].group(1).replace("\\", "/")
     if "flash_attn" in path:
         return [dll_symbol(ctx, hit[0])]
-    owner = owner_of(path)
-    return [_other_symbol(ctx, hit[0], owner or "the extension", owner)]
+    return [_other_symbol(ctx, hit[0], owner_of(path) or "the extension", owner_of(path))]
 
 
 def _other_symbol(ctx: Context, index: int, what: str, owner: Optional[str]) -> Signal:
@@ -162,9 +161,8 @@ _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z
 
 
 def no_windows_distribution(ctx: Context) -> List[Signal]:
-    """On Windows, a requirement with no distribution for it at all (pip's `from versions:
-    none`: no wheel for this platform and Python, and no source to build), or a package whose
-    releases carry no win_amd64 wheel, as the report says."""
+    """On Windows, a requirement with no distribution at all (pip's `from versions: none`: no wheel
+    for this platform and Python, no source), or releases with no win_amd64 wheel, as it says."""
     if not on_windows(ctx) or ctx.text.containing(("wsl",)):
         return []
     hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
@@ -181,7 +179,7 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
         index = prose[0]
         asked = ctx.first(_PACKAGE_ASKED, ("install", "build"))
         package = asked[1].group(1) if asked else "this package"
-    windows = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\"))
+    windows, py = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\")), ctx.python
     quotes = dedupe([ctx.quote(index), *([ctx.quote(windows[0])] if windows else [])])
     if package.split("==")[0].lower() == "triton":
         pin = ctx.first(_TRITON_PIN, ("triton==",))
@@ -194,7 +192,9 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
                    [Remedy(summary=f"Run it under WSL2 (a Linux distribution on Windows) or on "
                            f"Linux, where {package}'s wheels exist; natively on Windows only "
                            "community builds exist, if any. (Where it does ship Windows wheels "
-                           "for other Pythons, an environment of such a Python.)",
+                           "for other Pythons, an environment of such a Python" + (
+                               f": a new Python gets wheels last, so Python 3.{py.minor - 1} "
+                               f"rather than {py}" if py and py >= Version("3.12") else "") + ".)",
                            commands=["wsl --install"])])]
 
 

@@ -183,3 +183,32 @@ def test_no_distribution_on_a_new_windows_python_names_the_one_before(matrix: Ma
     found = top("PS C:\\> pip install coqui-tts\nERROR: Could not find a version that satisfies the "
                 "requirement coqui-tts (from versions: none)\nOS: Windows 11\nPython: 3.13\n", matrix)
     assert "Python 3.12 rather than 3.13" in said(found)
+
+
+@pytest.mark.parametrize("text, floor, pin", [
+    ("PyTorch 2.5.1 on a MacOS 12.7.6 arm64\nRuntimeError: The MPS backend is supported on MacOS "
+     "12.3+.\n", "macOS 13.0", "torch==2.4.1"),
+    ("torch==2.10.0\nOS: macOS 13.7.4 (arm64)\nRuntimeError: The MPS backend is supported on MacOS "
+     "13.0+.Current OS version can be queried using `sw_vers`\n", "macOS 14.0", "torch==2.9.1"),
+])
+def test_mps_refused_on_a_macos_the_message_accepts(text: str, floor: str, pin: str,
+                                                    matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and f"{floor} or newer" in found.message
+    assert pin in said(found)
+
+
+def test_mps_refused_below_the_printed_floor_is_not_a_stale_message(matrix: Matrix) -> None:
+    result = triage("torch 1.13.1, macOS 12.2\nRuntimeError: The MPS backend is supported on "
+                    "MacOS 12.3+.\n", matrix)
+    assert all("still names its older floor" not in d.message for d in result.diagnosis)
+
+
+def test_a_torch_named_extensions_glibc_is_that_extensions(matrix: Matrix) -> None:
+    # torch_spline_conv is not torch: its own wheel needs the newer glibc; the loader's line, which
+    # names the binary, is read over prose quoting the version alone
+    found = top("fails with `OSError: /lib64/libm.so.6: version 'GLIBC_2.27' not found`\n"
+                "OSError: /lib64/libm.so.6: version `GLIBC_2.27' not found (required by .conda/envs/"
+                "t/lib/python3.9/site-packages/torch_spline_conv/_basis_cuda.so)\n", matrix)
+    assert "(torch-spline-conv)" in found.message
+    assert "pip install --no-binary torch-spline-conv" in said(found)

@@ -26,7 +26,9 @@ _GLIBC = re.compile(r"version [`'\u2018\"]?((GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)
 
 
 def glibc_versions(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_GLIBC, ("not found",))
+    hits = list(ctx.find(_GLIBC, ("not found",)))
+    # the loader's own line, which names the binary, over prose quoting the version alone
+    hit = next((h for h in hits if h[1].group(4)), hits[0] if hits else None)
     if hit is None:
         return []
     index, found = hit
@@ -47,7 +49,8 @@ def glibc_versions(ctx: Context) -> List[Signal]:
                                                  "conda-forge", "libstdcxx-ng")])],
                        details={**diagnosis.details, "required_by": by})]
     owner = _OWNER.search(by or "")
-    if owner and not owner.group(1).startswith(("flash_attn", "torch", "nvidia")):
+    if owner and not owner.group(1).startswith("flash_attn") and owner.group(1) not in ("torch",
+                                                                                      "nvidia"):
         return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need, kind)]
     if kind == "GLIBC" and need is not None:
         out.append(r.exact_wheel(ctx, glibc_below=need))

@@ -212,3 +212,22 @@ def test_a_torch_named_extensions_glibc_is_that_extensions(matrix: Matrix) -> No
                 "t/lib/python3.9/site-packages/torch_spline_conv/_basis_cuda.so)\n", matrix)
     assert "(torch-spline-conv)" in found.message
     assert "pip install --no-binary torch-spline-conv" in said(found)
+
+
+TORCHCODEC = ('  File "/env/lib/python3.13/site-packages/torchcodec/_core/ops.py", line 104, in '
+              "<module>\n    ffmpeg_major_version, core_library_path = "
+              "load_torchcodec_shared_libraries()\nRuntimeError: Could not load libtorchcodec.\n")
+
+
+@pytest.mark.parametrize("stated, release", [("torch==2.10.0\n", "0.10"),
+                                             ("torch==2.7.1\ntorchcodec==0.2.1\n", "0.5")])
+def test_torchcodec_built_for_another_torch(stated: str, release: str, matrix: Matrix) -> None:
+    found = top(stated + TORCHCODEC, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert f"needs torchcodec {release}" in found.message
+    assert f'"torchcodec~={release}.0"' in said(found)
+
+
+def test_torchcodec_matching_its_torch_is_missing_ffmpeg(matrix: Matrix) -> None:
+    found = top("torch==2.9.0\ntorchcodec==0.9.0\n" + TORCHCODEC, matrix)
+    assert found.category == Category.NOT_INSTALLED and "FFmpeg" in found.message

@@ -231,3 +231,22 @@ def test_torchcodec_built_for_another_torch(stated: str, release: str, matrix: M
 def test_torchcodec_matching_its_torch_is_missing_ffmpeg(matrix: Matrix) -> None:
     found = top("torch==2.9.0\ntorchcodec==0.9.0\n" + TORCHCODEC, matrix)
     assert found.category == Category.NOT_INSTALLED and "FFmpeg" in found.message
+
+
+def test_a_missing_cuda_runtime_is_the_framed_packages(matrix: Matrix) -> None:
+    # no flash-attention anywhere: the package whose frame loads the binary owns it
+    found = top('  File "/env/lib/python3.7/site-packages/mmcv/utils/ext_loader.py", line 10, in '
+                "load_ext\n    ext = importlib.import_module('mmcv.' + name)\n  File \"/env/lib/"
+                'python3.7/importlib/__init__.py", line 127, in import_module\nImportError: '
+                "libcudart.so.10.0: cannot open shared object file: No such file or directory\n",
+                matrix)
+    assert found.message.startswith("mmcv's binary links libcudart.so.10.0")
+    assert "flash-attn" not in said(found)
+
+
+def test_a_removed_name_with_the_one_other_library_of_a_system_info_block(
+        matrix: Matrix) -> None:
+    found = top("transformers  4.48.2\ntorch 2.5.1\nllamafactory 0.9.2.dev0\nImportError: cannot "
+                "import name 'LlamaFlashAttention2' from 'transformers.models.llama.modeling_llama'"
+                "\n", matrix)
+    assert "upgrade llamafactory to a release written for the newer transformers" in said(found)

@@ -49,6 +49,10 @@ def _installed(ctx: Context, data: Api) -> Optional[Version]:
         return None
 
 
+_NOT_CALLERS = {"torch", "torchvision", "torchaudio", "triton", "numpy", "transformers",
+                "flash_attn", "xformers", "accelerate", "peft", "cuda", "python", "pytorch"}
+
+
 def _caller(ctx: Context, index: int, package: str) -> Optional[str]:
     """The package whose frame is nearest above the error, not the one it calls."""
     # above the error, as Python prints it; else below it, where a server's log puts the stack
@@ -58,7 +62,9 @@ def _caller(ctx: Context, index: int, package: str) -> Optional[str]:
         found = _FRAME.search(ctx.text.lines[line])
         if found and found.group(1) not in (package, "torch"):
             return found.group(1)
-    return None
+    # no frame: a System Info block's one other library (not a pip freeze: a few packages)
+    stated = [p for p in ctx.seen.packages if p.replace("-", "_") not in _NOT_CALLERS | {package}]
+    return stated[0] if len(ctx.seen.packages) <= 8 and len(stated) == 1 else None
 
 
 def _pin(data: Api, version: str) -> str:

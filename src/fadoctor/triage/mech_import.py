@@ -237,7 +237,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
     module = _importing(ctx, index)
     if diagnosis.category == Category.CUDA_RUNTIME_MISMATCH:
         owner = OTHERS.get(module or "") or owner_in_text(ctx) or other_named(ctx, index) \
-            or owners.cuda_variant_package(ctx)
+            or owners.cuda_variant_package(ctx) or owners.frame_owner(ctx, index)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
         return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]

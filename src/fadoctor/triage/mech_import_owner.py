@@ -8,6 +8,7 @@ from typing import Any, List, Optional
 
 from fadoctor.report import Remedy
 from fadoctor.triage.context import Context
+from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text
 from fadoctor.triage.signal import NAMED, Signal
 from fadoctor.triage.text import Quote
@@ -69,3 +70,11 @@ def checkout_rebuild(ctx: Context, lib: str) -> List[Remedy]:
                    "the installed torch (remove the checkout's build/ directory and its compiled "
                    ".so files, then run the same build again), or install the earlier torch "
                    "they were built with.", commands=["rm -rf build", built[1].group(0)])]
+
+
+def frame_owner(ctx: Context, index: int) -> Optional[str]:
+    """The package whose frame loads the binary (mmcv's ext_loader), in a report that never names
+    flash-attention."""
+    if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
+        return None
+    return frame_package(ctx, index, ("torch", "importlib", "ctypes"))

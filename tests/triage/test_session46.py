@@ -250,3 +250,23 @@ def test_a_removed_name_with_the_one_other_library_of_a_system_info_block(
                 "import name 'LlamaFlashAttention2' from 'transformers.models.llama.modeling_llama'"
                 "\n", matrix)
     assert "upgrade llamafactory to a release written for the newer transformers" in said(found)
+
+
+@pytest.mark.parametrize("text, package", [
+    ("      error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ "
+     "Build Tools\": https://visualstudio.microsoft.com/visual-cpp-build-tools/\n  ERROR: Failed "
+     "building wheel for insightface\n", "insightface"),
+    ("error: Microsoft Visual C++ 14.0 or greater is required.\n", None),
+])
+def test_no_msvc_for_a_source_build_on_windows(text: str, package: str, matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "no Microsoft C++ compiler" in found.message
+    assert "Microsoft.VisualStudio.Workload.VCTools" in said(found)
+    assert (f"pip install --prefer-binary {package}" in said(found)) == (package is not None)
+
+
+def test_ctranslate2s_int8_gemm_refused_on_blackwell(matrix: Matrix) -> None:
+    found = top("GPU: NVIDIA GeForce RTX 5060 Ti\nRuntimeError: cuBLAS failed with status "
+                "CUBLAS_STATUS_NOT_SUPPORTED\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "(sm_120)" in found.message
+    assert 'compute_type="float16"' in said(found)

@@ -148,3 +148,31 @@ def cudnn8_zlib(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Install zlib's zlibwapi.dll (the x64 build cuDNN 8's Windows "
                            "installation guide links) and put its folder on PATH, or copy it "
                            "beside the cudnn64_8.dll files; then start the program again.")])]
+
+
+# CTranslate2's own cuBLAS wording ("cuBLAS failed with status " + the status: src/cuda/utils.h;
+# torch says "CUDA error: CUBLAS_STATUS_..."). NOT_SUPPORTED comes from its int8 GEMMs
+# (cublasGemmEx on 8-bit inputs): on Blackwell GeForce cards (sm_120) every int8 compute type
+# fails and float16, bfloat16 and float32 work (OpenNMT/CTranslate2#1865; #1937 disables int8 on
+# sm_120). faster-whisper's compute_type="auto" and "default" pick an int8 type.
+_CUBLAS_UNSUPPORTED = re.compile(r"cuBLAS failed with status CUBLAS[_ ]STATUS[_ ]?NOT[_ ]SUPPORT")
+
+
+def int8_gemm(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_CUBLAS_UNSUPPORTED, ("cublas failed with status",))
+    if hit is None:
+        return []
+    gpu = ctx.gpu
+    blackwell = gpu is not None and gpu[1] is not None and gpu[1].major == 12
+    where = f"{gpu[0]} (sm_120)" if blackwell else "this GPU"  # type: ignore[index]
+    return [Signal("ct2_int8_gemm", Category.DTYPE_UNSUPPORTED,
+                   f"CTranslate2's int8 matrix multiply (an int8 compute type, which \"auto\" picks) "
+                   f"is refused by cuBLAS on {where}: the float types run there",
+                   dedupe([ctx.quote(hit[0]), *([gpu[2]] if gpu else [])]), NAMED,
+                   [Remedy(summary="Ask for a float compute type: compute_type=\"float16\" (or "
+                           "\"bfloat16\", \"float32\") in WhisperModel(...) / --compute_type "
+                           "float16, or the app's COMPUTE_TYPE setting."),
+                    Remedy(summary="Or upgrade ctranslate2 to a release with "
+                           "OpenNMT/CTranslate2#1937 (int8 disabled on sm_120), where \"auto\" "
+                           "no longer picks int8 there.")],
+                   details={"source": "OpenNMT/CTranslate2#1865, #1937"})]

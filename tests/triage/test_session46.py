@@ -270,3 +270,16 @@ def test_ctranslate2s_int8_gemm_refused_on_blackwell(matrix: Matrix) -> None:
                 "CUBLAS_STATUS_NOT_SUPPORTED\n", matrix)
     assert found.category == Category.DTYPE_UNSUPPORTED and "(sm_120)" in found.message
     assert 'compute_type="float16"' in said(found)
+
+
+@pytest.mark.parametrize("stated, package", [
+    ("`uv sync --extra gpu` installs torch==2.9.1 (CUDA 13)\n", "nvidia-cudnn-cu13"),
+    ("torch 2.6.0+cu124\n", "nvidia-cudnn-cu12"),
+])
+def test_torchs_own_import_missing_its_cudnn_wheel(stated: str, package: str,
+                                                   matrix: Matrix) -> None:
+    found = top(stated + "$ python -c \"import torch\"\nImportError: libcudnn.so.9: cannot open "
+                "shared object file: No such file or directory\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "torch itself fails to import" in found.message
+    assert f"pip install {package}" in said(found) and "pip check" in said(found)

@@ -14,6 +14,7 @@ from typing import List, Optional, Tuple
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
@@ -58,6 +59,12 @@ def missing_cudnn(ctx: Context) -> List[Signal]:
                + (f": this environment has cuDNN {have[0]}" if have is not None else ""))
     who = owner or "the package that failed"
     remedies = []
+    own = _torch_own(ctx, index, want)
+    if own is not None:  # torch's own import: its wheel's cuDNN dependency is not installed
+        return [Signal("missing_cudnn", Category.CUDA_RUNTIME_MISMATCH,
+                       f"torch itself fails to import: it loads cuDNN {want} ({lib}) from the "
+                       "nvidia-cudnn wheel its own wheel requires, and that wheel is not installed",
+                       dedupe(quotes), NAMED + 1, [own], details={"library": lib})]
     newer = have is not None and have[0] > want
     if newer or (ctx.torch is not None and ctx.torch >= _TORCH_CUDNN9):
         remedies.append(Remedy(summary=f"Install a release of {who} built against cuDNN "
@@ -72,6 +79,29 @@ def missing_cudnn(ctx: Context) -> List[Signal]:
         "torch loads."))
     return [Signal("missing_cudnn", Category.CUDA_RUNTIME_MISMATCH, message, dedupe(quotes),
                    NAMED + 1, remedies, details={"library": lib})]
+
+
+# `import torch` itself failing: torch's pip wheels (from 2.4, cuDNN 9) require the cuDNN wheel
+# of their CUDA major (nvidia-cudnn-cu12 / -cu13, pinned in their metadata), which a lockfile's
+# marker, --no-deps or an interrupted install can leave out
+_CUDA_MAJOR = re.compile(r"\+cu(1[23])\d\b|\bCUDA (1[23])\b|\bcu(1[23])0\b")
+_IMPORTING_TORCH = re.compile(r"import torch\b|torch[\\/]__init__\.py")
+
+
+def _torch_own(ctx: Context, index: int, want: int) -> Optional[Remedy]:
+    if want < 9 or not any(_IMPORTING_TORCH.search(line)
+                           for line in ctx.text.lines[max(0, index - 6):index + 1]):
+        return None
+    cuda = ctx.torch_cuda_stated
+    said = {int("".join(m)) for m in _CUDA_MAJOR.findall(ctx.text.joined)}
+    major = cuda.major if cuda is not None else (said.pop() if len(said) == 1 else None)
+    major = major if major in (12, 13) else None
+    package = f"nvidia-cudnn-cu{major}" if major else "nvidia-cudnn-cu12 (or -cu13 for a CUDA 13 torch)"
+    return Remedy(summary=f"torch's own wheel requires {package} (pinned in its metadata, which "
+                  "`pip check` prints), and it is not installed: install it into this "
+                  "environment (a lockfile or extra that gates it, or --no-deps, left it out).",
+                  commands=[command("pip", "install", f"nvidia-cudnn-cu{major}"),
+                            command("pip", "check")] if major else [command("pip", "check")])
 
 
 def _have(ctx: Context, want: int) -> Optional[Tuple[int, Quote]]:

@@ -283,3 +283,19 @@ def test_torchs_own_import_missing_its_cudnn_wheel(stated: str, package: str,
     assert found.category == Category.CUDA_RUNTIME_MISMATCH
     assert "torch itself fails to import" in found.message
     assert f"pip install {package}" in said(found) and "pip check" in said(found)
+
+
+@pytest.mark.parametrize("stated, claimed", [
+    ("", True),  # nothing stated: the usual cause, as a guess
+    ("torch 1.13.1+cu117\nGPU 0: NVIDIA GeForce RTX 4090\n", True),
+    ("torch 2.1.0+cu121\nGPU 0: NVIDIA GeForce RTX 4090\n", False),  # CUDA 11.8+: not this
+    ("GPU 0: NVIDIA A100-SXM4-80GB\n", False),  # not Ada
+])
+def test_cufft_internal_error_as_cuda_117s_cufft_on_ada(stated: str, claimed: bool,
+                                                        matrix: Matrix) -> None:
+    result = triage(stated + "    return _VF.stft(input, n_fft)\nRuntimeError: cuFFT error: "
+                    "CUFFT_INTERNAL_ERROR\n", matrix)
+    ada = [d for d in result.diagnosis if "without support for RTX 40" in d.message]
+    assert bool(ada) == claimed
+    if claimed:
+        assert "torch==2.0.1 --extra-index-url" in said(ada[0]) and "/whl/cu118" in said(ada[0])

@@ -11,9 +11,13 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
+from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import GUESSED, NAMED, Signal
 
 _OLD_GPU = re.compile(r"cuFFT doesn't support signals of half type with compute capability less "
                       r"than SM_53, but the device containing input half tensor only has "
@@ -47,3 +51,37 @@ def half_fft(ctx: Context) -> List[Signal]:
                    [Remedy(summary=_FP32 + " Or make n_fft (the FFT size) a power of two.")],
                    details={"source": "pytorch/pytorch aten/src/ATen/native/cuda/"
                                       "SpectralOps.cpp"})]
+
+
+# cuFFT failing inside torch.stft / torch.fft on an RTX 40 (Ada, sm_89) with a torch built for CUDA
+# 11.7 or older: that cuFFT has no Ada support, and torch's cu118 builds fix it
+# (pytorch/pytorch#88038, "CUFFT_INTERNAL_ERROR on RTX 4090"). The same status also comes from a
+# plan failing on a nearly full GPU (pytorch/pytorch#119420), so with neither the GPU nor torch's
+# CUDA stated this is a guess, and with a GPU other than Ada or a CUDA from 11.8 no claim is made.
+_INTERNAL = re.compile(r"cuFFT error: CUFFT_INTERNAL_ERROR")
+_ADA_FIXED = Version("11.8")
+
+
+def internal_error(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INTERNAL, ("cufft_internal_error",))
+    if hit is None:
+        return []
+    cc, cuda = ctx.gpu_cc_exact, ctx.torch_cuda_stated
+    if (cc is not None and cc != Version("8.9")) or (cuda is not None and cuda >= _ADA_FIXED):
+        return []
+    known = cc is not None and cuda is not None
+    return [Signal("cufft_ada", Category.NO_KERNEL_IMAGE,
+                   "cuFFT fails inside the FFT: a torch built with CUDA 11.7 or older bundles a "
+                   "cuFFT without support for RTX 40 GPUs (Ada, sm_89)" + (
+                       "" if known else ", the usual cause of this status (it also comes from a "
+                       "nearly full GPU)"),
+                   [ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])], NAMED if known else
+                   GUESSED,
+                   [Remedy(summary="Install a torch built with CUDA 11.8 or later (the cu118 "
+                           "wheels from torch 2.0; conda's pytorch-cuda=11.8), whose cuFFT runs on "
+                           "Ada.", commands=[command("pip", "install", "torch==2.0.1",
+                                                     *extra_index_args("2.0.1+cu118"))]),
+                    Remedy(summary="If the GPU is not an RTX 40, or torch already uses CUDA 11.8 "
+                           "or later: free GPU memory before the FFT (a smaller batch), as a plan "
+                           "can fail for want of it.")],
+                   details={"source": "pytorch/pytorch#88038, #119420"})]

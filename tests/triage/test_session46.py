@@ -299,3 +299,20 @@ def test_cufft_internal_error_as_cuda_117s_cufft_on_ada(stated: str, claimed: bo
     assert bool(ada) == claimed
     if claimed:
         assert "torch==2.0.1 --extra-index-url" in said(ada[0]) and "/whl/cu118" in said(ada[0])
+
+
+@pytest.mark.parametrize("text, claimed", [
+    ("GPU: NVIDIA L40S-48C. Max memory: 47.712 GB.\nRuntimeError: CUDA driver error: operation not "
+     "supported\n", True),
+    ("==((====))==  Unsloth 2024.12.4\nRuntimeError: CUDA driver error: operation not supported\n",
+     True),
+    # neither a vGPU nor anything that sets the allocator option: another driver call
+    ("RuntimeError: CUDA driver error: operation not supported\n", False),
+])
+def test_expandable_segments_on_a_driver_without_vmm(text: str, claimed: bool,
+                                                     matrix: Matrix) -> None:
+    result = triage(text, matrix)
+    found = [d for d in result.diagnosis if "expandable-segments" in d.message]
+    assert bool(found) == claimed
+    if claimed:
+        assert "expandable_segments:False" in said(found[0])

@@ -316,3 +316,18 @@ def test_expandable_segments_on_a_driver_without_vmm(text: str, claimed: bool,
     assert bool(found) == claimed
     if claimed:
         assert "expandable_segments:False" in said(found[0])
+
+
+def test_chatglms_quantization_without_cpm_kernels(matrix: Matrix) -> None:
+    found = top("AttributeError: 'NoneType' object has no attribute 'int4WeightExtractionHalf'\n",
+                matrix)
+    assert found.category == Category.NOT_INSTALLED and "pip install cpm_kernels" in said(found)
+
+
+@pytest.mark.parametrize("name, fix", [("cudart", "conda install cudatoolkit"),
+                                       ("cuda", "/usr/lib/wsl/lib")])
+def test_cpm_kernels_not_finding_a_cuda_library(name: str, fix: str, matrix: Matrix) -> None:
+    found = top(f'  File "/env/lib/python3.8/site-packages/cpm_kernels/library/base.py", line 72, '
+                f"in wrapper\nRuntimeError: Library {name} is not initialized\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and f"lib{name}.so" in found.message
+    assert fix in said(found)

@@ -331,3 +331,12 @@ def test_cpm_kernels_not_finding_a_cuda_library(name: str, fix: str, matrix: Mat
                 f"in wrapper\nRuntimeError: Library {name} is not initialized\n", matrix)
     assert found.category == Category.CUDA_RUNTIME_MISMATCH and f"lib{name}.so" in found.message
     assert fix in said(found)
+
+
+def test_triton_20s_launcher_keyerror(matrix: Matrix) -> None:
+    found = top('  File "<string>", line 21, in cross_entropy_fwd_kernel\nKeyError: (\'2-.-0-.-0-'
+                "83ca8b715a9dc5f32dc1110973485f64-2b0c5161c53c71b37ae20a9996ee4bb8', (torch."
+                "float16,))\nDuring handling of the above exception, another exception occurred:\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT and "Triton 2.0" in found.message
+    assert "pip install triton==2.1.0" in said(found)

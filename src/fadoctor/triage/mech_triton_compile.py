@@ -15,10 +15,11 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.mech_fa_triton import FA_TRITON
-from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, RAISED_IN, Signal, dedupe
 
 _FAILED = re.compile(r"\bCompilationError\b|PassManager::run failed|"
                      # the compiled kernel's launch refused (its grid, warps or shared memory)
@@ -64,3 +65,30 @@ def kernel_compile(ctx: Context) -> List[Signal]:
                    f"{what}: the kernel was written for another Triton release (a language "
                    "feature or call that release lacks), or meets a regression of it",
                    quotes, RAISED_IN, _remedies(owner, launch))]
+
+
+# Triton 2.0's generated launcher (`File "<string>", line 21, in <kernel>`) looks the kernel up in
+# its cache by a key that begins with version_key(): `'-'.join(triton.__version__)` then md5s
+# ("2-.-0-.-0-<hashes>"; triton 2.0.0's runtime/jit.py, read from its wheel), and compiles it on
+# the KeyError: the KeyError printed first, then "During handling of the above
+# exception" and the compile's own failure, is Triton 2.0 failing to compile a kernel written for
+# a later Triton. torch 2.0 pins triton 2.0.0, torch 2.1 pins 2.1.0 (ext_torch.yaml's torch_triton).
+_TRITON20_KEY = re.compile(r"KeyError: \('2-\.-0-\.-0-(?:[0-9a-f]{32}|\.-d-e-v)")
+
+
+def triton20_launcher(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_TRITON20_KEY, ("keyerror: ('2-.-0-.-0-",))
+    if hit is None:
+        return []
+    return [Signal("triton20_compile", Category.VERSION_CONFLICT,
+                   "Triton 2.0's launcher did not find the kernel in its cache and failed to "
+                   "compile it (the KeyError whose key starts with Triton's version 2.0.0): the "
+                   "kernel was written for a later Triton", [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary="Upgrade Triton to 2.1.0, the release the kernel's library "
+                           "targets (torch 2.1 pins it; with torch 2.0, pip warns of torch's "
+                           "triton==2.0.0 pin).",
+                           commands=[command("pip", "install", "triton==2.1.0")]),
+                    Remedy(summary="Or upgrade torch to 2.1 or later, whose pinned Triton "
+                           "compiles it.")],
+                   details={"source": "Triton 2.0 runtime/jit.py (the generated launcher's "
+                                      "cache lookup)"})]

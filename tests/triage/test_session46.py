@@ -340,3 +340,20 @@ def test_triton_20s_launcher_keyerror(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.VERSION_CONFLICT and "Triton 2.0" in found.message
     assert "pip install triton==2.1.0" in said(found)
+
+
+def test_tritons_map_at_on_a_pre_ampere_gpu(matrix: Matrix) -> None:
+    found = top('  File "/env/lib/python3.10/site-packages/mamba_ssm/ops/triton/ssd_combined.py", '
+                "line 908\nIndexError: map::at\nGPU 0: NVIDIA GeForce RTX 2080 Ti\n", matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "(sm_75)" in found.message
+
+
+def test_triton_10s_map_at_is_its_ptx_table(matrix: Matrix) -> None:
+    found = top("IndexError: map::at when calling `_triton.code_gen.add_passes_to_emit_bin`\n",
+                matrix)
+    assert "pip install --upgrade triton" in said(found)
+
+
+def test_map_at_on_an_ampere_gpu_is_not_claimed(matrix: Matrix) -> None:
+    result = triage("triton kernel\nIndexError: map::at\nGPU 0: NVIDIA A100-SXM4-80GB\n", matrix)
+    assert all("map::at" not in d.message for d in result.diagnosis)

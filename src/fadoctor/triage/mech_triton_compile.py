@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import List
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
@@ -92,3 +94,37 @@ def triton20_launcher(ctx: Context) -> List[Signal]:
                            "compiles it.")],
                    details={"source": "Triton 2.0 runtime/jit.py (the generated launcher's "
                                       "cache lookup)"})]
+
+
+# Triton's C++ code generator failing a std::map lookup surfaces as Python's "IndexError: map::at".
+# Triton 1.0 looked the PTX ISA version up by the driver's CUDA version in a fixed table
+# (`_triton.code_gen.add_passes_to_emit_bin`; a newer driver than the table knew failed every
+# kernel, triton-lang/triton#155, fixed by falling back to the newest entry); Triton 2.x's lowering of
+# Ampere-era kernels (Mamba-2's SSD) fails so on GPUs below sm_80 (state-spaces/mamba#361: Triton
+# supports pre-Ampere GPUs poorly).
+_MAP_AT = re.compile(r"IndexError: map::at")
+
+
+def map_at(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MAP_AT, ("map::at",))
+    if hit is None:
+        return []
+    cc = ctx.gpu_cc_exact
+    if ctx.text.containing(("_triton.code_gen",)):
+        return [Signal("triton_map_at", Category.VERSION_CONFLICT,
+                       "Triton 1.0's code generator found no PTX version for this driver's CUDA "
+                       "in its table (map::at): the driver is newer than that Triton knows",
+                       [ctx.quote(hit[0])], LOGGED,
+                       [Remedy(summary="Upgrade triton: later releases take the newest PTX "
+                               "version they know for a newer driver.",
+                               commands=[command("pip", "install", "--upgrade", "triton")])])]
+    if cc is None or cc >= Version("8.0") or not ctx.text.containing(("triton",)):
+        return []
+    return [Signal("triton_map_at", Category.GPU_UNSUPPORTED,
+                   f"Triton's code generator failed (map::at) compiling a kernel for "
+                   f"{ctx.gpu[0]} (sm_{cc.major}{cc.minor}): the library's Triton kernels "  # type: ignore[index]
+                   "target Ampere (sm_80) or newer, which Triton lowers for older GPUs poorly",
+                   dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), LOGGED,
+                   [Remedy(summary="Run it on an Ampere or newer GPU (sm_80+: A100, RTX 30/40), "
+                           "or use the library's path without these Triton kernels (its "
+                           "reference / PyTorch implementation).")])]

@@ -357,3 +357,23 @@ def test_triton_10s_map_at_is_its_ptx_table(matrix: Matrix) -> None:
 def test_map_at_on_an_ampere_gpu_is_not_claimed(matrix: Matrix) -> None:
     result = triage("triton kernel\nIndexError: map::at\nGPU 0: NVIDIA A100-SXM4-80GB\n", matrix)
     assert all("map::at" not in d.message for d in result.diagnosis)
+
+
+@pytest.mark.parametrize("text, target", [
+    ("I first installed torch: pip3 install torch torchvision --index-url https://<index>/whl/"
+     "cu126\nI then ran pip install gptqmodel, and got the error.\nModuleNotFoundError: No module "
+     "named torch\nName: torch\nVersion: 2.6.0+cu126\n", "pip install gptqmodel --no-build-isolation"),
+    ("pip install -r requirements.txt\nRequirement already satisfied: torch==2.7.0 in /env/lib/"
+     "python3.10/site-packages (2.7.0+cu128)\nModuleNotFoundError: No module named 'torch'\n",
+     "pip install -r requirements.txt --no-build-isolation"),
+])
+def test_any_packages_build_without_torch_under_isolation(text: str, target: str,
+                                                          matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_ISOLATION and target in said(found)
+
+
+def test_a_programs_own_missing_torch_is_not_build_isolation(matrix: Matrix) -> None:
+    result = triage("pip install gradio\nName: torch\nVersion: 2.6.0+cu126\n  File \"/app/run.py\", "
+                    "line 3, in <module>\nModuleNotFoundError: No module named 'torch'\n", matrix)
+    assert all(d.category != Category.BUILD_ISOLATION for d in result.diagnosis)

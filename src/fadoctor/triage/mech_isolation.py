@@ -4,7 +4,7 @@ an isolated environment. pip, uv and pixi each get their own documented fix (pur
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import build_package, mech_build
@@ -66,11 +66,49 @@ _NO_TORCH = re.compile(r"No module named '?torch'?(?![\w.])", re.I)
 
 def _said_installing(ctx: Context) -> List[Signal]:
     no_torch = ctx.first(_NO_TORCH, ("no module named",))
-    install = ctx.first(_INSTALLING, ("flash", "causal", "mamba"))
-    if no_torch is None or install is None:
+    if no_torch is None:
         return []
-    return [_signal(ctx, [ctx.quote(no_torch[0]), ctx.quote(install[0])], "without torch",
-                    LOGGED)]
+    install = ctx.first(_INSTALLING, ("flash", "causal", "mamba"))
+    if install is not None:
+        return [_signal(ctx, [ctx.quote(no_torch[0]), ctx.quote(install[0])], "without torch",
+                        LOGGED)]
+    # any package's install, with torch shown installed and no program's traceback: the
+    # package's build imported torch in pip's isolated environment
+    install = ctx.first(_ANY_INSTALL, ("install", "add", "sync"))
+    torch = ctx.first(_TORCH_THERE, ("torch",))
+    if install is None or torch is None or any(
+            _RUN_FRAME.search(line) for line in ctx.text.lines):
+        return []
+    package, target = _asked(ctx)
+    return [_signal(ctx, [ctx.quote(no_torch[0]), ctx.quote(install[0]), ctx.quote(torch[0])],
+                    "without torch", HINTED, package, target)]
+
+
+_TORCHES = {"torch", "torchvision", "torchaudio", "pip", "setuptools", "wheel"}
+
+
+def _asked(ctx: Context) -> Tuple[str, Optional[str]]:
+    """The package an install line builds (not torch's), or a requirements file's."""
+    for index, found in ctx.find(_ANY_INSTALL, ("install", "add", "sync")):
+        words = ctx.text.lines[index][found.end():].split()
+        if "-r" in words[:2] and len(words) > words.index("-r") + 1:
+            requirements = words[words.index("-r") + 1].strip("`'\",.")
+            return f"a package of {requirements}", f"-r {requirements}"
+        names = [w.strip("`'\",.") for w in words if not w.startswith("-")]
+        name = next((n for n in names if re.fullmatch(r"[A-Za-z][\w.-]{0,60}", n)
+                     and n.split("=")[0].lower() not in _TORCHES), None)
+        if name is not None and names[0].split("=")[0].lower() not in _TORCHES:
+            return name, name
+    return "the package being built", None
+
+
+_ANY_INSTALL = re.compile(r"\b(?:pip3?|uv pip|uv|pixi|poetry)\s+(?:install|add|sync)\b")
+# torch shown installed: pip's "Requirement already satisfied: torch", `pip show torch`'s Name
+_TORCH_THERE = re.compile(r"Requirement already satisfied: torch[\s=]|^Name: torch\s*$|"
+                          r"^Version: \d+\.\d+\.\d+\+cu\d+")
+# a program's own frame (not pip's, not a setup.py): the import failed at run time instead
+_RUN_FRAME = re.compile(r"File \"(?![^\"]*(?:setup\.py|pip-|[/\\]pip[/\\]|build_meta|"
+                        r"setuptools|<string>))[^\"]+\.py\", line \d+")
 
 
 def _under_setup_py(ctx: Context, index: int) -> bool:
@@ -148,14 +186,14 @@ def _requires_step(ctx: Context) -> List[Signal]:
 
 
 def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
-            package: Optional[str] = None) -> Signal:
+            package: Optional[str] = None, asked: Optional[str] = None) -> Signal:
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
     uv = not pixi and ctx.has(*_UV) is not None
     package = package or build_package.built(ctx) or "flash-attn"
     local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
-        if local is not None and package != "flash-attn" else package
+        if local is not None and package != "flash-attn" else (asked or package)
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
                     "isolation so setup.py sees your torch.",
                     # torch named only when none is stated: pip's default torch would replace

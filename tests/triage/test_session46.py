@@ -377,3 +377,10 @@ def test_a_programs_own_missing_torch_is_not_build_isolation(matrix: Matrix) -> 
     result = triage("pip install gradio\nName: torch\nVersion: 2.6.0+cu126\n  File \"/app/run.py\", "
                     "line 3, in <module>\nModuleNotFoundError: No module named 'torch'\n", matrix)
     assert all(d.category != Category.BUILD_ISOLATION for d in result.diagnosis)
+
+
+def test_sdpa_missing_is_a_torch_before_2_0(matrix: Matrix) -> None:
+    # torch 1.13.1's functional.py binds only _scaled_dot_product_attention (read from its wheel)
+    found = top("AttributeError: module 'torch.nn.functional' has no attribute "
+                "'scaled_dot_product_attention'\n", matrix)
+    assert "from 2.0.0 on" in found.message and '"torch>=2.0.0"' in said(found)

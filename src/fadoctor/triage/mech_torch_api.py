@@ -36,6 +36,12 @@ _DTYPES: Dict[str, List[Optional[str]]] = {
     **{name: ["2.2.0", None] for name in ("float8_e4m3fnuz", "float8_e5m2fnuz")},
     **{name: ["2.3.0", None] for name in ("uint16", "uint32", "uint64")},
     "float8_e8m0fnu": ["2.7.0", None], "float4_e2m1fn_x2": ["2.8.0", None]}
+# names torch 2.0 added, before the table's first release (read from the 1.13.1 and 2.0.0 wheels:
+# torch/nn/functional.py binds scaled_dot_product_attention from 2.0.0, 1.13.1 only the private
+# _scaled_dot_product_attention; torch/__init__.py defines compile from 2.0.0)
+_FROM_2_0: Dict[str, Dict[str, List[Optional[str]]]] = {
+    "torch.nn.functional": {"scaled_dot_product_attention": ["2.0.0", None]},
+    "torch": {"compile": ["2.0.0", None]}}
 
 
 @lru_cache(maxsize=1)
@@ -69,8 +75,8 @@ def _named(ctx: Context) -> Optional[Tuple[int, str, List[Optional[str]]]]:
             span = _module_span(gone[1].group(1)) if gone else None
             return (gone[0], gone[1].group(1), span) if gone and span else None
         module, name = found[1].group(2), found[1].group(1)
-    span = _table()[0].get(module, {}).get(name) or (_DTYPES.get(name) if module == "torch"
-                                                      else None)
+    span = _table()[0].get(module, {}).get(name) or _FROM_2_0.get(module, {}).get(name) or (
+        _DTYPES.get(name) if module == "torch" else None)
     return (found[0], f"{module}.{name}", span) if span is not None else None
 
 
@@ -86,7 +92,9 @@ def missing(ctx: Context) -> List[Signal]:
     who = "flash-attn" if flash else (caller or "the caller")
     torch = ctx.torch
     quotes = dedupe([ctx.quote(index), *ctx.quotes(o.TORCH)])
-    if first != releases[0] and (last is None or torch is None or torch <= Version(last)):
+    known_first = dotted.rpartition(".")[2] in _FROM_2_0.get(dotted.rpartition(".")[0], {})
+    if (first != releases[0] or known_first) and (last is None or torch is None
+                                                  or torch <= Version(last)):
         # added in `first`: the installed torch is older than the caller expects
         older = torch is not None and torch < Version(first)
         message = (f"{who} calls {dotted}, which torch defines from {first} on"

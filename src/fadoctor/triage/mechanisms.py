@@ -63,6 +63,7 @@ from fadoctor.triage import (
     mech_headers,
     mech_hf_attrs,
     mech_hf_generate,
+    mech_hf_modules,
     mech_host_gcc,
     mech_import,
     mech_install,
@@ -133,7 +134,7 @@ from fadoctor.triage.signal import Mechanism
 MECHANISMS: Tuple[Mechanism, ...] = (
     mech_catalog.catalog, mech_toolchain.toolchain, mech_catalog.api_names, mech_catalog.unbound_classes,
     mech_api.keyword, mech_api_required.required, mech_api.names, mech_hf_attrs.attribute,
-    mech_hf_generate.keyword, mech_api.code_imports, mech_api_returns.unpacked,
+    mech_hf_generate.keyword, mech_hf_modules.missing, mech_api.code_imports, mech_api_returns.unpacked,
     mech_api_returns.incompatible_arguments, mech_api_returns.checkpointing_hooks,
     mech_api.model_without_flash, mech_api.fa1_under_transformers_434, mech_torch_api.missing,
     mech_torch_cpp.removed_cpp_api, mech_torch_api.sdpa_keyword, mech_dsl.dsl_api, mech_dsl.fa4_as_fa2,

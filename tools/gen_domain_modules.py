@@ -8,7 +8,6 @@ gives, one per minor, for a Linux x86_64 platform and a Python each release supp
 
 from __future__ import annotations
 
-import argparse
 import sys
 import zipfile
 from pathlib import Path
@@ -62,13 +61,8 @@ def render(found: Dict[str, object]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheels", type=Path, help="a folder of torchvision and torchaudio wheels")
-    parser.add_argument("--check", action="store_true", help="fail if the data file differs")
-    args = parser.parse_args(argv)
-    text = render(collect(args.wheels))
-    return ex.write_or_check(OUT, text, args.check)
-
+    return ex.wheel_generator_main(__doc__ or "", "torchvision and torchaudio wheels",
+                                   lambda wheels: render(collect(wheels)), OUT, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,7 +18,6 @@ Run: python tools/gen_hf_attrs.py WHEEL_DIR [--check] (the same wheels as tools/
 
 from __future__ import annotations
 
-import argparse
 import ast
 import hashlib
 import json
@@ -212,13 +211,8 @@ def render(found: Dict[str, object]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheels", type=Path, help="a folder of transformers release wheels")
-    parser.add_argument("--check", action="store_true", help="fail if the data file differs")
-    args = parser.parse_args(argv)
-    text = render(collect(args.wheels))
-    return ex.write_or_check(OUT, text, args.check)
-
+    return ex.wheel_generator_main(__doc__ or "", "transformers release wheels",
+                                   lambda wheels: render(collect(wheels)), OUT, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

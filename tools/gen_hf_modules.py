@@ -7,7 +7,6 @@ Run: python tools/gen_hf_modules.py WHEEL_DIR [--check] (the wheels of tools/gen
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import zipfile
@@ -56,12 +55,8 @@ def render(found: Dict[str, object]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("wheels", type=Path, help="a folder of transformers release wheels")
-    parser.add_argument("--check", action="store_true", help="fail if the data file differs")
-    args = parser.parse_args(argv)
-    return ex.write_or_check(OUT, render(collect(args.wheels)), args.check)
-
+    return ex.wheel_generator_main(__doc__ or "", "transformers release wheels",
+                                   lambda wheels: render(collect(wheels)), OUT, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

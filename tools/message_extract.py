@@ -4,11 +4,12 @@ the module is missing); each as (line, printed form), a value computed at run ti
 
 from __future__ import annotations
 
+import argparse
 import ast
 import re
 import sys
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 Found = Tuple[int, str]
 _CALL = re.compile(r"\bTORCH_CHECK\(")
@@ -189,3 +190,13 @@ def write_or_check(out: Path, text: str, check: bool) -> int:
     out.write_text(text)
     print(f"wrote {out}")
     return 0
+
+
+def wheel_generator_main(doc: str, what: str, build: Callable[[Path], str], out: Path,
+                         argv: Optional[List[str]] = None) -> int:
+    """A wheel-reading generator's command line: WHEEL_DIR [--check], then write or check."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("wheels", type=Path, help=f"a folder of {what}")
+    parser.add_argument("--check", action="store_true", help="fail if the data file differs")
+    args = parser.parse_args(argv)
+    return write_or_check(out, build(args.wheels), args.check)

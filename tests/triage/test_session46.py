@@ -384,3 +384,28 @@ def test_sdpa_missing_is_a_torch_before_2_0(matrix: Matrix) -> None:
     found = top("AttributeError: module 'torch.nn.functional' has no attribute "
                 "'scaled_dot_product_attention'\n", matrix)
     assert "from 2.0.0 on" in found.message and '"torch>=2.0.0"' in said(found)
+
+
+def test_no_nccl_from_a_split_source_line(matrix: Matrix) -> None:
+    found = top('Windows 11\n    raise RuntimeError("Distributed package doesn\'t have NCCL " '
+                '"built in")\n', matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and 'backend="gloo"' in said(found)
+
+
+def test_a_torch_store_without_libuv(matrix: Matrix) -> None:
+    found = top("RuntimeError: use_libuv was requested but PyTorch was built without libuv "
+                "support\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "USE_LIBUV=0" in said(found)
+
+
+def test_nccls_bootstrap_failing_on_its_socket(matrix: Matrix) -> None:
+    found = top("node1:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\nnode1:2330:2658 [2] NCCL "
+                "INFO bootstrap.cc:270 -> 2\n", matrix)
+    assert found.category == Category.COLLECTIVE_FAILED
+    assert "export NCCL_SOCKET_IFNAME=eth0" in said(found)
+
+
+def test_nccl_kernels_over_the_gpus_shared_memory(matrix: Matrix) -> None:
+    found = top("NCCL INFO NCCL version 2.25.1+cuda12.8\nNCCL INFO ncclMaxSharedMem 82240 exceeds "
+                "device/fn maxSharedMem 79856\n", matrix)
+    assert "NCCL 2.25.1" in found.message and '"nvidia-nccl-cu12>=2.26.2"' in said(found)

@@ -409,3 +409,20 @@ def test_nccl_kernels_over_the_gpus_shared_memory(matrix: Matrix) -> None:
     found = top("NCCL INFO NCCL version 2.25.1+cuda12.8\nNCCL INFO ncclMaxSharedMem 82240 exceeds "
                 "device/fn maxSharedMem 79856\n", matrix)
     assert "NCCL 2.25.1" in found.message and '"nvidia-nccl-cu12>=2.26.2"' in said(found)
+
+
+def test_a_model_pickled_under_an_older_torch(matrix: Matrix) -> None:
+    found = top("AttributeError: 'Upsample' object has no attribute 'recompute_scale_factor'\n",
+                matrix)
+    assert found.category == Category.VERSION_CONFLICT and "before 1.11.0" in found.message
+    assert "m.recompute_scale_factor = None" in said(found) and "torch==1.10.2" in said(found)
+
+
+def test_macos_dyld_missing_a_torch_symbol(matrix: Matrix) -> None:
+    found = top("Error: dlopen(/Users/me/env/lib/python3.10/site-packages/torchaudio/lib/"
+                "libtorchaudio.so, 0x0006): Symbol not found: __ZN2at8internal15invoke_parallelExxx\n"
+                "  Referenced from: <FCB6> /Users/me/env/lib/python3.10/site-packages/torchaudio/lib/"
+                "libtorchaudio.so\n  Expected in:     <4216> /Users/me/env/lib/libtorch_cpu.dylib\n",
+                matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert found.message.startswith("torchaudio needs a PyTorch C++ symbol")

@@ -426,3 +426,28 @@ def test_macos_dyld_missing_a_torch_symbol(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert found.message.startswith("torchaudio needs a PyTorch C++ symbol")
+
+
+@pytest.mark.parametrize("line", ["[launch.py:315:sigkill_handler] ... exits with return code = -7",
+                                  "  exitcode  : -7 (pid: 4711)"])
+def test_a_launchers_child_killed_by_sigbus(line: str, matrix: Matrix) -> None:
+    found = top("docker run --gpus all image\n" + line + "\n", matrix)
+    assert found.category == Category.OUT_OF_MEMORY and "SIGBUS" in found.message
+    assert "--shm-size" in said(found)
+
+
+def test_cudnn_under_zluda(matrix: Matrix) -> None:
+    found = top("GPU is RX 6900 XT, Zluda version 3\nRuntimeError: cuDNN error: "
+                "CUDNN_STATUS_INTERNAL_ERROR\n", matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "ZLUDA" in found.message
+    assert "torch.backends.cudnn.enabled = False" in said(found)
+
+
+@pytest.mark.parametrize("text", [
+    "ERROR! Intel\u00ae Extension for PyTorch* needs to work with PyTorch 2.8.*, but PyTorch 2.7.1 "
+    "is found. Please switch to the matching version and run again.\n",
+    "import intel_extension_for_pytorch as ipex\ntorch 2.7.1\nipex 2.8\n"])
+def test_ipex_built_for_another_torch_minor(text: str, matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert 'pip install "torch==2.8.*" --index-url' in said(found) and "/whl/xpu" in said(found)

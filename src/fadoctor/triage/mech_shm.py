@@ -14,27 +14,34 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import IMPLIED, NAMED, Signal
 
 SOURCE = ("pytorch/pytorch torch/csrc/DataLoader.cpp (SIGBUS handler) and "
           "torch/utils/data/_utils/signal_handling.py; Docker's run reference (--shm-size, 64 MB "
           "by default)")
 _SHM = re.compile(r"insufficient shared memory \(shm\)|workers are out of shared(?: memory|$)|"
-                  r"DataLoader worker \(pids?[^)]{0,80}\) is killed by signal: Bus error")
+                  r"DataLoader worker \(pids?[^)]{0,80}\) is killed by signal: Bus error|"
+                  # a launcher's child killed by SIGBUS (signal 7): DeepSpeed's "exits with
+                  # return code = -7", torchrun's "exitcode  : -7" / "Signal 7 (SIGBUS)"
+                  r"exits with return code = -7\b|exitcode\s*: -7\b|Signal 7 \(SIGBUS\)")
 
 
 def out_of_shm(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_SHM, ("shared", "bus error"))
+    hit = ctx.first(_SHM, ("shared", "bus error", "-7", "sigbus"))
     if hit is None:
         return []
     container = ctx.text.containing(("docker", "container", "kubernetes", "k8s", "pod"))
     where = "the container's /dev/shm (64 MB unless the container is given more)" if container \
         else "/dev/shm"
+    signal_only = "-7" in hit[1].group(0) or "Signal 7" in hit[1].group(0)
+    message = (f"a process died of SIGBUS (signal 7) with no error of its own: most often "
+               f"{where} filling up (DataLoader workers' batches, or NCCL's shared-memory "
+               "transport between GPUs)" if signal_only else
+               f"DataLoader's worker processes pass batches through shared memory, and {where} is "
+               "too small for them: a worker died of a bus error (SIGBUS) growing a segment")
     return [Signal(
-        "dataloader_shm", Category.OUT_OF_MEMORY,
-        f"DataLoader's worker processes pass batches through shared memory, and {where} is too "
-        "small for them: a worker died of a bus error (SIGBUS) growing a segment",
-        [ctx.quote(hit[0])], NAMED,
+        "dataloader_shm", Category.OUT_OF_MEMORY, message,
+        [ctx.quote(hit[0])], IMPLIED if signal_only else NAMED,
         [Remedy(summary="Give the container more shared memory: `docker run --shm-size=16g ...` "
                 "(or --ipc=host, which shares the host's); in docker compose, `shm_size: 16gb`; in "
                 "Kubernetes, mount an emptyDir with medium: Memory at /dev/shm."),

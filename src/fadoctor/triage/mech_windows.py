@@ -362,7 +362,7 @@ def torch_dll(ctx: Context) -> List[Signal]:
     if dll.lower() == "fbgemm" and (torch is None or torch.base_version == "2.4.0"):
         said = ("torch 2.4.0's Windows wheels link fbgemm.dll against libomp140.x86_64.dll, "
                 "which they do not ship: Windows cannot load fbgemm.dll without it")
-        return [Signal("torch_dll", Category.WRONG_WHEEL,
+        return [Signal("torch_dll", Category.NOT_INSTALLED,
                        said if torch else "the report states no torch: if it is 2.4.0, " + said,
                        dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
                        NAMED if torch else LOGGED,

@@ -451,3 +451,10 @@ def test_ipex_built_for_another_torch_minor(text: str, matrix: Matrix) -> None:
     found = top(text, matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert 'pip install "torch==2.8.*" --index-url' in said(found) and "/whl/xpu" in said(found)
+
+
+def test_torch_missing_an_nccl_function_is_an_older_nccl_loaded(matrix: Matrix) -> None:
+    found = top("ImportError: /env/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: "
+                "undefined symbol: ncclCommResume\n", matrix)
+    assert found.category == Category.VERSION_CONFLICT and "libnccl.so.2" in found.message
+    assert "pip show nvidia-nccl-cu12 nvidia-nccl-cu13" in said(found)

@@ -212,6 +212,8 @@ def _wheel_torch(ctx: Context) -> Optional[str]:
 def _broken_cuda_stack(ctx: Context, library: str, symbol: str, quotes: List[Quote]) -> Signal:
     """torch's own libraries, or CUDA's, miss a symbol: libraries of two CUDA (or torch) builds
     are mixed — a system CUDA on LD_LIBRARY_PATH ahead of torch's nvidia-* wheels."""
+    if symbol.startswith("nccl"):
+        return owners.nccl_symbol(library, symbol, quotes)
     return Signal(
         "undefined_symbol", Category.CUDA_RUNTIME_MISMATCH,
         f"{binary_name(library)} needs {symbol}, which the CUDA libraries loaded with it lack: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional
 
-from fadoctor.report import Remedy
+from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text
@@ -78,3 +78,23 @@ def frame_owner(ctx: Context, index: int) -> Optional[str]:
     if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
         return None
     return frame_package(ctx, index, ("torch", "importlib", "ctypes"))
+
+
+def nccl_symbol(library: str, symbol: str, quotes: List[Quote]) -> Signal:
+    """torch's libtorch_cuda.so missing an NCCL function (ncclCommResume, ncclCommWindowRegister):
+    the libnccl.so.2 loaded first is older than the NCCL torch's wheel pins (its nvidia-nccl-cuXX
+    dependency): a second nvidia-nccl wheel of the other CUDA major in the same environment, or a
+    system NCCL ahead on LD_LIBRARY_PATH."""
+    return Signal("nccl_symbol", Category.VERSION_CONFLICT,
+                  f"{library.replace(chr(92), '/').rsplit('/', 1)[-1]} needs {symbol}, which the "
+                  "libnccl.so.2 loaded first lacks: an NCCL older than the one torch's wheel pins "
+                  "(a second nvidia-nccl wheel, of the other CUDA major, or a system NCCL on "
+                  "LD_LIBRARY_PATH)", quotes, NAMED,
+                  [Remedy(summary="Keep one NCCL, torch's: see which nvidia-nccl wheels are "
+                          "installed, uninstall "
+                          "the one of the other CUDA major (a cu13 torch uses nvidia-nccl-cu13, a "
+                          "cu12 torch nvidia-nccl-cu12), take system NCCL folders off "
+                          "LD_LIBRARY_PATH, and let pip check name the version torch pins.",
+                          commands=["pip show nvidia-nccl-cu12 nvidia-nccl-cu13",
+                                    "unset LD_LIBRARY_PATH", "pip check"])],
+                  details={"library": library, "symbol": symbol})

@@ -458,3 +458,10 @@ def test_torch_missing_an_nccl_function_is_an_older_nccl_loaded(matrix: Matrix) 
                 "undefined symbol: ncclCommResume\n", matrix)
     assert found.category == Category.VERSION_CONFLICT and "libnccl.so.2" in found.message
     assert "pip show nvidia-nccl-cu12 nvidia-nccl-cu13" in said(found)
+
+
+def test_nccls_shared_memory_segments_in_a_small_dev_shm(matrix: Matrix) -> None:
+    found = top("docker run --gpus all nvidia/cuda:10.1-devel\ninclude/shm.h:28 NCCL WARN Call to "
+                "posix_fallocate failed: No space left on device\n", matrix)
+    assert found.category == Category.COLLECTIVE_FAILED and "64 MB" in found.message
+    assert "--shm-size" in said(found) and "NCCL_SHM_DISABLE=1" in said(found)

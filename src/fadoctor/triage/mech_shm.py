@@ -23,17 +23,32 @@ _SHM = re.compile(r"insufficient shared memory \(shm\)|workers are out of shared
                   r"DataLoader worker \(pids?[^)]{0,80}\) is killed by signal: Bus error|"
                   # a launcher's child killed by SIGBUS (signal 7): DeepSpeed's "exits with
                   # return code = -7", torchrun's "exitcode  : -7" / "Signal 7 (SIGBUS)"
-                  r"exits with return code = -7\b|exitcode\s*: -7\b|Signal 7 \(SIGBUS\)")
+                  r"exits with return code = -7\b|exitcode\s*: -7\b|Signal 7 \(SIGBUS\)|"
+                  # NCCL's shared-memory transport between GPUs of one node (its shm.h:
+                  # "Call to posix_fallocate failed: No space left on device", "Error while
+                  # creating shared memory segment nccl-shm-...")
+                  r"NCCL WARN (?:Call to posix_fallocate failed|Error while creating shared "
+                  r"memory segment)")
 
 
 def out_of_shm(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_SHM, ("shared", "bus error", "-7", "sigbus"))
+    hit = ctx.first(_SHM, ("shared", "bus error", "-7", "sigbus", "posix_fallocate"))
     if hit is None:
         return []
     container = ctx.text.containing(("docker", "container", "kubernetes", "k8s", "pod"))
     where = "the container's /dev/shm (64 MB unless the container is given more)" if container \
         else "/dev/shm"
     signal_only = "-7" in hit[1].group(0) or "Signal 7" in hit[1].group(0)
+    if "NCCL WARN" in hit[1].group(0):
+        return [Signal("nccl_shm", Category.COLLECTIVE_FAILED,
+                       f"NCCL could not create the shared-memory segments its transport between "
+                       f"this node's GPUs uses: {where} is full or too small",
+                       [ctx.quote(hit[0])], NAMED,
+                       [Remedy(summary="Give the container more shared memory (docker run "
+                               "--shm-size=16g, or --ipc=host); meanwhile NCCL_SHM_DISABLE=1 "
+                               "makes NCCL use another transport (slower).",
+                               commands=["export NCCL_SHM_DISABLE=1"])],
+                       details={"source": "NCCL's shm.h (posix_fallocate on /dev/shm)"})]
     message = (f"a process died of SIGBUS (signal 7) with no error of its own: most often "
                f"{where} filling up (DataLoader workers' batches, or NCCL's shared-memory "
                "transport between GPUs)" if signal_only else

@@ -465,3 +465,11 @@ def test_nccls_shared_memory_segments_in_a_small_dev_shm(matrix: Matrix) -> None
                 "posix_fallocate failed: No space left on device\n", matrix)
     assert found.category == Category.COLLECTIVE_FAILED and "64 MB" in found.message
     assert "--shm-size" in said(found) and "NCCL_SHM_DISABLE=1" in said(found)
+
+
+def test_hsa_refusing_another_targets_code_object(matrix: Matrix) -> None:
+    found = top("I have rx 7600 xt, rocm 6.1\nCallback: Queue 0x75 aborting with error : "
+                "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.\n",
+                matrix)
+    assert found.category == Category.ROCM and "(gfx1102)" in found.message
+    assert "HSA_OVERRIDE_GFX_VERSION=11.0.0" in said(found)

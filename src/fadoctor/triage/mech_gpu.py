@@ -47,6 +47,8 @@ _HEAD_DIM = re.compile(r"head[ _]?dim(?:ension)?\s*(?:>|at most|is|must)?\s*(\d+
 # GPUs or newer." (its flash_api.cpp: gfx90a/gfx94x only)
 _ROCM = re.compile(r"(gfx\w+)\s+is invalid or not supported by Flash-?Attention|"
                    r"hipErrorNoBinaryForGpu|HIP error: invalid device function|"
+                   # the HSA runtime refusing a code object of another gfx target
+                   r"HSA_STATUS_ERROR_INVALID_ISA|"
                    r"FlashAttention only supports AMD MI200 GPUs or newer", re.I)
 # HIP clang's closing line of a failed device compile (llvm-project clang/lib/Frontend/
 # CompilerInstance.cpp, printDiagnosticStats:
@@ -255,7 +257,7 @@ def _ck_archs(ctx: Context) -> List[str]:
 
 
 def rocm(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error", "mi200 gpus"))
+    hit = ctx.first(_ROCM, ("gfx", "hiperror", "hip error", "mi200 gpus", "invalid_isa"))
     if hit is None:
         built = ctx.first(_HIP_BUILD, ("generated when compiling for gfx",))
         hit = built if built is not None and built[1].group(1) not in _ck_archs(ctx) \

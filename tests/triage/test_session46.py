@@ -473,3 +473,11 @@ def test_hsa_refusing_another_targets_code_object(matrix: Matrix) -> None:
                 matrix)
     assert found.category == Category.ROCM and "(gfx1102)" in found.message
     assert "HSA_OVERRIDE_GFX_VERSION=11.0.0" in said(found)
+
+
+def test_mps_allocator_at_its_high_watermark(matrix: Matrix) -> None:
+    found = top("RuntimeError: MPS backend out of memory (MPS allocated: 8.89 GB, other "
+                "allocations: 172.98 MB, max allowed: 9.07 GB). Tried to allocate 6.25 MB on "
+                "private pool.\n", matrix)
+    assert found.category == Category.OUT_OF_MEMORY and "9.07 GB allowed" in found.message
+    assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0" in said(found)

@@ -233,3 +233,27 @@ def linux_binary_on_mac(ctx: Context) -> List[Signal]:
                    "package has no macOS build to install", [ctx.quote(hit[0])], NAMED,
                    [Remedy(summary=f"Run {name} on Linux (a Linux machine, a container, or a "
                            "cloud instance; on Windows, WSL): it is not supported on macOS.")])]
+
+
+# MPS's allocator refusing past its high watermark: "MPS backend out of memory (MPS allocated:
+# 8.89 GB, other allocations: ..., max allowed: 9.07 GB) ... Use
+# PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations" (torch's
+# aten/src/ATen/mps/MPSAllocator.mm). The limit is a ratio of the Mac's recommended working set,
+# not the memory the system has: lifting it trades the error for swapping.
+_MPS_OOM = re.compile(r"MPS backend out of memory \(MPS allocated: ([\d.]+ [KMG]B)[^\n]{0,80}?max "
+                      r"allowed: ([\d.]+ [KMG]B)\)")
+
+
+def mps_watermark(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_MPS_OOM, ("mps backend out of memory",))
+    if hit is None:
+        return []
+    return [Signal("mps_watermark", Category.OUT_OF_MEMORY,
+                   f"MPS's allocator stopped at its high watermark ({hit[1].group(2)} allowed, "
+                   f"{hit[1].group(1)} allocated): a limit torch sets from the Mac's recommended "
+                   "working set, not the memory the system has", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Raise or lift the limit for this process "
+                           "(PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts it; macOS then swaps "
+                           "instead of failing), or lower the work's size (resolution, batch).",
+                           commands=["export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"])],
+                   details={"source": "pytorch/pytorch aten/src/ATen/mps/MPSAllocator.mm"})]

@@ -481,3 +481,11 @@ def test_mps_allocator_at_its_high_watermark(matrix: Matrix) -> None:
                 "private pool.\n", matrix)
     assert found.category == Category.OUT_OF_MEMORY and "9.07 GB allowed" in found.message
     assert "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0" in said(found)
+
+
+@pytest.mark.parametrize("stated, category", [("M2 MacOS\n", Category.PLATFORM_UNSUPPORTED),
+                                              ("Ubuntu 22.04\n", Category.NO_GPU)])
+def test_transformers_bnb_quantization_without_a_cuda_gpu(stated: str, category: Category,
+                                                          matrix: Matrix) -> None:
+    found = top(stated + "RuntimeError: No GPU found. A GPU is needed for quantization.\n", matrix)
+    assert found.category == category and "bitsandbytes quantization" in found.message

@@ -11,7 +11,7 @@ from typing import List
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 SOURCE = "bitsandbytes-foundation/bitsandbytes@1341fb44:bitsandbytes/cextension.py"
 # 0.46's wording raises instead (bitsandbytes/cextension.py, get_native_library: "Configured CUDA
@@ -134,8 +134,9 @@ _MACOS = re.compile(r"/Users/\w|\bdlopen\(|\bmacOS\b|\bMac ?OS\b|\bApple (?:Sili
 _MAC_NEEDLES = ("/users/", "dlopen", "mac", "apple", " m1", " m2", " m3", " m4", "darwin", "芯片")
 _MAC_FIX = Remedy(summary="On Apple Silicon, load the model without bitsandbytes quantization (no "
                   "load_in_8bit/load_in_4bit, not a bitsandbytes int4/int8 checkpoint; fp16 or "
-                  "bf16 on the mps device), or use a Mac-native quantized format (GGUF with "
-                  "llama.cpp, MLX); bitsandbytes' GPU quantization needs a CUDA machine.")
+                  "bf16 on the mps device: without quantization), or use a Mac-native quantized "
+                  "format (GGUF with llama.cpp, MLX); bitsandbytes' GPU quantization needs a CUDA "
+                  "machine.")
 
 
 def setup_platform(ctx: Context) -> List[Signal]:
@@ -164,3 +165,28 @@ def setup_platform(ctx: Context) -> List[Signal]:
                            "official Windows wheels.",
                            commands=['pip install --upgrade "bitsandbytes>=0.43.0"'])],
                    details={"source": "bitsandbytes 0.43.0 release notes (official Windows support)"})]
+
+
+# transformers refusing bitsandbytes quantization with no CUDA device: "No GPU found. A GPU is
+# needed for quantization." (its bitsandbytes quantizers' validate_environment, earlier
+# modeling_utils), on a Mac most often: bitsandbytes' kernels are CUDA's.
+_NO_GPU_QUANT = re.compile(r"No GPU found\. A GPU is needed for quantization")
+
+
+def no_gpu_quantization(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_GPU_QUANT, ("gpu is needed for quantization",))
+    if hit is None:
+        return []
+    mac = ctx.first(_MACOS, _MAC_NEEDLES)
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.quote(mac[0])] if mac else [])])
+    if mac is not None:
+        return [Signal("bnb_no_gpu", Category.PLATFORM_UNSUPPORTED,
+                       "transformers' bitsandbytes quantization (BitsAndBytesConfig, load_in_4bit/"
+                       "8bit) needs a CUDA GPU, and a Mac has none", quotes, NAMED, [_MAC_FIX])]
+    return [Signal("bnb_no_gpu", Category.NO_GPU,
+                   "transformers' bitsandbytes quantization needs a CUDA GPU, and torch sees none "
+                   "here", quotes, NAMED,
+                   [Remedy(summary="Run it where torch sees a CUDA GPU (check "
+                           "torch.cuda.is_available(): a CPU-only torch, or a missing driver, "
+                           "hides it), or load the model without quantization.",
+                           commands=['python -c "import torch; print(torch.cuda.is_available())"'])])]

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import List
 
-from fadoctor.install.torch import index_args
+from fadoctor.install.torch import torch_index
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command
+from fadoctor.safety.shell import command, url
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
@@ -64,6 +64,6 @@ def ipex_torch(ctx: Context) -> List[Signal]:
                            "GPU, its cpu index otherwise), or the IPEX release built for the "
                            "installed torch (IPEX's installation page pairs them).",
                            commands=[command("pip", "install", f"torch=={wants}.*",
-                                             *index_args("0+xpu"))])],
+                                             "--index-url", url(torch_index("xpu")))])],
                    details={"source": "intel/intel-extension-for-pytorch __init__.py (its torch "
                                       "version check)"})]

@@ -71,8 +71,9 @@ def no_libuv(ctx: Context) -> List[Signal]:
                    "2.4), and this torch (a Windows build) was built without libuv",
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "os")]), NAMED,
                    [Remedy(summary="Select the store's older backend: USE_LIBUV=0 in the "
-                           "environment of every process the launcher starts (set before "
-                           "launching), or ?use_libuv=0 in the init_method URL.",
+                           "environment of every process the launcher starts, set before "
+                           "launching (cmd: the command below; PowerShell: $env:USE_LIBUV = \"0\"), "
+                           "or ?use_libuv=0 in the init_method URL.",
                            commands=["set USE_LIBUV=0"]),
                     Remedy(summary="Or run single-process (one GPU needs no process group: "
                            "`accelerate config` with one process, num_processes=1), or run "

@@ -15,13 +15,13 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 import yaml
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.api_tables import _indexes
 from fadoctor.triage.context import Context
-from fadoctor.triage.mech_hf_attrs import _path
+from fadoctor.triage.mech_hf_attrs import _installed, _path
 from fadoctor.triage.signal import NAMED, Signal
 
 SOURCE = ("transformers' release wheels: data/transformers_generate.yaml "
@@ -48,12 +48,17 @@ class Passed:
         return start if start > self.covered_from.get(route, 0) else None
 
     def index(self, installed: Optional[Version]) -> Optional[int]:
-        if installed is None:
-            return None
-        # the table holds the latest release of each minor: compare by minor (4.39.1 is 4.39.3's)
-        minor = installed.release[:2]
-        below = [i for i, tag in enumerate(self.tags) if Version(tag).release[:2] <= minor]
-        return below[-1] if below else -1
+        return minor_index(self.tags, installed)
+
+
+def minor_index(tags: Tuple[str, ...], installed: Optional[Version]) -> Optional[int]:
+    """The installed release's index in a table of each minor's latest release, compared by
+    minor (4.39.1 is 4.39.3's); -1 below the first, None when the installed is unknown."""
+    if installed is None:
+        return None
+    minor = installed.release[:2]
+    below = [i for i, tag in enumerate(tags) if Version(tag).release[:2] <= minor]
+    return below[-1] if below else -1
 
 
 @lru_cache(maxsize=1)
@@ -61,14 +66,6 @@ def table() -> Passed:
     raw = yaml.safe_load(_path("transformers_generate.yaml").read_text(encoding="utf-8"))
     return Passed(tuple(raw["tags"]), dict(raw["covered_from"]),
                   {route: raw[route] for route in ("prepare", "forward")})
-
-
-def _installed(ctx: Context) -> Optional[Version]:
-    stated = ctx.package("transformers")
-    try:
-        return Version(stated.value) if stated is not None else None
-    except InvalidVersion:
-        return None
 
 
 def _minor(tag: str) -> str:

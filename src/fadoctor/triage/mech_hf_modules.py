@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.api_tables import _indexes
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
-from fadoctor.triage.mech_hf_attrs import _path
+from fadoctor.triage.mech_hf_attrs import _installed, _path
+from fadoctor.triage.mech_hf_generate import minor_index
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 SOURCE = "transformers' release wheels: data/transformers_modules.json (tools/gen_hf_modules.py)"
@@ -33,18 +34,6 @@ def table() -> Tuple[Tuple[str, ...], Dict[str, str]]:
     return tuple(raw["tags"]), raw["modules"]
 
 
-def _installed(ctx: Context, tags: Tuple[str, ...]) -> Optional[int]:
-    stated = ctx.package("transformers")
-    try:
-        minor = Version(stated.value).release[:2] if stated is not None else None
-    except InvalidVersion:
-        return None
-    if minor is None:
-        return None
-    below = [i for i, tag in enumerate(tags) if Version(tag).release[:2] <= minor]
-    return below[-1] if below else -1
-
-
 def missing(ctx: Context) -> List[Signal]:
     for index, found in ctx.find(_MISSING, ("no module named 'transformers.",
                                             "no module named \"transformers.")):
@@ -54,7 +43,7 @@ def missing(ctx: Context) -> List[Signal]:
         if runs is None:
             continue
         have = _indexes(runs)
-        at = _installed(ctx, tags)
+        at = minor_index(tags, _installed(ctx))
         if at is not None and at in have:
             continue  # the installed release has it: another cause (a broken install)
         caller = frame_package(ctx, index, ("transformers", "importlib")) or \

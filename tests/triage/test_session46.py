@@ -489,3 +489,10 @@ def test_transformers_bnb_quantization_without_a_cuda_gpu(stated: str, category:
                                                           matrix: Matrix) -> None:
     found = top(stated + "RuntimeError: No GPU found. A GPU is needed for quantization.\n", matrix)
     assert found.category == category and "bitsandbytes quantization" in found.message
+
+
+def test_ctranslate2s_windows_cublas_dll(matrix: Matrix) -> None:
+    found = top("faster-whisper on Windows 11\nRuntimeError: Library cublas64_12.dll is not found or "
+                "cannot be loaded\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "cublas64_12.dll" in found.message
+    assert "pip install nvidia-cublas-cu12" in said(found) and "PATH" in said(found)

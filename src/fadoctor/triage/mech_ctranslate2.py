@@ -69,7 +69,9 @@ def cpu_only_package(ctx: Context) -> List[Signal]:
                            "build CTranslate2 from source with -DWITH_CUDA=ON for this platform.")])]
 
 
-_CT2_LIB = re.compile(r"Library (libcublas|libcudnn\w*)\.so\.(\d+) is not found or cannot be loaded")
+_CT2_LIB = re.compile(r"Library (libcublas|libcudnn\w*)\.so\.(\d+) is not found or cannot be loaded|"
+                      # Windows: cublas64_12.dll, cudnn_ops_infer64_8.dll
+                      r"Library (cublas|cudnn\w*?)64_(\d+)\.dll is not found or cannot be loaded")
 _CT2_WORDS = ("ctranslate2", "faster_whisper", "faster-whisper", "whisperx", "whisper")
 CT2_RELEASES = ("OpenNMT/CTranslate2 releases: v2.0.0 (CUDA 11.x), v4.0.0 (CUDA 12), v4.5.0 "
                 "(cuDNN 9, no longer cuDNN 8)")
@@ -80,7 +82,10 @@ def ct2_library(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     groups = [g for g in hit[1].groups() if g]
+    windows = hit[1].group(3) is not None
     library, major = groups[0], int(groups[1])
+    printed = f"{library}64_{major}.dll" if windows else f"{library}.so.{major}"
+    library = library if library.startswith("lib") else "lib" + library
     # the CUDA 11 and 12 wheels carry a -cuXX suffix; CUDA 13's do not (nvidia-cuda-runtime==13.0.96)
     cublas = f"nvidia-cublas-cu{major}" if major <= 12 else "nvidia-cublas"
     if library == "libcublas":
@@ -98,8 +103,12 @@ def ct2_library(ctx: Context) -> List[Signal]:
                "lib folder on the loader's path")
         command_line = ("pip install --upgrade ctranslate2" if major == 8
                         else "pip install nvidia-cudnn-cu12")
+    if windows:  # the wheels' DLLs sit in site-packages\nvidia\...\bin, which is not on PATH
+        fix += (f"; on Windows it looks for {printed} on PATH: the CUDA {major} "
+                "toolkit's bin folder, or the pip wheel's site-packages\\nvidia\\...\\bin added "
+                "to PATH")
     return [Signal("ct2_library", Category.CUDA_RUNTIME_MISMATCH,
-                   f"CTranslate2 cannot load {library}.so.{major}: it was built for another CUDA "
+                   f"CTranslate2 cannot load {printed}: it was built for another CUDA "
                    "or cuDNN major than the one installed", [ctx.quote(hit[0])], NAMED + 2,
                    [Remedy(summary=fix[0].upper() + fix[1:] + ".", commands=[command_line])],
                    details={"source": CT2_RELEASES})]

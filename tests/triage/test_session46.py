@@ -496,3 +496,9 @@ def test_ctranslate2s_windows_cublas_dll(matrix: Matrix) -> None:
                 "cannot be loaded\n", matrix)
     assert found.category == Category.CUDA_RUNTIME_MISMATCH and "cublas64_12.dll" in found.message
     assert "pip install nvidia-cublas-cu12" in said(found) and "PATH" in said(found)
+
+
+def test_cudnn_8_looking_for_zlibwapi(matrix: Matrix) -> None:
+    found = top("Could not locate zlibwapi.dll. Please make sure it is in your library path!\n",
+                matrix)
+    assert found.category == Category.NOT_INSTALLED and "zlibwapi.dll" in said(found)

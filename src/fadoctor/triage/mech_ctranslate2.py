@@ -143,16 +143,20 @@ def cudnn_sublibrary(ctx: Context) -> List[Signal]:
 # zlibwapi.dll, which cuDNN 8's Windows installation guide has installed separately ("Installing
 # Zlib": zlibwapi.dll's folder on PATH); without it Windows refuses the DLL with error 126 (a
 # dependent module not found) although the DLL itself is where the program looks.
-_CUDNN8_DLL = re.compile(r"Could not load library (cudnn_\w+64_8\.dll)\. Error code 126")
+_CUDNN8_DLL = re.compile(r"Could not load library (cudnn_\w+64_8\.dll)\. Error code 126|"
+                         # cuDNN 8's own words when it looks for the DLL first
+                         r"Could not locate (zlibwapi\.dll)\. Please make sure it is in your "
+                         r"library path")
 
 
 def cudnn8_zlib(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_CUDNN8_DLL, ("error code 126",))
+    hit = ctx.first(_CUDNN8_DLL, ("error code 126", "could not locate zlibwapi"))
     if hit is None:
         return []
+    what = (f"Windows cannot load {hit[1].group(1)} because a DLL it depends on is missing "
+            "(error 126)") if hit[1].group(1) else "cuDNN 8 cannot find zlibwapi.dll"
     return [Signal("cudnn8_zlib", Category.NOT_INSTALLED,
-                   f"Windows cannot load {hit[1].group(1)} because a DLL it depends on is missing "
-                   "(error 126): cuDNN 8's Windows sub-libraries need zlibwapi.dll, which cuDNN's "
+                   f"{what}: cuDNN 8's Windows sub-libraries need zlibwapi.dll, which cuDNN's "
                    "installation guide has installed separately", [ctx.quote(hit[0])], NAMED,
                    [Remedy(summary="Install zlib's zlibwapi.dll (the x64 build cuDNN 8's Windows "
                            "installation guide links) and put its folder on PATH, or copy it "

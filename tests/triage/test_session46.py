@@ -502,3 +502,21 @@ def test_cudnn_8_looking_for_zlibwapi(matrix: Matrix) -> None:
     found = top("Could not locate zlibwapi.dll. Please make sure it is in your library path!\n",
                 matrix)
     assert found.category == Category.NOT_INSTALLED and "zlibwapi.dll" in said(found)
+
+
+@pytest.mark.parametrize("text, folder", [
+    ("unable to execute ':/usr/local/cuda/bin/nvcc': No such file or directory\n",
+     "/usr/local/cuda"),
+    ("OSError: libnvvm.so: cannot open shared object file: No such file or directory\n"
+     "export CUDA_HOME=$CUDA_HOME:/usr/local/cuda-11.8\n", "/usr/local/cuda-11.8"),
+])
+def test_cuda_home_set_like_a_path_list(text: str, folder: str, matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "path list" in found.message
+    assert f"export CUDA_HOME={folder}" in said(found)
+
+
+def test_a_missing_library_in_a_report_without_flash_attention(matrix: Matrix) -> None:
+    result = triage("numba: OSError: libnvvm.so: cannot open shared object file: No such file or "
+                    "directory\n", matrix)
+    assert all("flash-attn" not in said(d) for d in result.diagnosis)

@@ -294,3 +294,25 @@ def old_launch_api(ctx: Context) -> List[Signal]:
                                      "nvcc -V"])],
                    details={"source": "CUDA 10.1 removed the execution-control API deprecated "
                                       "since 7.0 (MultithreadCorner/Hydra#74)"})]
+
+
+# CUDA_HOME written like PATH (`export CUDA_HOME=$CUDA_HOME:/usr/local/cuda`): torch's
+# cpp_extension and numba take the variable as one folder, so an empty old value leaves a leading
+# colon (":/usr/local/cuda/bin/nvcc" cannot be executed) and a set one a path list no folder has.
+_COLON_HOME = re.compile(r"(?:unable to execute|command) '(:/[^']{1,200}/nvcc)'|"
+                         r"\bexport CUDA_HOME=\$\{?CUDA_HOME\}?:(/\S{1,200})")
+
+
+def colon_cuda_home(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_COLON_HOME, ("nvcc'", "cuda_home=$"))
+    if hit is None:
+        return []
+    folder = hit[1].group(2) or hit[1].group(1)[1:].rsplit("/bin/", 1)[0]
+    return [Signal("cuda_home_list", Category.BUILD_TOOLCHAIN,
+                   "CUDA_HOME holds a path list (set like PATH, with a colon), and the build takes "
+                   "it as one folder: what it looks for under it (nvcc, libnvvm) is not found",
+                   # the setting itself explains a toolkit library not found beside it (libnvvm)
+                   [ctx.quote(hit[0])], NAMED + 1 if hit[1].group(2) else NAMED,
+                   [Remedy(summary="Set CUDA_HOME to the one toolkit folder (no colon, no list), "
+                           "and put its bin on PATH; `which nvcc` should then name it.",
+                           commands=[f"export CUDA_HOME={folder}", "which nvcc"])])]

@@ -260,14 +260,13 @@ def missing_libraries(ctx: Context) -> List[Signal]:
                        NAMED, r.rebuild_other(ctx, owner), details={"library": lib})]
     out: List[Optional[Remedy]] = [r.exact_wheel(ctx), r.reinstall(ctx), r.force_build(ctx, "Or:")] \
         if diagnosis.category == Category.TORCH_VERSION_MISMATCH else [r.reinstall(ctx)]
-    if diagnosis.category == Category.TORCH_VERSION_MISMATCH and not ctx.text.containing(
-            ("flash_attn", "flash-attn", "flash attn")):
-        # a binary of a package the report builds or runs, not flash-attention's: no flash-attn
-        # command; a checkout's own build (setup.py develop) is rebuilt against this torch
-        out = [*owners.checkout_rebuild(ctx, lib), *r.rebuild_other(ctx, None)]
+    flash = bool(ctx.text.containing(("flash_attn", "flash-attn", "flash attn")))
+    if not flash:  # a binary of a package the report builds or runs: no flash-attn command
+        out = owners.other_binary(ctx, lib, diagnosis.category)
     return [Signal("missing_library", diagnosis.category,
                    f"{module or 'an extension'}: {diagnosis.explanation}", quotes, NAMED,
-                   [*r.keep(out), r.sdpa("Meanwhile:")], details={"library": lib})]
+                   [*r.keep(out), *([r.sdpa("Meanwhile:")] if flash else [])],
+                   details={"library": lib})]
 
 
 def _import_line(ctx: Context, index: int) -> List[int]:

@@ -7,6 +7,7 @@ import re
 from typing import Any, List, Optional
 
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text
@@ -98,3 +99,15 @@ def nccl_symbol(library: str, symbol: str, quotes: List[Quote]) -> Signal:
                           commands=["pip show nvidia-nccl-cu12 nvidia-nccl-cu13",
                                     "unset LD_LIBRARY_PATH", "pip check"])],
                   details={"library": library, "symbol": symbol})
+
+
+def other_binary(ctx: Context, lib: str, category: Category) -> List[Optional[Remedy]]:
+    """Remedies for a library another package's binary cannot load, in a report that never names
+    flash-attention: built against another torch, that package rebuilt (a checkout's own build
+    against this torch); any other library, the package that ships it found and installed."""
+    if category == Category.TORCH_VERSION_MISMATCH:
+        return [*checkout_rebuild(ctx, lib), *r.rebuild_other(ctx, None)]
+    return [Remedy(summary=f"Find what ships {lib} (a CUDA toolkit library such as libnvvm or "
+                   "libnvrtc comes with the toolkit, or its nvidia-* wheel) and install it, or put "
+                   "the folder that holds it on LD_LIBRARY_PATH; `ldconfig -p` lists what the "
+                   "loader finds.")]

@@ -520,3 +520,9 @@ def test_a_missing_library_in_a_report_without_flash_attention(matrix: Matrix) -
     result = triage("numba: OSError: libnvvm.so: cannot open shared object file: No such file or "
                     "directory\n", matrix)
     assert all("flash-attn" not in said(d) for d in result.diagnosis)
+
+
+def test_cuda_driver_initialization_failing_with_a_gpu_present(matrix: Matrix) -> None:
+    found = top("8x RTX 5000 machine with CentOS 7, cuda 10.1\nUserWarning: CUDA initialization: "
+                "CUDA driver initialization failed, you might not have a CUDA gpu.\n", matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "nvidia-smi" in said(found)

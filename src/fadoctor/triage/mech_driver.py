@@ -12,7 +12,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
-from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, NAMED, Signal, dedupe
 
 # the oldest CUDA a PyTorch binary was built for (0.1.x: CUDA 7.5 and 8.0, pytorch.org/get-started/
 # previous-versions)
@@ -180,3 +180,27 @@ def container_cuda(ctx: Context) -> List[Signal]:
                     Remedy(summary=f"Or use an image (an earlier tag) built on an older CUDA"
                            f"{older}.")],
                    details={"source": CONTAINER_SOURCE})]
+
+
+# torch's "CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu."
+# (c10/cuda: cudaErrorInitializationError) on a machine the report says has NVIDIA GPUs: the
+# driver is there but cannot start this CUDA runtime, most often because it is older than the
+# CUDA torch was built for (or a driver update awaits a reboot).
+_INIT_FAILED = re.compile(r"CUDA driver initialization failed, you might not have a CUDA gpu")
+
+
+def driver_init(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INIT_FAILED, ("cuda driver initialization failed",))
+    if hit is None or ctx.gpu is None:
+        return []
+    return [Signal("driver_init", Category.DRIVER_TOO_OLD,
+                   f"the NVIDIA driver could not start CUDA for this torch on {ctx.gpu[0]}: most "
+                   "often a driver older than the CUDA torch was built for (or a driver update "
+                   "that awaits a reboot)", dedupe([ctx.quote(hit[0]), ctx.gpu[2],
+                                                     *ctx.quotes("driver", "torch")]), IMPLIED,
+                   [Remedy(summary="Compare the CUDA version nvidia-smi prints (the newest the "
+                           "driver runs) with torch.version.cuda; upgrade the driver to one for "
+                           "torch's CUDA, or install torch (or conda's cudatoolkit / "
+                           "pytorch-cuda) built for the driver's CUDA. Reboot after a driver "
+                           "update.", commands=["nvidia-smi", 'python -c "import torch; '
+                                                "print(torch.__version__, torch.version.cuda)\""])])]

@@ -526,3 +526,17 @@ def test_cuda_driver_initialization_failing_with_a_gpu_present(matrix: Matrix) -
     found = top("8x RTX 5000 machine with CentOS 7, cuda 10.1\nUserWarning: CUDA initialization: "
                 "CUDA driver initialization failed, you might not have a CUDA gpu.\n", matrix)
     assert found.category == Category.DRIVER_TOO_OLD and "nvidia-smi" in said(found)
+
+
+def test_onnxruntimes_cuda_provider_missing_a_cuda_11_library(matrix: Matrix) -> None:
+    found = top("Failed to load library libonnxruntime_providers_cuda.so with error: "
+                "libcublasLt.so.11: cannot open shared object file: No such file or directory.\n",
+                matrix)
+    assert found.message.startswith("onnxruntime-gpu's binary links libcublasLt.so.11")
+    assert "flash-attn" not in said(found)
+
+
+def test_a_wrapped_undefined_symbol_of_torchtext(matrix: Matrix) -> None:
+    found = top("OSError: /usr/local/lib/python3.9/dist-packages/torchtext/lib/libtorchtext.so:\n"
+                "undefined symbol: _ZN2at4_ops10select_int4callERKNS_6TensorEll\n", matrix)
+    assert found.message.startswith("torchtext:") and "flash-attn" not in said(found)

@@ -63,8 +63,10 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
                         next(((i, m) for i, m in hits if m.group(2) or m.group(3)), hits[0]))
     library, symbol = found.group(1) or "", found.group(2) or found.group(3)
     symbol = symbol.rstrip(".") if symbol else symbol  # a sentence's full stop is not part of it
-    if not library:  # "sm100/common_ops.abi3.so — undefined symbol": the binary named before it
-        named = _SO.findall(ctx.text.lines[index][:found.start()])
+    if not library:  # the binary named before it ("common_ops.abi3.so — undefined symbol"), or
+        # ending the line above (a message wrapped after "libtorchtext.so:")
+        named = _SO.findall(ctx.text.lines[index][:found.start()]) or \
+            _SO.findall(ctx.text.lines[index - 1] if index else "")
         library = named[-1] if named else ""
     quotes = [ctx.quote(index)]
     if symbol is not None and DRIVER_API.match(symbol):
@@ -146,7 +148,7 @@ def _foreign_symbol(ctx: Context, owner: Optional[str], library: str, symbol: st
 def _owned_mismatch(ctx: Context, owner: Optional[str], mismatch: Signal, library: str) -> Signal:
     """A torch symbol the binary needs and torch lacks, with the rebuild of the package that owns
     the binary (none named: no package's command)."""
-    if owner is None and library and binary_name(library) not in FA_BINARIES \
+    if owner is None and (not library or binary_name(library) not in FA_BINARIES) \
             and not ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
         # a binary not flash-attention's, in a report that does not mention flash-attn: no
         # flash-attn remedy; the package is unknown, so no command either

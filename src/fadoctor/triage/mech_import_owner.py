@@ -10,7 +10,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
-from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text
+from fadoctor.triage.mech_symbols import OTHERS, other_named, owner_in_text, owner_of
 from fadoctor.triage.signal import NAMED, Signal
 from fadoctor.triage.text import Quote
 
@@ -78,7 +78,12 @@ def frame_owner(ctx: Context, index: int) -> Optional[str]:
     flash-attention."""
     if ctx.text.containing(("flash_attn", "flash-attn", "flash attn", "flash-attention")):
         return None
-    return frame_package(ctx, index, ("torch", "importlib", "ctypes"))
+    loading = _LOADING.search(ctx.text.lines[index])  # "Failed to load library X.so with error:"
+    return (owner_of(loading.group(1)) if loading else None) or \
+        frame_package(ctx, index, ("torch", "importlib", "ctypes"))
+
+
+_LOADING = re.compile(r"Failed to load library ([\w.+-]{1,200}\.so)\b")
 
 
 def nccl_symbol(library: str, symbol: str, quotes: List[Quote]) -> Signal:

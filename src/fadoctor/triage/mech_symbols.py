@@ -43,7 +43,10 @@ FA_BINARIES = {"flash_attn_2_cuda", "flash_attn_cuda", "flash_attn_gpu", "flash_
 
 # Compiled modules of packages other than flash-attention, by the top-level name in the path.
 OTHERS = {"vllm": "vllm", "xformers": "xformers", "torchvision": "torchvision",
-           "torchaudio": "torchaudio", "apex": "apex", "deepspeed": "deepspeed",
+           "torchaudio": "torchaudio", "torchtext": "torchtext", "apex": "apex",
+           "deepspeed": "deepspeed",
+           # ONNX Runtime's CUDA execution provider (the onnxruntime-gpu wheel's library)
+           "libonnxruntime_providers_cuda": "onnxruntime-gpu",
            "bitsandbytes": "bitsandbytes", "causal_conv1d": "causal-conv1d",
            "mamba_ssm": "mamba-ssm", "transformer_engine": "transformer-engine",
            "transformer_engine_extensions": "transformer-engine",

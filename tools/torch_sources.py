@@ -49,10 +49,12 @@ NOTES = (r"shouldn't be a problem|^Error building extension|asynchronously repor
 C10_FILE = "torch/lib/libc10_cuda.so"
 C10_KINDS: Tuple[Tuple[str, str], ...] = (
     (r"CUDA out of memory\. Tried to allocate", "out_of_memory"),
-    (r"The NVIDIA driver on your system is too old \(found version", "driver_too_old"),
-    (r"Found no NVIDIA driver on your system\..*|No CUDA GPUs are available|CUDA driver "
-     r"initialization failed, you might not have a CUDA gpu\.|CUDA unknown error - this may be "
-     r"due to an incorrectly set up environment.*", "no_gpu"),
+    # cudaErrorInitializationError: a driver is there and cannot start this CUDA runtime (one
+    # older than torch's CUDA, or an update that awaits a reboot); torch's own words guess at no GPU
+    (r"The NVIDIA driver on your system is too old \(found version|CUDA driver initialization "
+     r"failed, you might not have a CUDA gpu\.", "driver_too_old"),
+    (r"Found no NVIDIA driver on your system\..*|No CUDA GPUs are available|CUDA unknown error - "
+     r"this may be due to an incorrectly set up environment.*", "no_gpu"),
     (r"CUDA kernel errors might be asynchronously reported at some other API call.*",
      "kernel_failure"),
 )

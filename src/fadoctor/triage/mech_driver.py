@@ -198,9 +198,9 @@ def driver_init(ctx: Context) -> List[Signal]:
                    "often a driver older than the CUDA torch was built for (or a driver update "
                    "that awaits a reboot)", dedupe([ctx.quote(hit[0]), ctx.gpu[2],
                                                      *ctx.quotes("driver", "torch")]), IMPLIED,
-                   [Remedy(summary="Compare the CUDA version nvidia-smi prints (the newest the "
-                           "driver runs) with torch.version.cuda; upgrade the driver to one for "
-                           "torch's CUDA, or install torch (or conda's cudatoolkit / "
-                           "pytorch-cuda) built for the driver's CUDA. Reboot after a driver "
+                   [Remedy(summary="Upgrade the NVIDIA driver to a newer driver for torch's CUDA (compare "
+                           "the CUDA version nvidia-smi prints, the newest the driver runs, with "
+                           "torch.version.cuda), or install torch (or conda's cudatoolkit / "
+                           "pytorch-cuda) built for the driver's CUDA; reboot after a driver "
                            "update.", commands=["nvidia-smi", 'python -c "import torch; '
                                                 "print(torch.__version__, torch.version.cuda)\""])])]

@@ -540,3 +540,13 @@ def test_a_wrapped_undefined_symbol_of_torchtext(matrix: Matrix) -> None:
     found = top("OSError: /usr/local/lib/python3.9/dist-packages/torchtext/lib/libtorchtext.so:\n"
                 "undefined symbol: _ZN2at4_ops10select_int4callERKNS_6TensorEll\n", matrix)
     assert found.message.startswith("torchtext:") and "flash-attn" not in said(found)
+
+
+def test_report_text_never_reaches_a_command_unvalidated(matrix: Matrix) -> None:
+    # a requirements "file" that is shell text, and a CUDA_HOME folder with a command in it
+    hostile = ("pip install -r req.txt;rm\nRequirement already satisfied: torch==2.7.0 in /env/lib/"
+               "python3.10/site-packages (2.7.0+cu128)\nModuleNotFoundError: No module named "
+               "'torch'\nexport CUDA_HOME=$CUDA_HOME:/usr/local/cuda;reboot\n")
+    for found in triage(hostile, matrix).diagnosis:
+        for remedy in found.remedies:
+            assert all("req.txt;rm" not in c and ";reboot" not in c for c in remedy.commands)

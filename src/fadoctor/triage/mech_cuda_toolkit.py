@@ -299,8 +299,8 @@ def old_launch_api(ctx: Context) -> List[Signal]:
 # CUDA_HOME written like PATH (`export CUDA_HOME=$CUDA_HOME:/usr/local/cuda`): torch's
 # cpp_extension and numba take the variable as one folder, so an empty old value leaves a leading
 # colon (":/usr/local/cuda/bin/nvcc" cannot be executed) and a set one a path list no folder has.
-_COLON_HOME = re.compile(r"(?:unable to execute|command) '(:/[^']{1,200}/nvcc)'|"
-                         r"\bexport CUDA_HOME=\$\{?CUDA_HOME\}?:(/\S{1,200})")
+_COLON_HOME = re.compile(r"(?:unable to execute|command) '(:/[\w./+-]{1,200}/nvcc)'|"
+                         r"\bexport CUDA_HOME=\$\{?CUDA_HOME\}?:(/[\w./+-]{1,200})")
 
 
 def colon_cuda_home(ctx: Context) -> List[Signal]:
@@ -315,4 +315,4 @@ def colon_cuda_home(ctx: Context) -> List[Signal]:
                    [ctx.quote(hit[0])], NAMED + 1 if hit[1].group(2) else NAMED,
                    [Remedy(summary="Set CUDA_HOME to the one toolkit folder (no colon, no list), "
                            "and put its bin on PATH; `which nvcc` should then name it.",
-                           commands=[f"export CUDA_HOME={folder}", "which nvcc"])])]
+                           commands=[command("export", f"CUDA_HOME={folder}"), "which nvcc"])])]

@@ -93,7 +93,9 @@ def _asked(ctx: Context) -> Tuple[str, Optional[str]]:
         words = ctx.text.lines[index][found.end():].split()
         if "-r" in words[:2] and len(words) > words.index("-r") + 1:
             requirements = words[words.index("-r") + 1].strip("`'\",.")
-            return f"a package of {requirements}", f"-r {requirements}"
+            if re.fullmatch(r"[\w./-]{1,200}\.txt", requirements):  # a path, never shell text
+                return f"a package of {requirements}", f"-r {requirements}"
+            continue
         names = [w.strip("`'\",.") for w in words if not w.startswith("-")]
         name = next((n for n in names if re.fullmatch(r"[A-Za-z][\w.-]{0,60}", n)
                      and n.split("=")[0].lower() not in _TORCHES), None)

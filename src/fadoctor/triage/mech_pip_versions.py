@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.install.torch import cuda_of_variant, torch_index
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import mech_wheel_tags
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_windows import MAC
 from fadoctor.triage.signal import LOGGED, Signal, dedupe
@@ -45,6 +46,8 @@ def newer_than_listed(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     package, asked, listed = hit[1].group(1), hit[1].group(2).strip().rstrip(","), hit[1].group(3)
+    if "/whl/rocm" not in ctx.text.joined.lower() and mech_wheel_tags.no_file(ctx):
+        return []  # the index's own file list answers it exactly
     try:
         wanted = SpecifierSet(asked.replace(" ", ""))
     except InvalidSpecifier:

@@ -124,3 +124,18 @@ def test_what_the_table_cannot_explain_is_left_to_others(matrix: Matrix) -> None
     for text in (pending, sdist):
         mechanisms = {d.subject for d in triage(text, matrix).diagnosis}
         assert not mechanisms & {"no_wheel_python", "no_wheel_platform"}, text
+
+
+def test_told_in_prose_with_the_python_stated(matrix: Matrix) -> None:
+    text = ("Not available for install for python 3.11\nThere's no build of tensorrt available "
+            "for python 3.11; pip grabs tensorrt 8.5.3 under python 3.10.\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "Python 3.10" in said(found) and found.message.startswith("as the report tells it")
+
+
+def test_a_setup_scripts_own_python_check(matrix: Matrix) -> None:
+    text = ("RuntimeError: TTS requires python >= 3.9 and < 3.12 but your Python version is "
+            "3.12.0 (tags/v3.12.0:0fb18b0, Oct  2 2023) [MSC v.1935 64 bit (AMD64)]\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "Python 3.11" in said(found)

@@ -110,6 +110,8 @@ class Context:
     def torch_cuda(self) -> Optional[Version]:
         if self.torch_cuda_stated is not None or self.seen.get(o.TORCH_CUDA):
             return self.torch_cuda_stated
+        if self.torch is not None and (self.torch.local or "").startswith("cpu"):
+            return None  # 2.6.0+cpu: the CPU build, whatever the release's default
         release = self.matrix.torch_release(self.torch) if self.torch else None
         if release is None or self.seen.get(o.TORCH_HIP) or self.torch_is_nightly:
             return None

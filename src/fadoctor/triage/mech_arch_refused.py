@@ -73,7 +73,10 @@ _FLOOR = re.compile(
     r"\s+(\d{1,2})\.(\d)"
     # vLLM's "GPUs with compute capability below 7.0 are not supported."
     r"|compute capability (?:below|under|less than|lower than) (\d{1,2})\.(\d) (?:is|are) not "
-    r"supported", re.I)
+    r"supported"
+    # tiny-cuda-nn's "Turing Tensor Core operations must be run on a machine with compute
+    # capability at least 75" (the number as its arch lists write it)
+    r"|compute capability (?:of )?at least ([1-9])(\d)\b", re.I)
 
 
 def refused(ctx: Context) -> List[Signal]:

@@ -15,7 +15,7 @@ from typing import List
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
-from fadoctor.safety.shell import command, env, requirement
+from fadoctor.safety.shell import Unsafe, command, env, requirement, url
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal
@@ -25,6 +25,13 @@ _PYG = re.compile(r"Detected that PyTorch and (torch_(?:scatter|sparse|cluster|s
                   r"versions\. PyTorch has CUDA version (\d{1,3}(?:\.\d{1,3})?) and \1 has CUDA "
                   r"version (-?\d{1,3}(?:\.\d{1,3})?)")
 _NO_GPU_SUPPORT = re.compile(r"\bis not compiled with GPU support\b")
+# another extension's own words (pytorch3d's csrc: AT_ERROR("Not compiled with GPU support")),
+# after a build in a container step, where FORCE_CUDA must reach pip's environment: `FORCE_CUDA=1
+# && pip install ...` sets a shell variable that pip's build never sees
+_NOT_GPU = re.compile(r"\bNot compiled with GPU(?: support)?\b", re.I)
+_FORCE_UNEXPORTED = re.compile(r"\bFORCE_CUDA=1\s*(?:&&|;)")
+_GIT_INSTALL = re.compile(r"\bpip3? install\b[^\n]{0,80}?['\"]?git\+(https://[\w.-]+/[\w./-]+?)"
+                          r"(?:\.git)?['\"]?(?:\s|$)")
 # PyG's C++ ops without WITH_CUDA (csrc/*.cpp: AT_ERROR("Not compiled with CUDA support")), named by
 # the frame or the op that raised it (torch.ops.torch_cluster.radius)
 _PYG_NO_CUDA = re.compile(r"\bNot compiled with CUDA support")
@@ -80,7 +87,7 @@ def without_cuda(ctx: Context) -> List[Signal]:
         return pyg
     hit = ctx.first(_NO_GPU_SUPPORT, ("not compiled with gpu support",))
     if hit is None or not ctx.text.containing(("mmcv",)):
-        return []  # mmcv's ops say so; another library's words name no package to rebuild
+        return _built_in_container(ctx)  # mmcv's ops say so; others by their install line
     package = "mmcv-full" if ctx.text.containing(("mmcv-full", "mmcv_full")) else "mmcv"
     stated = ctx.package(package) or ctx.package("mmcv-full", "mmcv")  # kept: mmdet caps mmcv
     version = stated.value if stated is not None else ""
@@ -154,3 +161,61 @@ def torch_without_cuda(ctx: Context) -> List[Signal]:
                                "package again with --no-build-isolation so its build sees that "
                                "torch.")])]
     return []
+
+
+def _built_in_container(ctx: Context) -> List[Signal]:
+    """An extension saying it was "Not compiled with GPU" after a build that set FORCE_CUDA
+    without exporting it, or that installed it from a git URL in a container build step."""
+    hit = ctx.first(_NOT_GPU, ("not compiled with gpu",))
+    if hit is None:
+        return []
+    unexported = ctx.first(_FORCE_UNEXPORTED, ("force_cuda=1",))
+    source = ctx.first(_GIT_INSTALL, ("git+https://",))
+    if unexported is None and not ctx.has("dockerfile", "docker build", "run pip"):
+        return []
+    commands = []
+    if source is not None:
+        try:
+            commands = [command(env("FORCE_CUDA", 1), "pip", "install", "--no-build-isolation",
+                                "--no-cache-dir", "--force-reinstall", "--no-deps",
+                                "git+" + url(source[1].group(1)))]
+        except Unsafe:
+            commands = []
+    return [Signal("cpu_build", Category.NO_GPU,
+                   "the extension was built without its CUDA code: its build saw no GPU (a "
+                   "container build step has none) and FORCE_CUDA did not reach it"
+                   + (" (`FORCE_CUDA=1 &&` sets a shell variable, which pip's build does not "
+                      "see)" if unexported is not None else ""),
+                   [ctx.quote(hit[0]), *([ctx.quote(unexported[0])] if unexported else [])],
+                   NAMED,
+                   [Remedy(summary="Rebuild it with FORCE_CUDA=1 in pip's own environment: "
+                           "`FORCE_CUDA=1 pip install ...` on one line (or `ENV FORCE_CUDA=1` "
+                           "in the Dockerfile), with TORCH_CUDA_ARCH_LIST naming the GPUs it "
+                           "will run on, since the build cannot see them.", commands=commands)])]
+
+
+# tiny-cuda-nn's setup.py with no GPU to query (a container build step): "Unknown compute
+# capability. Specify the target compute capabilities in the TCNN_CUDA_ARCHITECTURES environment
+# variable or install PyTorch with the CUDA backend to detect it automatically."
+_ARCH_VAR = re.compile(r"Specify the target compute capabilit(?:y|ies) in the ([A-Z][A-Z0-9_]{2,40}) "
+                       r"environment variable")
+
+
+def arch_unknown_at_build(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ARCH_VAR, ("specify the target compute capabilit",))
+    if hit is None:
+        return []
+    var = hit[1].group(1)
+    cc = ctx.gpu_cc_exact
+    value = f"{cc.major}{cc.minor}" if cc is not None else ""
+    return [Signal("cpu_build", Category.NO_GPU,
+                   f"the build could not read a GPU's compute capability (no GPU visible: a "
+                   f"container build step, or a CPU torch) and asks for it in {var}",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Set {var} to the compute capability of the GPUs it will run "
+                           "on, without its dot (" + (f"{value} for the {ctx.gpu[0]}"
+                                                      if cc is not None and ctx.gpu else
+                                                      "86 for an RTX 30-series, sm_86")
+                           + "; several separated by ';') in the build's environment (`ENV` in a "
+                           "Dockerfile, or before pip on the same line), or build where `docker "
+                           "run --gpus all` shows the GPU.")])]

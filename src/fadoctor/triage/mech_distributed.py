@@ -55,11 +55,12 @@ def no_nccl(ctx: Context) -> List[Signal]:
 
 
 # torch's TCPStore on a build without libuv: "use_libuv was requested but PyTorch was built without
-# libuv support" (torch/csrc/distributed/c10d/TCPStore.cpp). torch 2.4 made libuv the store's
+# libuv support" (torch/csrc/distributed/c10d/TCPStore.cpp; some releases print "was build
+# without"). torch 2.4 made libuv the store's
 # default backend, and its Windows builds have none; USE_LIBUV=0 in the environment (or
 # `?use_libuv=0` in an env:// or tcp:// init_method) selects the old backend (PyTorch's tutorial
 # "Introduction to Libuv TCPStore Backend").
-_NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was built without libuv support")
+_NO_LIBUV = re.compile(r"use_libuv was requested but PyTorch was buil[dt] without libuv support")
 
 
 def no_libuv(ctx: Context) -> List[Signal]:

@@ -17,7 +17,10 @@ from fadoctor.triage.signal import HINTED, IMPLIED, NAMED, Signal, dedupe
 # the oldest CUDA a PyTorch binary was built for (0.1.x: CUDA 7.5 and 8.0, pytorch.org/get-started/
 # previous-versions)
 _FIRST_BINARY_CUDA = Version("7.5")
-_CPU = re.compile(r"Torch not compiled with CUDA enabled")
+_CPU = re.compile(r"Torch not (?:being )?compiled with CUDA(?: enabled)?", re.I)
+# CUDA said to be unavailable ("cuda is no avaible", "CUDA not available"), beside a +cpu torch
+_UNAVAILABLE = re.compile(r"(?<![A-Za-z])cuda\W{0,3}(?:is\s+)?(?:not|no|n't|un)\s?avai?l?a?ble|"
+                          r"is_available\(\)\W{0,4}(?:returns?|is|=+|->|:)?\W{0,3}False", re.I)
 # A framework finding no GPU (unsloth/__init__.py: "Unsloth: No NVIDIA GPU found?") where the
 # report names one, says its torch is CPU-only, or runs on Windows (pip's default torch has no
 # CUDA): the torch is the CPU build. So does a program announcing it picked the CPU (InvokeAI's
@@ -30,8 +33,10 @@ _NO_GPU = re.compile(r"No NVIDIA GPU found|\bUsing device[_ ]type:? cpu\b|\bUsin
 _CPU_PROSE = re.compile(r"\bCPU[ -]ONLY\b", re.I)
 _OLD_DRIVER = re.compile(r"driver version is insufficient for CUDA runtime|NVIDIA driver on your "
                          r"system is too old(?: \(found version (\d+)\))?|cudaErrorInsufficientDriver")
+# NVIDIA's CUDA images' entrypoint (nvidia_entrypoint.sh) when started without the GPU passed in:
+# "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available."
 _NO_DRIVER = re.compile(r"Found no NVIDIA driver|couldn't communicate with the NVIDIA driver|"
-                        r"no CUDA-capable device is detected")
+                        r"no CUDA-capable device is detected|The NVIDIA Driver was not detected")
 def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
     """With the driver unknown: the CUDA 12 build, which runs on every driver from the matrix's
     CUDA 12 floor on (minor-version compatibility)."""
@@ -43,7 +48,9 @@ def _cuda12_torch(ctx: Context) -> Optional[Remedy]:
 
 
 def torch_cpu(ctx: Context) -> List[Signal]:
-    hit, strength = ctx.first(_CPU, ("not compiled with cuda",)), NAMED
+    hit, strength = ctx.first(_CPU, ("not compiled with cuda", "not being compiled with cuda")), NAMED
+    if hit is None and ctx.torch is not None and (ctx.torch.local or "").startswith("cpu"):
+        hit = ctx.first(_UNAVAILABLE, ("avai", "avabl", "is_available"))  # 2.6.0+cpu, and so
     if hit is None:
         hit, strength = ctx.first(_NO_GPU, ("no nvidia gpu found", "using device", "n_gpu: 0",
                                             "is_available()")), HINTED
@@ -118,6 +125,15 @@ def driver(ctx: Context) -> List[Signal]:
     none = ctx.first(_NO_DRIVER, ("nvidia driver", "cuda-capable"))
     if none is None:
         return []
+    if "was not detected" in ctx.low(none[0]):
+        return [Signal("driver", Category.NO_GPU, "the container was started without the GPU: "
+                       "NVIDIA's CUDA image finds no driver inside it",
+                       [ctx.quote(none[0])], NAMED,
+                       [Remedy(summary="Start the container with the GPUs passed in: docker run "
+                               "--gpus all (the NVIDIA Container Toolkit installed on the host; "
+                               "Compose: a device reservation with capabilities [gpu]); "
+                               "nvidia-smi inside it must then list the GPU.",
+                               commands=["nvidia-smi"])])]
     return [Signal("driver", Category.NO_GPU, "torch finds no usable NVIDIA GPU and driver here",
                    [ctx.quote(none[0])], NAMED,
                    [Remedy(summary="Install the NVIDIA driver, or start the container with the "

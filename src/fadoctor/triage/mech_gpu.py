@@ -23,7 +23,7 @@ from fadoctor.triage.mech_rocm_target import torch_target
 from fadoctor.triage.mech_symbols import KNOWN, package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
-from fadoctor.triage.torch_archs import newest_with, torch_lacks, torch_with_arch
+from fadoctor.triage.torch_archs import newest_with, same_release, torch_lacks, torch_with_arch
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
 # the runtime's strings, or its error names as code and logs print them (CUDA Runtime API
@@ -120,7 +120,7 @@ def torch_arch(ctx: Context) -> List[Signal]:
                    f"torch {ctx.torch or ''} has no kernels for this GPU (sm_{digits}): every CUDA "
                    "call fails with 'no kernel image is available'".replace("torch  ", "torch "),
                    dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
-                   torch_with_arch(ctx, cc) or newest_with(ctx, cc))]
+                   same_release(ctx, cc) or torch_with_arch(ctx, cc) or newest_with(ctx, cc))]
 
 
 

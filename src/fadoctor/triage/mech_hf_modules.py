@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 from packaging.version import Version
 
@@ -29,9 +29,19 @@ _MISSING = re.compile(r"No module named ['\u2018\u2019\"`](transformers(?:\.\w{1
 
 
 @lru_cache(maxsize=1)
+def _raw() -> Dict[str, Any]:
+    raw: Dict[str, Any] = json.loads(_path("transformers_modules.json").read_text(encoding="utf-8"))
+    return raw
+
+
 def table() -> Tuple[Tuple[str, ...], Dict[str, str]]:
-    raw = json.loads(_path("transformers_modules.json").read_text(encoding="utf-8"))
-    return tuple(raw["tags"]), raw["modules"]
+    return tuple(_raw()["tags"]), _raw()["modules"]
+
+
+def exported() -> Dict[str, str]:
+    """The names `from transformers import X` finds, by release (those some releases lack)."""
+    names: Dict[str, str] = _raw().get("names", {})
+    return names
 
 
 def missing(ctx: Context) -> List[Signal]:
@@ -77,4 +87,62 @@ def missing(ctx: Context) -> List[Signal]:
                                commands=[command("pip", "install",
                                                  requirement("transformers", last))])],
                        details={"source": SOURCE})]
+    return []
+
+
+# "cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers'" (a closing quote
+# sometimes lost in the retelling), "module 'transformers' has no attribute 'X'"
+_NAME = re.compile(r"cannot import name ['\u2018\u2019\"`]?(\w{1,100})['\u2018\u2019\"`]? from "
+                   r"['\u2018\u2019\"`]?transformers['\u2018\u2019\"`]?(?:\s|$|\()|module "
+                   r"['\u2018\u2019\"`]transformers['\u2018\u2019\"`] has no attribute "
+                   r"['\u2018\u2019\"`](\w{1,100})")
+NAMES_SOURCE = ("transformers' release wheels: their lazy import lists, data/transformers_modules.json "
+                "(tools/gen_hf_modules.py)")
+
+
+def missing_name(ctx: Context) -> List[Signal]:
+    """A name `from transformers import X` does not find in the installed release, which other
+    releases export: the code importing it was written for another transformers."""
+    for index, found in ctx.find(_NAME, ("from 'transformers", 'from "transformers',
+                                         "from transformers", "from `transformers",
+                                         "module 'transformers'")):
+        name = found.group(1) or found.group(2)
+        tags, names = tuple(_raw()["tags"]), exported()
+        runs = names.get(name)
+        if runs is None:
+            continue
+        have = _indexes(runs)
+        at = minor_index(tags, _installed(ctx))
+        if at is not None and at in have:
+            continue
+        caller = frame_package(ctx, index, ("transformers", "importlib")) or "the code importing it"
+        quotes = dedupe([ctx.quote(index), *ctx.quotes("transformers")])
+        installed = ctx.package("transformers")
+        newer = [i for i in have if at is None or i > at]
+        if newer and (at is not None or have[-1] == len(tags) - 1):
+            first = Version(tags[newer[0]])
+            floor = f"{first.major}.{first.minor}"
+            return [Signal("hf_name", Category.VERSION_CONFLICT,
+                           f"transformers exports {name} from {floor}"
+                           + (f", and the installed {installed.value} predates it"
+                              if installed is not None and at is not None else "")
+                           + f": {caller} was written for a newer transformers", quotes, NAMED,
+                           [Remedy(summary=f"Upgrade transformers to {floor} or later (the first "
+                                   f"release that exports {name}), with the versions of the other "
+                                   "libraries it supports.",
+                                   commands=[command("pip", "install", "--upgrade",
+                                                     requirement("transformers", floor, op=">="))]),
+                            Remedy(summary=f"Or pin {caller} to a release written for the "
+                                   "installed transformers.")],
+                           details={"source": NAMES_SOURCE})]
+        last = tags[have[-1]]
+        return [Signal("hf_name", Category.VERSION_CONFLICT,
+                       f"transformers exports {name} up to {last} only (no longer from "
+                       f"{tags[have[-1] + 1]}): {caller} was written for an older transformers",
+                       quotes, NAMED,
+                       [Remedy(summary=f"Pin transformers to {last}, the last release with it, or "
+                               f"upgrade {caller} to a release written for this transformers.",
+                               commands=[command("pip", "install",
+                                                 requirement("transformers", last))])],
+                       details={"source": NAMES_SOURCE})]
     return []

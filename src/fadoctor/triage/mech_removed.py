@@ -16,7 +16,7 @@ from typing import List
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
-from fadoctor.triage.signal import NAMED, Signal
+from fadoctor.triage.signal import HINTED, NAMED, Signal
 
 _SIX = re.compile(r"No module named ['\"`]?torch\._six['\"`]?|from torch\._six import|"
                   r"from ['\"`]torch\._six['\"`]|module 'torch' has no attribute '_six'")
@@ -53,14 +53,22 @@ def torch_six(ctx: Context) -> List[Signal]:
                    [fix], details={"source": "pytorch/pytorch#94709; torch==1.13.1:torch/_six.py"})]
 
 
+# the same said in a title: "ImportError with pkg_resources and packaging ... setuptools >= 70"
+_PKG_TOLD = re.compile(r"\bpkg_resources\b[^\n]{0,60}\bpackaging\b[^\n]{0,80}\bsetuptools\s*"
+                       r"(?:>=?|version\s*)?\s*7\d|\bsetuptools\s*(?:>=?)?\s*7\d[^\n]{0,80}"
+                       r"\bpkg_resources\b[^\n]{0,60}\bpackaging\b", re.I)
+
+
 def pkg_resources_packaging(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_PKG, ("pkg_resources",))
+    hit, strength = ctx.first(_PKG, ("pkg_resources",)), NAMED
+    if hit is None:
+        hit, strength = ctx.first(_PKG_TOLD, ("pkg_resources",)), HINTED
     if hit is None:
         return []
     return [Signal("removed_api", Category.VERSION_CONFLICT,
                    "setuptools 70 no longer provides pkg_resources.packaging, which this torch's "
                    "C++ extension builder (or other build code) imports: the build environment's "
-                   "setuptools is newer than that code", [ctx.quote(hit[0])], NAMED,
+                   "setuptools is newer than that code", [ctx.quote(hit[0])], strength,
                    [Remedy(summary="Build with setuptools older than 70 (and, under pip's build "
                            "isolation, build without it so the pin holds), or upgrade torch to a "
                            "release whose cpp_extension imports packaging itself.",

@@ -1,8 +1,9 @@
 """An extension's C++/CUDA source written against a C++ API torch has since removed, as the
 compiler says it: the THC headers and functions (torch/include/THC/THC.h is in the 1.10.2 wheel
-and gone from 1.11.0, which keeps only THCDeviceUtils.cuh and THCAtomics.cuh as shims), and the
-AT_CHECK macro (defined in 1.4.0's c10/util/Exception.h, gone from 1.5.0's, where TORCH_CHECK
-remains); both read from the torch wheels. at::cuda::getCurrentCUDAStream missing is the same
+and gone from 1.11.0, which keeps only THCDeviceUtils.cuh and THCAtomics.cuh as shims), the TH
+headers (TH/TH.h in 1.10.2, gone from 1.11.0), and the AT_CHECK macro (defined in 1.4.0's
+c10/util/Exception.h, gone from 1.5.0's, where TORCH_CHECK remains); all read from the torch
+wheels. at::cuda::getCurrentCUDAStream missing is the same
 port half done: THC.h used to bring ATen/cuda/CUDAContext.h in. And `AT_DISPATCH_*(x.type(), ...)`:
 the dispatch macros took the deprecated at::DeprecatedTypeProperties through an overload added in
 2019 (pytorch/pytorch#17996, with a deprecation warning) and removed for 2.6.0 (extensions' fixes
@@ -47,8 +48,19 @@ _TYPE = re.compile(r"(?:conversion function from|cannot convert(?: from)?) \W{0,
                    r"at::DeprecatedTypeProperties\W{1,8}to\W{1,3}(?:c10|at)::ScalarType")
 
 
+# TH, THC's CPU half: torch/include/TH/TH.h is in the 1.10.2 wheel and gone from 1.11.0 (both
+# wheels' file lists read); its names (THFloatTensor, THArgCheck) went with it
+_TH = re.compile(r"\bTH/(TH\w*\.h)\W{0,3}(?::\s*)?No such file|(?:cannot open (?:source|include) "
+                 r"file|Cannot open include file)\W{1,3}TH/TH\w*\.h|\b(THArgCheck|THFloatTensor\w*|"
+                 r"THDoubleTensor\w*|THLongTensor\w*|THTensor_\w+)\b[^\n]{0,40}(?:was not declared|"
+                 r"is undefined|undeclared identifier|does not name a type)")
+
+
 def _first(ctx: Context) -> Optional[Tuple[str, int]]:
-    for kind, pattern, needles in (("thc", _THC, ("thc",)), ("at_check", _AT_CHECK, ("at_check",)),
+    for kind, pattern, needles in (("thc", _THC, ("thc",)),
+                                   ("th", _TH, ("th/th", "tharg", "thfloat", "thdouble", "thlong",
+                                                "thtensor_")),
+                                   ("at_check", _AT_CHECK, ("at_check",)),
                                    ("stream", _STREAM, ("getcurrentcudastream",)),
                                    ("type", _TYPE, ("deprecatedtypeproperties",))):
         hit = ctx.first(pattern, needles)
@@ -81,6 +93,16 @@ def removed_cpp_api(ctx: Context) -> List[Signal]:
                                "TORCH_CHECK( (same arguments), then build again; or take a newer "
                                "release of the package that did, or build it against the torch "
                                "it was written for (1.4 or older).")])]
+    if kind == "th":
+        return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
+                       "the extension's source uses TH, torch's legacy tensor library that torch "
+                       "1.11 removed (TH/TH.h and THFloatTensor, THArgCheck ...): the code "
+                       "predates the installed torch", [ctx.quote(index)], NAMED,
+                       [Remedy(summary="Port the source to ATen (replace #include <TH/TH.h> with "
+                               "#include <ATen/ATen.h> or <torch/extension.h>, TH tensors with "
+                               "at::Tensor, THArgCheck with TORCH_CHECK); or take a newer release "
+                               "or fork of the package that did; or build it against torch 1.10 "
+                               "(the last release with TH: torch<1.11).")])]
     return [Signal("removed_cpp_api", Category.VERSION_CONFLICT,
                    "the extension's source uses THC, torch's legacy CUDA library that torch 1.11 "
                    "removed (its headers and THCState, THCudaCheck ...): the code predates the "

@@ -23,7 +23,7 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_hf_attrs import _path
 from fadoctor.triage.mech_windows import MAC
-from fadoctor.triage.signal import IMPLIED, LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, LOGGED, NAMED, Signal, dedupe
 
 SOURCE = "the package index's file lists: data/wheel_tags.json (tools/gen_wheel_tags.py)"
 Row = List[Any]  # [version, date, requires-python, has sdist, {platform: [pythons]}, glibc]
@@ -37,6 +37,10 @@ _NO_MATCH = re.compile(r"No matching distribution found for ([A-Za-z0-9][\w.-]{0
 _DIFFERENT = re.compile(r"Package " + _Q + r"([A-Za-z0-9][\w.-]{0,60})" + _Q + r" requires a "
                         r"different Python: (\d+\.\d+)(?:\.\d+)?\S* not in " + _Q +
                         r"([^'\u2019\"`\n]{1,80})" + _Q)
+# a package's own setup.py saying it: "TTS requires python >= 3.9 and < 3.12 but your Python
+# version is 3.12.0"
+_OWN_CHECK = re.compile(r"\b([A-Za-z][\w.-]{1,40}) requires python\s*((?:[<>=!]=?\s*\d+(?:\.\d+)*"
+                        r"(?:\s*(?:and|,)\s*)?){1,2}) but your Python version is (\d+\.\d+)", re.I)
 _OTHER_INDEX = re.compile(r"--(?:extra-)?index-url|--find-links|\s-f\s|/whl/", re.I)
 _ARM_MAC = re.compile(r"\b(?:apple )?m[1-5](?: (?:pro|max|ultra))?\b|apple silicon|\barm64\b", re.I)
 _INTEL_MAC = re.compile(r"\bintel mac|macosx?_\d+_\d+_x86_64|\bx86_64\b", re.I)
@@ -286,9 +290,14 @@ def different_python(ctx: Context) -> List[Signal]:
     """pip refusing a release whose Requires-Python excludes this Python: the last release that
     admits it, or a Python the asked one admits."""
     hit = ctx.first(_DIFFERENT, ("requires a different python",))
-    if hit is None:
-        return []
-    package, have, needs = hit[1].group(1), Version(hit[1].group(2)), hit[1].group(3)
+    if hit is not None:
+        package, have, needs = hit[1].group(1), Version(hit[1].group(2)), hit[1].group(3)
+    else:
+        hit = ctx.first(_OWN_CHECK, ("but your python version is",))
+        if hit is None:
+            return []
+        package, have = hit[1].group(1), Version(hit[1].group(3))
+        needs = re.sub(r"\s*(?:and|,)\s*", ",", hit[1].group(2)).replace(" ", "")
     rows = table().get(str(canonicalize_name(package)))
     quotes = [ctx.quote(hit[0])]
     fixes = []
@@ -311,3 +320,63 @@ def different_python(ctx: Context) -> List[Signal]:
     return [Signal("requires_python", Category.VERSION_CONFLICT,
                    f"{package} requires Python {needs}, and this is Python {have}", quotes, NAMED,
                    fixes, details={"source": SOURCE})]
+
+
+# the same told in prose, with no pip output: "xFormers cannot be updated to 0.0.19 ... if you
+# specify 0.0.19 you are told this version does not exist" on Python 3.11, "no build of tensorrt
+# available for python 3.11"
+_CANNOT_INSTALL = re.compile(r"\b(?:can(?:not|'t)|unable to|fail(?:s|ed)? to|won't|could not|"
+                             r"couldn't)\s+(?:be\s+)?(?:install|update|upgrade|download|find)\w*|"
+                             r"\bnot (?:available|found|exist\w*)\b|\bno (?:build|wheel|version|"
+                             r"matching distribution)s?\b|does(?: not|n't) exist", re.I)
+_DISTRIBUTION = re.compile(r"\b([A-Za-z][\w.-]{1,40})\b")
+# an environment listing's "- Jax version: not installed": a fact, not a failure
+_LISTING = re.compile(r"version\W{0,4}(?:\(\w+\??\)\W{0,3})?(?:not installed|N/?A)\b", re.I)
+
+
+def prose_no_wheel(ctx: Context) -> List[Signal]:
+    """A package said not to install, with the Python (or platform) the report states and no pip
+    output of its own: the table's releases for that Python, as no_file answers pip's line."""
+    if ctx.first(_NOT_FOUND, ("satisfies the requirement",)) or \
+            ctx.first(_NO_MATCH, ("no matching distribution",)):
+        return []  # pip's own words: no_file
+    if ctx.python is None or ctx.seen.raised:
+        return []
+    where, stated = _where(ctx)
+    if where is None:
+        return []
+    told = [i for i, _ in ctx.find(_CANNOT_INSTALL, ("not", "no ", "can", "unable", "fail",
+                                                     "won't", "could", "exist"))
+            if not _LISTING.search(ctx.text.lines[i])]
+    for index in told[:20]:
+        for word in _DISTRIBUTION.findall(ctx.text.lines[index]):
+            package = str(canonicalize_name(word))
+            rows = table().get(package)
+            if not rows or package in ("torch", "triton", "numpy", "python", "pip"):
+                continue
+            signal = _prose(ctx, package, rows, index, where, stated)
+            if signal:
+                return signal
+    return []
+
+
+def _prose(ctx: Context, package: str, rows: List[Row], index: int, where: str,
+           stated: bool) -> List[Signal]:
+    python = ctx.python
+    assert python is not None
+    said = {m.group(1) for line in ctx.text.lines for m in re.finditer(
+        rf"(?i)\b{re.escape(package)}\W{{0,3}}(?:==|version\s*|v)?\s*(\d+\.\d+(?:\.\d+){{0,2}})",
+        line)}
+    mentioned = [r for r in rows if any(r[0] == v or r[0].startswith(v + ".") for v in said)]
+    asked = [r for r in mentioned if not r[3] and not fits(r, python, where)]
+    if not asked:
+        newest = _asked(rows, None)[-1]
+        if mentioned or newest[3] or fits(newest, python, where):
+            return []
+        asked = [newest]
+    quotes = dedupe([ctx.quote(index), *ctx.quotes("python", "os", "machine")])
+    found = _explain(package, package, rows, asked, python, where, stated, quotes)
+    for signal in found:
+        signal.strength = HINTED
+        signal.message = "as the report tells it, " + signal.message
+    return found

@@ -100,9 +100,47 @@ def _arm_host(ctx: Context) -> bool:
         ("aarch64", "arm64", "sbsa", "jetson", "tegra", "l4t")))
 
 
+# The CUDA builds of torch 1.x's wheels (Linux and Windows), as PyTorch's previous-versions page
+# lists them (pytorch/pytorch.github.io _get_started/previous-versions.md at 04862e3); the matrix
+# starts at 2.0. A build compiles an arch only where its CUDA toolkit does: sm_80 from CUDA 11.0,
+# sm_86 from 11.1 (NVIDIA's CUDA release notes).
+_OLD_VARIANTS = {"1.5": ("cu92", "cu101", "cu102"), "1.6": ("cu92", "cu101", "cu102"),
+                 "1.7": ("cu92", "cu101", "cu102", "cu110"), "1.8": ("cu101", "cu102", "cu111"),
+                 "1.9": ("cu102", "cu111"), "1.10": ("cu102", "cu111"),
+                 "1.11": ("cu102", "cu113"), "1.12": ("cu102", "cu113", "cu116"),
+                 "1.13": ("cu116", "cu117")}
+_TOOLKIT_FOR = {(8, 0): 110, (8, 6): 111, (8, 7): 114}
+_TORCH_PROSE = re.compile(r"\bpy[Tt]orch\b[^\n]{0,30}?\bv?(1\.\d{1,2}\.\d{1,2})\b")
+
+
+def same_release(ctx: Context, cc: Version) -> List[Remedy]:
+    """A torch 1.x whose CUDA build predates the GPU: the same release built for a CUDA that
+    compiles its arch, the smallest change."""
+    torch = ctx.torch
+    if torch is None:
+        found = ctx.first(_TORCH_PROSE, ("torch",))
+        torch = Version(found[1].group(1)) if found else None
+    need = _TOOLKIT_FOR.get((cc.major, cc.minor))
+    if torch is None or need is None or torch.major != 1:
+        return []
+    builds = [v for v in _OLD_VARIANTS.get(f"{torch.major}.{torch.minor}", ())
+              if int(v[2:]) >= need]
+    if not builds:
+        return []
+    variant = builds[0]
+    return [Remedy(summary=f"torch {torch.base_version}'s build for an older CUDA has no "
+                   f"sm_{cc.major}{cc.minor} code (the arch list the message prints): install "
+                   f"the same release built for {variant}, whose CUDA compiles it, with the "
+                   "matching torchvision/torchaudio builds; then reinstall the packages built "
+                   "for the old one.", commands=[torch_install(torch.base_version, variant)])]
+
+
 def newest_with(ctx: Context, cc: Version) -> List[Remedy]:
     """torch says its own build lacks the GPU's arch, though every release the matrix lists
     (of the stated CUDA) has it: an older release or a build for an older CUDA is installed."""
+    same = same_release(ctx, cc)
+    if same:
+        return same
     python = ctx.python
     releases = sorted(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor), reverse=True)
     runs = [rel for rel in releases if python is None or str(python) in rel.python]

@@ -1,0 +1,94 @@
+"""Several GPUs of one machine hanging in their first collective, with no error: NCCL's P2P
+transport (GPU to GPU over PCIe) where the path cannot carry it. Two causes are known:
+
+- GeForce RTX 40- and 50-series cards, which do not do P2P over PCIe, on drivers or setups that
+  let NCCL try it: all_reduce_perf hangs on several RTX 4090s and runs on 2080 Tis
+  (NVIDIA/nccl-tests#117; with NCCL_P2P_DISABLE=1 it runs, tinygrad/open-gpu-kernel-modules#45);
+- PCI Access Control Services (ACS) or an IOMMU (VT-d, AMD-Vi) redirecting P2P traffic through
+  the root complex, which NCCL's troubleshooting guide names as a cause of hangs and slow
+  collectives ("PCI Access Control Services (ACS)": disable ACS in the BIOS or with setpci; NCCL
+  documentation, docs/troubleshooting).
+
+The test in both cases is NCCL_P2P_DISABLE=1 (NCCL's environment variable: the P2P transport off,
+traffic through host memory); the fix for the second is ACS off (pure)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from fadoctor.report import Category, Remedy
+from fadoctor.triage.context import Context
+from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.text import Quote
+
+_HANG = re.compile(r"\b(?:hangs?|hanging|hung|stuck|deadlocks?|deadlocked|freez\w*|frozen|"
+                   r"stall\w*|spin-?wait\w*|no (?:forward )?progress|never (?:finish|return|"
+                   r"complete)s?|waits? forever|卡住|卡死)\b", re.I)
+_SEVERAL = ("nccl", "deepspeed", "distributed", "ddp", "torchrun", "all_reduce", "allreduce",
+            "all-reduce", "tensor parallel", "tensor-parallel", "--tp", "tp=", "tp_size",
+            "world_size", "multi-gpu", "multi gpu", "multiple gpus", "accelerate launch",
+            "init_process_group", "fsdp")
+# a GeForce RTX 40/50 card counted: "2x RTX 4090", "multiple 4090", "four 4090s", "dual 5090"
+_GEFORCE = r"(?:NVIDIA\s+)?(?:GeForce\s+)?(?:RTX\s*)?([45]0[6-9]0)(?:\s*Ti)?s?\b"
+_COUNTED = re.compile(r"(?:\b([2-9]|1[0-6])\s*[x\u00d7*]\s*|\b(?:multiple|several|two|dual|three|four|"
+                      r"six|eight|multi-?)\s*)" + _GEFORCE, re.I)
+_ACS = re.compile(r"\bACS\b|\bIOMMU\b|\bVT-d\b|AMD-Vi|\bPHB\b|\bNODE\b.{0,20}topolog|topo -m",
+                  re.I)
+
+
+def _geforce(ctx: Context) -> Optional[Quote]:
+    """The line saying several GeForce RTX 40/50 cards: counted in words, or listed twice."""
+    hit = ctx.first(_COUNTED, ("40", "50"))
+    if hit is not None:
+        return ctx.quote(hit[0])
+    named = [g for g in ctx.seen.gpus if re.search(r"RTX\s*[45]0[6-9]0", g.name, re.I)
+             and "ada" not in g.name.lower()]
+    lines = {g.quote.line for g in named}
+    return named[0].quote if len(lines) >= 2 else None
+
+
+def p2p_hang(ctx: Context) -> List[Signal]:
+    hang = ctx.first(_HANG, ("hang", "hung", "stuck", "deadlock", "freez", "frozen", "stall",
+                             "spin", "progress", "never", "forever", "卡"))
+    if hang is None or not ctx.text.containing(_SEVERAL) or ctx.amd:
+        return []
+    raised = [r for r in ctx.seen.raised if r.kind not in ("warning", "log")]
+    if raised and not ctx.text.containing(("nccl",)):
+        return []  # an error was raised: it names its own cause
+    geforce = _geforce(ctx)
+    acs = ctx.first(_ACS, ("acs", "iommu", "vt-d", "amd-vi", "phb", "topo"))
+    if geforce is None and acs is None:
+        return []
+    disable = Remedy(summary="Check that the P2P transport is what hangs: run with NCCL's P2P "
+                     "transport off (traffic goes through host memory instead; slower, but it "
+                     "completes).", commands=["export NCCL_P2P_DISABLE=1"])
+    if geforce is not None:
+        return [Signal("nccl_p2p", Category.COLLECTIVE_FAILED,
+                       "several GeForce RTX 40/50-series GPUs hang in their first collective: "
+                       "these cards do not do peer-to-peer (P2P) over PCIe, and NCCL's P2P "
+                       "transport waits forever for it", dedupe([ctx.quote(hang[0]), geforce]),
+                       HINTED,
+                       [Remedy(summary="Turn NCCL's P2P transport off for these GPUs (set it for "
+                               "every rank: in the launcher's environment or before `torchrun`/"
+                               "`deepspeed`/`accelerate launch`).",
+                               commands=["export NCCL_P2P_DISABLE=1"]),
+                        Remedy(summary="If it still hangs, look for ACS on the PCIe bridges "
+                               "(`sudo lspci -vvv | grep ACSCtl`: SrcValid+ means on) and turn "
+                               "it off in the BIOS, and update the NVIDIA driver.")],
+                       details={"source": "NVIDIA/nccl-tests#117 (all_reduce_perf hangs on RTX "
+                                          "4090s); NCCL troubleshooting guide"})]
+    assert acs is not None
+    return [Signal("nccl_p2p", Category.COLLECTIVE_FAILED,
+                   "GPUs on PCIe (no NVLink) hang in their first collective: with ACS or an IOMMU "
+                   "on the path, P2P traffic is redirected through the root complex and NCCL's "
+                   "P2P transport stalls", dedupe([ctx.quote(hang[0]), ctx.quote(acs[0])]),
+                   HINTED,
+                   [disable,
+                    Remedy(summary="Then turn ACS off on the PCIe bridges between the GPUs (the "
+                           "BIOS setting, or the kernel's pci=noacs / setpci at runtime; check "
+                           "with `sudo lspci -vvv | grep ACSCtl`), or the IOMMU (iommu=off, or "
+                           "iommu=pt) on a bare-metal host; NCCL's troubleshooting guide "
+                           "describes both.")],
+                   details={"source": "NCCL troubleshooting guide: PCI Access Control Services "
+                                      "(ACS)"})]

@@ -192,3 +192,34 @@ def test_nvcc_at_run_time(matrix: Matrix) -> None:
               "FileNotFoundError: [Errno 2] No such file or directory: 'nvcc'\n")
     found = top(absent, matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "-devel image" in said(found)
+
+
+def test_accelerates_own_refusal_of_p2p_and_ib(matrix: Matrix) -> None:
+    text = ("NotImplementedError: Using RTX 4000 series doesn't support faster communication "
+            "broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and `NCCL_IB_DISABLE="
+            "\"1\" or use `accelerate launch` which will do this automatically.\n")
+    found = top(text, matrix)
+    assert found.category == Category.COLLECTIVE_FAILED
+    assert "NCCL_IB_DISABLE=1" in said(found) and "NCCL_P2P_DISABLE=1" in said(found)
+
+
+def test_two_ranks_on_one_gpu(matrix: Matrix) -> None:
+    text = ("torch.distributed.DistBackendError: NCCL error, invalid usage\nLast error:\n"
+            "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 2000\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_ASSIGNMENT and "LOCAL_RANK" in said(found)
+
+
+def test_torch_compile_refusing_a_newer_python(matrix: Matrix) -> None:
+    text = ('    raise RuntimeError("Python 3.12+ not yet supported for torch.compile")\n'
+            "RuntimeError: Python 3.12+ not yet supported for torch.compile\ntorch 2.2.1\n")
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED
+    assert '"torch>=2.4"' in said(found) and "Python 3.11" in said(found)
+
+
+def test_transformer_engine_core_without_its_torch_extension(matrix: Matrix) -> None:
+    text = "FileNotFoundError: Could not find shared object file for Transformer Engine torch lib.\n"
+    found = top(text, matrix)
+    assert found.category == Category.NOT_INSTALLED
+    assert "transformer_engine[pytorch]" in said(found)

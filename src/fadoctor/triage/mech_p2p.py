@@ -19,7 +19,7 @@ from typing import List, Optional
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 _HANG = re.compile(r"\b(?:hangs?|hanging|hung|stuck|deadlocks?|deadlocked|freez\w*|frozen|"
@@ -92,3 +92,49 @@ def p2p_hang(ctx: Context) -> List[Signal]:
                            "describes both.")],
                    details={"source": "NCCL troubleshooting guide: PCI Access Control Services "
                                       "(ACS)"})]
+
+
+# accelerate's own refusal (huggingface/accelerate src/accelerate/state.py, PartialState: where
+# `check_cuda_p2p_ib_support()` is False and the two variables are unset): "Using RTX 4000 series
+# doesn't support faster communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE="1"`
+# and `NCCL_IB_DISABLE="1" or use `accelerate launch` which will do this automatically."
+_ACCELERATE = re.compile(r"doesn't support faster communication broadband via P2P or IB")
+
+
+def accelerate_refusal(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ACCELERATE, ("faster communication broadband",))
+    if hit is None:
+        return []
+    return [Signal("nccl_p2p", Category.COLLECTIVE_FAILED,
+                   "accelerate refuses to start NCCL on these GPUs (GeForce RTX 30/40-series "
+                   "without P2P or InfiniBand on their driver) until NCCL's P2P and InfiniBand "
+                   "transports are turned off", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Turn both transports off for every rank (accelerate launch "
+                           "sets them itself; a plain `python` or `deepspeed` launch needs them "
+                           "in the environment).", commands=["export NCCL_P2P_DISABLE=1",
+                                                             "export NCCL_IB_DISABLE=1"])],
+                   details={"source": "huggingface/accelerate src/accelerate/state.py "
+                                      "(PartialState, check_cuda_p2p_ib_support)"})]
+
+
+# NCCL's init (NVIDIA/nccl src/init.cc): "Duplicate GPU detected : rank %d and rank %d both on
+# CUDA device %lx" (ncclInvalidUsage): two ranks of one communicator on the same GPU
+_DUPLICATE = re.compile(r"Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device "
+                        r"(\w+)")
+
+
+def duplicate_gpu(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_DUPLICATE, ("duplicate gpu detected",))
+    if hit is None:
+        return []
+    one, two, bus = hit[1].groups()
+    return [Signal("duplicate_gpu", Category.GPU_ASSIGNMENT,
+                   f"ranks {one} and {two} run on the same GPU (PCI bus {bus}): each rank of an "
+                   "NCCL communicator needs its own device", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Give every rank its own GPU: launch with torchrun (or "
+                           "accelerate launch / deepspeed), which sets LOCAL_RANK, and select "
+                           "the device from it before the process group starts; remove any "
+                           "device hard-coded in the script (cuda:0) and any CUDA_VISIBLE_DEVICES "
+                           "that shows every rank the same single GPU.",
+                           code="torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))")],
+                   details={"source": "NVIDIA/nccl src/init.cc (Duplicate GPU detected)"})]

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import LOGGED, Signal, dedupe
+from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
 
 SOURCE = ("NVIDIA/TransformerEngine@v2.8:transformer_engine/pytorch/attention/dot_product_attention/"
           "utils.py:386-920; dot_product_attention.py:1357")
@@ -69,3 +69,29 @@ def _fixes(ctx: Context, fused: bool) -> List[Remedy]:
 def _cudnn(ctx: Context) -> Optional[str]:
     found = ctx.first(_CUDNN, ("cudnn_version",))
     return found[1].group(1) if found else None
+
+
+# Transformer Engine's loader (transformer_engine/common/__init__.py, _get_shared_object_file):
+# "Could not find shared object file for Transformer Engine torch lib." - the core package is
+# installed, its PyTorch extension (transformer_engine_torch: libtransformer_engine_torch) is not;
+# TE publishes the framework bindings apart, installed by the [pytorch] extra
+_NO_TORCH_LIB = re.compile(r"Could not find shared object file for Transformer Engine (torch|jax) lib")
+
+
+def framework_lib_missing(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_TORCH_LIB, ("could not find shared object file for transformer engine",))
+    if hit is None:
+        return []
+    framework = hit[1].group(1)
+    extra = "pytorch" if framework == "torch" else "jax"
+    return [Signal("te_framework", Category.NOT_INSTALLED,
+                   f"Transformer Engine's core is installed without its {framework} extension "
+                   f"(transformer_engine_{framework}): a plain `pip install transformer-engine` "
+                   "brings the core only", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary=f"Install the {extra} extension of the same release, built "
+                           "against the installed torch (it compiles; --no-build-isolation lets "
+                           "it see that torch).",
+                           commands=[command("pip", "install", "--no-build-isolation",
+                                             f"transformer_engine[{extra}]")])],
+                   details={"source": "NVIDIA/TransformerEngine transformer_engine/common/"
+                                      "__init__.py (_get_shared_object_file)"})]

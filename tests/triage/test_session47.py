@@ -223,3 +223,12 @@ def test_transformer_engine_core_without_its_torch_extension(matrix: Matrix) -> 
     found = top(text, matrix)
     assert found.category == Category.NOT_INSTALLED
     assert "transformer_engine[pytorch]" in said(found)
+
+
+def test_a_binary_outgrowing_its_own_manylinux_tag(matrix: Matrix) -> None:
+    text = ("在ubuntu 20.04部署时遇到了bitsandbytes报错\uff0c报错信息`OSError: /lib/x86_64-linux-gnu/"
+            "libc.so.6: version `GLIBC_2.34' not found`\n")
+    found = top(text, matrix)
+    assert found.category == Category.GLIBC_TOO_OLD
+    assert "tagged manylinux for glibc 2.24" in said(found)  # the index's file names
+    assert "pip install --upgrade bitsandbytes" in said(found)

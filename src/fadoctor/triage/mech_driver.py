@@ -73,6 +73,10 @@ def torch_cpu(ctx: Context) -> List[Signal]:
         r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
                                 "for the CUDA your driver runs (`fadoctor fix` picks it).",
                                 commands=["fadoctor fix --print-pins"]),
+                Remedy(summary="Or, on a machine without an NVIDIA GPU, run the script on the "
+                       "CPU: its device setting (device='cpu', a --device=cpu flag) instead of "
+                       "'cuda', and no .cuda() calls.")
+                if not ctx.text.containing(("flash", "attn_implementation", "xformers")) else None,
                 r.sdpa("Or, to run on the CPU (no NVIDIA GPU): flash-attention needs one, so "
                        "load the model without it (attn_implementation=\"sdpa\" or \"eager\").")]),
         needs=[] if driver_cuda else [("the driver's CUDA version", "nvidia-smi")])]

@@ -13,6 +13,7 @@ from packaging.version import Version
 from fadoctor.checks.classify import symbol_version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
+from fadoctor.triage import mech_wheel_tags
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
@@ -52,6 +53,9 @@ def glibc_versions(ctx: Context) -> List[Signal]:
     if owner and not owner.group(1).startswith("flash_attn") and owner.group(1) not in ("torch",
                                                                                       "nvidia"):
         return [_glibc_other(ctx, quotes, diagnosis, by, dist_of(owner.group(1)), need, kind)]
+    named = _named_owner(ctx, index) if not by and kind == "GLIBC" else None
+    if named is not None:  # "bitsandbytes报错 ... GLIBC_2.34' not found": the line names it
+        return [_glibc_other(ctx, quotes, diagnosis, named, named, need, kind)]
     if kind == "GLIBC" and need is not None:
         out.append(r.exact_wheel(ctx, glibc_below=need))
         out.extend(_glibc_defects(ctx, need))
@@ -117,9 +121,10 @@ def _glibc_other(ctx: Context, quotes: List[Quote], diagnosis: Any, by: str, dis
                        Remedy(summary=f"Or install a {dist} release built against an older "
                               f"libstdc++, or build {dist} from source on this machine.")],
                       details={**diagnosis.details, "required_by": by})
+    fixes = _tagged_lower(dist, need)
     return Signal("glibc", diagnosis.category,
                   f"{by.rsplit('/', 1)[-1]} ({dist}): " + diagnosis.explanation, quotes, NAMED,
-                  [Remedy(summary=f"Build {dist} from source on this machine, so its binaries link "
+                  fixes + [Remedy(summary=f"Build {dist} from source on this machine, so its binaries link "
                           "against this system's glibc: its repository's build instructions (where "
                           f"the index has an sdist of {dist}, `pip install --no-binary {dist} "
                           f"{dist}` builds it; not every package publishes one)."),
@@ -127,6 +132,33 @@ def _glibc_other(ctx: Context, quotes: List[Quote], diagnosis: Any, by: str, dis
                           "older glibc, or run on a Linux distribution whose glibc is "
                           f"{need or 'that version'} or newer.")],
                   details={**diagnosis.details, "required_by": by})
+
+
+def _named_owner(ctx: Context, index: int) -> Optional[str]:
+    """A package of the wheel table named on the loader's line (its binary, unnamed by the
+    loader in a retold line); not torch or a CUDA library."""
+    for found in re.finditer(r"[A-Za-z][A-Za-z0-9_-]{2,40}", ctx.text.lines[index]):
+        name = found.group(0).lower().replace("_", "-")
+        if name in mech_wheel_tags.table() and name not in ("torch", "triton", "numpy") and \
+                not name.startswith(("nvidia", "flash-attn")):
+            return name
+    return None
+
+
+def _tagged_lower(dist: str, need: Optional[Version]) -> List[Remedy]:
+    """The package's newest release publishes wheels whose manylinux tag promises an older glibc
+    than this binary asks for (the index's file names, data/wheel_tags.json): a release whose
+    binary outgrew its own tag, which another release fixes."""
+    rows = [row for row in mech_wheel_tags.table().get(dist, [])
+            if row[5] and not Version(row[0]).is_prerelease]
+    if not rows or need is None or Version(rows[-1][5]) >= need:
+        return []
+    newest, floor = rows[-1][0], rows[-1][5]
+    return [Remedy(summary=f"{dist}'s wheels are tagged manylinux for glibc {floor} (its newest, "
+                   f"{newest}, too), yet this binary asks for GLIBC_{need}: the installed release "
+                   "outgrew its own tag. Install the newest release (or the one before the "
+                   "installed), whose binary keeps to the tag.",
+                   commands=[command("pip", "install", "--upgrade", dist)])]
 
 
 def _glibc_defects(ctx: Context, need: Version) -> List[Remedy]:

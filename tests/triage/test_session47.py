@@ -232,3 +232,10 @@ def test_a_binary_outgrowing_its_own_manylinux_tag(matrix: Matrix) -> None:
     assert found.category == Category.GLIBC_TOO_OLD
     assert "tagged manylinux for glibc 2.24" in said(found)  # the index's file names
     assert "pip install --upgrade bitsandbytes" in said(found)
+
+
+def test_a_packages_own_library_named_bare(matrix: Matrix) -> None:
+    text = ("OSError libtorchaudio.so: undefined symbol: _ZN3c104cuda20CUDACachingAllocator9"
+            "allocatorE when importing MSE\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "torchaudio" in found.message

@@ -89,8 +89,10 @@ def owner_of(library: str, ctx: Optional[Context] = None, index: int = 0) -> Opt
     parts = library.split("/")
     # a source checkout (/workspace/vllm/vllm/_C.abi3.so): the nearest package directory above
     # the binary that names one, else the binary's own name
+    stem = parts[-1].split(".", 1)[0]
+    # a package's own library named bare ("libtorchaudio.so: undefined symbol"): lib<package>
     return next((OTHERS[p] for p in reversed(parts[:-1]) if p in OTHERS),
-                OTHERS.get(parts[-1].split(".", 1)[0]))
+                OTHERS.get(stem) or (OTHERS.get(stem[3:]) if stem.startswith("lib") else None))
 
 
 _PACKAGED_SO = re.compile(r"[/\\](?:site|dist)-packages[/\\][^\s'\"]{1,300}?\.(?:so|pyd)\b")

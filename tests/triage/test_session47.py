@@ -239,3 +239,49 @@ def test_a_packages_own_library_named_bare(matrix: Matrix) -> None:
             "allocatorE when importing MSE\n")
     found = top(text, matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH and "torchaudio" in found.message
+
+
+def test_a_rocm_torch_on_windows_without_amds_hip_runtime(matrix: Matrix) -> None:
+    text = ('OSError: [WinError 126] The specified module could not be found. Error loading '
+            '"F:\\ComfyUI\\python_embeded\\Lib\\site-packages\\torch\\lib\\c10_hip.dll" or one '
+            "of its dependencies.\n")
+    found = top(text, matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "Adrenalin" in said(found)
+
+
+def test_a_linux_wheel_refused_on_windows(matrix: Matrix) -> None:
+    text = ("PS E:\\ComfyUI> python.exe -s -m pip install nunchaku-0.1.3+torch2.6-cp311-cp311-"
+            "linux_x86_64.whl\nERROR: nunchaku-0.1.3+torch2.6-cp311-cp311-linux_x86_64.whl is not "
+            "a supported wheel on this platform.\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL and "win_amd64" in said(found)
+
+
+def test_a_device_index_beyond_the_gpus(matrix: Matrix) -> None:
+    text = ("torchrun --nproc_per_node=4 train.py\nRuntimeError: CUDA error: invalid device "
+            "ordinal\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_ASSIGNMENT and "--nproc_per_node=4" in found.message
+
+
+def test_dockers_unquoted_gpu_list(matrix: Matrix) -> None:
+    text = ("$ docker run --gpus device=0,1 myimage\ndocker: Error response from daemon: cannot "
+            "set both Count and DeviceIDs on device request.\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_ASSIGNMENT and "'\"device=0,1\"'" in said(found)
+
+
+def test_ray_without_a_gpu_resource(matrix: Matrix) -> None:
+    text = ("(autoscaler +32s) Error: No available node types can fulfill resource request "
+            "{'CPU': 1.0, 'GPU': 1.0}. Add suitable node types to this cluster to resolve this "
+            "issue.\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_ASSIGNMENT and "--num-gpus" in said(found)
+
+
+def test_pip_refusing_a_wheel_whose_metadata_version_differs(matrix: Matrix) -> None:
+    text = ("ERROR: Requested warpctc-pytorch==0.2.1+torch13.cuda101 from https://<index>/"
+            "warpctc_pytorch-0.2.1%2Btorch13.cuda101-cp36-cp36m-manylinux1_x86_64.whl has "
+            "different version in metadata: '0.2.1'\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and '"pip<20.3"' in said(found)

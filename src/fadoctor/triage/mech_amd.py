@@ -133,3 +133,27 @@ def directml(ctx: Context) -> List[Signal]:
                    [Remedy(summary="Turn the CUDA-only features off (no --xformers, no "
                            "flash-attention, no bitsandbytes quantization) and use the attention "
                            "that runs on DirectML." + flags)])]
+
+
+# A ROCm (HIP) build of torch on Windows failing to load its own HIP library ("Error loading
+# ...\torch\lib\c10_hip.dll or one of its dependencies", WinError 126): its dependencies are the
+# HIP runtime DLLs (amdhip64_*.dll), which on Windows come with AMD's GPU driver (AMD Software:
+# Adrenalin Edition), not with the wheel; a driver without them, or older than the build's HIP,
+# leaves them missing
+_HIP_DLL = re.compile(r"[\\/]torch[\\/]+lib[\\/]+(c10_hip|torch_hip|amdhip64\w*)\.dll", re.I)
+
+
+def hip_dll_windows(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_HIP_DLL, ("_hip", "amdhip"))
+    if hit is None or not ctx.text.containing(("winerror 126", "module could not be found",
+                                               "one of its dependencies")):
+        return []
+    return [Signal("hip_driver", Category.DRIVER_TOO_OLD,
+                   f"Windows cannot load torch's {hit[1].group(1)}.dll: a ROCm (HIP) build of torch "
+                   "loads AMD's HIP runtime, which on Windows the AMD GPU driver installs, and the "
+                   "installed driver does not provide the one this build needs",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Install the AMD GPU driver (AMD Software: Adrenalin Edition) "
+                           "that this ROCm build of torch asks for (the package's README or "
+                           "AMD's PyTorch-on-Windows page names the version), then start it "
+                           "again; an NVIDIA-only setup needs the CUDA build of torch instead.")])]

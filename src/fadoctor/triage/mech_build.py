@@ -252,19 +252,16 @@ def uv_platform(ctx: Context) -> List[Signal]:
 
 def wheel_tags(ctx: Context) -> List[Signal]:
     hit = ctx.first(_WHEEL_TAG, ("not a supported wheel",))
-    if hit is None:
-        return []
-    name = hit[1].group(1).rsplit("/", 1)[-1]
+    name = hit[1].group(1).rsplit("/", 1)[-1] if hit is not None else ""
     parts = name[:-4].split("-")
-    if len(parts) < 5:
+    if hit is None or len(parts) < 5:
         return []
     python_tag, platform = parts[-3], parts[-1]
     quotes = dedupe([ctx.quote(hit[0]), *ctx.quotes("python", "os", "machine")])
     if not parts[0].lower().startswith("flash_attn"):
         return [_other_wheel(ctx, parts[0], parts[1], (python_tag, platform), quotes)]
     have = ctx.python
-    if have is not None and python_tag.startswith("cp") and python_tag != \
-            f"cp{have.major}{have.minor}":
+    if have is not None and python_tag.startswith("cp") and python_tag != f"cp{have.major}{have.minor}":
         return [Signal("wheel_tag", Category.WRONG_WHEEL,
                        f"the wheel is for {python_tag} (Python {python_tag[2]}.{python_tag[3:]}), "
                        f"but the environment runs Python {have}", quotes, NAMED,
@@ -293,14 +290,16 @@ def wheel_tags(ctx: Context) -> List[Signal]:
 
 def _other_wheel(ctx: Context, dist: str, version: str, tags: Tuple[str, str],
                  quotes: List[Quote]) -> Signal:
-    """Another package's wheel refused here: pip picks that package's release with a wheel for
-    this platform and Python by itself when asked for the package, not the file. A platform tag
-    this machine has leaves the Python tag as what pip refused."""
+    """Another package's wheel refused here: pip picks that package's release with a wheel for this
+    platform and Python when asked for the package, not the file (a platform tag this machine has
+    leaves the Python tag as what pip refused)."""
     project = dist.replace("_", "-")
     python_tag, platform = tags
     arm = ctx.arm_host
-    want = " (an aarch64 wheel, for this Arm host)" if arm and "aarch64" not in platform else ""
     windows = on_windows(ctx)
+    want = " (an aarch64 wheel, for this Arm host)" if arm and "aarch64" not in platform else \
+        " (its win_amd64 wheel: this is Windows; a linux wheel runs under WSL2)" if windows and \
+        platform.startswith(("linux", "manylinux")) else ""
     fits = (platform == "win_amd64") == windows and platform in ("win_amd64", "linux_x86_64") \
         and not arm
     said = f"pip refuses {project} {version}'s wheel for {platform} on this machine"

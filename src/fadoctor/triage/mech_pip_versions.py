@@ -288,3 +288,28 @@ def requirement_with_option(ctx: Context) -> List[Signal]:
                            commands=["pip install -r requirements.txt",
                                      command("pip", "install", package, option)]
                            if re.fullmatch(r"[A-Za-z0-9][\w.-]*", name) else [])])]
+
+
+# pip from 20.3 (the new resolver) refusing a wheel whose file name's version differs from its
+# METADATA's: "Requested X==0.2.1+torch13.cuda101 from URL has different version in metadata:
+# '0.2.1'" (20.3's wording), "Requested X from URL has inconsistent version: expected '...', but
+# metadata has '...'" (later releases; pypa/pip src/pip/_internal/exceptions.py MetadataInconsistent)
+_INCONSISTENT = re.compile(r"Requested ([A-Za-z0-9][\w.-]{0,60})(?:==[\w.+!-]{1,60})? from \S{1,800} "
+                           r"has (?:different version in metadata|inconsistent version)")
+
+
+def metadata_inconsistent(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_INCONSISTENT, ("different version in metadata", "inconsistent version"))
+    if hit is None:
+        return []
+    package = hit[1].group(1)
+    return [Signal("metadata_version", Category.VERSION_CONFLICT,
+                   f"pip refuses the {package} wheel: its file name's version (with a local label "
+                   "such as +torch13.cuda101) differs from the version its metadata declares, which "
+                   "pip accepts only before 20.3", [ctx.quote(hit[0])], LOGGED,
+                   [Remedy(summary="Install that wheel with a pip older than 20.3 (in this "
+                           f"environment only), or take a {package} release whose wheels declare "
+                           "the same version in both (the project's newer wheels or its own "
+                           "index).", commands=[command("pip", "install", "pip<20.3")])],
+                   details={"source": "pypa/pip src/pip/_internal/exceptions.py "
+                                      "(MetadataInconsistent)"})]

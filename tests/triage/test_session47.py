@@ -172,7 +172,7 @@ def test_transformers_exports_by_release(matrix: Matrix) -> None:
              "transformers==4.46.3\n")
     found = top(newer, matrix)
     assert found.category == Category.VERSION_CONFLICT
-    assert "transformers>=4.49" in said(found)  # the wheels' import lists: first in 4.49
+    assert "transformers>=4.49.0" in said(found)  # the wheels' import lists: first in 4.49
     removed = ("ImportError: cannot import name 'AutoModelForVision2Seq' from 'transformers'\n"
                "transformers 5.2.0\n")
     found = top(removed, matrix)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from packaging.version import Version
 
@@ -47,47 +47,55 @@ def exported() -> Dict[str, str]:
 def missing(ctx: Context) -> List[Signal]:
     for index, found in ctx.find(_MISSING, ("no module named 'transformers.",
                                             "no module named \"transformers.")):
-        tags, modules = table()
         module = found.group(1)
-        runs = modules.get(module)
-        if runs is None:
-            continue
-        have = _indexes(runs)
-        at = minor_index(tags, _installed(ctx))
-        if at is not None and at in have:
-            continue  # the installed release has it: another cause (a broken install)
-        caller = frame_package(ctx, index, ("transformers", "importlib")) or \
-            "the code importing it (a library, or remote model code)"
-        quotes = dedupe([ctx.quote(index), *ctx.quotes("transformers")])
-        newer = [i for i in have if at is None or i > at]
-        if newer and (at is not None or have[-1] == len(tags) - 1):
-            first = Version(tags[newer[0]])
-            since = tags[newer[0]]  # the wheel read: the minor's latest release
-            return [Signal("hf_module", Category.VERSION_CONFLICT,
-                           f"{module} is in transformers from {first.major}.{first.minor} ({since} has it)"
-                           + (f", and the installed {ctx.package('transformers').value} "  # type: ignore[union-attr]
-                              "predates it" if at is not None else "") +
-                           f": {caller} was written for a newer transformers", quotes, NAMED,
-                           [Remedy(summary=f"Upgrade transformers to {since} or later (the "
-                                   "release that has the module, with the versions of the other "
-                                   "libraries it supports).",
-                                   commands=[command("pip", "install", "--upgrade",
-                                                     requirement("transformers", since,
-                                                                 op=">="))]),
-                            Remedy(summary=f"Or pin {caller} to a release written for the "
-                                   "installed transformers.")],
-                           details={"source": SOURCE})]
-        last = tags[have[-1]]
-        return [Signal("hf_module", Category.VERSION_CONFLICT,
-                       f"{module} is in transformers up to {last} only (removed in "
-                       f"{tags[have[-1] + 1]}): {caller} was written for an older transformers",
-                       quotes, NAMED,
-                       [Remedy(summary=f"Pin transformers to {last}, the last release with it, "
-                               f"or upgrade {caller} to a release written for this transformers.",
-                               commands=[command("pip", "install",
-                                                 requirement("transformers", last))])],
-                       details={"source": SOURCE})]
+        signal = _by_release(ctx, index, table()[1].get(module), "hf_module",
+                             f"{module} is in transformers", "the module", SOURCE,
+                             "the code importing it (a library, or remote model code)")
+        if signal is not None:
+            return [signal]
     return []
+
+
+def _by_release(ctx: Context, index: int, runs: Optional[str], mechanism: str, what: str,
+                noun: str, source: str, who: str) -> Optional[Signal]:
+    """What some transformers releases have (`runs` of the table's tags) and the installed one
+    lacks: the first release that has it (code written for a newer transformers), or the last
+    (for an older one). None where the table does not know it or the installed release has it."""
+    if runs is None:
+        return None
+    tags = tuple(_raw()["tags"])
+    have = _indexes(runs)
+    at = minor_index(tags, _installed(ctx))
+    if at is not None and at in have:
+        return None  # the installed release has it: another cause (a broken install)
+    caller = frame_package(ctx, index, ("transformers", "importlib")) or who
+    quotes = dedupe([ctx.quote(index), *ctx.quotes("transformers")])
+    installed = ctx.package("transformers")
+    newer = [i for i in have if at is None or i > at]
+    if newer and (at is not None or have[-1] == len(tags) - 1):
+        first = Version(tags[newer[0]])
+        since = tags[newer[0]]  # the wheel read: the minor's latest release
+        return Signal(mechanism, Category.VERSION_CONFLICT,
+                      f"{what} from {first.major}.{first.minor} ({since} has it)"
+                      + (f", and the installed {installed.value} predates it"
+                         if installed is not None and at is not None else "")
+                      + f": {caller} was written for a newer transformers", quotes, NAMED,
+                      [Remedy(summary=f"Upgrade transformers to {since} or later (the release "
+                              f"that has {noun}, with the versions of the other libraries it "
+                              "supports).", commands=[command("pip", "install", "--upgrade",
+                                                              requirement("transformers", since,
+                                                                          op=">="))]),
+                       Remedy(summary=f"Or pin {caller} to a release written for the "
+                              "installed transformers.")],
+                      details={"source": source})
+    last = tags[have[-1]]
+    return Signal(mechanism, Category.VERSION_CONFLICT,
+                  f"{what} up to {last} only (not in {tags[have[-1] + 1]}): {caller} was written "
+                  "for an older transformers", quotes, NAMED,
+                  [Remedy(summary=f"Pin transformers to {last}, the last release with it, or "
+                          f"upgrade {caller} to a release written for this transformers.",
+                          commands=[command("pip", "install", requirement("transformers", last))])],
+                  details={"source": source})
 
 
 # "cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers'" (a closing quote
@@ -107,42 +115,9 @@ def missing_name(ctx: Context) -> List[Signal]:
                                          "from transformers", "from `transformers",
                                          "module 'transformers'")):
         name = found.group(1) or found.group(2)
-        tags, names = tuple(_raw()["tags"]), exported()
-        runs = names.get(name)
-        if runs is None:
-            continue
-        have = _indexes(runs)
-        at = minor_index(tags, _installed(ctx))
-        if at is not None and at in have:
-            continue
-        caller = frame_package(ctx, index, ("transformers", "importlib")) or "the code importing it"
-        quotes = dedupe([ctx.quote(index), *ctx.quotes("transformers")])
-        installed = ctx.package("transformers")
-        newer = [i for i in have if at is None or i > at]
-        if newer and (at is not None or have[-1] == len(tags) - 1):
-            first = Version(tags[newer[0]])
-            floor = f"{first.major}.{first.minor}"
-            return [Signal("hf_name", Category.VERSION_CONFLICT,
-                           f"transformers exports {name} from {floor}"
-                           + (f", and the installed {installed.value} predates it"
-                              if installed is not None and at is not None else "")
-                           + f": {caller} was written for a newer transformers", quotes, NAMED,
-                           [Remedy(summary=f"Upgrade transformers to {floor} or later (the first "
-                                   f"release that exports {name}), with the versions of the other "
-                                   "libraries it supports.",
-                                   commands=[command("pip", "install", "--upgrade",
-                                                     requirement("transformers", floor, op=">="))]),
-                            Remedy(summary=f"Or pin {caller} to a release written for the "
-                                   "installed transformers.")],
-                           details={"source": NAMES_SOURCE})]
-        last = tags[have[-1]]
-        return [Signal("hf_name", Category.VERSION_CONFLICT,
-                       f"transformers exports {name} up to {last} only (no longer from "
-                       f"{tags[have[-1] + 1]}): {caller} was written for an older transformers",
-                       quotes, NAMED,
-                       [Remedy(summary=f"Pin transformers to {last}, the last release with it, or "
-                               f"upgrade {caller} to a release written for this transformers.",
-                               commands=[command("pip", "install",
-                                                 requirement("transformers", last))])],
-                       details={"source": NAMES_SOURCE})]
+        signal = _by_release(ctx, index, exported().get(name), "hf_name",
+                             f"transformers exports {name}", name, NAMES_SOURCE,
+                             "the code importing it")
+        if signal is not None:
+            return [signal]
     return []

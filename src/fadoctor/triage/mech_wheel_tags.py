@@ -22,7 +22,7 @@ from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
 from fadoctor.triage.mech_hf_attrs import _path
-from fadoctor.triage.mech_windows import MAC
+from fadoctor.triage.mech_windows import LINUX, MAC
 from fadoctor.triage.signal import HINTED, IMPLIED, LOGGED, NAMED, Signal, dedupe
 
 SOURCE = "the package index's file lists: data/wheel_tags.json (tools/gen_wheel_tags.py)"
@@ -44,8 +44,6 @@ _OWN_CHECK = re.compile(r"\b([A-Za-z][\w.-]{1,40}) requires python\s*((?:[<>=!]=
 _OTHER_INDEX = re.compile(r"--(?:extra-)?index-url|--find-links|\s-f\s|/whl/", re.I)
 _ARM_MAC = re.compile(r"\b(?:apple )?m[1-5](?: (?:pro|max|ultra))?\b|apple silicon|\barm64\b", re.I)
 _INTEL_MAC = re.compile(r"\bintel mac|macosx?_\d+_\d+_x86_64|\bx86_64\b", re.I)
-_LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
-                    re.I)
 _WORDS = {"linux_x86_64": "Linux x86_64", "linux_aarch64": "Linux aarch64",
           "win_amd64": "Windows (64-bit)", "macos_arm64": "macOS on Apple silicon",
           "macos_x86_64": "macOS on Intel"}
@@ -123,7 +121,7 @@ def _where(ctx: Context) -> Tuple[Optional[str], bool]:
         return ("macos_arm64", True) if _ARM_MAC.search(joined) else (None, True)
     if ctx.arm_host is not None:
         return "linux_aarch64", True
-    return "linux_x86_64", bool(_LINUX.search(joined))
+    return "linux_x86_64", bool(LINUX.search(joined))
 
 
 def _spec(text: str) -> Optional[SpecifierSet]:

@@ -223,7 +223,7 @@ def _triton(package: str, quotes: List[Quote]) -> Signal:
 # PyPI's triton has wheels for Linux only (x86_64 at every release, aarch64 from 3.x), for each
 # CPython its release supports: pip finding no triton at all on a machine the report does not
 # place is Windows or macOS, or a Python newer than every triton release.
-_LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
+LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
                     re.I)
 # a report from macOS (also mech_pip_versions)
 MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|\bapple (?:m\d|silicon)\b|/Users/",
@@ -233,7 +233,7 @@ MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|\bapple (?:m\d|si
 def triton_nowhere(ctx: Context) -> List[Signal]:
     hit = ctx.first(_NO_DISTRIBUTION, ("from versions: none",))
     if hit is None or hit[1].group(1).lower() != "triton" or on_windows(ctx) or \
-            _LINUX.search(ctx.text.joined):
+            LINUX.search(ctx.text.joined):
         return []
     mac = ctx.first(MAC, ("mac", "darwin", "os x", "/users/", "apple"))
     if mac is not None:

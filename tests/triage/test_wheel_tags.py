@@ -139,3 +139,12 @@ def test_a_setup_scripts_own_python_check(matrix: Matrix) -> None:
             "3.12.0 (tags/v3.12.0:0fb18b0, Oct  2 2023) [MSC v.1935 64 bit (AMD64)]\n")
     found = top(text, matrix)
     assert found.category == Category.VERSION_CONFLICT and "Python 3.11" in said(found)
+
+
+def test_a_release_newer_than_the_table_is_not_called_missing(matrix: Matrix) -> None:
+    newest = table()["xformers"][-1][0]
+    older = ("ERROR: Could not find a version that satisfies the requirement xformers==0.0.0.1 "
+             "(from versions: none)\n")
+    assert top(older, matrix).subject == "no_release"  # older than every release: none exists
+    later = older.replace("0.0.0.1", f"{newest}9")  # after the table was read: it may exist now
+    assert not any(d.subject == "no_release" for d in triage(later, matrix).diagnosis)

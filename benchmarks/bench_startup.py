@@ -1,5 +1,6 @@
 """Benchmark fadoctor's start-up side by side with the interpreter's own: `python -c pass`,
-`fadoctor --version`, `fadoctor --help` and `fadoctor check` on an interpreter without torch.
+`fadoctor --version`, `fadoctor --help`, `fadoctor check` on an interpreter without torch and
+`fadoctor triage` of a short report.
 
     python benchmarks/bench_startup.py [--runs 7] [--baseline SRC] [--json]
 
@@ -35,7 +36,11 @@ import venv
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-COMMANDS = {"version": ["--version"], "help": ["--help"], "check": ["check", "--python", "{bare}"]}
+COMMANDS = {"version": ["--version"], "help": ["--help"], "check": ["check", "--python", "{bare}"],
+            "triage": ["triage", "{report}"]}
+# a short real report (a Turing GPU refused by a flash-attention fork): the start-up of triage
+REPORT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "reports" / \
+    "flashvsr36-block-sparse-attn-turing" / "report.txt"
 
 
 def cpu_of_children() -> float:
@@ -89,7 +94,7 @@ def measure(runs: int, bare: str, log: Path, trees: Dict[str, str]
             env = environ(src)
             rows = {"pass": [sys.executable, "-c", "pass"],
                     **{name: [sys.executable, "-m", "fadoctor",
-                              *(a.format(bare=bare) for a in args)]
+                              *(a.format(bare=bare, report=REPORT) for a in args)]
                        for name, args in COMMANDS.items()}}
             for name, cmd in rows.items():
                 times.setdefault(f"{label}:{name}", []).append(timed(cmd, env, log))

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 
 from fadoctor.matrix import load_matrix
 from fadoctor.triage.catalog_data import entries
+from fadoctor.triage.context import Context
 from fadoctor.triage.diagnose import triage
 from fadoctor.triage.needles import BLOCK, NeedleIndex
+from fadoctor.triage.observed import Observed
 from fadoctor.triage.text import Pasted, _holding, _offsets, split
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -75,14 +77,17 @@ def test_triages_own_needles_on_a_real_log_are_answered_by_the_index(monkeypatch
     rng = random.Random(5)
     lines = sorted({ln for p in FIXTURES.glob("*/*/report.txt")
                     for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()})
-    asked = set()
-    needle = Pasted._needle
-    monkeypatch.setattr(Pasted, "_needle", lambda self, n: asked.add(n) or needle(self, n))
+    asked = set()  # each needle, whether its lines are all asked for or only up to a first
+    hits, scan = Pasted._hits, Pasted._scan
+    monkeypatch.setattr(Pasted, "_hits", lambda self, n: asked.add(n) or hits(self, n))
+    monkeypatch.setattr(Pasted, "_scan", lambda self, n: asked.add(n) or scan(self, n))
     log = "\n".join(rng.choice(lines) for _ in range(6000))
     triage(log, load_matrix(None))
     joined, starts, distinct, _ = split(log)._distinct
     index = NeedleIndex(joined, starts)
     answered = [n for n in asked if n and index.holding(n) is not None]
+    for n in asked - {""}:
+        assert list(index.scan(n)) == _scan(list(distinct), n), n
     for n in answered:
         assert index.holding(n) == _scan(list(distinct), n), n
     assert len(asked) > 500 and len(answered) > 0.8 * len(asked)
@@ -157,3 +162,36 @@ def test_triage_says_the_same_under_any_hash_seed(tmp_path: Path) -> None:
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert "2080" in json.loads(outputs.pop())[0]
+
+
+def _ctx(text: str) -> Context:
+    return Context(split(text), Observed(), load_matrix(None))
+
+
+def test_first_is_finds_first_on_a_real_log_for_every_catalog_entry() -> None:
+    """`Context.first` searches distinct lines in the order they first occur and stops at the
+    first match: for every catalogued pattern on a log of real lines, repeated and re-cased, it
+    answers what the full `find` answers first."""
+    rng = random.Random(11)
+    lines = sorted({ln for p in FIXTURES.glob("*/*/report.txt")
+                    for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()})
+    picked = [rng.choice(lines) for _ in range(3000)]
+    # the same line again later, and again in another case (one distinct line, two texts)
+    log = picked + rng.sample(picked, 500) + [ln.upper() for ln in rng.sample(picked, 300)]
+    ctx, again = _ctx("\n".join(log)), _ctx("\n".join(log))
+    matched = 0
+    for entry in entries():
+        first = ctx.first(entry.pattern, (entry.needle,), entry.words)
+        full = next(again.find(entry.pattern, (entry.needle,), entry.words), None)
+        assert (first and (first[0], first[1].span())) == (full and (full[0], full[1].span()))
+        matched += first is not None
+    assert matched > 20  # enough of them print on this log to tell
+
+
+def test_first_takes_the_earliest_text_of_a_line_written_in_two_cases() -> None:
+    """A case-sensitive pattern that only the later spelling of a line matches: the line it
+    matches is found, and no later one."""
+    text = "\n".join(["noise", "cuda error: x", "more", "CUDA error: x", "CUDA error: y"])
+    found = _ctx(text).first(re.compile(r"CUDA error: (\w)"), ("cuda error",))
+    assert found is not None and found[0] == 3 and found[1].group(1) == "x"
+    assert _ctx(text).has("cuda error") == _ctx(text).text.quote(1)

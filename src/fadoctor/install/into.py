@@ -68,7 +68,8 @@ def shell_of(text: str, windows: bool) -> str:
 def named_in(text: str, shell: str = "posix") -> Optional[Installer]:
     """The interpreter a pasted traceback's site-packages paths name, when they all name one."""
     # only the lines naming site-packages (Python writes it in lower case on every platform)
-    lines = [line for line in text.splitlines() if "site-packages" in line] \
+    # (each once: a log repeats its traceback lines)
+    lines = list(dict.fromkeys(line for line in text.splitlines() if "site-packages" in line)) \
         if "site-packages" in text else []
     # never pip's (or uv's) temporary build environment: it is gone when the build ends
     prefixes = {m.group(1) for line in lines for m in _SITE.finditer(line)

@@ -107,14 +107,23 @@ def _name_regex(name: str) -> str:
     # "Tesla P40" is written "P40" as often: NVIDIA dropped the Tesla brand from Ampere on
     tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
         and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
-    words = r"[\s_-]*".join(re.escape(w) for w in (names[1:] if tesla else names))
+    words = r"[\s_-]*".join(re.escape(w) for w in _words(name))
     # not a source line ("train.py#L20", a range "L4-L20"): L4, L20, L40 are written like them
     return rf"(?<![\w#-]){tesla}{words}(?![\w]|-L\d)"  # "TITAN V", "titanV"
 
 
+@cache
+def _words(name: str) -> Tuple[str, ...]:
+    """The words a name's pattern requires, in order ("Tesla" being optional before a model)."""
+    names = name.split()
+    tesla = len(names) == 2 and names[0] == "Tesla" and re.match(r"^[A-Z]\d{2,3}$", names[1])
+    return tuple(names[1:] if tesla else names)
+
+
 # each table of GPUs (by identity) grouped by the lower-cased word every name of an entry holds,
 # with its entries' compiled patterns; entries with a pattern of their own are tried on every name
-_Entry = Tuple[int, GpuSpec, Pattern[str]]  # the entry's place in the table, it, its pattern
+# the entry's place in the table, it, its pattern, the lower-cased words its pattern requires
+_Entry = Tuple[int, GpuSpec, Pattern[str], Tuple[str, ...]]
 _Index = Tuple[List[GpuSpec], Dict[str, List[_Entry]], List[_Entry], Dict[str, Optional[GpuSpec]]]
 _INDEXES: Dict[int, _Index] = {}
 
@@ -126,7 +135,8 @@ def _index(gpus: List[GpuSpec]) -> _Index:
     by_word: Dict[str, List[_Entry]] = {}
     always: List[_Entry] = []
     for place, g in enumerate(gpus):
-        entry = (place, g, re.compile(g.regex, re.IGNORECASE))
+        words = tuple(w.lower() for w in _words(g.name)) if g.pattern is None else ()
+        entry = (place, g, re.compile(g.regex, re.IGNORECASE), words)
         if g.pattern is None:
             by_word.setdefault(_key_word(g.name).lower(), []).append(entry)
         else:
@@ -151,9 +161,11 @@ def resolve_gpu(gpus: List[GpuSpec], device: str) -> Optional[GpuSpec]:
 def _resolve(by_word: Dict[str, List[_Entry]], always: List[_Entry], device: str
              ) -> Optional[GpuSpec]:
     lower = device.lower()
+    # a pattern runs only where every word it requires is in the name (the cheap test first)
     tried = sorted([*always, *(e for word, entries in by_word.items() if word in lower
-                               for e in entries)], key=lambda e: e[0])
-    scored = [(len(m.group(0)), g) for _, g, pattern in tried if (m := pattern.search(device))]
+                               for e in entries if all(w in lower for w in e[3]))],
+                   key=lambda e: e[0])
+    scored = [(len(m.group(0)), g) for _, g, pattern, _ in tried if (m := pattern.search(device))]
     if not scored:
         return None
     best = max(n for n, _ in scored)

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Pattern, Tuple
+from typing import TYPE_CHECKING, Match, Optional, Pattern, Tuple
 
 import yaml
 
 from fadoctor.report import Category
+
+if TYPE_CHECKING:
+    from fadoctor.triage.context import Context
 
 # Who prints a toolchain message (tools/build_sources.py's prefixes).
 TOOLCHAIN = {"pip": "pip's build step", "uv": "uv's build hint", "ninja": "ninja",
@@ -27,7 +30,7 @@ _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "messages.yaml"
 class Entry:
     id: str
     printed: str
-    pattern: Pattern[str]
+    regex: str  # the pattern (case-insensitive): compiled at its first use (`pattern`)
     needle: str
     location: str
     first: str
@@ -62,6 +65,13 @@ class Entry:
     remedy: str = ""  # the remedy rule recorded with the entry (data/messages.yaml)
     # every other word a matching line holds (lower case): tested before the pattern runs
     words: Tuple[str, ...] = ()
+
+    @cached_property
+    def pattern(self) -> Pattern[str]:
+        """The entry's pattern, compiled where a report's line may print it: a run tests a few
+        of the catalog's hundreds, and compiling them all would take most of a short report's
+        time."""
+        return re.compile(self.regex, re.I)
 
     @property
     def corroborates(self) -> bool:
@@ -146,10 +156,11 @@ def _words(printed: str, source: str, needle: str) -> Tuple[str, ...]:
     return tuple(sorted(words, key=lambda w: (-len(w), w)))  # the longest, rarest, first
 
 
-def _compiled(pattern: str) -> Pattern[str]:
+def _as_quoted(pattern: str) -> str:
     """A catalogued pattern as reports quote it: people retype messages in another case ("FA4
-    CuTE") and leave off the closing full stop; the words themselves must all be there."""
-    return re.compile(pattern[:-2] + r"\.?" if pattern.endswith(r"\.") else pattern, re.I)
+    CuTE", Entry.pattern ignores case) and leave off the closing full stop; the words themselves
+    must all be there."""
+    return pattern[:-2] + r"\.?" if pattern.endswith(r"\.") else pattern
 
 
 @lru_cache(maxsize=1)
@@ -157,7 +168,7 @@ def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the catalog is 400 entries
     loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)["messages"]
-    return tuple(Entry(e["id"], e["printed"], _compiled(e["pattern"]),
+    return tuple(Entry(e["id"], e["printed"], _as_quoted(e["pattern"]),
                        _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),
                        tuple((e.get("captures") or {}).items()),
@@ -169,6 +180,15 @@ def entries() -> Tuple[Entry, ...]:
                        tuple(str(e.get("dsl_versions") or "").split()),
                        tuple(str(e.get("backends") or "").split()),
                        tuple(str(e.get("switch") or "").split()), str(e.get("remedy") or ""),
-                       _words(e["printed"], _compiled(e["pattern"]).pattern,
+                       _words(e["printed"], _as_quoted(e["pattern"]),
                               _needle(e["printed"], e["pattern"])))
                  for e in loaded)
+
+
+def first_hit(ctx: Context, entry: Entry) -> Optional[Tuple[int, Match[str]]]:
+    """The first line printing `entry`: its pattern is compiled only once a line holds its
+    needle and words."""
+    if not any(all(w in low for w in entry.words)
+               for low, _ in ctx.text.first_holding((entry.needle,))):
+        return None
+    return ctx.first(entry.pattern, (entry.needle,), entry.words)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Iterator, List, Optional, Pattern, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Pattern, Sequence, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -59,18 +59,40 @@ class Context:
         """Each line holding one of `needles` (lower case) and every word of `also` where
         `pattern` matches: the needles are found in one scan of the whole text, the pattern runs
         on those lines only."""
-        lower = self.text.lower_lines
+        lower, lines = self.text.lower_lines, self.text.lines
         rarest, rest = (also[0], also[1:]) if also else ("", ())
+        done: Dict[str, Optional[re.Match[str]]] = {}  # a repeated line is searched once
         for index in self.text.holding(needles):
             if rarest not in lower[index] or (rest and not all(w in lower[index] for w in rest)):
                 continue
-            found = pattern.search(self.text.lines[index])
+            line = lines[index]
+            found = done[line] if line in done else done.setdefault(line, pattern.search(line))
             if found:
                 yield index, found
 
     def first(self, pattern: Pattern[str], needles: Sequence[str], also: Sequence[str] = ()
               ) -> Optional[Tuple[int, re.Match[str]]]:
-        return next(self.find(pattern, needles, also), None)
+        """`find`'s first: the distinct lines holding a needle are taken in the order they first
+        occur, so the search stops at the first that matches (the earliest line that does: a
+        later distinct line first occurs later). Lines that differ only in case are one
+        distinct line, each tested until one matches."""
+        rarest, rest = (also[0], also[1:]) if also else ("", ())
+        best: Optional[Tuple[int, re.Match[str]]] = None
+        done: Dict[str, Optional[re.Match[str]]] = {}
+        for low, members in self.text.first_holding(needles):
+            if best is not None and members[0] > best[0]:
+                break
+            if rarest not in low or (rest and not all(w in low for w in rest)):
+                continue
+            for index in members:
+                if best is not None and index > best[0]:
+                    break
+                line = self.text.lines[index]
+                found = done[line] if line in done else done.setdefault(line, pattern.search(line))
+                if found:
+                    best = index, found
+                    break
+        return best
 
     def low(self, index: int) -> str:
         return self.text.lower_lines[index]
@@ -80,8 +102,8 @@ class Context:
 
     def has(self, *needles: str) -> Optional[Quote]:
         """The first line holding any of `needles` (lower case)."""
-        found = self.text.containing(needles)
-        return self.text.quote(found[0]) if found else None
+        found = next(self.text.first_holding(needles), None)  # the earliest line holding one
+        return self.text.quote(found[1][0]) if found else None
 
     # -- stated and derived values --------------------------------------------------------------
 

@@ -9,13 +9,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "ext_torch.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "ext_torch.yaml"
@@ -26,7 +26,7 @@ def _raw() -> Dict[str, Dict[str, object]]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
     if not path.is_file():
         return {}
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return data_yaml.load(path) or {}
 
 
 @lru_cache(maxsize=1)

@@ -12,8 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
-import yaml
 from packaging.version import InvalidVersion, Version
+
+from fadoctor.triage import data_yaml
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "kernel_libraries.yaml"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data" / "kernel_libraries.yaml"
@@ -131,7 +132,7 @@ def libraries() -> Dict[str, Library]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
     if not path.is_file():
         return {}
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = data_yaml.load(path) or {}
     out = {}
     for key, spec in raw["libraries"].items():
         rows = tuple(Release(

@@ -13,7 +13,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.triage import api_tables, mech_wrappers, torch_remedies
 from fadoctor.triage import catalog_remedies as cr
 from fadoctor.triage import remedies as r
-from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
+from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries, first_hit
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.hf_remedies import kernels_range
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
@@ -37,7 +37,7 @@ def _match(ctx: Context) -> Optional[Tuple[int, Entry, Dict[str, str]]]:
     best: Optional[Tuple[int, Entry, Dict[str, str]]] = None
     longest: Tuple[bool, int] = (False, -1)
     for entry in (e for e in entries() if e.weight in ("", "defer", "wrapped", "logged")):
-        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
+        hit = first_hit(ctx, entry)
         # an error outranks a logged warning however long (the run went on after the warning)
         key = (entry.weight != "logged", len(hit[1].group(0))) if hit is not None else None
         if hit is not None and key is not None and key > longest:
@@ -101,7 +101,7 @@ def corroborating(ctx: Context) -> List[Signal]:
     (fold, below), and stands alone only where none did, below a named cause."""
     found: Dict[int, Tuple[int, Entry, Dict[str, str]]] = {}
     for entry in (e for e in entries() if e.corroborate and e.source not in TOOLCHAIN):
-        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
+        hit = first_hit(ctx, entry)
         if hit is not None and len(hit[1].group(0)) > found.get(hit[0], (-1,))[0]:
             found[hit[0]] = (len(hit[1].group(0)), entry,
                              {k: v for k, v in hit[1].groupdict().items() if v})

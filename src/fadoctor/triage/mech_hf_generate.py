@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 from fadoctor.triage.api_tables import _indexes
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_hf_attrs import _installed, _path
@@ -63,7 +63,7 @@ def minor_index(tags: Tuple[str, ...], installed: Optional[Version]) -> Optional
 
 @lru_cache(maxsize=1)
 def table() -> Passed:
-    raw = yaml.safe_load(_path("transformers_generate.yaml").read_text(encoding="utf-8"))
+    raw = data_yaml.load(_path("transformers_generate.yaml"))
     return Passed(tuple(raw["tags"]), dict(raw["covered_from"]),
                   {route: raw[route] for route in ("prepare", "forward")})
 

@@ -17,9 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List
 
-import yaml
-
 from fadoctor.report import Category, Remedy
+from fadoctor.triage import data_yaml
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
 from fadoctor.triage.signal import LOGGED, NAMED, Signal, dedupe
@@ -38,7 +37,7 @@ _NO_NUMPY = re.compile(r"No module named ['\"]numpy['\"]")
 @lru_cache(maxsize=1)
 def expired() -> Dict[str, Dict[str, str]]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
-    loaded: Dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    loaded: Dict[str, Any] = data_yaml.load(path)
     removed: Dict[str, Dict[str, str]] = loaded["removed"]  # release -> name -> NumPy's note
     return {**removed, "source": loaded["source"]}  # "source": release -> where it was read
 

@@ -11,11 +11,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
@@ -40,7 +40,7 @@ _TE_NAMES = ("transformer-engine", "transformer_engine", "transformer-engine-tor
 def releases() -> Dict[Version, Dict[str, str]]:
     """TE release -> its flash-attn bounds (min, max, min_blackwell) and where they are set."""
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))["releases"]
+    raw = data_yaml.load(path)["releases"]
     return {Version(str(k)): {n: str(v) for n, v in row.items()} for k, row in raw.items()}
 
 

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import toolchain_remedies as tr
-from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries
+from fadoctor.triage.catalog_data import TOOLCHAIN, Entry, entries, first_hit
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, WRAPPED, Signal, dedupe
 
@@ -20,7 +20,7 @@ def _toolchain_hits(ctx: Context) -> List[Tuple[int, Entry, Dict[str, str]]]:
     match wins, then the printed form with more literal text (uv's hint gained backticks)."""
     best: Dict[int, Tuple[Tuple[int, int], Entry, Dict[str, str]]] = {}
     for entry in (e for e in entries() if e.source in TOOLCHAIN):
-        hit = ctx.first(entry.pattern, (entry.needle,), entry.words)
+        hit = first_hit(ctx, entry)
         if hit is None:
             continue
         key = (len(hit[1].group(0)), len(entry.printed))

@@ -206,9 +206,10 @@ def renamed_api(ctx: Context) -> List[Signal]:
 def _caller(ctx: Context) -> Optional[str]:
     """The framework the report is about: named in the traceback's paths, else most often."""
     counts: Counter[str] = Counter()
-    lower = ctx.text.lower
-    for word, dist in WRAPPERS.items():
-        counts[dist] += lower.count(word) + 2 * lower.count(f"/{word}/")
+    lower = ctx.text.lower_lines
+    for word, dist in WRAPPERS.items():  # counted on the lines that hold the word only
+        counts[dist] += sum(lower[i].count(word) + 2 * lower[i].count(f"/{word}/")
+                            for i in ctx.text.holding((word,)))
     counts = +counts  # drop the zeros
     return counts.most_common(1)[0][0] if counts else None
 

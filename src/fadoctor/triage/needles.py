@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-BLOCK = 32  # lines a block: smaller blocks narrow the search, larger ones build faster
+BLOCK = 16  # lines a block: smaller blocks narrow the search, larger ones build faster
 _WORD = re.compile(r"\w+")
 DENSE = 4  # a needle in more than a DENSE-th of the blocks is searched in the whole text
 _MANY = 64  # vocabulary words one needle's edge may match before it narrows nothing worth it
@@ -39,6 +39,7 @@ class NeedleIndex:
             for word in set(_WORD.findall(text, self.bounds[block], self.bounds[block + 1])):
                 masks[word] = masks.get(word, 0) | bit
         self.masks = masks
+        self._edges: Dict[Tuple[str, bool, bool], int] = {}
         self.vocabulary = tuple(masks)
         self.vocabulary_text = "\n" + "\n".join(self.vocabulary) + "\n"
         self.vocabulary_starts: List[int] = []
@@ -63,7 +64,15 @@ class NeedleIndex:
 
     def _within(self, word: str, starts: bool, ends: bool) -> int:
         """The blocks holding a word of the text that ends with `word` (`starts`: the needle
-        starts with it), begins with it (`ends`), or holds it (both)."""
+        starts with it), begins with it (`ends`), or holds it (both). Remembered: needles share
+        their first and last words ("flash", "cuda")."""
+        key = (word, starts, ends)
+        mask = self._edges.get(key)
+        if mask is None:
+            mask = self._edges[key] = self._search_within(word, starts, ends)
+        return mask
+
+    def _search_within(self, word: str, starts: bool, ends: bool) -> int:
         probe = word if starts and ends else word + "\n" if starts else "\n" + word
         skip = 1 if probe.startswith("\n") else 0  # the newline before a word is not in it
         mask, found = 0, 0
@@ -86,7 +95,14 @@ class NeedleIndex:
         mask = self.blocks(needle) if "\n" not in needle else self.full
         if bin(mask).count("1") * DENSE > len(self.bounds):
             return None
-        hits: List[int] = []
+        return list(self._lines(needle, mask))
+
+    def scan(self, needle: str) -> Iterator[int]:
+        """The lines holding `needle`, in order, each found when it is asked for: a caller that
+        wants the first line stops the search there."""
+        return self._lines(needle, self.blocks(needle) if "\n" not in needle else self.full)
+
+    def _lines(self, needle: str, mask: int) -> Iterator[int]:
         while mask:
             lowest = mask & -mask
             block = lowest.bit_length() - 1
@@ -95,9 +111,8 @@ class NeedleIndex:
             at = self.text.find(needle, self.bounds[block], end)
             while at != -1:
                 index = bisect_right(self.starts, at) - 1
-                hits.append(index)
+                yield index
                 following = index + 1
                 if following == len(self.starts) or self.starts[following] >= end:
                     break
                 at = self.text.find(needle, self.starts[following], end)
-        return hits

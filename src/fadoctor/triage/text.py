@@ -7,6 +7,7 @@ finding can always point at the line it used.
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -120,13 +121,44 @@ class Pasted:
         ask for the same needles in different sets."""
         memo: Dict[str, List[int]] = self.__dict__.setdefault("_needles", {})
         if needle not in memo:
-            joined, starts, lines, members = self._distinct
-            found = self._index.holding(needle) if needle else []
-            if found is None:
-                found = _holding(joined, starts, lines, needle)
+            found = self._hits(needle)
+            _, _, lines, members = self._distinct
             memo[needle] = found if len(lines) == len(self.lower_lines) else \
                 sorted(i for d in found for i in members[d])
         return memo[needle]
+
+    def _hits(self, needle: str) -> List[int]:
+        """The distinct pieces (`_distinct`'s) holding one needle, found once per text."""
+        memo: Dict[str, List[int]] = self.__dict__.setdefault("_hits_of", {})
+        found = memo.get(needle)
+        if found is None:
+            joined, starts, lines, _ = self._distinct
+            found = self._index.holding(needle) if needle else []
+            if found is None:
+                found = _holding(joined, starts, lines, needle)
+            memo[needle] = found
+        return found
+
+    def first_holding(self, needles: Sequence[str]) -> Iterator[Tuple[str, List[int]]]:
+        """Each distinct piece holding any of `needles` (lower case) in the order it first occurs,
+        with the pieces that are it (lower-cased): found as they are asked for, so that a
+        caller wanting the first that passes its test stops the search there."""
+        _, _, lines, members = self._distinct
+        known: Dict[str, List[int]] = self.__dict__.get("_hits_of", {})
+        found = [iter(known[n]) if n in known else self._scan(n) for n in needles if n]
+        last = -1
+        for d in found[0] if len(found) == 1 else heapq.merge(*found):
+            if d != last:
+                last = d
+                yield lines[d], members[d]
+
+    def _scan(self, needle: str) -> Iterator[int]:
+        """`_hits`, found as they are asked for; remembered once the search is done."""
+        hits = []
+        for d in self._index.scan(needle):
+            hits.append(d)
+            yield d
+        self.__dict__.setdefault("_hits_of", {})[needle] = hits
 
     @cached_property
     def _index(self) -> NeedleIndex:

@@ -13,9 +13,11 @@ _EXCEPTION = re.compile(
     r"^\s*(?:>\s?)*(?:E\s+)?(?:[A-Za-z_][\w]*\.)*([A-Z]\w*(?:Error|Exception|Warning|Unsupported|Exit))"
     r"\s*:\s?(.*)$")
 # CPython's messages (Objects/moduleobject.c: "module '%U' has no attribute '%U'";
-# Python/ceval.c: "cannot import name %R from %R"), as the only words of a line
-_BARE_PYTHON = re.compile(r"^\s*(?:(module '[\w.]+' has no attribute '\w+')|cannot import name "
-                          r"'\w+' from '[\w.]+')")
+# Python/ceval.c: "cannot import name %R from %R"), as the only words of a line, or after
+# ComfyUI's own prefix, which logs the exception's text without its class (execution.py:
+# logging.error(f"!!! Exception during processing !!! {ex}"))
+_BARE_PYTHON = re.compile(r"^\s*(?:!!! Exception during processing !!!\s*)?(?:(module '[\w.]+' has no "
+                          r"attribute '\w+')|cannot import name '\w+' from '[\w.]+')")
 _TOOL_ERROR = re.compile(r"^\s*(?:ERROR|error|FAILED|fatal error|nvcc fatal|CUDA Error|"
                          r"RuntimeError)\s*:?\s+(.+)$")
 # an exception quoted inline in prose: "they fail with `RuntimeError: Unknown keyword ...`"
@@ -112,7 +114,8 @@ def _raised(line: str, low: str) -> Optional[Tuple[str, str]]:
     bare = _BARE_PYTHON.match(line) if ("has no attribute" in low or "cannot import name" in low) \
         else None
     if bare is not None:  # Python's own wording, retold without its exception class (a title)
-        return ("AttributeError" if bare.group(1) else "ImportError"), bare.group(0).strip()
+        return ("AttributeError" if bare.group(1) else "ImportError"), \
+            bare.group(0).replace("!!! Exception during processing !!!", "").strip()
     if any(w in low for w in ("error", "failed", "fatal")):
         tool = _TOOL_ERROR.match(line)
         if tool:

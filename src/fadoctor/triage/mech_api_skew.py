@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from packaging.version import InvalidVersion, Version
+
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import Unsafe, command, requirement
@@ -112,7 +114,23 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                             f"does not take yet), downgrade {dist_of(caller)}{back} instead.",
                             commands=[command("pip", "install", "--upgrade", dist_of(caller))]))
     missing = _MISSING.search(raised.message)
-    if callee is not None and missing is not None:  # a name the installed release lacks
+    newest = _newest_listed(dist_of(callee)) if callee is not None else None
+    source = _ELSEWHERE.get(dist_of(callee)) if callee is not None else None
+    newest_stated = stated is not None and newest is not None and _at_least(stated.value, newest)
+    if callee is not None and missing is not None and newest is not None and (
+            newest_stated or (stated is None and source is not None)):
+        # nothing newer on the index to upgrade to (as stated, or as the project publishes)
+        name = missing.group(1) or missing.group(2)
+        fixes.insert(0, Remedy(
+            summary=f"The newest {dist_of(callee)} on the package index is {newest}"
+                    + (f" (installed: {stated.value})" if stated else "")
+                    + f", and it does not define {name}: the caller was written for a newer "
+                    f"{dist_of(callee)} published elsewhere"
+                    + (f" ({source[0]}), built from its repository on this machine."
+                       if source else ", from the project's own repository or releases."),
+            commands=[command("pip", "install", "--no-build-isolation", source[1])]
+            if source else []))
+    elif callee is not None and missing is not None:  # a name the installed release lacks
         name = missing.group(1) or missing.group(2)
         fixes.insert(0, Remedy(summary=f"Upgrade {dist_of(callee)} to a release that defines "
                                f"{name}: the caller was most likely written for a newer "
@@ -157,3 +175,24 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                   "installed releases disagree on: the two sides were written against "
                   "different releases", quotes, RAISED_IN, fixes,
                   details={"caller": caller, "callee": callee})
+
+
+# projects whose newer releases are not on the package index: where they are, and their source
+# (thu-ml/SageAttention README: SageAttention 2 is built from the repository; the index holds
+# sageattention up to 1.0.6, data/wheel_tags.json)
+_ELSEWHERE = {"sageattention": ("SageAttention 2.x", "git+https://github.com/thu-ml/SageAttention.git")}
+
+
+def _newest_listed(dist: str) -> Optional[str]:
+    """The newest release of `dist` on the package index, where the wheel table lists it."""
+    from fadoctor.triage.mech_wheel_tags import table  # the table's module reads this one's
+
+    rows = table().get(dist)
+    return str(rows[-1][0]) if rows else None
+
+
+def _at_least(stated: str, newest: str) -> bool:
+    try:
+        return Version(stated) >= Version(newest)
+    except InvalidVersion:
+        return False

@@ -329,3 +329,39 @@ def checkout_shadow(ctx: Context) -> List[Signal]:
                    dedupe([raised.quote, ctx.quote(built[0])]), LOGGED,
                    [Remedy(summary=f"Run from another directory (change out of {repo} first), so "
                            "that import finds the installed package with its built libraries.")])]
+
+
+# "cannot import name 'activation_ops' from 'vllm'", "... from partially initialized module 'vllm'"
+_NAME_FROM = re.compile(r"cannot import name ['\"`](\w{1,60})['\"`] from (?:partially initialized "
+                        r"module )?['\"`]([A-Za-z_]\w{0,40})['\"`]")
+
+
+def run_in_tree(ctx: Context) -> List[Signal]:
+    """An import of a package's own module failing where the report says it runs inside that
+    package's source folder (GitHub's archive folder "<repo>-main", or "the <pkg> directory"):
+    the current directory comes first on sys.path, so the source tree, without the modules its
+    build compiles, shadows the installed package."""
+    hit = ctx.first(_NAME_FROM, ("cannot import name",))
+    if hit is None:
+        return []
+    index, found = hit
+    package = found.group(2)
+    # GitHub's archive folder, or a run placed in the package's folder ("ran it from the vllm
+    # repo"; not "missing in the vllm directory", which may be site-packages')
+    inside = re.compile(rf"\b(?:in|inside|from|within|under)\s+(?:the\s+)?[`'\"]?{package}[-_]"
+                        rf"(?:main|master)\b|\b(?:run|ran|running|launch\w*|execut\w*|start\w*|"
+                        rf"did it|do it)\b[^.\n]{{0,40}}\b(?:in|inside|from|within)\s+(?:the\s+)?"
+                        rf"[`'\"]?{package}[`'\"]?\s+(?:source\s+)?(?:folder|directory|dir|"
+                        rf"repo(?:sitory)?|checkout|root)\b", re.I)
+    said = ctx.first(inside, (package.lower(),))
+    if said is None or said[0] == index:
+        return []
+    return [Signal("checkout_shadow", Category.NOT_INSTALLED,
+                   f"the report runs inside {package}'s source folder, so `import {package}` "
+                   f"finds the source tree (the current directory comes first on sys.path) "
+                   f"instead of the installed {package}, and the tree lacks {found.group(1)}, a "
+                   "module the build makes",
+                   dedupe([ctx.quote(index), ctx.quote(said[0])]), NAMED,
+                   [Remedy(summary=f"Run it outside the source directory: cd to another "
+                           f"directory first, so that import finds the installed {package}; "
+                           "or build the tree in place (pip install -e .).")])]

@@ -12,16 +12,19 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Set, Tuple
 
+from packaging.version import Version
+
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.signal import IMPLIED, NAMED, Signal, dedupe
 
 SOURCE = ("facebookresearch/xformers@v0.0.35:xformers/ops/fmha/common.py:421-497 "
           "(not_supported_reasons; the same wording from v0.0.16, `(too old)` from v0.0.23, "
           "`(too new)` at v0.0.35), xformers/ops/fmha/dispatch.py:_run_priority_list; "
           "@v0.0.23:xformers/ops/fmha/cutlass.py:325 (bf16 on pre-A100); "
-          "@v0.0.16:xformers/ops/fmha/flash.py:212 (the flash operator's bare compute capability)")
+          "@v0.0.16:xformers/ops/fmha/flash.py:212 (the flash operator's bare compute capability); "
+          "@v0.0.16:xformers/ops/fmha/cutlass.py BwOp (float32 backward above sm80, #517)")
 
 _HEAD = re.compile(r"(?:No operator found for|Operator) `(memory_efficient_attention\w{0,30}|"
                    r"\w{1,60})`(?: with inputs| does not support inputs)")
@@ -40,6 +43,9 @@ _REASONS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
     ("too_new", re.compile(r"requires (?:a )?device with capability <?=? ?\((\d+), ?(\d+)\) but "
                            r"your GPU has capability \((\d+), ?(\d+)\) \(too new\)")),
     ("bf16_old", re.compile(r"bf16 is only supported on A100\+ GPUs")),
+    # cutlass.py's backward (v0.0.16-v0.0.17): float32 with a head dim over 64 on any GPU above
+    # sm80 ("Sm86 does not have enough shared-memory", facebookresearch/xformers#517)
+    ("smem", re.compile(r"Sm(\d{2,3}) does not have enough shared-memory")),
     ("dtype", re.compile(r"dtype=(torch\.\w{1,20}) \(supported: \{([^}]{1,120})\}\)")),
     ("head_dim", re.compile(r"max\(query\.shape\[-1\](?: != |, )value\.shape\[-1\]\) > (\d+)|"
                             r"min\(query\.shape\[-1\], value\.shape\[-1\]\) < (\d+)|"
@@ -65,8 +71,8 @@ def no_operator(ctx: Context) -> List[Signal]:
     for families in ops.values():
         for family in families:
             counts[family] = counts.get(family, 0) + 1
-    if not counts:
-        return []
+    if not counts:  # no reasons: where no operator is listed either, the report cut them
+        return [] if ops else _backward_unlisted(ctx, start, hit[1].group(1))
     family = max(counts, key=lambda f: (counts[f], -_PRIORITY.index(f)))
     found = _built(ctx, family, query, lines)
     if found is None:
@@ -167,6 +173,13 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
                 [Remedy(summary="Upgrade xformers to a release built for this GPU (with the "
                         "torch it requires), or turn xformers off.",
                         commands=['pip install --upgrade xformers --dry-run']), sdpa])
+    if family == "smem":
+        return (Category.GPU_UNSUPPORTED,
+                "xformers' backward kernel for float32 inputs with a head dim over 64 needs more "
+                "shared memory than GPUs above the A100's sm80 offer (" + text.strip()[:80] + ")",
+                [Remedy(summary="Train in float16 or bfloat16 (mixed precision: the refused kernel "
+                        "is the float32 one), or upgrade xformers, whose later releases have "
+                        "backward kernels for these GPUs."), sdpa])
     if family == "bf16_old":
         return (Category.DTYPE_UNSUPPORTED,
                 "bfloat16 runs only on A100-class GPUs (compute capability 8.0) and newer in "
@@ -188,6 +201,29 @@ def _built(ctx: Context, family: str, query: Optional[Tuple[List[int], str]],
             f"{said} is outside what the operators take{f' (at most {limit})' if limit else ''}",
             [sdpa, Remedy(summary="Or upgrade xformers: later releases raise the head-dim "
                           "limits of their flash and cutlass operators.")])
+
+
+def _backward_unlisted(ctx: Context, start: int, op: str) -> List[Signal]:
+    """The backward dispatcher's refusal with its reasons cut from the report, on a GPU above
+    sm80 that is not an A100 or H100 (sm86, sm89, sm120): xformers' cutlass backward refused
+    those for float32 with head dims over 64 (the "smem" reason), the likeliest reason there."""
+    cc = ctx.gpu_cc
+    if "backward" not in op or ctx.gpu is None or cc is None or \
+            not Version("8.0") < cc < Version("13.0") or cc == Version("9.0"):
+        return []
+    return [Signal("xformers_dispatch", Category.GPU_UNSUPPORTED,
+                   f"xformers found no backward attention operator on {ctx.gpu[0]} (compute "
+                   f"capability {cc}); the report leaves out the reasons each operator gave, and "
+                   "on GPUs above the A100's sm80 xformers' cutlass backward refuses float32 with "
+                   "a head dim over 64 (too little shared memory, facebookresearch/xformers#517)",
+                   dedupe([ctx.quote(start), ctx.gpu[2]]), IMPLIED,
+                   [Remedy(summary="Turn xformers off for training (uninstall xformers, or the "
+                           "framework's option for it), so that PyTorch's own attention runs the "
+                           "backward; or train in float16/bfloat16, or upgrade xformers.",
+                           commands=["pip uninstall -y xformers"]),
+                    Remedy(summary="Run `python -m xformers.info` and the failing step again to "
+                           "see each operator's reason.", commands=["python -m xformers.info"])],
+                   details={"source": SOURCE})]
 
 
 def _limit(lines: Dict[str, List[int]], ctx: Context) -> Optional[int]:

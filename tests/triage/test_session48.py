@@ -119,3 +119,37 @@ def test_an_older_release_than_the_newest_listed_is_upgraded(matrix: Matrix) -> 
                                                            "sageattention==1.0.2"), matrix)
     assert found.category == Category.VERSION_CONFLICT
     assert "--upgrade sageattention" in said(found) and "(installed" not in said(found)
+
+
+LIGER = """\
+[rank0]:   File "/usr/local/lib/python3.12/dist-packages/liger_kernel/transformers/auto_model.py", \
+line 33, in from_pretrained
+[rank0]:     apply_fn = MODEL_TYPE_TO_APPLY_LIGER_FN[model_type]
+[rank0]: KeyError: '{key}'
+"""
+
+
+def test_a_library_s_table_of_model_types_without_the_model(matrix: Matrix) -> None:
+    for key in ("gemma3", "gemma3_text"):
+        found = top(LIGER.format(key=key), matrix)
+        assert found.category == Category.VERSION_CONFLICT
+        assert "--upgrade liger-kernel" in said(found) and "4.50" in found.message
+
+
+def test_a_key_that_is_no_model_type_is_not_read_as_one(matrix: Matrix) -> None:
+    result = triage(LIGER.format(key="learning_rate"), matrix)
+    assert not any("model types" in f.message for f in result.diagnosis)
+
+
+PY36_IMPORT = """\
+ImportError: cannot import name 'NVRTCMode'
+Traceback (most recent call last):
+  File "/opt/conda/lib/python3.6/site-packages/spconv/constants.py", line 19, in <module>
+    from cumm.gemm.constants import NVRTCMode
+"""
+
+
+def test_python_3_6_s_import_error_names_its_module_on_the_import_line(matrix: Matrix) -> None:
+    found = top(PY36_IMPORT, matrix)
+    assert found.category == Category.VERSION_CONFLICT
+    assert "--upgrade cumm" in said(found)

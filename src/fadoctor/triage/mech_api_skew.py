@@ -50,6 +50,7 @@ _DIST = {"flash_attn_3": "flash-attn-3", "flash_attn_interface": "flash-attn-3",
          "vllm_flash_attn": "vllm-flash-attn", "sageattention": "sageattention",
          # published as flashinfer-python from 0.2.0 (flashinfer-ai/flashinfer#794)
          "flashinfer": "flashinfer-python"}
+_BARE_NAME = re.compile(r"cannot import name " + _Q + r"(\w+)" + _Q + r"\s*$")
 _MISSING = re.compile(r"cannot import name '(\w+)'|has no attribute '(\w+)'")
 # frames of the runtime itself, never the package at fault
 _RUNTIME = {"torch", "typing", "importlib", "functools", "contextlib", "abc"}
@@ -77,6 +78,11 @@ def _parties(ctx: Context, raised: Raised) -> Tuple[Optional[str], Optional[str]
     `File "..."` lines just above the error)."""
     named = _FROM.search(raised.message) or _OPERATOR.search(raised.message)
     callee = named.group(1).split(".")[0] if named else None
+    bare = _BARE_NAME.match(raised.message) if callee is None else None
+    if bare is not None:  # Python before 3.8 names no module: the traceback's import line does
+        line = ctx.first(re.compile(rf"^\s*from ([A-Za-z_][\w.]*) import [^#\n]*\b"
+                                    rf"{re.escape(bare.group(1))}\b"), ("from ",))
+        callee = line[1].group(1).split(".")[0] if line is not None else None
     if callee is None and _HF_CLASS.match(raised.message) and (ctx.text.containing((
             "transformers", "modeling_")) or _FAMILY.match(raised.message)):
         callee = "transformers"

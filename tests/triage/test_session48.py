@@ -153,3 +153,37 @@ def test_python_3_6_s_import_error_names_its_module_on_the_import_line(matrix: M
     found = top(PY36_IMPORT, matrix)
     assert found.category == Category.VERSION_CONFLICT
     assert "--upgrade cumm" in said(found)
+
+
+TRITON_CC = """\
+yes this CC is set.
+`['{cc}', 'C:\\\\Users\\\\me\\\\AppData\\\\Local\\\\Temp\\\\tmpjcqv\\\\cuda_utils.c', '-O3', '-shared', \
+'-fPIC', '-o', 'C:\\\\Users\\\\me\\\\AppData\\\\Local\\\\Temp\\\\tmpjcqv\\\\cuda_utils.pyd', '-lcuda']`
+"""
+
+
+def test_triton_s_launcher_built_with_cc_naming_a_folder(matrix: Matrix) -> None:
+    folder = "C:\\\\Program Files\\\\MSVC\\\\14.42\\\\bin\\\\Hostx64\\\\x64"
+    found = top(TRITON_CC.format(cc=folder), matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "cl.exe" in said(found) and "Remove-Item Env:CC" in said(found)
+
+
+def test_triton_s_launcher_built_with_a_compiler_is_not_a_folder(matrix: Matrix) -> None:
+    for cc in ("C:\\\\Program Files\\\\MSVC\\\\bin\\\\Hostx64\\\\x64\\\\cl.exe", "/usr/bin/gcc-12"):
+        result = triage(TRITON_CC.format(cc=cc), matrix)
+        assert not any("not a compiler" in f.message for f in result.diagnosis)
+
+
+FP8 = ("Hi, when launching this on {gpu} with torch 2.7.1 + CUDA 12.8 I get\n"
+       "ERROR: fast fp8 ops is not supported\n")
+
+
+def test_a_program_s_fp8_check_older_than_a_gpu_with_fp8(matrix: Matrix) -> None:
+    found = top(FP8.format(gpu="RTX 5090"), matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "git pull" in said(found)
+
+
+def test_fp8_refused_on_a_gpu_without_fp8_is_not_a_stale_check(matrix: Matrix) -> None:
+    result = triage(FP8.format(gpu="RTX 3090"), matrix)
+    assert not any("predates this GPU" in f.message for f in result.diagnosis)

@@ -14,7 +14,8 @@ from tests.helpers.triage_said import said, top
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 from fadoctor.triage.diagnose import triage
-from fadoctor.triage.mech_wheel_tags import fits, pythons, table
+from fadoctor.triage.mech_wheel_tags import fits, pythons
+from fadoctor.triage.wheel_table import table
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))

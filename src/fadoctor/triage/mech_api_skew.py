@@ -19,6 +19,7 @@ from packaging.version import InvalidVersion, Version
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import Unsafe, command, requirement
+from fadoctor.triage import wheel_table
 from fadoctor.triage.context import Context
 from fadoctor.triage.observed import Raised
 from fadoctor.triage.signal import RAISED_IN, Signal, dedupe
@@ -120,7 +121,7 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
                             f"does not take yet), downgrade {dist_of(caller)}{back} instead.",
                             commands=[command("pip", "install", "--upgrade", dist_of(caller))]))
     missing = _MISSING.search(raised.message)
-    newest = _newest_listed(dist_of(callee)) if callee is not None else None
+    newest = wheel_table.newest(dist_of(callee)) if callee is not None else None
     source = _ELSEWHERE.get(dist_of(callee)) if callee is not None else None
     newest_stated = stated is not None and newest is not None and _at_least(stated.value, newest)
     if callee is not None and missing is not None and newest is not None and (
@@ -187,14 +188,6 @@ def _signal(ctx: Context, raised: Raised, caller: Optional[str], callee: Optiona
 # (thu-ml/SageAttention README: SageAttention 2 is built from the repository; the index holds
 # sageattention up to 1.0.6, data/wheel_tags.json)
 _ELSEWHERE = {"sageattention": ("SageAttention 2.x", "git+https://github.com/thu-ml/SageAttention.git")}
-
-
-def _newest_listed(dist: str) -> Optional[str]:
-    """The newest release of `dist` on the package index, where the wheel table lists it."""
-    from fadoctor.triage.mech_wheel_tags import table  # the table's module reads this one's
-
-    rows = table().get(dist)
-    return str(rows[-1][0]) if rows else None
 
 
 def _at_least(stated: str, newest: str) -> bool:

@@ -13,8 +13,8 @@ from packaging.version import Version
 from fadoctor.checks.classify import symbol_version
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
-from fadoctor.triage import mech_wheel_tags
 from fadoctor.triage import remedies as r
+from fadoctor.triage import wheel_table
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal, dedupe
@@ -139,7 +139,7 @@ def _named_owner(ctx: Context, index: int) -> Optional[str]:
     loader in a retold line); not torch or a CUDA library."""
     for found in re.finditer(r"[A-Za-z][A-Za-z0-9_-]{2,40}", ctx.text.lines[index]):
         name = found.group(0).lower().replace("_", "-")
-        if name in mech_wheel_tags.table() and name not in ("torch", "triton", "numpy") and \
+        if name in wheel_table.table() and name not in ("torch", "triton", "numpy") and \
                 not name.startswith(("nvidia", "flash-attn")):
             return name
     return None
@@ -149,7 +149,7 @@ def _tagged_lower(dist: str, need: Optional[Version]) -> List[Remedy]:
     """The package's newest release publishes wheels whose manylinux tag promises an older glibc
     than this binary asks for (the index's file names, data/wheel_tags.json): a release whose
     binary outgrew its own tag, which another release fixes."""
-    rows = [row for row in mech_wheel_tags.table().get(dist, [])
+    rows = [row for row in wheel_table.table().get(dist, [])
             if row[5] and not Version(row[0]).is_prerelease]
     if not rows or need is None or Version(rows[-1][5]) >= need:
         return []

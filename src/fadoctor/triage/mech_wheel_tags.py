@@ -8,9 +8,7 @@ last release that fits the report's Python and platform, and the Python to use (
 
 from __future__ import annotations
 
-import json
 import re
-from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,12 +19,11 @@ from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_hf_attrs import _path
 from fadoctor.triage.mech_windows import LINUX, MAC
 from fadoctor.triage.signal import HINTED, IMPLIED, LOGGED, NAMED, Signal, dedupe
+from fadoctor.triage.wheel_table import Row, table
 
 SOURCE = "the package index's file lists: data/wheel_tags.json (tools/gen_wheel_tags.py)"
-Row = List[Any]  # [version, date, requires-python, has sdist, {platform: [pythons]}, glibc]
 _Q = "['\u2018\u2019\"`]"
 _SPEC = r"((?:\s*[<>=!~]=?=?\s*[\w.*+]+\s*,?){0,4})"
 _NOT_FOUND = re.compile(r"Could not find a version that satisfies the requirement "
@@ -47,13 +44,6 @@ _INTEL_MAC = re.compile(r"\bintel mac|macosx?_\d+_\d+_x86_64|\bx86_64\b", re.I)
 _WORDS = {"linux_x86_64": "Linux x86_64", "linux_aarch64": "Linux aarch64",
           "win_amd64": "Windows (64-bit)", "macos_arm64": "macOS on Apple silicon",
           "macos_x86_64": "macOS on Intel"}
-
-
-@lru_cache(maxsize=1)
-def table() -> Dict[str, List[Row]]:
-    raw = json.loads(_path("wheel_tags.json").read_text(encoding="utf-8"))
-    packages: Dict[str, List[Row]] = raw["packages"]
-    return packages
 
 
 def _cp(python: Version) -> int:

@@ -15,7 +15,8 @@ superset, and str.find decides within them.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from functools import cached_property
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 BLOCK = 16  # lines a block: smaller blocks narrow the search, larger ones build faster
@@ -73,12 +74,14 @@ class NeedleIndex:
         return mask
 
     def _search_within(self, word: str, starts: bool, ends: bool) -> int:
-        probe = word if starts and ends else word + "\n" if starts else "\n" + word
-        skip = 1 if probe.startswith("\n") else 0  # the newline before a word is not in it
+        if starts != ends:  # a prefix or a suffix of words: a range of a sorted vocabulary
+            return self._affixed(word, self._by_start) if ends else \
+                self._affixed(word[::-1], self._by_end)
+        probe = word
         mask, found = 0, 0
         at = self.vocabulary_text.find(probe)
         while at != -1:
-            index = bisect_right(self.vocabulary_starts, at + skip) - 1
+            index = bisect_right(self.vocabulary_starts, at) - 1
             mask |= self.masks[self.vocabulary[index]]
             found += 1
             if mask == self.full or found > _MANY:
@@ -86,7 +89,28 @@ class NeedleIndex:
             following = index + 1
             if following == len(self.vocabulary):
                 break
-            at = self.vocabulary_text.find(probe, self.vocabulary_starts[following] - skip)
+            at = self.vocabulary_text.find(probe, self.vocabulary_starts[following])
+        return mask
+
+    @cached_property
+    def _by_start(self) -> List[str]:
+        return sorted(self.vocabulary)
+
+    @cached_property
+    def _by_end(self) -> List[str]:
+        """The vocabulary's words reversed, sorted: those ending with a word are a range."""
+        return sorted(w[::-1] for w in self.vocabulary)
+
+    def _affixed(self, prefix: str, words: List[str]) -> int:
+        """The blocks of the words (of `words`, sorted) that begin with `prefix` (reversed words:
+        end with it), or all blocks where more than _MANY do."""
+        mask, first = 0, bisect_left(words, prefix)
+        for at in range(first, len(words)):
+            if not words[at].startswith(prefix):
+                break
+            mask |= self.masks[words[at] if words is self._by_start else words[at][::-1]]
+            if mask == self.full or at - first >= _MANY:  # more than _MANY words
+                return self.full
         return mask
 
     def holding(self, needle: str) -> Optional[List[int]]:

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, Optional
 
+from bench_startup import compiled  # the same compiled copy as start-up's (run from benchmarks/)
+
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = r"""
 import random, sys
@@ -59,19 +61,9 @@ def instructions(src: Optional[Path], lines: int, runs: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def compiled(src: Path, into: Path) -> Path:
-    """A compiled copy of the tree `src` (with its `data`): the `src` to run."""
-    shutil.copytree(src, into / "src", ignore=shutil.ignore_patterns("__pycache__"))
-    if (src.parent / "data").is_dir():
-        shutil.copytree(src.parent / "data", into / "data")
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(into / "src")],
-                   stdout=subprocess.DEVNULL, check=True)
-    return into / "src"
-
-
 def measure(src: Path, lines: int) -> Dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
-        tree = compiled(src, Path(tmp))
+        tree = Path(compiled("tree", str(src), tmp))
         start, one, three = (instructions(tree, lines, n) for n in (0, 1, 3))
     return {"startup": start, "triage": (three - one) // 2}
 

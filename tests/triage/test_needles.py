@@ -168,7 +168,7 @@ def _ctx(text: str) -> Context:
     return Context(split(text), Observed(), load_matrix(None))
 
 
-def test_first_is_finds_first_on_a_real_log_for_every_catalog_entry() -> None:
+def test_first_answers_as_find_s_first_on_a_real_log_for_every_catalog_entry() -> None:
     """`Context.first` searches distinct lines in the order they first occur and stops at the
     first match: for every catalogued pattern on a log of real lines, repeated and re-cased, it
     answers what the full `find` answers first."""

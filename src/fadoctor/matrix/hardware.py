@@ -96,25 +96,22 @@ class GpuSpec(Entry):
 
 @cache
 def _key_word(name: str) -> str:
-    names = name.split()
-    return names[1] if len(names) == 2 and names[0] == "Tesla" and \
-        re.match(r"^[A-Z]\d{2,3}$", names[1]) else names[0]
+    return _words(name)[0]
 
 
 @cache
 def _name_regex(name: str) -> str:
-    names = name.split()
+    words = _words(name)
     # "Tesla P40" is written "P40" as often: NVIDIA dropped the Tesla brand from Ampere on
-    tesla = r"(?:Tesla[\s_-]*)?" if len(names) == 2 and names[0] == "Tesla" \
-        and re.match(r"^[A-Z]\d{2,3}$", names[1]) else ""
-    words = r"[\s_-]*".join(re.escape(w) for w in _words(name))
+    tesla = r"(?:Tesla[\s_-]*)?" if len(words) < len(name.split()) else ""
+    joined = r"[\s_-]*".join(re.escape(w) for w in words)
     # not a source line ("train.py#L20", a range "L4-L20"): L4, L20, L40 are written like them
-    return rf"(?<![\w#-]){tesla}{words}(?![\w]|-L\d)"  # "TITAN V", "titanV"
+    return rf"(?<![\w#-]){tesla}{joined}(?![\w]|-L\d)"  # "TITAN V", "titanV"
 
 
 @cache
 def _words(name: str) -> Tuple[str, ...]:
-    """The words a name's pattern requires, in order ("Tesla" being optional before a model)."""
+    """The words a name's pattern requires, in order ("Tesla" optional before a model: P40)."""
     names = name.split()
     tesla = len(names) == 2 and names[0] == "Tesla" and re.match(r"^[A-Z]\d{2,3}$", names[1])
     return tuple(names[1:] if tesla else names)

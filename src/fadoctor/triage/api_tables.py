@@ -14,7 +14,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import yaml
+from fadoctor.triage import data_yaml
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 _SOURCE_TREE = Path(__file__).resolve().parents[3] / "data"
@@ -79,8 +79,7 @@ def _indexes(runs: str) -> Tuple[int, ...]:
 @cache  # one per data file (five): a smaller cache reloaded them in turn
 def _file(name: str) -> Dict[str, object]:
     path = _DATA / name if (_DATA / name).is_file() else _SOURCE_TREE / name
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loaded: Dict[str, object] = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    loaded: Dict[str, object] = data_yaml.load(path)
     return loaded
 
 

@@ -10,9 +10,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Match, Optional, Pattern, Tuple
 
-import yaml
-
 from fadoctor.report import Category
+from fadoctor.triage import data_yaml
 
 if TYPE_CHECKING:
     from fadoctor.triage.context import Context
@@ -166,8 +165,7 @@ def _as_quoted(pattern: str) -> str:
 @lru_cache(maxsize=1)
 def entries() -> Tuple[Entry, ...]:
     path = _PACKAGED if _PACKAGED.is_file() else _SOURCE_TREE
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the catalog is 400 entries
-    loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)["messages"]
+    loaded = data_yaml.load(path)["messages"]  # libyaml's loader: the catalog is 500 entries
     return tuple(Entry(e["id"], e["printed"], _as_quoted(e["pattern"]),
                        _needle(e["printed"], e["pattern"]),
                        e["location"], e["first"], e["last"], Category(e["category"]),

@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 from fadoctor.triage.api_tables import _indexes
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal
@@ -59,8 +60,7 @@ class Attrs:
 
 
 def _path(name: str) -> Path:
-    packaged = Path(__file__).resolve().parent.parent / "data" / name
-    return packaged if packaged.is_file() else Path(__file__).resolve().parents[3] / "data" / name
+    return data_yaml.path(name)
 
 
 @lru_cache(maxsize=1)

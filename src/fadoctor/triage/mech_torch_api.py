@@ -10,12 +10,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import yaml
 from packaging.version import Version
 
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 from fadoctor.triage import observed as o
 from fadoctor.triage.api_tables import api
 from fadoctor.triage.context import Context
@@ -47,8 +47,7 @@ _FROM_2_0: Dict[str, Dict[str, List[Optional[str]]]] = {
 @lru_cache(maxsize=1)
 def _table() -> Tuple[Dict[str, Dict[str, List[Optional[str]]]], Dict[str, str], List[str]]:
     path = _DATA if _DATA.is_file() else _SOURCE_TREE
-    raw = yaml.load(path.read_text(encoding="utf-8"),
-                    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    raw = data_yaml.load(path)
     return raw["modules"], raw.get("flash_attn_uses", {}), raw["releases"]
 
 

@@ -77,9 +77,8 @@ class NeedleIndex:
         if starts != ends:  # a prefix or a suffix of words: a range of a sorted vocabulary
             return self._affixed(word, self._by_start) if ends else \
                 self._affixed(word[::-1], self._by_end)
-        probe = word
-        mask, found = 0, 0
-        at = self.vocabulary_text.find(probe)
+        mask, found = 0, 0  # a word inside words: the vocabulary scanned
+        at = self.vocabulary_text.find(word)
         while at != -1:
             index = bisect_right(self.vocabulary_starts, at) - 1
             mask |= self.masks[self.vocabulary[index]]
@@ -89,7 +88,7 @@ class NeedleIndex:
             following = index + 1
             if following == len(self.vocabulary):
                 break
-            at = self.vocabulary_text.find(probe, self.vocabulary_starts[following])
+            at = self.vocabulary_text.find(word, self.vocabulary_starts[following])
         return mask
 
     @cached_property

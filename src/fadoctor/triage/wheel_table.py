@@ -5,20 +5,16 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Dict, List, Optional
+
+from fadoctor.triage import data_yaml
 
 Row = List[Any]  # [version, date, requires-python, has sdist, {platform: [pythons]}, glibc]
 
 
-def _path(name: str) -> Path:
-    packaged = Path(__file__).resolve().parent.parent / "data" / name
-    return packaged if packaged.is_file() else Path(__file__).resolve().parents[3] / "data" / name
-
-
 @lru_cache(maxsize=1)
 def table() -> Dict[str, List[Row]]:
-    raw = json.loads(_path("wheel_tags.json").read_text(encoding="utf-8"))
+    raw = json.loads(data_yaml.path("wheel_tags.json").read_text(encoding="utf-8"))
     packages: Dict[str, List[Row]] = raw["packages"]
     return packages
 

@@ -41,3 +41,13 @@ def arch_name(item: str) -> str:
     SASS sm_90, or PTX compute_120 for a +PTX item."""
     digits = item.replace("+PTX", "").replace(".", "")
     return f"compute_{digits}" if item.endswith("+PTX") else f"sm_{digits}"
+
+
+# The first CUDA whose nvcc compiles for each arch: pytorch/pytorch@189579e2:cmake/
+# Modules_CUDA_fix/upstream/FindCUDA/select_compute_arch.cmake (Turing after 9.5, Ampere 8.0 after
+# 10.5, 8.6 from 11.1, Ada 8.9 and Hopper from 11.8); Blackwell: CUDA Features Archive (12.8 adds
+# sm_100, sm_101, sm_120; 12.9 adds sm_103, sm_121 and the family-specific targets, sm_100f and
+# the like)
+FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1", "89": "11.8", "90": "11.8",
+              "100": "12.8", "101": "12.8", "120": "12.8", "103": "12.9", "121": "12.9"}
+FAMILY_NVCC = "12.9"

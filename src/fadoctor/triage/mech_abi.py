@@ -1,8 +1,8 @@
 """A compiled extension and torch built with different C++ ABIs (_GLIBCXX_USE_CXX11_ABI): the
 extension's ABI read from the torch symbol it misses (its std::string form) or its wheel's
 cxx11abi tag, torch's from what the report states, the matrix's lists for the stated build, or,
-for flash-attn's missing c10::Error constructor (every torch defines it in its own ABI), the
-other form (pure)."""
+for a missing c10::Error constructor (every torch defines it in its own ABI), the other form
+(pure)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ def abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Op
             built, how = int(local.cxx11_abi), f"its wheel is named cxx11abi{str(local.cxx11_abi).upper()}"
             quotes = dedupe([*quotes, wheel.quote])
     torch_abi = ctx.torch_abi
-    if torch_abi is None and built is not None and symbol and _ERROR_CTOR.match(symbol) \
-            and ctx.text.containing(("flash_attn", "flash-attn")):
-        # every torch defines c10::Error(SourceLocation, string) in its own ABI; flash-attn's
-        # wheels come in both ABIs (cxx11abiTRUE/FALSE), so the other form is the one to take
+    if torch_abi is None and built is not None and symbol and _ERROR_CTOR.match(symbol):
+        # every torch defines c10::Error(SourceLocation, string) in its own ABI: an extension
+        # missing one form was built for the other (flash-attn's wheels come in both ABIs,
+        # cxx11abiTRUE/FALSE; a source build takes the ABI of the torch it compiled against)
         torch_abi = not built
     if built is None or torch_abi is None or built == int(torch_abi):
         return None

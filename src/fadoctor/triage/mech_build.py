@@ -37,17 +37,6 @@ _NVCC_VS_TORCH = re.compile(r"detected CUDA version \((\d+\.\d+)\) mismatches th
 # flash-attention's setup.py, and the same template in mamba-ssm's and causal-conv1d's
 # (f"{PACKAGE_NAME} is only supported on CUDA 11.6 and above.  Note: make sure nvcc ...")
 _NVCC_MIN = re.compile(r"([\w-]{1,40}) is only supported on CUDA (\d+\.\d+) and above")
-# (a title retypes the word: "Unsupported gpu architechture 'compute_89'")
-_ARCH = re.compile(r"(?:Unsupported gpu arch\w{4,10} |Value )'(?:compute|sm)_(\d+)\w?'"
-                   r"(?: is not defined for option 'gpu-architecture')?", re.I)
-# The first CUDA whose nvcc knows each arch that flash-attn's setup.py does not build for:
-# pytorch/pytorch@189579e2:cmake/Modules_CUDA_fix/upstream/FindCUDA/select_compute_arch.cmake
-# (Turing after 9.5, Ampere 8.0 after 10.5, 8.6 from 11.1, Ada 8.9 and Hopper from 11.8).
-_FIRST_NVCC = {"75": "10.0", "80": "11.0", "86": "11.1", "89": "11.8"}
-# archs a CUDA major no longer compiles for, by the lowest sm its ptxas lists: 11.7's sm_35
-# (nvidia-cuda-nvcc-cu11 11.7.99), 12.0's sm_50 (nvidia-cuda-nvcc-cu12 12.0.76), 13.0's sm_75
-_DROPPED_BY = {**{a: 11 for a in ("30", "32")}, **{a: 12 for a in ("35", "37")},
-               **{a: 13 for a in ("50", "52", "53", "60", "61", "62", "70", "72")}}
 _WHEEL_TAG = re.compile(r"(\S{1,300}\.whl) is not a supported wheel on this platform")
 # uv's hint for a wheel of another platform (astral-sh/uv crates/uv-installer/src/plan.rs,
 # IncompatibleTag::Platform): "The wheel is compatible with Linux (`linux_x86_64`), but you're on
@@ -159,54 +148,6 @@ def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Sign
                   f"nvcc {nvcc} and the torch being built against (CUDA {torch_cuda}) have "
                   "different CUDA majors: torch's extension builder refuses the build",
                   quotes, NAMED, r.keep(remedies), details={"nvcc": nvcc, "torch_cuda": torch_cuda})
-
-
-def architecture(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_ARCH, ("unsupported gpu arch", "for option 'gpu-architecture'"))
-    if hit is None:
-        return []
-    digits = hit[1].group(1)
-    dropped = _DROPPED_BY.get(digits)
-    if dropped is not None and (ctx.nvcc is None or ctx.nvcc.major >= dropped):
-        return [_dropped_arch(ctx, hit[0], digits, dropped)]
-    newest = max(ctx.matrix.flash_attn_releases, key=lambda rel: rel.version)
-    need = next((nvcc for arch, nvcc in newest.build_archs.items()
-                 if arch.removeprefix("sm_") == digits), _FIRST_NVCC.get(digits))
-    cc = ctx.gpu_cc_exact
-    flash = bool(ctx.text.containing(("flash_attn", "flash-attn", "flash-attention")))
-    # flash-attn's setup.py reads its own variable; torch's extension builder reads
-    # TORCH_CUDA_ARCH_LIST (cpp_extension._get_cuda_arch_flags) for every other package
-    setting = (f"{newest.arch_env}={cc.major}{cc.minor}" if flash and newest.arch_env else
-               f"TORCH_CUDA_ARCH_LIST={cc.major}.{cc.minor}") if cc is not None else ""
-    narrow = (f" or build only for this GPU ({setting}; a package that hard-codes its "
-              f"-gencode list needs sm_{digits} removed from it)" if setting else
-              f", or drop sm_{digits} from the architectures the build compiles for")
-    return [Signal("nvcc_arch", Category.BUILD_TOOLCHAIN,
-                   f"this nvcc{f' ({ctx.nvcc})' if ctx.nvcc else ''} cannot compile for sm_{digits}"
-                   + (f", which needs nvcc {need} or newer" if need else ""),
-                   dedupe([ctx.quote(hit[0]), *ctx.quotes("nvcc")]), NAMED,
-                   [Remedy(summary=f"Upgrade CUDA: a toolkit{f' >= {need}' if need else ''}"
-                           f"{narrow}.", commands=[f"export {setting}"] if setting else []),
-                    *([prebuilt(ctx)] if flash else [])])]
-
-
-def _dropped_arch(ctx: Context, index: int, digits: str, major: int) -> Signal:
-    """An arch older than the toolkit compiles for (compute_30 under CUDA 11): the build's own
-    list names it, and a newer toolkit will not bring it back."""
-    cc = ctx.gpu_cc_exact
-    mine = f" ({ctx.gpu[0]}: {cc.major}.{cc.minor})" if cc is not None and ctx.gpu else ""
-    return Signal("nvcc_arch", Category.BUILD_TOOLCHAIN,
-                  f"the build asks for sm_{digits}, which CUDA {major} and later no longer compile "
-                  f"for: the project's architecture list is older than this toolkit",
-                  dedupe([ctx.quote(index), *ctx.quotes("nvcc")]), NAMED,
-                  [Remedy(summary=f"Remove sm_{digits} / compute_{digits} from the build's "
-                          "architecture list (its CMakeLists.txt CUDA flags or "
-                          "CMAKE_CUDA_ARCHITECTURES, its setup.py -gencode flags, or "
-                          f"TORCH_CUDA_ARCH_LIST) and build for this GPU's arch instead{mine}; "
-                          f"for a GPU of sm_{digits} itself, a CUDA toolkit older than {major}.0 "
-                          "is needed.",
-                          commands=[f"export TORCH_CUDA_ARCH_LIST={cc.major}.{cc.minor}"]
-                          if cc is not None else [])])
 
 
 def on_windows(ctx: Context) -> bool:

@@ -70,3 +70,47 @@ def loss_scale_floor(ctx: Context) -> List[Signal]:
                    "fp16 training overflowed at every loss scale: DeepSpeed's dynamic loss scaler "
                    "halved the scale after each overflowing step until its minimum, and stopped",
                    dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, [fix])]
+
+
+# DeepSpeed's setup.py pre-compiling its ops (DS_BUILD_OPS=1, or one op's DS_BUILD_<OP>=1) stops at
+# the first op its builder finds incompatible with this machine: "if op_enabled(op_name) and not
+# op_compatible: ... builder.warning(f"One can disable {op_name} with {env_var}=0");
+# abort(f"Unable to pre-compile {op_name}")" (deepspeedai/DeepSpeed setup.py). Each builder's
+# is_compatible() checks what the op needs: a C++ compiler that builds a test program, libaio's
+# headers for async_io, a CUDA toolkit; `ds_report` prints each op's result and what is missing.
+_PRECOMPILE = re.compile(r"Unable to pre-compile (\w{2,40}|\{op_name\})")
+# ops ds_report lists, for a traceback that shows the abort's source line but not the op
+_OPS = re.compile(r"\b(async_io|cpu_adam|cpu_adagrad|cpu_lion|fused_adam|fused_lamb|fused_lion|"
+                  r"sparse_attn|evoformer_attn|transformer_inference|quantizer)\b")
+_DISABLE = re.compile(r"One can disable (\w{2,40}) with (DS_BUILD_\w{2,40})=0")
+
+
+def precompile(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_PRECOMPILE, ("unable to pre-compile",))
+    if hit is None or hit[1].group(1) == "ops":  # "...ops without torch installed": isolation's
+        return []
+    op = hit[1].group(1)
+    if op == "{op_name}":  # the abort's own line: the op is the one the report names
+        found = ctx.first(_OPS, ("async_io", "adam", "adagrad", "lion", "lamb", "sparse_attn",
+                                 "evoformer", "transformer_inference", "quantizer"))
+        op = found[1].group(1) if found else "failing"
+    named = ctx.first(_DISABLE, ("one can disable",))
+    var = f"{named[1].group(2)}=0" if named else \
+        f"its DS_BUILD_ variable =0, which setup.py prints: \"One can disable {op} with ...\""
+    needs = ("libaio's headers (libaio-dev, or libaio-devel) and a C++ compiler (g++: "
+             "build-essential)" if op == "async_io" else
+             "a C++ compiler (g++: build-essential) that builds a test program, and for its CUDA "
+             "ops the CUDA toolkit of torch's CUDA")
+    return [Signal("deepspeed_precompile", Category.BUILD_TOOLCHAIN,
+                   f"DeepSpeed's setup.py was asked to pre-compile its ops, and the {op} op's "
+                   "builder found this machine unable to build it: something the op needs is "
+                   "missing",
+                   dedupe([ctx.quote(hit[0]), *([ctx.quote(named[0])] if named else [])]), NAMED,
+                   [Remedy(summary=f"Install what the {op} op needs, {needs}, then install "
+                           "again; `ds_report` lists each op's requirements and which are "
+                           "missing.", commands=["ds_report"]),
+                    Remedy(summary=f"Or leave {op} out of the pre-compiled ops ({var}), or "
+                           "unset DS_BUILD_OPS so DeepSpeed compiles its ops when a run first "
+                           "uses them.")],
+                   details={"source": "deepspeedai/DeepSpeed setup.py (abort(f\"Unable to "
+                                      "pre-compile {op_name}\"))"})]

@@ -20,6 +20,9 @@ from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 # 'Python.h' not found", and a reporter's own "cannot find Python.h"
 _PYTHON_H = re.compile(r"Python\.h'?: No such file or directory|Cannot open include file: 'Python\.h'"
                        r"|include file '?Python\.h'? not found"
+                       # triton-windows' windows_utils.find_python, finding no libs\pythonXY.lib
+                       # beside the interpreter: the same embeddable Python, before it compiles
+                       r"|Failed to find Python libs"
                        r"|\b(?:cannot|can'?t|could ?n[o']t|unable to) (?:find|open|locate) "
                        r"'?Python\.h", re.I)
 # ComfyUI's portable build and other Windows bundles run CPython's embeddable package, which ships
@@ -28,7 +31,7 @@ _PYTHON_H = re.compile(r"Python\.h'?: No such file or directory|Cannot open incl
 _EMBEDDED = re.compile(r"python_embed{1,2}ed|Embedded Python\W{0,6}true|embedded python", re.I)
 
 def python_headers(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_PYTHON_H, ("python.h",))
+    hit = ctx.first(_PYTHON_H, ("python.h", "failed to find python libs"))
     if hit is None:
         return []
     py = f"{ctx.python}" if ctx.python else "3.X"
@@ -46,7 +49,8 @@ def _windows_headers(ctx: Context, index: int, py: str) -> Signal:
         return Signal("python_headers", Category.BUILD_TOOLCHAIN,
                       "the embedded Python (python_embeded) has no include\\ and libs\\ "
                       "folders, so the C compiler (Triton building its launcher for torch.compile "
-                      "or SageAttention, or an extension build) finds no Python.h", quotes, NAMED,
+                      "or SageAttention, or an extension build) finds no Python.h or pythonXY.lib",
+                      quotes, NAMED,
                       [Remedy(summary=f"Copy the include and libs folders of a full CPython {py} "
                                "(the same version as python.exe -VV says; triton-windows' releases "
                                "publish them as python_3.X.Y_include_libs.zip) into python_embeded\\, "

@@ -17,6 +17,7 @@ from fadoctor.triage import errors as e
 from fadoctor.triage import mech_import_owner as owners
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
+from fadoctor.triage.cuda_runtime import cuda_runtime
 from fadoctor.triage.mech_abi import abi_mismatch
 from fadoctor.triage.mech_libstdcxx import is_std_symbol, libstdcxx
 from fadoctor.triage.mech_symbols import (
@@ -49,7 +50,10 @@ _UNDEFINED = re.compile(r"(?:([^\s:'\"]{1,300}\.so[\w.]{0,20})\s*:\s*)?(?:undefi
                         r"(?:fail\w{0,3} to find|can'?t find|cannot find|could not find) (?:a |the )?"
                         r"symbol)(?::\s*([A-Za-z_$][\w$.@]{0,511})|\s+(_Z[\w$.@]{1,511}))?")
 _SO = re.compile(r"[^\s:'\"`(]{1,300}\.so(?:\.[\w.]{1,20})?\b")
-_MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*:\s*cannot open shared object file")
+# the loader's own words, and ldd's for a library it does not find ("libcublas.so.12 => not found")
+_MISSING_LIB = re.compile(r"([\w.+-]{1,200}\.so(?:\.[\w.]{1,20})?)\s*(?::\s*cannot open shared object "
+                          r"file|=> not found)")
+_MISSING_NEEDLES = ("cannot open shared object", "=> not found")
 _CUDA_SYMBOL = re.compile(r"^_*(?:nvJitLink|nccl|nvrtc|cu(?:da|blas|sparse|fft|rand|solver|dnn|[A-Z]))")
 _IMPORTED = re.compile(r"^\s*(?:import|from)\s+([\w.]+)")
 
@@ -92,14 +96,23 @@ def undefined_symbols(ctx: Context) -> List[Signal]:
     return [_owned_mismatch(ctx, owner, _torch_mismatch(ctx, library, symbol, quotes), library)]
 
 
+_NOT_PACKAGES = {"lib", "lib64", "build", "bin", "tmp", "csrc", "src", "_C", "ops", "torch"}
+
+
 def _package_dir(ctx: Context, library: str) -> Optional[str]:
     """The package folder a binary sits in under site-packages, in a report that never names
     flash-attention: the extension's package, for the words of a remedy (its index name, which a
     command would need, may differ)."""
-    found = re.search(r"(?:site|dist)-packages/([A-Za-z_]\w*)/", library.replace("\\", "/"))
-    if found is None or ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
+    path = library.replace("\\", "/")
+    if ctx.text.containing(("flash_attn", "flash-attn", "flash attn")):
         return None
-    return found.group(1)
+    found = re.search(r"(?:site|dist)-packages/([A-Za-z_]\w*)/", path)
+    if found is not None:
+        return found.group(1)
+    # a source checkout's build in place (/root/detectron2/detectron2/_C.cpython-37m-...so): the
+    # package folder the binary sits in
+    checkout = re.search(r"/([A-Za-z_]\w*)/[^/]+\.(?:so|pyd)$", path)
+    return checkout.group(1) if checkout and checkout.group(1) not in _NOT_PACKAGES else None
 
 
 def _owned_abi(ctx: Context, abi: Signal, owner: Optional[str]) -> Signal:
@@ -231,7 +244,7 @@ def _broken_cuda_stack(ctx: Context, library: str, symbol: str, quotes: List[Quo
 
 
 def missing_libraries(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_MISSING_LIB, ("cannot open shared object",))
+    hit = ctx.first(_MISSING_LIB, _MISSING_NEEDLES)
     if hit is None or hit[1].group(1).startswith("libcudnn"):  # mech_cudnn_lib's
         return []
     index, found = hit
@@ -244,7 +257,7 @@ def missing_libraries(ctx: Context) -> List[Signal]:
             or owners.cuda_variant_package(ctx) or owners.frame_owner(ctx, index)
         if owner is not None:
             quotes = dedupe([*quotes, *(ctx.quote(i) for i in _import_line(ctx, index))])
-        return [_cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
+        return [cuda_runtime(ctx, lib, diagnosis.details.get("cuda_major"), quotes, owner)]
     if diagnosis.category == Category.ROCM:
         return [owners.rocm_library(ctx, index, module, diagnosis, quotes)]
     if module in CSRC:
@@ -285,52 +298,6 @@ def _importing(ctx: Context, index: int) -> Optional[str]:
         if raised.index == index and raised.frames:
             return raised.frames[-1].rsplit("/", 1)[-1].removesuffix(".py")
     return None
-
-
-def _cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote],
-                  owner: Optional[str] = None) -> Signal:
-    have = ctx.torch_cuda.major if ctx.torch_cuda is not None else None
-    present = [s for s in ctx.seen.libraries if s.value.startswith(lib.split(".so")[0] + ".so")]
-    if have is None and present:
-        major = re.search(r"\.so\.(\d+)", present[0].value)
-        have = int(major.group(1)) if major else None
-        quotes = dedupe([*quotes, present[0].quote])
-    quotes = dedupe([*quotes, *ctx.quotes("torch", "torch_cuda")])
-    if have is not None and built is not None and str(have) != built:
-        message = (f"the binary was built for CUDA {built} (it links {lib}), but this environment "
-                   f"has CUDA {have}: install a flash-attn build for CUDA {have}")
-    else:
-        message = (f"the binary links {lib}, a CUDA runtime the dynamic loader does not find "
-                   "here: it was built for another CUDA version")
-    # With torch's CUDA unknown the advice still holds: the build must match torch's CUDA.
-    cuda = f"CUDA {have} (the cu{have} wheels)" if have is not None else \
-        "the CUDA your torch uses (torch.version.cuda)"
-    if owner is not None:  # another package's binary (vLLM's, xformers'): its CUDA, not FA's
-        message = message.replace("the binary", f"{owner}'s binary").replace(
-            "install a flash-attn build", f"install a {owner} build")
-        fixes: List[Optional[Remedy]] = [
-            r.torch_for_cuda(ctx, int(built)) if built is not None and built.isdigit() else None,
-            Remedy(summary=f"Or install the {owner} build for {cuda} (its CUDA-variant wheel), "
-                   f"or an earlier {owner} release built for it; {owner}'s release notes name "
-                   "the CUDA of each wheel.")]
-        return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
-                      r.keep(fixes), details={"library": lib, "cuda_major": built,
-                                              "owner": owner},
-                      needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
-    remedies: List[Optional[Remedy]] = [r.exact_wheel(ctx)]
-    remedies.append(Remedy(summary=f"Reinstall flash-attn built for {cuda}; do not mix in "
-                               "binaries built for another CUDA (a conda package, a wheel from "
-                               "another machine).",
-                               commands=["pip uninstall -y flash-attn",
-                                         "pip install flash-attn --no-build-isolation "
-                                         "--no-cache-dir"]))
-    if built is not None and built.isdigit():
-        remedies.append(r.torch_for_cuda(ctx, int(built)))
-        remedies.append(Remedy(summary=f"Or, if a CUDA {built} runtime is installed elsewhere, put "
-                               "its lib folder on LD_LIBRARY_PATH before starting Python."))
-    return Signal("missing_library", Category.CUDA_RUNTIME_MISMATCH, message, quotes, NAMED,
-                  r.keep(remedies), details={"library": lib, "cuda_major": built},
-                  needs=[] if have else [("torch's CUDA version", r.REVEAL_TORCH)])
 
 
 # an unreleased build named: "0.45.3.dev271", "continuous-release_multi-backend-refactor", nightly
@@ -386,7 +353,7 @@ def cuda_runtime_named(ctx: Context) -> List[Signal]:
     """A report that names a CUDA runtime (libcudart.so.13) of another major than torch's CUDA,
     without the loader's own line (a title, prose): the binary that wants it was built for
     another CUDA than the installed torch."""
-    if ctx.first(_MISSING_LIB, ("cannot open shared object",)) is not None:
+    if ctx.first(_MISSING_LIB, _MISSING_NEEDLES) is not None:
         return []  # the loader's line: missing_libraries reads it
     hit = ctx.first(_CUDART_NAMED, ("libcudart.so.",))
     have = ctx.torch_cuda
@@ -395,6 +362,6 @@ def cuda_runtime_named(ctx: Context) -> List[Signal]:
     index, found = hit
     low = ctx.low(index)
     owner = next((dist for top, dist in OTHERS.items() if top in low), None)
-    signal = _cuda_runtime(ctx, found.group(0), found.group(1), [ctx.quote(index)], owner)
+    signal = cuda_runtime(ctx, found.group(0), found.group(1), [ctx.quote(index)], owner)
     signal.strength = IMPLIED
     return [signal]

@@ -11,12 +11,14 @@
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
+
+from packaging.version import Version
 
 from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import frame_package
-from fadoctor.triage.signal import HINTED, NAMED, Signal
+from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
 
 _SIX = re.compile(r"No module named ['\"`]?torch\._six['\"`]?|from torch\._six import|"
                   r"from ['\"`]torch\._six['\"`]|module 'torch' has no attribute '_six'")
@@ -36,21 +38,41 @@ def torch_six(ctx: Context) -> List[Signal]:
         (c for c in _CALLERS if ctx.text.containing((c,))), None)
     who = caller or "the code importing it"
     name = _NAME_FROM_SIX.search(ctx.text.lines[hit[0]])
+    if ctx.torch is not None and ctx.torch < Version("1.0"):  # older than the caller, not newer
+        return [_older_torch(ctx, hit[0], who, name.group(1) if name else None)]
     message = (f"this torch's torch._six no longer has {name.group(1)} (torch._six shrank through "
                f"the 1.x releases and torch 2.0 removed it): {who} was written for an older torch"
                if name else f"torch 2.0 removed torch._six, which {who} still imports: it was "
                "written for torch 1.x")
+    # torch._six.container_abcs was collections.abc under another name (torch==1.8.1:_six.py)
+    abc = (" container_abcs is collections.abc: `import collections.abc as container_abcs`."
+           if name and name.group(1) == "container_abcs" else "")
     if caller == "apex":  # no wheels; the index's `apex` is another project (build_package.py)
-        fix = Remedy(summary="Rebuild NVIDIA apex from its current repository (it publishes no "
-                     "wheels, and the index's `apex` is another project): its code is written for "
-                     "torch 2; or use the NGC PyTorch container, which ships it built.")
+        fix = Remedy(summary="Update apex: rebuild NVIDIA apex from its current repository (it "
+                     "publishes no wheels, and the index's `apex` is another project): its code "
+                     "is written for torch 2; or use the NGC PyTorch container, which ships it "
+                     "built." + abc)
     else:
         fix = Remedy(summary=f"Upgrade {who} to a release written for this torch (torch 2 code "
                      "imports math.inf and str instead)" + ("" if caller else "; in code of your "
-                     "own, `from torch import inf` and `str` for torch._six.string_classes") + ".",
+                     "own, `from torch import inf` and `str` for torch._six.string_classes") + "."
+                     + abc,
                      commands=[f"pip install --upgrade {caller}"] if caller else [])
     return [Signal("removed_api", Category.VERSION_CONFLICT, message, [ctx.quote(hit[0])], NAMED,
                    [fix], details={"source": "pytorch/pytorch#94709; torch==1.13.1:torch/_six.py"})]
+
+
+def _older_torch(ctx: Context, index: int, who: str, name: Optional[str]) -> Signal:
+    """A torch 0.x under code written for torch 1.x: the caller is newer than torch, not older."""
+    what = f"{name} from torch._six, which" if name else "from torch._six what"
+    return Signal("removed_api", Category.VERSION_CONFLICT,
+                  f"torch {ctx.torch} is older than the torch {who} was written for: it imports "
+                  f"{what} this torch does not have yet",
+                  dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED,
+                  [Remedy(summary=f"Upgrade torch to the 1.x release {who} names in its "
+                          "requirements or README (with its matching torchvision), or use a "
+                          "release of the code written for this torch.")],
+                  details={"source": "torch==1.13.1:torch/_six.py"})
 
 
 # the same said in a title: "ImportError with pkg_resources and packaging ... setuptools >= 70"

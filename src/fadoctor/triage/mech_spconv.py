@@ -23,6 +23,11 @@ _CPU_OPS = re.compile(r"SpconvOps'? has no attribute '(\w{3,60})'")
 # spconv 2.x's C++ core refusing a CUDA tensor in the CPU build (pccm-generated
 # SpconvOps_<op>.cc): "...SpconvOps_get_indice_pairs.cc(65) not implemented for CPU ONLY build."
 _CPU_BUILD = re.compile(r"SpconvOps_(\w{3,60})\.cc\(\d+\) not implemented for CPU ONLY build")
+# cumm, spconv's tensor library, asked for GPU memory in its CPU build: tensorview/tensor.h's
+# TensorStorage, `#ifdef TV_CUDA ... #else TV_THROW_INVALID_ARG("don't compiled with cuda")`
+# (FindDefinition/cumm include/tensorview/tensor.h); like spconv, cumm's CUDA builds are the
+# per-CUDA distributions cumm-cuXYZ, the plain `cumm` the CPU one
+_CUMM_CPU = re.compile(r"(tensorview/tensor\.h\(\d+\)\s*)?don't compiled with cuda", re.I)
 
 
 # The spconv 2.x CUDA distributions the package index publishes (`pip index versions spconv-cuXYZ`
@@ -54,12 +59,24 @@ def spconv(ctx: Context) -> List[Signal]:
                                "`from spconv.xxx import`); or build the spconv 1.x release the "
                                "code was written for (spconv 1.2.1, from source) in place of "
                                "2.x.", code="import spconv.pytorch as spconv")])]
-    ops = ctx.first(_CPU_OPS, ("spconvops",)) or ctx.first(_CPU_BUILD, ("cpu only build",))
-    if ops is None:
-        return []
     cuda = ctx.torch_cuda_stated or parse_version(ctx.seen.get(o.CUDA))
     name = _distribution(cuda.major * 10 + cuda.minor) if cuda is not None and cuda.release[1:] \
         else "spconv-cuXYZ"
+    cumm = ctx.first(_CUMM_CPU, ("don't compiled with cuda",))
+    if cumm is not None:
+        pair = name.replace("spconv-", "cumm-").split(" ")[0]
+        return [Signal("cumm_cpu", Category.WRONG_WHEEL,
+                       "cumm, spconv's tensor library, is its CPU build (the plain `cumm` "
+                       "distribution): it cannot hold a tensor on the GPU",
+                       dedupe([ctx.quote(cumm[0]), *ctx.quotes("torch", "cuda")]), NAMED,
+                       [Remedy(summary=f"Uninstall cumm and spconv (CPU builds, or a CUDA build "
+                               f"beside a CPU one), then install the pair built for torch's CUDA: "
+                               f"{pair} with {name} (each publishes one distribution per CUDA, "
+                               "cumm-cuXYZ and spconv-cuXYZ).",
+                               commands=[command("pip", "uninstall", "-y", "cumm", "spconv")])])]
+    ops = ctx.first(_CPU_OPS, ("spconvops",)) or ctx.first(_CPU_BUILD, ("cpu only build",))
+    if ops is None:
+        return []
     return [Signal("spconv_cpu", Category.WRONG_WHEEL,
                    f"this spconv is the CPU build (the plain `spconv` distribution): its "
                    f"SpconvOps lacks the CUDA op {ops[1].group(1)} that the GPU path calls",

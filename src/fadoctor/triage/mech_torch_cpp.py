@@ -21,7 +21,10 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 # gcc: "fatal error: THC/THC.h: No such file or directory"; nvcc/EDG: 'cannot open source file
 # "THC/THC.h"'; MSVC: "Cannot open include file: 'THC/THC.h'"; and the THC names undeclared
+# gcc's "fatal error: HEADER: " ends with strerror's words in the locale's language ("没有那个文件或
+# 目录"): a header it names there is one it could not open
 _THC = re.compile(r"THC/(?!THCDeviceUtils|THCAtomics)(\w+\.c?u?h)\W{0,3}(?::\s*)?No such file|"
+                  r"fatal error: THC/(?!THCDeviceUtils|THCAtomics)\w+\.c?u?h\s?[:\uff1a]|"
                   r"(?:cannot open (?:source|include) file|Cannot open include file)\W{1,3}"
                   r"THC/(?!THCDeviceUtils|THCAtomics)\w+|\b(THCState|THCudaCheck|THCudaMalloc|"
                   r"THCudaFree|THCCeilDiv|THCudaTensor\w*|THCState_getCurrentStream)\b[^\n]{0,40}"

@@ -8,7 +8,8 @@ import re
 from typing import Dict, List, Optional
 
 from fadoctor.report import Remedy
-from fadoctor.triage import mech_build, mech_resources
+from fadoctor.safety.shell import command
+from fadoctor.triage import build_package, mech_build, mech_resources
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.catalog_data import TOOLCHAIN, Entry
@@ -33,6 +34,15 @@ def _pin(ctx: Context) -> str:
 def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
     """flash-attn's setup.py imports torch while the frontend gets its build requirements, in an
     isolated environment that has no torch: build in the environment that has it."""
+    package = build_package.built(ctx)
+    if package not in (None, build_package.FLASH):  # another package's build: its own name
+        return [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows {package}'s "
+                       "setup.py failing while pip gathers its build requirements; the lines "
+                       "above this one say why. Where it imports torch (a CUDA extension's "
+                       "build does), install torch first and build without isolation, in the "
+                       "environment that has it.",
+                       commands=[command("pip", "install", "--no-build-isolation", package)]),
+                mech_build.prebuilt(ctx)]
     install = f'pip install "flash-attn{_pin(ctx)}" --no-build-isolation'
     found = [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows flash-attn's "
                     "setup.py failing in the isolated build environment: it imports torch, which "

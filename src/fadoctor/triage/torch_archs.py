@@ -8,7 +8,7 @@ from typing import List, Optional
 
 from packaging.version import Version
 
-from fadoctor.archs import arch_name, arch_runs_on
+from fadoctor.archs import FIRST_NVCC, arch_name, arch_runs_on
 from fadoctor.install.torch import torch_install
 from fadoctor.matrix.pytorch import TorchRelease
 from fadoctor.report import Remedy
@@ -46,9 +46,17 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
         if fitting:
             variant = max(fitting, key=lambda v: int(v[2:]))
             version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
+            oldest = min(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
+            # the matrix's oldest release is no first: older releases than it may have them
             since = (f" (torch {first.minor} was the first release with them, built for "
                      f"{', '.join(sorted(variants(first, cc)))})"
-                     if stated is None and first is not None and first is not rel else "")
+                     if stated is None and first is not None and first is not rel
+                     and first is not oldest else "")
+            floor = FIRST_NVCC.get(f"{cc.major}{cc.minor}")
+            if stated is None and floor:  # older torch releases than the matrix lists have them
+                since += (f"; any torch built for CUDA {floor} or newer can have them, and none "
+                          f"built for an older CUDA does, whose nvcc cannot compile for "
+                          f"sm_{cc.major}{cc.minor}")
             return [Remedy(summary=f"Install torch {version} built for {variant}, which has "
                            f"kernels for sm_{cc.major}{cc.minor}{since}; then reinstall "
                            f"{then} for it.", commands=[torch_install(version, variant)])]
@@ -148,9 +156,12 @@ def newest_with(ctx: Context, cc: Version) -> List[Remedy]:
         fitting = variants(rel, cc)
         if fitting:
             variant = max(fitting, key=lambda v: int(v[2:]))
+            floor = FIRST_NVCC.get(f"{cc.major}{cc.minor}")
+            need = (f"; sm_{cc.major}{cc.minor} needs a torch built for CUDA {floor} or newer"
+                    if floor else "")
             return [Remedy(summary=f"The installed torch is a build without sm_{cc.major}{cc.minor} "
                            "(an older release, or one for an older CUDA: the arch list the "
-                           f"message prints): install torch {rel.latest_patch} built for "
+                           f"message prints{need}): install torch {rel.latest_patch} built for "
                            f"{variant}, which has its kernels, then reinstall the packages "
                            "built for the old torch.",
                            commands=[torch_install(rel.latest_patch, variant)])]

@@ -1,0 +1,165 @@
+"""Mechanisms added or mended in session 49, each on the message as its program prints it: nvcc
+refusing an architecture (a family-specific target, an arch the stated toolkit still compiles,
+/usr/bin/nvcc first on PATH), a binary linking another CUDA major's library (ldd's form too),
+cumm's CPU build, DeepSpeed's op pre-compile refusal, the THC header in a localised gcc message,
+torch's arch list with the CUDA an arch needs, and pip's metadata step for a package other than
+flash-attn."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from tests.helpers.triage_said import said, top
+
+from fadoctor.matrix import Matrix
+from fadoctor.report import Category
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
+def test_real_nvcc_refusing_a_family_target(tmp_path: Path, matrix: Matrix) -> None:
+    """nvcc's own refusal of a family-specific target it does not know: the 'f' is kept."""
+    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
+    done = subprocess.run([str(NVCC), "-c", "k.cu", "-arch=sm_131f"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    found = top(done.stdout + done.stderr, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "sm_131f" in found.message
+    assert "nvcc --list-gpu-arch" in said(found)
+
+
+def test_family_target_needs_cuda_12_9(matrix: Matrix) -> None:
+    text = ("Warning: please use at least NVCC 12.9 for the best DeepGEMM performance\n"
+            "NVCC compilation failed: nvcc fatal   : Unsupported gpu architecture 'sm_100f'\n")
+    found = top(text, matrix)
+    assert "sm_100f" in found.message and "12.9 or newer" in found.message
+    assert "this nvcc (12.9)" not in found.message  # the nvcc named is not the one that ran
+    assert ">= 12.9" in said(found)
+
+
+def test_arch_need_is_nvcc_s_own_outside_flash_attn(matrix: Matrix) -> None:
+    found = top("nvcc fatal : Unsupported gpu architecture 'compute_80'\n", matrix)
+    assert "needs nvcc 11.0 or newer" in found.message
+    assert "-gencode" in said(found)
+
+
+def test_distro_nvcc_with_an_older_stated_cuda(matrix: Matrix) -> None:
+    text = ("I am on Ubuntu 16.04 with an Nvidia P6000 GPU and Cuda 10.1.\n"
+            "nvcc fatal   : Unsupported gpu architecture 'compute_61\n"
+            "error: command '/usr/bin/nvcc' failed with exit status 1\n")
+    found = top(text, matrix)
+    assert "no longer compile" not in found.message  # CUDA 10 still compiles sm_61
+    assert "/usr/bin/nvcc" in said(found) and "install CUDA" in said(found)
+    assert "export CUDA_HOME=/usr/local/cuda" in said(found)
+
+
+@pytest.mark.parametrize("line", ["\tlibcublas.so.12 => not found",
+                                  "ImportError: libcublas.so.12: cannot open shared object file: "
+                                  "No such file or directory"])
+def test_another_major_s_library_for_an_unnamed_package(line: str, matrix: Matrix) -> None:
+    found = top(f"my CUDA version is 11.7\n{line}\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH
+    assert "built for CUDA 12" in found.message and "CUDA 11" in found.message
+    assert "flash-attn" not in said(found)  # the report never names it
+    assert "Reinstall" in said(found) and "CUDA 11" in said(found)
+
+
+def test_cumm_cpu_build(matrix: Matrix) -> None:
+    text = ("ValueError: /io/include/tensorview/tensor.h(171) don't compiled with cuda\n"
+            "I have installed cumm & cumm-cu111\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL and "cumm" in found.message
+    assert "uninstall -y cumm spconv" in said(found) and "cumm-cuXYZ" in said(found)
+
+
+def test_deepspeed_pre_compile_refused(matrix: Matrix) -> None:
+    text = ("DS_BUILD_OPS=1 pip install deepspeed==0.11.0\n"
+            " [WARNING]  One can disable async_io with DS_BUILD_AIO=0\n"
+            " [ERROR]  Unable to pre-compile async_io\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "async_io" in found.message
+    assert "libaio" in said(found) and "DS_BUILD_AIO=0" in said(found)
+    assert "ds_report" in said(found)
+
+
+def test_deepspeed_abort_line_only(matrix: Matrix) -> None:
+    """A traceback showing setup.py's abort line: the op is the one the report names."""
+    text = ("[BUG] async_io error during installation of deepspeed 0.11.0\n"
+            "  \u00d7 python setup.py egg_info did not run successfully.\n"
+            '      abort(f"Unable to pre-compile {op_name}")\n')
+    found = top(text, matrix)
+    assert "async_io" in found.message and "g++" in said(found)
+
+
+def test_thc_header_in_a_localised_gcc(matrix: Matrix) -> None:
+    found = top("fatal error: THC/THC.h: \u6ca1\u6709\u90a3\u4e2a\u6587\u4ef6\u6216\u76ee\u5f55\n"
+                "my torch is 2.0.1\n", matrix)
+    assert "THC" in found.message and "1.11" in found.message
+
+
+def test_torch_arch_list_names_the_cuda_the_arch_needs(matrix: Matrix) -> None:
+    text = ("GeForce RTX 3070 with CUDA capability sm_86 is not compatible with the current "
+            "PyTorch installation.\nThe current PyTorch install supports CUDA capabilities "
+            "sm_37 sm_50 sm_60 sm_61 sm_70 sm_75 compute_37.\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE
+    assert "CUDA 11.1 or newer" in said(found)
+
+
+def test_pip_metadata_step_names_the_package_it_builds(matrix: Matrix) -> None:
+    text = ("Collecting pointnet2_ops\n  Using cached pointnet2_ops-3.0.0.tar.gz (1.1 MB)\n"
+            "  Preparing metadata (setup.py) ... error\n  error: subprocess-exited-with-error\n"
+            "  \u00d7 python setup.py egg_info did not run successfully.\n")
+    found = top(text, matrix)
+    assert "flash-attn" not in said(found)
+    assert "pointnet2-ops" in said(found) or "pointnet2_ops" in said(found)
+
+
+def test_c10_error_in_the_other_abi_for_a_checkout_build(matrix: Matrix) -> None:
+    """Every torch defines c10::Error(SourceLocation, string) in its own ABI: an extension that
+    misses the pre-C++11 form was built for the other ABI, whichever package it is."""
+    text = ("  File \"/root/detectron2/detectron2/layers/deform_conv.py\", line 10, in <module>\n"
+            "    from detectron2 import _C\nImportError: /root/detectron2/detectron2/_C.cpython-37m"
+            "-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC1ENS_14SourceLocationERKSs\n")
+    found = top(text, matrix)
+    assert found.category == Category.CXX11_ABI_MISMATCH
+    assert found.message.startswith("detectron2:")
+    assert "_GLIBCXX_USE_CXX11_ABI=1" in said(found) and "flash-attn" not in said(found)
+
+
+@pytest.mark.parametrize("text,windows", [
+    ("    from mpi4py import MPI\nImportError: DLL load failed while importing MPI: The specified "
+     "module could not be found.\n", True),
+    ("    from mpi4py import MPI\nImportError: libmpi.so.40: cannot open shared object file: No "
+     "such file or directory\n", False)])
+def test_mpi4py_without_an_mpi(text: str, windows: bool, matrix: Matrix) -> None:
+    found = top(text, matrix)
+    assert found.category == Category.NOT_INSTALLED and "mpi4py" in found.message
+    assert "pip install impi-rt" in said(found)
+    assert ("MS-MPI" in said(found)) == windows and ("pip install mpich" in said(found)) != windows
+
+
+def test_torch_six_under_a_torch_older_than_the_code(matrix: Matrix) -> None:
+    text = ("No module named 'torch._six'\npython 3.6.2\ncuda 9.0\npytorch 0.1.12\n"
+            "File \".../fn.py\", line 5, in <module>\nfrom torch._six import string_classes\n")
+    found = top(text, matrix)
+    assert "older than the torch" in found.message and "Upgrade torch" in said(found)
+
+
+def test_container_abcs_is_collections_abc(matrix: Matrix) -> None:
+    found = top("ImportError: cannot import name 'container_abcs' from 'torch._six'\n"
+                "env: win10, torch 1.9, cuda10.2\n", matrix)
+    assert "no longer has container_abcs" in found.message
+    assert "import collections.abc as container_abcs" in said(found)
+
+
+def test_python_libs_missing_beside_an_embedded_python(matrix: Matrix) -> None:
+    text = ("C:\\AI\\ComfyUI\\ComfyUI_windows_portable\\python_embeded\\Lib\\site-packages\\triton\\"
+            "windows_utils.py:315: UserWarning: Failed to find Python libs.\n"
+            "  warnings.warn(\"Failed to find Python libs.\")\n")
+    found = top(text, matrix)
+    assert "python_embeded" in found.message and "include and libs" in said(found)

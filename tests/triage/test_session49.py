@@ -16,6 +16,7 @@ from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
+from fadoctor.triage.diagnose import triage
 
 NVCC = shutil.which("nvcc")
 
@@ -163,3 +164,24 @@ def test_python_libs_missing_beside_an_embedded_python(matrix: Matrix) -> None:
             "  warnings.warn(\"Failed to find Python libs.\")\n")
     found = top(text, matrix)
     assert "python_embeded" in found.message and "include and libs" in said(found)
+
+
+def test_nvcc_missing_in_a_runtime_image(matrix: Matrix) -> None:
+    text = ("docker run -it --gpus all nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04 /bin/bash\n"
+            "root@7c0be9bfaeec:/# nvcc --version\nbash: nvcc: command not found\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN
+    assert "docker pull nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04" in said(found)
+
+
+def test_uv_takes_a_package_from_pytorch_s_index(matrix: Matrix) -> None:
+    text = ("uv add torch==2.3.1 --index torch=<index>/whl/cu118\n"
+            "error: Distribution `markupsafe==3.0.2 @ registry+<index>/whl/cu118` can't be "
+            "installed because it doesn't have a source distribution or wheel for the current "
+            "platform\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL and "markupsafe" in found.message
+    assert "explicit = true" in said(found) and "unsafe-best-match" in said(found)
+    torch_itself = text.replace("markupsafe==3.0.2", "torch==2.3.1")
+    assert all("PyTorch's index, which serves" not in d.message
+               for d in triage(torch_itself, matrix).diagnosis)

@@ -90,12 +90,29 @@ def nvcc_missing(ctx: Context) -> List[Signal]:
     skip = prebuilt(ctx) if package in (None, "flash-attn", building) else Remedy(
         summary=f"Or skip compiling: install a prebuilt {package} wheel built for this torch, CUDA "
                 "and Python (its release page lists them), where one exists.")
+    image = ctx.first(_RUNTIME_IMAGE, ("nvidia/cuda:",))
+    devel = [] if image is None else [Remedy(
+        summary=f"nvidia/cuda:{image[1].group(0).split(':', 1)[1]} is a {image[1].group(2)} image: "
+                "NVIDIA's base and runtime images carry the CUDA runtime (and its libraries), "
+                "not nvcc or the CUDA headers; the devel image of the same tag adds them.",
+        commands=[f"docker pull {_devel(image[1].group(0))}"])]
     return [Signal("nvcc_missing", Category.BUILD_TOOLCHAIN,
                    "the build found no CUDA headers: the toolkit is incomplete (conda's nvcc package "
                    "alone has none) or CUDA_HOME points elsewhere" if ".h" in ctx.low(hit[0]) else
                    "the build found no CUDA compiler: nvcc is not installed or CUDA_HOME does not "
                    "point at the toolkit", dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]),
-                   NAMED, [toolkit(ctx), skip])]
+                   NAMED, [*devel, toolkit(ctx), skip])]
+
+
+# NVIDIA's CUDA images by flavour (nvidia/cuda on Docker Hub, "base: includes the CUDA runtime
+# (cudart)", "runtime: builds on the base and includes the CUDA math libraries and NCCL",
+# "devel: builds on the runtime and includes headers, development tools for building CUDA
+# images"): a build inside a base or runtime image has no nvcc
+_RUNTIME_IMAGE = re.compile(r"nvidia/cuda:([\w.]{1,20}(?:-cudnn\d{0,2})?)-(runtime|base)(-[\w.]{1,40})?")
+
+
+def _devel(image: str) -> str:
+    return re.sub(r"-(?:runtime|base)(?=-|$)", "-devel", image, count=1)
 
 
 def toolkit(ctx: Context, at_least: Optional[Version] = None) -> Remedy:

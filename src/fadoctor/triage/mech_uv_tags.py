@@ -58,3 +58,41 @@ def _newest_listed(ctx: Context) -> Optional[int]:
     hit = ctx.first(_HINT_TAGS, ("with the following",))
     minors = [int(m) for m in _CP.findall(hit[1].group(1))] if hit else []
     return max(minors) if minors else None
+
+
+# uv taking a package PyTorch's index also serves (markupsafe, jinja2, numpy, with fewer wheels
+# than PyPI) from that index: uv's default index strategy, first-index, takes each package from
+# the first index that has it. "Distribution `markupsafe==3.0.2 @ registry+https://…/whl/cu118`
+# can't be installed because it doesn't have a source distribution or wheel for the current
+# platform". uv's PyTorch guide (astral-sh/uv@0.13.6:docs/guides/integration/pytorch.md) marks
+# the PyTorch index `explicit = true` and pins torch to it in [tool.uv.sources], so nothing else
+# comes from it; `--index-strategy unsafe-best-match` looks at every index instead.
+_FROM_INDEX = re.compile(r"Distribution `([A-Za-z0-9][\w.-]{0,80})==([\w.+!]{1,40}) @ "
+                         r"registry\+(\S{1,200}?/whl/[\w.-]{1,40})/?` can't be installed because "
+                         r"it doesn't have a source distribution or wheel for the current platform")
+_TORCH_OWN = re.compile(r"^(?:torch\w*|triton|pytorch-triton[\w-]*|nvidia-[\w-]+|fbgemm-gpu\w*)$")
+_GUIDE = "astral-sh/uv@0.13.6:docs/guides/integration/pytorch.md"
+
+
+def torch_index_first(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_FROM_INDEX, ("can't be installed because it doesn't have",), ("/whl/",))
+    if hit is None or _TORCH_OWN.match(hit[1].group(1).lower()):
+        return []
+    package, version, url = hit[1].group(1), hit[1].group(2), hit[1].group(3)
+    config = (f'[[tool.uv.index]]\nname = "pytorch"\nurl = "{url}"\nexplicit = true\n\n'
+              '[tool.uv.sources]\ntorch = { index = "pytorch" }\n'
+              'torchvision = { index = "pytorch" }')
+    return [Signal("uv_torch_index", Category.WRONG_WHEEL,
+                   f"uv took {package} {version} from PyTorch's index, which serves some other "
+                   "packages with fewer wheels than PyPI: uv's default index strategy takes each "
+                   "package from the first index that has it, and that index's copy has no wheel "
+                   "for this Python or platform",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("python")]), NAMED,
+                   [Remedy(summary="Mark PyTorch's index explicit and take only torch (and its "
+                           "domain libraries) from it, in pyproject.toml, as uv's PyTorch guide "
+                           f"does ({_GUIDE}); everything else then comes from PyPI.",
+                           code=config),
+                    Remedy(summary="Or let uv look at every index for each package (uv's "
+                           "--index-strategy unsafe-best-match), or pin the package to a "
+                           "release with a wheel for this Python.")],
+                   details={"source": _GUIDE})]

@@ -257,6 +257,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_ptxas.unknown_target, mech_ptxas.instruction_target, mech_ptxas.isa_version, mech_ptxas.old_isa,
     mech_headers.python_headers, mech_headers.cuda_library, mech_headers.cmake_compiler,
     mech_build.wheel_tags, mech_build.uv_platform, mech_build.local_pin, mech_uv_tags.no_matching_wheel,
+    mech_uv_tags.torch_index_first,
     mech_install.invalid_wheel, mech_install.compiler_crash, mech_install.long_paths,
     mech_install.renamed_distribution, mech_dist_name.renamed, mech_replaced_torch.replaced,
     mech_replaced_torch.unmet, mech_replaced_torch.asked_support, mech_replaced_torch.index_for_other_torch,

@@ -185,3 +185,21 @@ def test_uv_takes_a_package_from_pytorch_s_index(matrix: Matrix) -> None:
     torch_itself = text.replace("markupsafe==3.0.2", "torch==2.3.1")
     assert all("PyTorch's index, which serves" not in d.message
                for d in triage(torch_itself, matrix).diagnosis)
+
+
+REMOTE_TOKENIZER = """\
+  File "/root/.cache/huggingface/modules/transformers_modules/internlm-chat-7b/tokenization_internlm.py", line 68, in __init__
+    super().__init__(
+  File "/usr/lib/python3.10/site-packages/transformers/tokenization_utils.py", line 366, in __init__
+    self._add_tokens(self.all_special_tokens_extended, special_tokens=True)
+AttributeError: 'InternLMTokenizer' object has no attribute 'sp_model'
+"""
+
+
+def test_remote_tokenizer_broken_by_transformers_4_34(matrix: Matrix) -> None:
+    found = top(REMOTE_TOKENIZER, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "4.34" in found.message
+    assert "pip install transformers==4.33.3" in said(found)
+    older = REMOTE_TOKENIZER + "transformers version: 4.31.0\n"
+    assert all("from the model's own code" not in d.message
+               for d in triage(older, matrix).diagnosis)

@@ -203,3 +203,24 @@ def test_remote_tokenizer_broken_by_transformers_4_34(matrix: Matrix) -> None:
     older = REMOTE_TOKENIZER + "transformers version: 4.31.0\n"
     assert all("from the model's own code" not in d.message
                for d in triage(older, matrix).diagnosis)
+
+
+def test_cutlass_without_a_named_gpu_is_bf16_below_sm80_at_most_implied(matrix: Matrix) -> None:
+    found = top("RuntimeError: cutlassF: no kernel found to launch!\n", matrix)
+    assert found.category == Category.DTYPE_UNSUPPORTED and "bfloat16" in found.message
+    assert "float16" in said(found)
+    on_ampere = triage("GPU: NVIDIA A100-SXM4-80GB\nRuntimeError: cutlassF: no kernel found to "
+                       "launch!\n", matrix)
+    assert all("bfloat16" not in d.message for d in on_ampere.diagnosis)
+
+
+@pytest.mark.parametrize("quote", ["'", "\\'"])
+def test_an_operator_without_an_mps_kernel(quote: str, matrix: Matrix) -> None:
+    text = (f"NotImplementedError: The operator {quote}aten::roll{quote} is not currently "
+            "implemented for the MPS device. If you want this op to be added in priority during "
+            "the prototype phase of this feature, please comment on "
+            "https://github.com/pytorch/pytorch/issues/77764.\n")
+    found = top(text, matrix)
+    assert found.category == Category.PLATFORM_UNSUPPORTED and "aten::roll" in found.message
+    assert "export PYTORCH_ENABLE_MPS_FALLBACK=1" in said(found)
+    assert "pip install --upgrade torch" in said(found)

@@ -14,7 +14,7 @@ from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
-from fadoctor.triage.signal import HINTED, NAMED, Signal, dedupe
+from fadoctor.triage.signal import HINTED, IMPLIED, NAMED, Signal, dedupe
 
 # ptxas' own words: "error   : Feature '.bf16' requires .target sm_80 or higher" (also "cvt with
 # .f32.bf16", "cvt.e4m3x2" for fp8 below sm_89): PTX ISA, each instruction's Target ISA notes.
@@ -100,8 +100,18 @@ def cutlass_bf16(ctx: Context) -> List[Signal]:
     missing kernels there are bf16 ones, so the tensors were bfloat16."""
     hit = ctx.first(_CUTLASS, ("no kernel found to launch",))
     cc: Optional[Version] = ctx.gpu_cc_exact
-    if hit is None or cc is None or cc >= Version("8.0") or ctx.amd:
+    if hit is None or (cc is not None and cc >= Version("8.0")) or ctx.amd:
         return []
+    if cc is None:  # no GPU named: the one case without a kernel on any sm_50+ GPU, said as such
+        return [Signal("cutlass_bf16", Category.DTYPE_UNSUPPORTED,
+                       "the memory-efficient attention kernels found none for these tensors on "
+                       "this GPU: their only gap from sm_50 on is bfloat16 below sm_80 (Pascal, "
+                       "Volta, Turing), so the model most likely ran in bfloat16 on such a GPU",
+                       [ctx.quote(hit[0])], IMPLIED, [Remedy(summary=_TO_FP16)],
+                       details={"source": "pytorch/pytorch aten/src/ATen/native/transformers/"
+                                          "cuda/mem_eff_attention/kernels/cutlassF.h"},
+                       needs=[("the GPU's name and compute capability",
+                               "nvidia-smi --query-gpu=name,compute_cap --format=csv")])]
     return [Signal("cutlass_bf16", Category.DTYPE_UNSUPPORTED,
                    f"the memory-efficient attention kernels have no bfloat16 version for "
                    f"{_gpu(ctx)} (bf16 ones start at sm_80; fp16 and fp32 run from sm_50), so the "

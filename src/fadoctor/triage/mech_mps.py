@@ -257,3 +257,32 @@ def mps_watermark(ctx: Context) -> List[Signal]:
                            "instead of failing), or lower the work's size (resolution, batch).",
                            commands=["export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0"])],
                    details={"source": "pytorch/pytorch aten/src/ATen/mps/MPSAllocator.mm"})]
+
+
+# torch's fallback for an operator with no MPS kernel: "The operator 'aten::roll' is not currently
+# implemented for the MPS device. ... As a temporary fix, you can set the environment variable
+# `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op." (pytorch/pytorch
+# aten/src/ATen/mps/MPSFallback.mm); releases add MPS kernels op by op (pytorch/pytorch#77764)
+_NO_MPS_OP = re.compile(r"operator \\?['\u2018`]?(aten::\w{1,60}(?:\.\w{1,40})?)\\?['\u2019`]? is not "
+                        r"currently implemented for the MPS device")
+
+
+def missing_op(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_MPS_OP, ("not currently implemented for the mps device",))
+    if hit is None:
+        return []
+    op = hit[1].group(1)
+    torch = f" {ctx.torch}" if ctx.torch else ""
+    return [Signal("mps_missing_op", Category.PLATFORM_UNSUPPORTED,
+                   f"this torch{torch} has no MPS (Apple GPU) kernel for {op}: the model runs on "
+                   "the Mac's GPU until it reaches that operator",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   [Remedy(summary=f"Let torch run {op} on the CPU and the rest on the GPU: set "
+                           "PYTORCH_ENABLE_MPS_FALLBACK=1 before starting Python (torch's own "
+                           "message says so; slower for that operator).",
+                           commands=["export PYTORCH_ENABLE_MPS_FALLBACK=1"]),
+                    Remedy(summary="Or upgrade torch: releases add MPS kernels operator by "
+                           "operator (pytorch/pytorch#77764 tracks them), so a newer one may run "
+                           f"{op} on the GPU.",
+                           commands=[command("pip", "install", "--upgrade", "torch")])],
+                   details={"source": "pytorch/pytorch aten/src/ATen/mps/MPSFallback.mm"})]

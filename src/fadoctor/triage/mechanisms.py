@@ -203,7 +203,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_amd.directml, mech_gpu.graph_breaks, mech_dtype_arch.ptxas_feature, mech_dtype_arch.triton_fp8,
     mech_dtype_arch.cutlass_bf16, mech_dtype_arch.fp8_matmul, mech_dtype_arch.trainer_bf16,
     mech_dtype_arch.inductor_bf16, mech_dtype_arch.autocast_bf16, mech_dtype_arch.bf16_below_ampere,
-    mech_mps.dtype, mech_mps.rosetta, mech_mps.directml_float64, mech_mps.mac_arch,
+    mech_mps.dtype, mech_mps.missing_op, mech_mps.rosetta, mech_mps.directml_float64, mech_mps.mac_arch,
     mech_dtype_arch.tensorrt_fp8, mech_dtype_arch.cublas_bf16, mech_dtype_arch.half_atomic,
     mech_dtype_arch.arch_intrinsic, mech_pre_ampere.pre_ampere, mech_triton_smem.shared_memory,
     mech_triton_smem.no_valid_choices, mech_triton_pin.mismatch, mech_triton_pin.pre_release_api,

@@ -224,3 +224,14 @@ def test_an_operator_without_an_mps_kernel(quote: str, matrix: Matrix) -> None:
     assert found.category == Category.PLATFORM_UNSUPPORTED and "aten::roll" in found.message
     assert "export PYTORCH_ENABLE_MPS_FALLBACK=1" in said(found)
     assert "pip install --upgrade torch" in said(found)
+
+
+def test_macos_c_symbol_expected_in_torch_s_dylib(matrix: Matrix) -> None:
+    text = ("OSError: dlopen(/Users/a/.venv/lib/python3.11/site-packages/torchaudio/lib/"
+            "_torchaudio.abi3.so, 0x0006): Symbol not found: _torch_library_impl\n"
+            "  Referenced from: <984E2E32> /Users/a/.venv/lib/python3.11/site-packages/torchaudio/"
+            "lib/_torchaudio.abi3.so\n  Expected in:     <8A7009C4> /Users/a/.venv/lib/python3.11/"
+            "site-packages/torch/lib/libtorch_cpu.dylib\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH
+    assert found.message.startswith("torchaudio needs a PyTorch symbol (torch_library_impl)")

@@ -15,7 +15,8 @@ from fadoctor.triage.context import Context
 from fadoctor.triage.mech_api_skew import dist_of
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
-_NOT_FOUND = re.compile(r"Symbol not found: _(_ZN\d*(?:2at|3c10|5torch)\w{0,400})")
+# any symbol (a C one such as _torch_library_impl too) that dyld expected in torch's own dylib
+_NOT_FOUND = re.compile(r"Symbol not found: _(\w{1,400})")
 _OPENED = re.compile(r"dlopen\(([^,]{1,400}), 0x[0-9a-fA-F]+\)")
 _EXPECTED = re.compile(r"Expected in:[^\n]{0,200}?(libtorch\w*\.dylib|libc10\w*\.dylib)")
 _PACKAGE = re.compile(r"(?:site|dist)-packages/([A-Za-z_]\w*)/")
@@ -34,8 +35,12 @@ def torch_symbol(ctx: Context) -> List[Signal]:
     owner = dist_of(package.group(1)) if package and package.group(1) != "torch" else None
     what = owner or "the extension"
     return [Signal("dyld_symbol", Category.TORCH_VERSION_MISMATCH,
-                   f"{what} needs a PyTorch C++ symbol ({found.group(1)[:60]}…) that the installed "
+                   f"{what} needs a PyTorch symbol ({_short(found.group(1))}) that the installed "
                    f"torch's {expected.group(1)} does not export (macOS's form of an undefined "
                    "symbol): it was compiled against another torch",
                    dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED,
                    r.rebuild_other(ctx, owner))]
+
+
+def _short(symbol: str) -> str:
+    return symbol if len(symbol) <= 60 else symbol[:60] + "\u2026"

@@ -188,7 +188,8 @@ def test_uv_takes_a_package_from_pytorch_s_index(matrix: Matrix) -> None:
 
 
 REMOTE_TOKENIZER = """\
-  File "/root/.cache/huggingface/modules/transformers_modules/internlm-chat-7b/tokenization_internlm.py", line 68, in __init__
+  File "/root/.cache/huggingface/modules/transformers_modules/internlm-chat-7b/\
+tokenization_internlm.py", line 68, in __init__
     super().__init__(
   File "/usr/lib/python3.10/site-packages/transformers/tokenization_utils.py", line 366, in __init__
     self._add_tokens(self.all_special_tokens_extended, special_tokens=True)

@@ -34,8 +34,9 @@ def torch_symbol(ctx: Context) -> List[Signal]:
     package = _PACKAGE.search(opened.group(1)) if opened else None
     owner = dist_of(package.group(1)) if package and package.group(1) != "torch" else None
     what = owner or "the extension"
+    kind = "C++ symbol" if found.group(1).startswith("_Z") else "symbol"
     return [Signal("dyld_symbol", Category.TORCH_VERSION_MISMATCH,
-                   f"{what} needs a PyTorch symbol ({_short(found.group(1))}) that the installed "
+                   f"{what} needs a PyTorch {kind} ({_short(found.group(1))}) that the installed "
                    f"torch's {expected.group(1)} does not export (macOS's form of an undefined "
                    "symbol): it was compiled against another torch",
                    dedupe([ctx.quote(index), *ctx.quotes("torch")]), NAMED,

@@ -236,3 +236,12 @@ def test_macos_c_symbol_expected_in_torch_s_dylib(matrix: Matrix) -> None:
     found = top(text, matrix)
     assert found.category == Category.TORCH_VERSION_MISMATCH
     assert found.message.startswith("torchaudio needs a PyTorch symbol (torch_library_impl)")
+
+
+@pytest.mark.parametrize("line", ["AssertionError: Torch not compiled with XPU enabled",
+                                  "RuntimeError: PyTorch is not linked with support for xpu "
+                                  "devices"])
+def test_torch_without_xpu(line: str, matrix: Matrix) -> None:
+    found = top(f"Intel Arc A750, --use-ipex\n{line}\n", matrix)
+    assert found.category == Category.TORCH_CPU_ONLY and "XPU" in found.message
+    assert "/whl/xpu" in said(found) and "--force-reinstall" in said(found)

@@ -67,3 +67,30 @@ def ipex_torch(ctx: Context) -> List[Signal]:
                                              "--index-url", url(torch_index("xpu")))])],
                    details={"source": "intel/intel-extension-for-pytorch __init__.py (its torch "
                                       "version check)"})]
+
+
+# A torch without Intel GPU support asked for an XPU: torch's own "Torch not compiled with XPU
+# enabled" (torch/xpu/__init__.py, _lazy_init) and "PyTorch is not linked with support for xpu
+# devices" (c10's device guard). torch 2.5 and later build XPU support into the wheels of PyTorch's
+# xpu index (the +xpu builds); the default wheels are CUDA or CPU builds.
+_NO_XPU = re.compile(r"Torch not compiled with XPU enabled|PyTorch is not linked with support "
+                     r"for xpu devices")
+
+
+def no_xpu(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_XPU, ("compiled with xpu", "support for xpu"))
+    if hit is None:
+        return []
+    torch = f"torch {ctx.torch}" if ctx.torch else "the installed torch"
+    return [Signal("torch_no_xpu", Category.TORCH_CPU_ONLY,
+                   f"{torch} is a build without Intel GPU (XPU) support: a CPU or CUDA build, or "
+                   "one older than torch's own XPU builds",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   [Remedy(summary="Reinstall torch from PyTorch's xpu index (its +xpu builds, "
+                           "torch 2.5 and later; with the matching torchvision and torchaudio), "
+                           "into the Python that runs it; an app with its own installer has an "
+                           "option to reinstall torch for Intel GPUs.",
+                           commands=[command("pip", "install", "--force-reinstall", "torch",
+                                             "torchvision", "torchaudio", "--index-url",
+                                             url(torch_index("xpu")))])],
+                   details={"source": "torch/xpu/__init__.py (_lazy_init)"})]

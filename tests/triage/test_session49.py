@@ -245,3 +245,24 @@ def test_torch_without_xpu(line: str, matrix: Matrix) -> None:
     found = top(f"Intel Arc A750, --use-ipex\n{line}\n", matrix)
     assert found.category == Category.TORCH_CPU_ONLY and "XPU" in found.message
     assert "/whl/xpu" in said(found) and "--force-reinstall" in said(found)
+
+
+def test_a_library_op_without_its_cuda_kernel(matrix: Matrix) -> None:
+    found = top("torch 2.4.1+cu121\nNotImplementedError: Could not run 'torchvision::nms' with "
+                "arguments from the 'CUDA' backend. This could be because the operator doesn't "
+                "exist for this backend\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "torchvision::nms" in found.message
+    assert "torchvision==0.19.1 --index-url" in said(found) and "/whl/cu121" in said(found)
+    aten = triage("NotImplementedError: Could not run 'aten::empty_strided' with arguments from "
+                  "the 'CUDA' backend.\n", matrix)
+    assert all("build has no CUDA kernel" not in d.message for d in aten.diagnosis)
+
+
+def test_dgl_and_mmcv_without_cuda(matrix: Matrix) -> None:
+    dgl = top("dgl._ffi.base.DGLError: [14:00:04] /opt/dgl/src/runtime/c_runtime_api.cc:82: Check "
+              "failed: allow_missing: Device API cuda is not enabled. Please install the cuda "
+              "version of dgl.\n", matrix)
+    assert dgl.category == Category.WRONG_WHEEL and "CUDA version of dgl" in said(dgl)
+    mmcv = top("RuntimeError: ms_deform_attn_impl_forward: implementation for device cuda:0 not "
+               "found.\n", matrix)
+    assert "mmcv" in mmcv.message and "MMCV_WITH_OPS=1 FORCE_CUDA=1" in said(mmcv)

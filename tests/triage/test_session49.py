@@ -266,3 +266,15 @@ def test_dgl_and_mmcv_without_cuda(matrix: Matrix) -> None:
     mmcv = top("RuntimeError: ms_deform_attn_impl_forward: implementation for device cuda:0 not "
                "found.\n", matrix)
     assert "mmcv" in mmcv.message and "MMCV_WITH_OPS=1 FORCE_CUDA=1" in said(mmcv)
+
+
+@pytest.mark.parametrize("line,name", [("Gpu : Zotac 5070 12 GB", "GeForce RTX 5070"),
+                                       ("I'm using a nvidia 5080", "GeForce RTX 5080"),
+                                       ("ASUS 4090 here", "GeForce RTX 4090")])
+def test_a_geforce_number_after_its_maker(line: str, name: str, matrix: Matrix) -> None:
+    text = ("RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+            f"{line}\n")
+    assert name in top(text, matrix).message
+    assert "GeForce" not in top("File \"x.py\", line 5080, in f\nRuntimeError: CUDA error: no "
+                                "kernel image is available for execution on the device\n",
+                                matrix).message

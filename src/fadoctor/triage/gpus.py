@@ -23,7 +23,9 @@ _CONSUMER = re.compile(r"(?<!GeForce )\b((?:RTX|GTX)\s*\d{4})", re.I)
 # "4090 GPU", "a 1660S", "5090RTX"): only with a word that makes it a GPU, never a bare number (a
 # traceback's "line 3090", "4090MiB").
 _BARE = re.compile(
-    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight|geforce)\s+|"
+    # a maker before it: NVIDIA, or a board partner's brand ("Zotac 5070", "a nvidia 5080")
+    r"(?:\b(?:my|an?|on|with|the|supports?|single|dual|two|four|eight|geforce|nvidia|zotac|asus|"
+    r"msi|gigabyte|evga|palit|pny|inno3d|galax|gainward|colorful)\s+|"
     r"\b\d{1,2}\s?[x\u00d7]\s?|"
     r"\b(?:gpu|card)(?:\s+is\s+|\s?:\s?))?"  # "My GPU is 4090", "GPU: 3090", "Geforce 5090"
     r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:10[5-8]|16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0|"

@@ -37,7 +37,8 @@ def abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Op
             built, how = int(local.cxx11_abi), f"its wheel is named cxx11abi{str(local.cxx11_abi).upper()}"
             quotes = dedupe([*quotes, wheel.quote])
     torch_abi = ctx.torch_abi
-    if torch_abi is None and built is not None and symbol and _ERROR_CTOR.match(symbol):
+    if torch_abi is None and built is not None and symbol and _ERROR_CTOR.match(symbol) \
+            and _abi_in_play(ctx):
         # every torch defines c10::Error(SourceLocation, string) in its own ABI: an extension
         # missing one form was built for the other (flash-attn's wheels come in both ABIs,
         # cxx11abiTRUE/FALSE; a source build takes the ABI of the torch it compiled against)
@@ -60,3 +61,17 @@ def abi_mismatch(ctx: Context, symbol: Optional[str], quotes: List[Quote]) -> Op
         details={"symbol": symbol, "extension_cxx11_abi": built, "torch_cxx11_abi": int(torch_abi)},
         needs=[] if ctx.seen.get("torch_cxx11_abi") else [("torch's C++ ABI, as torch reports it",
                                                             r.REVEAL_TORCH)])
+
+
+# GCC before 5.1 has only the pre-C++11 std::string (libstdc++'s dual ABI came with 5.1): a
+# build with it cannot take a torch's ABI 1; Red Hat's devtoolset-2/3 are GCC 4.8/4.9
+_OLD_GCC = re.compile(r"\b(?:gcc|g\+\+)[\s-]*(?:version\s*)?4\.\d|devtoolset-[23]\b", re.I)
+
+
+def _abi_in_play(ctx: Context) -> bool:
+    """Where an ABI, not another torch release, is the likelier reading of a missing c10::Error
+    constructor: flash-attn (whose wheels come in both ABIs), the ABI named, or a GCC older than
+    5 that builds only the old one. Elsewhere the package was most often built for another torch
+    release, which the torch-mismatch reading covers."""
+    return bool(ctx.text.containing(("flash_attn", "flash-attn", "cxx11", "_glibcxx_use"))
+                or ctx.first(_OLD_GCC, ("gcc", "g++", "devtoolset")))

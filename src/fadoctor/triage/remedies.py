@@ -3,6 +3,7 @@ wheel, the release that fits, the build recipe narrowed to the reporter's machin
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import List, Optional
 
@@ -15,7 +16,7 @@ from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, new
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, env, name, requirement
 from fadoctor.triage import ext_torch
-from fadoctor.triage.context import Context
+from fadoctor.triage.context import Context, parse_version
 
 WHEELS_PAGE = "https://github.com/Dao-AILab/flash-attention/releases"
 REVEAL_IMPORT = 'python -c "import flash_attn, flash_attn_2_cuda"'
@@ -165,7 +166,31 @@ def rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] =
     rest = _rebuild_other(ctx, owner, installed)
     if owner and torch_now and ext_torch.none_fit(owner, torch_now):
         rest = rest[1:]  # no release of it is built for this torch: a reinstall finds none
-    return [*known, *rest]
+    return [*known, *_pyg_page(ctx, owner, torch_now), *rest]
+
+
+# PyG's compiled companions publish their wheels on PyG's own wheel pages, one per torch minor
+# and CUDA build, named torch-<major>.<minor>.0+<cuXYZ|cpu> (pyg-team/pytorch_geometric README,
+# "Additional Libraries": pip install ... -f <PyG's wheel URL>/torch-${TORCH}+${CUDA}.html)
+PYG = ("torch-scatter", "torch-sparse", "torch-cluster", "torch-spline-conv", "pyg-lib")
+
+
+def _pyg_page(ctx: Context, owner: Optional[str], torch_now: Optional[str]) -> List[Remedy]:
+    if owner not in PYG or not torch_now:
+        return []
+    version = parse_version(torch_now.split("+")[0])
+    if version is None:
+        return []
+    local = torch_now.split("+", 1)[1] if "+" in torch_now else None
+    cuda = ctx.torch_cuda_stated
+    variant = local if local and re.fullmatch(r"cu\d{3}|cpu", local) else \
+        f"cu{cuda.major}{cuda.minor}" if cuda is not None else None
+    page = f"torch-{version.major}.{version.minor}.0+{variant or 'cuXYZ'}"
+    return [Remedy(summary=f"Install {owner} from PyG's wheel page for the installed torch, {page}"
+                   + ("" if variant else " (cuXYZ: torch.version.cuda, as cu118; cpu for a CPU "
+                      "torch)")
+                   + f": PyG builds its companions' wheels per torch minor and CUDA, and its "
+                   f"installation page gives the `pip install {owner} -f ...{page}.html` line.")]
 
 
 # The packages whose setup.py fetches its release's prebuilt wheel even when pip builds from

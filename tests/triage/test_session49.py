@@ -280,3 +280,29 @@ def test_a_geforce_number_after_its_maker(line: str, name: str, matrix: Matrix) 
     assert "GeForce" not in top("File \"x.py\", line 5080, in f\nRuntimeError: CUDA error: no "
                                 "kernel image is available for execution on the device\n",
                                 matrix).message
+
+
+def test_dgl_operator_without_cuda(matrix: Matrix) -> None:
+    found = top("dgl._ffi.base.DGLError: [09:10:11] /opt/dgl/src/array/array.cc:1209: Operator "
+                "FarthestPointSampler does not support cuda device.\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "DGL" in found.message
+
+
+def test_cudnn_package_for_a_newer_cuda_than_the_driver(matrix: Matrix) -> None:
+    text = ("RuntimeError: cuDNN failed with status CUDNN_STATUS_NOT_INITIALIZED\n"
+            "| NVIDIA-SMI 470.199.02   Driver Version: 470.161.03   CUDA Version: 11.4     |\n"
+            "libcudnn8/unknown,now 8.9.3.28-1+cuda12.1 amd64 [installed]\n")
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "CUDA 12.1" in found.message
+    assert "+cuda11" in said(found)
+    same = text.replace("+cuda12.1", "+cuda11.8")
+    assert all("the system's cuDNN" not in d.message for d in triage(same, matrix).diagnosis)
+
+
+def test_numba_without_nvvm_and_a_namespace_leftover(matrix: Matrix) -> None:
+    nvvm = top("numba.cuda.cudadrv.error.NvvmSupportError: libNVVM cannot be found. Do `conda "
+               "install cudatoolkit`:\nlibrary nvvm not found\n", matrix)
+    assert nvvm.category == Category.NOT_INSTALLED and "cudatoolkit" in said(nvvm)
+    left = top("ImportError: cannot import name 'cuda' from 'cuda' (unknown location)\n", matrix)
+    assert left.category == Category.VERSION_CONFLICT and "namespace package" in left.message
+    assert "Uninstall" in said(left) and "pip uninstall -y cuda" not in said(left)

@@ -27,7 +27,9 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _DISPATCH = re.compile(r"Could not run '(\w{2,40})::(\w{1,80})' with arguments from the "
                        r"'(CUDA|QuantizedCUDA|SparseCUDA)' backend")
-_DGL = re.compile(r"Device API cuda is not enabled")
+# and an operator of its CPU build asked for a GPU tensor ("Operator FarthestPointSampler does not
+# support cuda device", dmlc/dgl src/array/array.cc's ATEN_XPU_SWITCH_CUDA)
+_DGL = re.compile(r"Device API cuda is not enabled|Operator \w{1,60} does not support cuda device")
 _MMCV = re.compile(r"(\w{1,80})_impl(?:_\w{1,40})?: implementation for device cuda(?::\d+)? not "
                    r"found")
 
@@ -65,8 +67,8 @@ def _reinstall(ctx: Context, dist: str) -> str:
 
 
 def dgl_cpu(ctx: Context) -> List[Signal]:
-    hit = ctx.first(_DGL, ("device api cuda is not enabled",))
-    if hit is None:
+    hit = ctx.first(_DGL, ("device api cuda is not enabled", "does not support cuda device"))
+    if hit is None or (not ctx.text.containing(("dgl",))):
         return []
     cuda = ctx.torch_cuda
     variant = f"cu{cuda.major}{cuda.minor}" if cuda else "cuXYZ"

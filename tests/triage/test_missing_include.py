@@ -16,6 +16,7 @@ from typing import Dict, Tuple
 
 import pytest
 import yaml
+from tests.helpers.nvcc_run import refused
 from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
@@ -106,11 +107,7 @@ def test_a_name_no_standard_header_declares_is_not_this(matrix: Matrix) -> None:
 
 @needs_nvcc
 def test_nvcc_refuses_a_standard(tmp_path: Path, matrix: Matrix) -> None:
-    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
-    done = subprocess.run([str(NVCC), "-std=c++26", "-c", "k.cu"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
-    found = top(done.stdout + done.stderr, matrix)
+    found = top(refused(tmp_path, "-std=c++26"), matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "-std=c++26" in found.message
     assert "nvcc --version" in said(found)
 

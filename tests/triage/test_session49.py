@@ -7,28 +7,21 @@ flash-attn."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from tests.helpers.nvcc_run import NVCC, refused
 from tests.helpers.triage_said import said, top
 
 from fadoctor.matrix import Matrix
 from fadoctor.report import Category
 from fadoctor.triage.diagnose import triage
 
-NVCC = shutil.which("nvcc")
-
 
 @pytest.mark.skipif(NVCC is None, reason="no nvcc on PATH")
 def test_real_nvcc_refusing_a_family_target(tmp_path: Path, matrix: Matrix) -> None:
     """nvcc's own refusal of a family-specific target it does not know: the 'f' is kept."""
-    (tmp_path / "k.cu").write_text("__global__ void k() {}\n")
-    done = subprocess.run([str(NVCC), "-c", "k.cu", "-arch=sm_131f"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
-    found = top(done.stdout + done.stderr, matrix)
+    found = top(refused(tmp_path, "-arch=sm_131f"), matrix)
     assert found.category == Category.BUILD_TOOLCHAIN and "sm_131f" in found.message
     assert "nvcc --list-gpu-arch" in said(found)
 

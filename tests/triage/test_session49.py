@@ -299,3 +299,10 @@ def test_numba_without_nvvm_and_a_namespace_leftover(matrix: Matrix) -> None:
     left = top("ImportError: cannot import name 'cuda' from 'cuda' (unknown location)\n", matrix)
     assert left.category == Category.VERSION_CONFLICT and "namespace package" in left.message
     assert "Uninstall" in said(left) and "pip uninstall -y cuda" not in said(left)
+
+
+def test_an_extension_built_by_a_newer_nvcc_than_torch_s_runtime(matrix: Matrix) -> None:
+    found = top("ImportError: /root/mmdet/ops/nms/gpu_nms.cpython-36m-x86_64-linux-gnu.so: "
+                "undefined symbol: __cudaPopCallConfiguration\n", matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "9.2" in found.message
+    assert "same CUDA version as torch" in said(found)

@@ -296,6 +296,34 @@ def old_launch_api(ctx: Context) -> List[Signal]:
                                       "since 7.0 (MultithreadCorner/Hydra#74)"})]
 
 
+# The other way round: an extension compiled by nvcc 9.2 or later calls __cudaPushCallConfiguration
+# and __cudaPopCallConfiguration for each launch, which a CUDA runtime before 9.2 does not have: the
+# extension was built with a newer CUDA toolkit than the one torch was built with (torch 0.4's
+# CUDA 9.0 builds, say) and loads against torch's older runtime
+_NEW_LAUNCH = re.compile(r"undefined symbol: (__cuda(?:Pop|Push)CallConfiguration)\b")
+
+
+def new_launch_api(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NEW_LAUNCH, ("callconfiguration",))
+    if hit is None:
+        return []
+    torch_cuda = ctx.torch_cuda_stated
+    which = f"CUDA {torch_cuda}" if torch_cuda else "torch's CUDA (torch.version.cuda)"
+    return [Signal("new_launch_api", Category.CUDA_RUNTIME_MISMATCH,
+                   f"the extension calls {hit[1].group(1)}: it was compiled by nvcc 9.2 or later, "
+                   "and the CUDA runtime it loads with torch is older than 9.2: the extension's "
+                   "CUDA toolkit is newer than the one torch was built with",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", o.CUDA, o.NVCC)]), NAMED + 1,
+                   [Remedy(summary=f"Build the extension with the same CUDA version as torch, "
+                           f"{which}: point CUDA_HOME at that toolkit, check `nvcc -V`, delete the "
+                           "build folder and build again; or install the torch built for your "
+                           "toolkit's CUDA (9.2 or later) and then rebuild.",
+                           commands=[r.REVEAL_TORCH, "export CUDA_HOME=/usr/local/cuda",
+                                     "nvcc -V"])],
+                   details={"source": "nvcc 9.2 lowers <<<...>>> to __cudaPushCallConfiguration; "
+                                      "the pre-9.2 runtime lacks it"})]
+
+
 # CUDA_HOME written like PATH (`export CUDA_HOME=$CUDA_HOME:/usr/local/cuda`): torch's
 # cpp_extension and numba take the variable as one folder, so an empty old value leaves a leading
 # colon (":/usr/local/cuda/bin/nvcc" cannot be executed) and a set one a path list no folder has.

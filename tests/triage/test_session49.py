@@ -306,3 +306,11 @@ def test_an_extension_built_by_a_newer_nvcc_than_torch_s_runtime(matrix: Matrix)
                 "undefined symbol: __cudaPopCallConfiguration\n", matrix)
     assert found.category == Category.CUDA_RUNTIME_MISMATCH and "9.2" in found.message
     assert "same CUDA version as torch" in said(found)
+
+
+def test_a_wheel_file_refused_where_the_platform_is_not_stated(matrix: Matrix) -> None:
+    found = top("ERROR: quant_cuda-0.0.0-cp38-cp38-win_amd64.whl is not a supported wheel on "
+                "this platform.\n", matrix)
+    assert found.category == Category.WRONG_WHEEL
+    assert "Python 3.8 (cp38) on win_amd64" in said(found)
+    assert "python -m pip --version" in said(found)

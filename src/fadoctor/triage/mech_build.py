@@ -274,6 +274,12 @@ def _other_wheel(ctx: Context, dist: str, version: str, tags: Tuple[str, str],
             "(`python -VV`)"
         other = [Remedy(summary=f"Or take the wheel file built for the matching Python: its "
                         f"cpXY tag must be {tag}, not {python_tag}.", commands=["python -VV"])]
+    elif re.fullmatch(r"cp3\d{1,2}", python_tag):  # platform or Python: the file fits only both
+        wanted = f"3.{python_tag[3:]}"
+        other = [Remedy(summary=f"That file installs only into a Python {wanted} ({python_tag}) "
+                        f"on {platform}: `python -m pip --version` names the Python and platform "
+                        f"this pip installs into; use a Python {wanted} environment there, or the "
+                        "wheel file built for this one.", commands=["python -m pip --version"])]
     return Signal("wheel_tag", Category.WRONG_WHEEL, said,
                   dedupe([*quotes, *([arm] if arm else [])]), NAMED,
                   [Remedy(summary=f"Ask pip for the package, not that file: it takes the newest "

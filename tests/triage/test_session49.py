@@ -314,3 +314,10 @@ def test_a_wheel_file_refused_where_the_platform_is_not_stated(matrix: Matrix) -
     assert found.category == Category.WRONG_WHEEL
     assert "Python 3.8 (cp38) on win_amd64" in said(found)
     assert "python -m pip --version" in said(found)
+
+
+def test_another_cuda_s_library_on_a_jetson(matrix: Matrix) -> None:
+    found = top("Jetson Nano, JetPack 4.4\nImportError: libcudart.so.10.0: cannot open shared "
+                "object file: No such file or directory\n", matrix)
+    assert found.category == Category.WRONG_WHEEL and "JetPack" in found.message
+    assert "PyTorch for Jetson" in said(found)

@@ -11,12 +11,36 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
+from fadoctor.triage.mech_jetson import JETSON
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
 
+def _jetson(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote]
+            ) -> Optional[Signal]:
+    """On a Jetson the CUDA libraries are JetPack's: a binary linking another CUDA's was built
+    for another JetPack release (or is a server aarch64 build)."""
+    hit = ctx.first(JETSON, ("jetson", "jetpack", "l4t", "orin", "xavier", "tx2", "nano"))
+    if hit is None:
+        return None
+    cuda = f"CUDA {built}" if built else "another CUDA"
+    return Signal("missing_library", Category.WRONG_WHEEL,
+                  f"on this Jetson the CUDA libraries are JetPack's, and the binary links {lib} "
+                  f"({cuda}): it was built for another JetPack release",
+                  dedupe([*quotes, ctx.quote(hit[0])]), NAMED,
+                  [Remedy(summary="Install the build made for this JetPack release: NVIDIA's "
+                          "PyTorch for Jetson wheels (one per JetPack), or jetson-containers' "
+                          "images, and packages built on top of that torch; or the JetPack "
+                          f"release whose CUDA is {built or 'the one it links'}.",
+                          commands=["cat /etc/nv_tegra_release"])],
+                  details={"library": lib, "cuda_major": built})
+
+
 def cuda_runtime(ctx: Context, lib: str, built: Optional[str], quotes: List[Quote],
                   owner: Optional[str] = None) -> Signal:
+    jetson = _jetson(ctx, lib, built, quotes)
+    if jetson is not None:
+        return jetson
     have = ctx.torch_cuda.major if ctx.torch_cuda is not None else None
     present = [s for s in ctx.seen.libraries if s.value.startswith(lib.split(".so")[0] + ".so")]
     if have is None and present:

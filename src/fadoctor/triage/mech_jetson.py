@@ -15,8 +15,9 @@ from fadoctor.report import Category, Remedy
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import IMPLIED, Signal, dedupe
 
-_JETSON = re.compile(r"\bJetson\b|\bJetPack\b|\bJP\s?[56]\d?\b|\bL4T\b|\b(?:AGX\s+)?(?:Orin|Xavier)"
-                     r"\b", re.I)
+JETSON = re.compile(r"\bJetson\b|\bJetPack\b|\bJP\s?[456]\d?\b|\bL4T\b|\b(?:AGX\s+)?(?:Orin|Xavier)"
+                    r"\b", re.I)
+_JETSON = JETSON
 # a torch from PyTorch's index or PyPI: a +cuXXX local tag, or the index named in a command
 _SERVER_TORCH = re.compile(r"torch[=-]=?\d+\.\d+(?:\.\d+)?\+cu\d{3}|whl/(?:nightly/)?cu\d{3}|"
                            r"pip3? install[^\n]{0,80}\btorch\b", re.I)

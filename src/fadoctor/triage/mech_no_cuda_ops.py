@@ -29,6 +29,9 @@ _DISPATCH = re.compile(r"Could not run '(\w{2,40})::(\w{1,80})' with arguments f
                        r"'(CUDA|QuantizedCUDA|SparseCUDA)' backend")
 # and an operator of its CPU build asked for a GPU tensor ("Operator FarthestPointSampler does not
 # support cuda device", dmlc/dgl src/array/array.cc's ATEN_XPU_SWITCH_CUDA)
+# torch's own operator namespaces: an op of these without a CUDA kernel is torch's own gap
+_TORCH_OWN = {"aten", "prims", "_c10d_functional", "c10d", "quantized", "_quantized", "prepacked",
+              "quantized_decomposed", "mkldnn", "onednn", "_caffe2", "profiler", "_test", "inductor"}
 _DGL = re.compile(r"Device API cuda is not enabled|Operator \w{1,60} does not support cuda device")
 _MMCV = re.compile(r"(\w{1,80})_impl(?:_\w{1,40})?: implementation for device cuda(?::\d+)? not "
                    r"found")
@@ -36,7 +39,7 @@ _MMCV = re.compile(r"(\w{1,80})_impl(?:_\w{1,40})?: implementation for device cu
 
 def dispatcher(ctx: Context) -> List[Signal]:
     hit = ctx.first(_DISPATCH, ("with arguments from the",))
-    if hit is None or hit[1].group(1) in ("aten", "prims", "_c10d_functional"):
+    if hit is None or hit[1].group(1) in _TORCH_OWN:
         return []
     namespace, op = hit[1].group(1), hit[1].group(2)
     dist = dist_of(namespace)

@@ -27,11 +27,12 @@ from fadoctor.triage.signal import NAMED, Signal, dedupe
 
 _DISPATCH = re.compile(r"Could not run '(\w{2,40})::(\w{1,80})' with arguments from the "
                        r"'(CUDA|QuantizedCUDA|SparseCUDA)' backend")
-# and an operator of its CPU build asked for a GPU tensor ("Operator FarthestPointSampler does not
-# support cuda device", dmlc/dgl src/array/array.cc's ATEN_XPU_SWITCH_CUDA)
 # torch's own operator namespaces: an op of these without a CUDA kernel is torch's own gap
 _TORCH_OWN = {"aten", "prims", "_c10d_functional", "c10d", "quantized", "_quantized", "prepacked",
               "quantized_decomposed", "mkldnn", "onednn", "_caffe2", "profiler", "_test", "inductor"}
+# DGL's CPU build: its runtime, and an operator of it asked for a GPU tensor ("Operator
+# FarthestPointSampler does not support cuda device", dmlc/dgl src/array/array.cc's
+# ATEN_XPU_SWITCH_CUDA)
 _DGL = re.compile(r"Device API cuda is not enabled|Operator \w{1,60} does not support cuda device")
 _MMCV = re.compile(r"(\w{1,80})_impl(?:_\w{1,40})?: implementation for device cuda(?::\d+)? not "
                    r"found")

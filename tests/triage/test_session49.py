@@ -321,3 +321,15 @@ def test_another_cuda_s_library_on_a_jetson(matrix: Matrix) -> None:
                 "object file: No such file or directory\n", matrix)
     assert found.category == Category.WRONG_WHEEL and "JetPack" in found.message
     assert "PyTorch for Jetson" in said(found)
+
+
+def test_a_setup_py_asking_for_torch_under_pip(matrix: Matrix) -> None:
+    text = ("$ pip install torch --index-url <index>/whl/cu118\n"
+            "$ pip install \"git+https://github.com/PanQiWei/AutoGPTQ.git@v0.4.2\"\n"
+            "  Getting requirements to build wheel ... error\n"
+            "Building cuda extension requires PyTorch(>=1.13.0) been installed, please install "
+            "PyTorch first!\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_ISOLATION and "autogptq" in found.message
+    assert "AutoGPTQ.git@v0.4.2 --no-build-isolation" in said(found)
+    assert "flash-attn" not in said(found)

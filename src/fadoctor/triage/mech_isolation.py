@@ -42,11 +42,31 @@ _REQUIRES_STEP = re.compile(r"Getting requirements to build wheel (?:\.\.\. erro
 _DS_NO_TORCH = re.compile(r"Unable to pre-compile ops without torch installed")
 
 
+# A setup.py's own refusal to build without torch ("Building cuda extension requires
+# PyTorch(>=1.13.0) been installed, please install PyTorch first!", AutoGPTQ's setup.py), printed
+# under pip where the environment has torch: pip's isolated build environment does not
+_ASKS_TORCH = re.compile(r"requires? (?:PyTorch|torch)\b[^\n]{0,30}?(?:been|be|to be) installed|"
+                         r"please install (?:PyTorch|torch) (?:first|before)", re.I)
+
+
+# what a pip install line asks for from a repository ("pip install "git+https://github.com/...
+# /AutoGPTQ.git@v0.4.2"")
+_TARGET = re.compile(r"\b(?:pip3?|uv pip) install\s+(?:--?[\w-]+\s+)*[\"']?(git\+https?://[^\s\"']+)")
+
+
 def isolation(ctx: Context) -> List[Signal]:
     deepspeed = ctx.first(_DS_NO_TORCH, ("pre-compile ops",))
     if deepspeed is not None:
         return [_signal(ctx, [ctx.quote(deepspeed[0]), *ctx.quotes("torch")], "without torch",
                         NAMED, "deepspeed")]
+    asks = ctx.first(_ASKS_TORCH, ("installed", "install pytorch", "install torch"))
+    if asks is not None and ctx.first(_ANY_INSTALL, ("install", "add", "sync")) is not None:
+        target = ctx.first(_TARGET, ("install",))
+        asked = target[1].group(1) if target else None
+        package = (re.sub(r"\W+", "-", asked.rsplit("/", 1)[-1].split("@")[0].removesuffix(".git"))
+                   .lower() if asked and asked.startswith("git+") else None)
+        return [_signal(ctx, [ctx.quote(asks[0]), *ctx.quotes("torch")], "without torch",
+                        NAMED, package, f'"{asked}"' if package else None)]
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)

@@ -333,3 +333,13 @@ def test_a_setup_py_asking_for_torch_under_pip(matrix: Matrix) -> None:
     assert found.category == Category.BUILD_ISOLATION and "autogptq" in found.message
     assert "AutoGPTQ.git@v0.4.2 --no-build-isolation" in said(found)
     assert "flash-attn" not in said(found)
+
+
+def test_a_build_of_an_unnamed_package_gets_no_flash_attn_remedy(matrix: Matrix) -> None:
+    text = ("pip install git+https://github.com/facebookresearch/detectron2.git\n"
+            "  error: subprocess-exited-with-error\n"
+            "  \u00d7 Getting requirements to build wheel did not run successfully.\n")
+    result = triage(text, matrix)
+    everything = " ".join(said(d) + d.message for d in result.diagnosis)
+    assert "flash-attn" not in everything
+    assert "detectron2.git --no-build-isolation" in everything

@@ -353,11 +353,13 @@ def build_failed(ctx: Context) -> List[Signal]:
     hit = ctx.first(_BUILD_FAILED, ("failed", "subprocess-exited"))
     if hit is None:
         return []
+    name = build_package.built(ctx) or ("flash-attn" if build_package.named_flash(ctx) else None)
+    target = name or build_package.asked(ctx)
+    rerun = [("the compiler's own error, above pip's summary",
+              f"pip install {target} --no-build-isolation -v 2>&1 | tail -n 200")] if target else []
     return [Signal("build_failed", Category.BUILD_TOOLCHAIN,
-                   "the flash-attn build failed, and the quoted output does not show why (the "
-                   "cause is in the compiler's output above pip's summary)",
+                   f"the {name or 'package'} build failed, and the quoted output does not show "
+                   "why (the cause is in the compiler's output above pip's summary)",
                    [ctx.quote(hit[0])], WRAPPED, [prebuilt(ctx)], severity=Severity.WARNING,
-                   needs=[("the compiler's own error, above pip's summary",
-                           "pip install flash-attn --no-build-isolation -v 2>&1 | tail -n 200"),
-                          ("the toolchain and the machine",
+                   needs=[*rerun, ("the toolchain and the machine",
                            "nvcc --version; gcc --version; ninja --version; free -g; nproc")])]

@@ -35,6 +35,17 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
     """flash-attn's setup.py imports torch while the frontend gets its build requirements, in an
     isolated environment that has no torch: build in the environment that has it."""
     package = build_package.built(ctx)
+    if package is None and not build_package.named_flash(ctx):  # a build the report names not
+        target = build_package.asked(ctx)
+        return [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows a package's "
+                       "setup.py failing while pip gathers its build requirements; the lines "
+                       "above this one say why. Where it imports torch (a CUDA extension's "
+                       "build does), install torch first and build without isolation, in the "
+                       "environment that has it" + ("." if target else
+                                                    ": `pip install <the package> "
+                                                    "--no-build-isolation`."),
+                       commands=[f"pip install {target} --no-build-isolation"] if target else []),
+                mech_build.prebuilt(ctx)]
     if package not in (None, build_package.FLASH):  # another package's build: its own name
         return [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows {package}'s "
                        "setup.py failing while pip gathers its build requirements; the lines "

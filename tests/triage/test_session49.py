@@ -343,3 +343,12 @@ def test_a_build_of_an_unnamed_package_gets_no_flash_attn_remedy(matrix: Matrix)
     everything = " ".join(said(d) + d.message for d in result.diagnosis)
     assert "flash-attn" not in everything
     assert "detectron2.git --no-build-isolation" in everything
+
+
+def test_an_install_target_from_the_report_is_quoted_in_the_command(matrix: Matrix) -> None:
+    text = ("pip install git+https://example.invalid/a$(touch${IFS}x).git\n"
+            "  error: subprocess-exited-with-error\n"
+            "  \u00d7 Getting requirements to build wheel did not run successfully.\n")
+    commands = [c for d in triage(text, matrix).diagnosis for r in d.remedies for c in r.commands]
+    built = [c for c in commands if "--no-build-isolation" in c]
+    assert built and all("'git+https://example.invalid/a$(touch${IFS}x).git'" in c for c in built)

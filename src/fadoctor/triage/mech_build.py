@@ -356,7 +356,8 @@ def build_failed(ctx: Context) -> List[Signal]:
     name = build_package.built(ctx) or ("flash-attn" if build_package.named_flash(ctx) else None)
     target = name or build_package.asked(ctx)
     rerun = [("the compiler's own error, above pip's summary",
-              f"pip install {target} --no-build-isolation -v 2>&1 | tail -n 200")] if target else []
+              command("pip", "install", *target.split(" "), "--no-build-isolation", "-v")
+              + " 2>&1 | tail -n 200")] if target else []
     return [Signal("build_failed", Category.BUILD_TOOLCHAIN,
                    f"the {name or 'package'} build failed, and the quoted output does not show "
                    "why (the cause is in the compiler's output above pip's summary)",

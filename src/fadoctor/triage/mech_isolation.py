@@ -7,6 +7,7 @@ import re
 from typing import List, Optional, Tuple
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage import build_package, mech_build
 from fadoctor.triage import errors as e
 from fadoctor.triage.context import Context
@@ -66,7 +67,7 @@ def isolation(ctx: Context) -> List[Signal]:
         package = (re.sub(r"\W+", "-", asked.rsplit("/", 1)[-1].split("@")[0].removesuffix(".git"))
                    .lower() if asked and asked.startswith("git+") else None)
         return [_signal(ctx, [ctx.quote(asks[0]), *ctx.quotes("torch")], "without torch",
-                        NAMED, package, f'"{asked}"' if package else None)]
+                        NAMED, package, asked if package else None)]
     hit = next(((i, m) for i, m in ctx.find(_NO_TORCH_IN_BUILD, ("no module named",))
                 if mech_build.build_context(ctx, i) or e.BUILD in ctx.seen.marks
                 or _under_setup_py(ctx, i)), None)
@@ -222,7 +223,8 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
                     # a ROCm or +cuXXX build the environment has
                     commands=["pip install " + ("" if ctx.torch else "torch ")
                               + "packaging ninja wheel setuptools",
-                              f"pip install {target} --no-build-isolation"]),
+                              command("pip", "install", *target.split(" "),
+                                      "--no-build-isolation")]),
              *([mech_build.prebuilt(ctx)] if package == "flash-attn" else [])]
     if pixi:
         fixes.insert(0, Remedy(

@@ -44,7 +44,8 @@ def isolation(ctx: Context, entry: Entry) -> List[Remedy]:
                        "environment that has it" + ("." if target else
                                                     ": `pip install <the package> "
                                                     "--no-build-isolation`."),
-                       commands=[f"pip install {target} --no-build-isolation"] if target else []),
+                       commands=[command("pip", "install", *target.split(" "),
+                                         "--no-build-isolation")] if target else []),
                 mech_build.prebuilt(ctx)]
     if package not in (None, build_package.FLASH):  # another package's build: its own name
         return [Remedy(summary=f"{TOOLCHAIN[entry.source]} ({entry.location}) shows {package}'s "

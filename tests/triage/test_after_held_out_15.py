@@ -77,5 +77,13 @@ def test_the_same_message_on_linux_is_not_windows(matrix: Matrix) -> None:
 
 
 def test_a_cpu_torch_also_offers_sdpa_on_the_cpu(matrix: Matrix) -> None:
-    top = triage("AssertionError: Torch not compiled with CUDA enabled\n", matrix).diagnosis[0]
+    text = "import flash_attn\nAssertionError: Torch not compiled with CUDA enabled\n"
+    top = triage(text, matrix).diagnosis[0]
     assert top.category == Category.TORCH_CPU_ONLY and 'attn_implementation="sdpa"' in _said(top)
+    assert "so no flash-attention" in top.message
+
+
+def test_a_cpu_torch_with_no_attention_named_gets_no_attention_switch(matrix: Matrix) -> None:
+    top = triage("AssertionError: Torch not compiled with CUDA enabled\n", matrix).diagnosis[0]
+    assert top.category == Category.TORCH_CPU_ONLY
+    assert "sdpa" not in _said(top).lower() and "flash" not in top.message

@@ -57,7 +57,7 @@ def test_deepspeed_cuda_major_mismatch(matrix: Matrix) -> None:
             "Installed CUDA version 12.2 does not match the version torch was compiled with 11.7, "
             "unable to compile cuda/cpp extensions without a matching cuda version.\n")
     found = top(text, matrix)
-    assert found.category == Category.BUILD_TOOLCHAIN
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH  # the toolkit against torch's CUDA
     assert "/usr/local/cuda-11.7" in said(found) and "DS_SKIP_CUDA_CHECK=1" in said(found)
     assert "cu12" in said(found)  # a torch for the installed toolkit's major
 

@@ -83,7 +83,9 @@ def test_patterns_are_bounded() -> None:
     unbounded quantifier is nested in another. The printed form matches, and so does the part
     after an optional preface alone (a report that quotes only that)."""
     for entry in entries():
-        rest = _CAPTURE.sub("", _PREFACE.sub("", entry.pattern.pattern))
+        # (a printed form ending in a number gets a lookahead: the number ends there)
+        pattern = entry.pattern.pattern.removesuffix(r"(?!\.?\d)")
+        rest = _CAPTURE.sub("", _PREFACE.sub("", pattern))
         assert "(" not in rest.replace(r"\(", ""), entry.id
         assert entry.pattern.search(_example(entry.printed)), entry.id
         preface = _PREFACE.match(entry.pattern.pattern)

@@ -102,7 +102,7 @@ def _hit(entry: Entry, found: Dict[str, object]) -> bool:
 
 
 # What a remedy must name, by category: the fix, not a restatement of the error.
-FIX = {Category.NO_KERNEL_IMAGE: r"torch==|fadoctor fix|flash-attn>=|arch list|sdpa",
+FIX = {Category.NO_KERNEL_IMAGE: r"torch==|fadoctor fix|flash-attn>=|arch list|sdpa|TORCH_CUDA_ARCH_LIST",
        Category.GPU_UNSUPPORTED: r"torch==|sdpa|eager",
        Category.DRIVER_TOO_OLD: r"[Uu]pgrade the NVIDIA driver|reboot",
        # cudaErrorSystemDriverMismatch: the libcuda loaded is not the kernel module's

@@ -24,7 +24,15 @@ def test_a_blackwell_gpu_and_a_failure_is_a_missing_arch_guess(gpu: str, sm: str
     assert sm in top.message and "no message names the cause" in top.message
     said = " ".join(f"{r.summary} {' '.join(r.commands)}" for r in top.remedies)
     assert sm in said and ("cu12" in said or "cu13" in said)  # a torch with this GPU's code
-    assert "sdpa" in said.lower()
+    assert "sdpa" not in said.lower()  # no attention named: switching it changes nothing
+
+
+def test_a_blackwell_guess_in_a_flash_attn_report_offers_sdpa_too(matrix: Matrix) -> None:
+    text = ("flash-attn on the RTX 5090\n\nUsing flash-attn with an RTX 5090 results in "
+            "compatibility errors.\n")
+    top = triage(text, matrix).diagnosis[0]
+    said = " ".join(f"{r.summary} {' '.join(r.commands)}" for r in top.remedies)
+    assert top.category == Category.NO_KERNEL_IMAGE and "sdpa" in said.lower()
 
 
 def test_the_package_named_is_the_one_to_rebuild(matrix: Matrix) -> None:

@@ -94,14 +94,15 @@ def other_wheel(ctx: Context) -> Optional[Remedy]:
 
 # what the report's own install line asked pip to build: a repository ("git+https://...") or a
 # local checkout (".", "-e ."), else a name
-_ASKED = re.compile(r"\b(?:pip3?|uv pip) install\s+(?:--?[\w-]+(?:[= ]\S+)?\s+)*?[\"']?"
-                    r"(git\+https?://[^\s\"']+|-e\s+\.|\.(?=\s|$)|[A-Za-z0-9][\w.-]*(?:==[\w.+]+)?)")
+_ASKED = re.compile(r"\b(?:(?:pip3?|uv pip) install|uv add)\s+(?:--?[\w-]+(?:[= ]\S+)?\s+)*?[\"']?"
+                    r"(git\+https?://[^\s\"']+|-e\s+[\"']?\.(?:\[[\w,-]+\])?|\.(?:\[[\w,-]+\])?"
+                    r"(?=[\"']?(?:\s|$))|[A-Za-z0-9][\w.-]*(?:==[\w.+]+)?)")
 
 
 def asked(ctx: Context) -> Optional[str]:
     """The target of the report's `pip install` line, where it names one."""
-    hit = ctx.first(_ASKED, ("pip install", "pip3 install", "uv pip install"))
-    return hit[1].group(1) if hit is not None else None
+    hit = ctx.first(_ASKED, ("pip install", "pip3 install", "uv pip install", "uv add"))
+    return re.sub("[\"']", "", hit[1].group(1)) if hit is not None else None
 
 
 def named_flash(ctx: Context) -> bool:

@@ -70,7 +70,10 @@ class Entry:
         """The entry's pattern, compiled where a report's line may print it: a run tests a few
         of the catalog's hundreds, and compiling them all would take most of a short report's
         time."""
-        return re.compile(self.regex, re.I)
+        # a printed form ending in a number ends there: "...only supported on CUDA 11" is not
+        # the prefix of a later release's "...on CUDA 11.7 and above"
+        ends_in_number = bool(re.search(r"(?<!\\)\d$", self.regex))
+        return re.compile(self.regex + (r"(?!\.?\d)" if ends_in_number else ""), re.I)
 
     @property
     def corroborates(self) -> bool:

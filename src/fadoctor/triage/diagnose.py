@@ -158,6 +158,8 @@ def _result(ctx: Context, candidates: List[Signal], checks: Sequence[CheckResult
             environment: Environment, installer: Installer) -> Triage:
     """The ranked diagnosis; every remedy runs the interpreter the report names, or says
     `python -m pip` and which environment to run it in."""
+    for candidate in candidates:
+        candidate.remedies = r.for_report(ctx, candidate.message, candidate.remedies)
     diagnosis = [finding_into(d, installer) for d in rank(candidates)]
     assumed = [*ctx.assumptions, *([] if installer.known else [NOT_NAMED])]
     return Triage(fadoctor_version=__version__, read=sorted(ctx.seen.kinds),

@@ -64,6 +64,7 @@ _PACKAGE_HINT = re.compile(r"[ \t]*(?:\[\w{1,64}\][ \t]*)?(?:#[ \t]*)?[A-Za-z0-9
                            r"(?:[ \t]*==|[ \t]+\d|[ \t]+Version|:[ \t]*\S)")
 _REQUIRING = ("requires", "require", "requirement", "needs", "need", "depends on", "built for",
               "was built for:", "distribution found for")  # pip's "No matching distribution"
+_FLOOR = re.compile(r"\s*(?:and|or)\s+(?:above|newer|later|higher)\b")
 _PROSE_NEEDLES = ("torch", "python", "cuda", "flash", "rocm", "ubuntu", "debian", "centos", "rocky",
                   "glibc", "gcc", "nvcc", "driver", "transformers", "vllm", "unsloth", "triton",
                   "fa4", "fa-4")
@@ -353,8 +354,9 @@ def _prose(line: str, low: str, quote: _Lazy, seen: Observed) -> None:
     if beta is not None:
         seen.package("flash-attn-4", f"4.0.0b{beta.group(1)}", quote(), PROSE)
     for found in _PROSE.finditer(line):
-        if low[:found.start()].rstrip().endswith(_REQUIRING):
-            continue  # "requires torch==2.4.1" states a requirement, not what is installed
+        if low[:found.start()].rstrip().endswith(_REQUIRING) or _FLOOR.match(low, found.end()):
+            continue  # "requires torch==2.4.1", "CUDA 11.7 and above": a requirement, not what is
+            # installed
         seen.kinds.add("prose with versions")
         word, value = found.group(1).lower(), found.group(2)
         if word in ("torch", "pytorch"):

@@ -30,7 +30,7 @@ _BARE = re.compile(
     r"\b(?:gpu|card)(?:\s+is\s+|\s?:\s?))?"  # "My GPU is 4090", "GPU: 3090", "Geforce 5090"
     r"(?:(?<=\d[x\u00d7])|(?<![\w.:/#=-]))((?:10[5-8]|16[56]|20[5-8]|30[5-9]|40[5-9]|50[5-9])0|"
     r"(?<=gpu: )9[5-8]0|(?<=GPU: )9[5-8]0|(?<=geforce )9[5-8]0|(?<=GeForce )9[5-8]0)"
-    r"(\s?Ti\b|\s?SUPER\b|D\b|S\b)?"
+    r"(\s?Ti\b|\s?SUPER\b|D\b|S\b|[mM]\b)?"
     r"(\s+(?:GPUs?|cards?|graphics)\b|\s*显卡|\s?RTX\b)?(?![\w%/:-]|\.\w)", re.I)
 _BARE_NEEDLES = tuple(f"{s}{d}0" for s, ds in (("10", "5678"), ("16", "56"), ("20", "5678"),
                                                  ("30", "56789"), ("40", "56789"), ("50", "56789"),
@@ -113,12 +113,20 @@ class GpuFinder:
         return [(model.group(0).strip(), None)]
 
 
+_LAPTOP_CONTEXT = re.compile(r"\b(?:cuda|gpu|nvidia|geforce|laptop|driver|card)\b", re.I)
+
+
 def _bare(line: str) -> Optional[re.Match[str]]:
     """The GeForce RTX model a line names by its number alone, with a GPU word beside it."""
+    line_text = line
     for found in _BARE.finditer(line):
         if found.group(0) != found.group(1):  # a word before or after, or Ti/SUPER/D
             line = "GTX" if found.group(1).startswith(("16", "10", "9")) else "RTX"  # GTX 16xx, 10xx
             suffix = found.group(2) or ""
             suffix = " SUPER" if suffix.upper() == "S" else suffix
+            if suffix in ("m", "M"):  # a laptop's ("1070m"), said beside CUDA or a GPU word
+                if not _LAPTOP_CONTEXT.search(line_text):
+                    continue
+                suffix = " Laptop"
             return _MODEL.search(f"GeForce {line} {found.group(1)}{suffix}")
     return None

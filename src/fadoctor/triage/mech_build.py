@@ -14,6 +14,7 @@ from fadoctor.report import Category, Remedy, Severity
 from fadoctor.safety.shell import command
 from fadoctor.triage import build_package, mech_api
 from fadoctor.triage import errors as e
+from fadoctor.triage import observed as o
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.mech_machine import cuda_build_on_rocm
@@ -141,9 +142,31 @@ def nvcc_version(ctx: Context) -> List[Signal]:
     return [Signal("nvcc_version", Category.BUILD_TOOLCHAIN,
                    f"{shown} is older than {who}'s setup.py accepts (CUDA {need} or newer): "
                    "setup.py checks the nvcc on PATH / CUDA_HOME, not torch's CUDA", quotes, NAMED,
-                   [toolkit(ctx, need), prebuilt(ctx)],
+                   r.keep([toolkit(ctx, need), _wheel_for_old_cuda(ctx, need)
+                           if who == "flash-attn" else None, prebuilt(ctx)]),
                    needs=[] if ctx.nvcc else [("the nvcc the build uses",
                                                "which nvcc; nvcc --version; printenv CUDA_HOME")])]
+
+
+def _wheel_for_old_cuda(ctx: Context, need: Version) -> Optional[Remedy]:
+    """The newest flash-attn release that published a wheel for the stated CUDA below `need`
+    (and the stated torch minor): an older setup.py that took that CUDA, and fetches its wheel."""
+    cuda = ctx.nvcc or ctx.torch_cuda or parse_version(ctx.seen.get(o.CUDA))
+    if cuda is None or Version(f"{cuda.major}.{cuda.minor}") >= need:
+        return None
+    tag = f"cu{cuda.major}{cuda.minor}" + (f"torch{ctx.torch.major}.{ctx.torch.minor}"
+                                           if ctx.torch is not None else "")
+    found = [rel for rel in ctx.matrix.flash_attn_releases if not rel.version.is_prerelease
+             and any(key.startswith(tag + "cxx11abi") or (ctx.torch is None and key.startswith(tag))
+                     for key in rel.assets)]
+    if not found:
+        return None
+    newest = max(found, key=lambda rel: rel.version)
+    return Remedy(summary=f"Or keep CUDA {cuda.major}.{cuda.minor}: flash-attn {newest.version} is the "
+                  f"newest release with a prebuilt wheel for {tag} (its release assets), and its "
+                  "setup.py takes that CUDA and fetches the wheel.",
+                  commands=[command("pip", "install", f"flash-attn=={newest.version}",
+                                    "--no-build-isolation")])
 
 
 def _nvcc_vs_torch(ctx: Context, index: int, nvcc: str, torch_cuda: str) -> Signal:
@@ -272,7 +295,7 @@ def _other_wheel(ctx: Context, dist: str, version: str, tags: Tuple[str, str],
                 f"({python_tag}) and this environment's Python is another{have}")
         tag = f"{mine}, Python {python}'s" if mine else "this interpreter's version " \
             "(`python -VV`)"
-        other = [Remedy(summary=f"Or take the wheel file built for the matching Python: its "
+        other = [Remedy(summary=f"Or take the wheel file built for the matching Python version: its "
                         f"cpXY tag must be {tag}, not {python_tag}.", commands=["python -VV"])]
     elif re.fullmatch(r"cp3\d{1,2}", python_tag):  # platform or Python: the file fits only both
         wanted = f"3.{python_tag[3:]}"
@@ -339,12 +362,18 @@ def no_prebuilt_wheel(ctx: Context) -> List[Signal]:
             why = (f": flash-attn {version} built no {local} wheel" if pythons is None else
                    f": flash-attn {version}'s {local} wheels are for {', '.join(pythons)}, not "
                    f"{python}" if python not in pythons else "")
-    fixes = [prebuilt(ctx), *filter(None, [mech_api.unread_flags(ctx)]),
-             r.force_build(ctx, "If no wheel exists for this torch (a torch newer than the "
-                           "release's wheels), compile it here.")]
+    # flash-attn's setup.py prints it, and the projects that copied its wheel fetch (mamba-ssm,
+    # causal-conv1d): the package is the guessed wheel's, the log's, or flash-attn where named
+    package = "flash-attn" if hit is not None else build_package.built(ctx) or (
+        "flash-attn" if build_package.named_flash(ctx) else None)
+    fixes = r.keep([prebuilt(ctx), mech_api.unread_flags(ctx),
+                    r.force_build(ctx, "If no wheel exists for this torch (a torch newer than "
+                                  "the release's wheels), compile it here.")
+                    if package == "flash-attn" else None])
     return [Signal("no_prebuilt_wheel", Category.WRONG_WHEEL,
                    f"setup.py found no prebuilt wheel for this torch, CUDA, C++ ABI and Python"
-                   f"{why}, so it compiles flash-attn from source (slow, and it needs nvcc)",
+                   f"{why}, so it compiles {package or 'the package'} from source (slow, and it "
+                   "needs nvcc)",
                    dedupe(quotes), LOGGED - 15, fixes, severity=Severity.WARNING)]
 
 

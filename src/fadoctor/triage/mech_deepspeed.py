@@ -1,25 +1,52 @@
 """DeepSpeed's op builder refusing a JIT build: "Installed CUDA version X does not match the
 version torch was compiled with Y, unable to compile cuda/cpp extensions without a matching cuda
-version." (deepspeed/ops/op_builder/builder.py, assert_no_cuda_mismatch: raised when the CUDA
-majors differ; a minor mismatch within one major only warns "but since the APIs are compatible,
-accepting this combination"). DeepSpeed's install guide (docs/_tutorials/advanced-install.md,
-"CUDA version mismatch") gives the ways out: a toolkit of torch's CUDA, a torch of the toolkit's,
-or DS_SKIP_CUDA_CHECK=1 (pure)."""
+version." (op_builder/builder.py, assert_no_cuda_mismatch). From 0.4.0 it takes a toolkit of
+another minor where both versions are in its list of compatible minors for their major
+(`cuda_minor_mismatch_ok`, which grows release by release: data/deepspeed_cuda.yaml, tools/
+gen_deepspeed_cuda.py at every tag) and then only warns "but since the APIs are compatible,
+accepting this combination"; before 0.4.0 the versions had to be equal. Any other pair is
+refused. DeepSpeed's install guide (docs/_tutorials/advanced-install.md, "CUDA version
+mismatch") gives the ways out: a toolkit of torch's CUDA, a torch of the toolkit's, or
+DS_SKIP_CUDA_CHECK=1 (pure)."""
 
 from __future__ import annotations
 
 import re
-from typing import List
+from functools import lru_cache
+from typing import Any, Dict, List, Optional
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
+from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command, requirement
+from fadoctor.triage import data_yaml
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
+from fadoctor.triage.torch_archs import build_for_cuda
 
 _MISMATCH = re.compile(r"Installed CUDA version (\d+\.\d+) does not match the version torch was "
                        r"compiled with (\d+\.\d+)(?:\.\d+)?(?! but since)")
+SOURCE = "deepspeedai/DeepSpeed op_builder/builder.py cuda_minor_mismatch_ok at each tag"
+
+
+@lru_cache(maxsize=1)
+def _releases() -> List[Dict[str, Any]]:
+    data: Dict[str, Any] = data_yaml.load(data_yaml.path("deepspeed_cuda.yaml"))
+    releases: List[Dict[str, Any]] = data["releases"]
+    return releases
+
+
+def accepting(installed: str, torch_cuda: str) -> Optional[str]:
+    """The first DeepSpeed release whose op builder takes this toolkit with this torch CUDA
+    (None: no release does)."""
+    major = int(installed.split(".")[0])
+    for release in _releases():
+        listed = release["minors"].get(major, [])
+        if installed in listed and torch_cuda in listed:
+            return str(release["from"])
+    return None
 
 
 def cuda_mismatch(ctx: Context) -> List[Signal]:
@@ -27,23 +54,47 @@ def cuda_mismatch(ctx: Context) -> List[Signal]:
     if hit is None:
         return []
     installed, torch_cuda = hit[1].group(1), hit[1].group(2)
+    first = accepting(installed, torch_cuda)
+    stated = ctx.package("deepspeed")
+    try:
+        older = stated is not None and first is not None and Version(stated.value) < Version(first)
+    except InvalidVersion:
+        older = False
     toolkit = Remedy(summary=f"Install CUDA toolkit {torch_cuda} (torch's CUDA) and point "
                      "CUDA_HOME at it: DeepSpeed's op builder compiles with the nvcc under "
-                     "CUDA_HOME (or on PATH), and needs it to match torch's CUDA major.",
+                     "CUDA_HOME (or on PATH), and takes a toolkit of torch's own CUDA version "
+                     "in every release.",
                      commands=[f"export CUDA_HOME=/usr/local/cuda-{torch_cuda}",
                                f"/usr/local/cuda-{torch_cuda}/bin/nvcc --version"])
-    skip = Remedy(summary="Or skip the check with DS_SKIP_CUDA_CHECK=1 (DeepSpeed's install "
-                  "guide): a build across CUDA majors may still fail or misbehave, so prefer a "
-                  "matching pair; or turn off the feature that JIT-builds the op (the CPU "
-                  "optimizer of offload_optimizer, for one).",
-                  commands=["export DS_SKIP_CUDA_CHECK=1"])
-    return [Signal("deepspeed_cuda_mismatch", Category.BUILD_TOOLCHAIN,
+    fixes: List[Optional[Remedy]] = [toolkit]
+    build = build_for_cuda(ctx, installed)
+    if build is not None:
+        fixes.append(Remedy(summary=f"Or install torch {build[0]} built for CUDA {installed} "
+                            f"({build[1]}), the toolkit installed, with the matching torchvision/"
+                            "torchaudio builds.", commands=[torch_install(*build)]))
+    else:  # no torch wheel of that exact CUDA: one of its major, a minor DeepSpeed's list takes
+        fixes.append(r.torch_for_cuda(ctx, int(installed.split(".")[0])))
+    if first is not None and (stated is None or older):
+        fixes.insert(0, Remedy(summary=f"Upgrade DeepSpeed to {first} or later: its op builder "
+                               f"takes CUDA {installed} with torch's {torch_cuda} as compatible "
+                               "minors of one major (an older release refuses the pair).",
+                               commands=[command("pip", "install", requirement(
+                                   "deepspeed", first, op=">="))]))
+    fixes.append(Remedy(summary="Or skip the check with DS_SKIP_CUDA_CHECK=1 (DeepSpeed's "
+                        "install guide): a build across CUDA versions may still fail or "
+                        "misbehave, so prefer a matching pair; or turn off the feature that "
+                        "JIT-builds the op (the CPU optimizer of offload_optimizer, for one).",
+                        commands=["export DS_SKIP_CUDA_CHECK=1"]))
+    why = (f"DeepSpeed takes this pair from {first} on" + (f", not {stated.value}" if older and
+                                                           stated is not None else "")
+           if first is not None else
+           "no DeepSpeed release takes these two as compatible (another major, or a minor its "
+           "list does not hold)")
+    return [Signal("deepspeed_cuda_mismatch", Category.CUDA_RUNTIME_MISMATCH,
                    f"DeepSpeed's op builder refuses to JIT-compile its CUDA ops: the installed "
-                   f"CUDA toolkit is {installed} and torch was built for CUDA {torch_cuda} (the "
-                   "majors must match)",
-                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "nvcc")]), NAMED,
-                   r.keep([toolkit, r.torch_for_cuda(ctx, Version(installed).major), skip]),
-                   details={"nvcc": installed, "torch_cuda": torch_cuda})]
+                   f"CUDA toolkit is {installed} and torch was built for CUDA {torch_cuda}; {why}",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "nvcc", "deepspeed")]), NAMED,
+                   r.keep(fixes), details={"nvcc": installed, "torch_cuda": torch_cuda, "source": SOURCE})]
 
 
 # DeepSpeed's dynamic loss scaler halving the fp16 loss scale at every overflowing step until its

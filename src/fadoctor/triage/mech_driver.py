@@ -68,7 +68,8 @@ def torch_cpu(ctx: Context) -> List[Signal]:
         fitting = _cuda12_torch(ctx)
     return [Signal(
         "torch_cpu", Category.TORCH_CPU_ONLY,
-        "the installed torch is a CPU-only build: no CUDA, so no flash-attention",
+        "the installed torch is a CPU-only build: no CUDA"
+        + (", so no flash-attention" if r.attention_in_play(ctx) else ""),
         dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), strength,
         r.keep([fitting, Remedy(summary="Install a CUDA build of torch from the PyTorch index "
                                 "for the CUDA your driver runs (`fadoctor fix` picks it).",

@@ -96,3 +96,36 @@ def symbol_not_found(ctx: Context) -> List[Signal]:
                            "with that arch in its list); if its releases do not support that GPU "
                            f"at all, turn {library}'s kernels off (most have an option to fall "
                            "back to PyTorch) or run on a GPU it supports.")])]
+
+
+# A driver API entry point the loaded driver library does not export: the program's CUDA was
+# written against a newer driver ("symbol lookup for cuCtxCreate_v3 failed", ollama's
+# discover/gpu.go loading nvcuda.dll or libcuda.so by dlsym; the dynamic loader's "undefined
+# symbol: cuXxx" is mech_symbols'). cuda.h names each API's versioned entry point (the _v2/_v3 suffixes are
+# the newer drivers' ABI); ollama's own sentence for cudaErrorInsufficientDriver (35) from
+# cudaSetDevice is "your nvidia driver is too old or missing" (ollama gpu/gpu_info_cudart.c).
+_ENTRY = re.compile(r"symbol lookup for (cu[A-Z]\w{2,60}) failed")
+_OLLAMA_OLD = re.compile(r"your nvidia driver is too old or missing")
+
+
+def entry_point(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_ENTRY, ("symbol lookup for cu",))
+    ollama = ctx.first(_OLLAMA_OLD, ("driver is too old or missing",))
+    if hit is None and ollama is None:
+        return []
+    symbol = hit[1].group(1) if hit is not None else None
+    quotes = dedupe([*([ctx.quote(hit[0])] if hit else []),
+                     *([ctx.quote(ollama[0])] if ollama else []), *ctx.quotes("driver")])
+    said = (f"the NVIDIA driver library lacks {symbol}, an entry point of the CUDA driver API "
+            "that newer drivers export" if symbol else
+            "the CUDA runtime found the NVIDIA driver too old for it (or none)")
+    return [Signal("driver_entry_point", Category.DRIVER_TOO_OLD,
+                   f"{said}: the program's CUDA needs a newer driver than the one installed",
+                   quotes, NAMED if symbol else NAMED - 10,
+                   [Remedy(summary="Upgrade (or reinstall) the NVIDIA driver to one for the CUDA "
+                           "version the program was built with (nvidia-smi's \"CUDA Version\" "
+                           "is the newest the installed driver runs); a driver library left "
+                           "from an older install (another libcuda or nvcuda.dll found first) "
+                           "does the same.", commands=["nvidia-smi"])],
+                   details={"source": "cuda.h's versioned entry points; ollama "
+                                      "gpu/gpu_info_cudart.c"})]

@@ -124,8 +124,11 @@ def amd_target(ctx: Context) -> List[Signal]:
 # CUDA devices found, CUDA will be disabled"; later ggml_cuda_init: "failed to initialize CUDA:
 # <cudaGetErrorString>"): with the GPU and driver present (nvidia-smi works), the usual failure is
 # the build's CUDA runtime needing a newer driver than the one installed
+# (a runtime error the catalog names a cause for, the driver library not the kernel module's or
+# forward compatibility on a GPU without it, is the catalog's: cudart-010, cudart-005)
 _NO_DEVICES = re.compile(r"ggml_init_cublas: no CUDA devices found|ggml_cuda_init: failed to "
-                         r"initialize CUDA: (?!no CUDA-capable device)")
+                         r"initialize CUDA: (?!no CUDA-capable device|system has unsupported "
+                         r"display driver|forward compatibility was attempted)")
 
 
 def no_devices(ctx: Context) -> List[Signal]:

@@ -23,7 +23,7 @@ from fadoctor.triage.mech_rocm_target import torch_target
 from fadoctor.triage.mech_symbols import KNOWN, package_in
 from fadoctor.triage.signal import HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
-from fadoctor.triage.torch_archs import newest_with, same_release, torch_lacks, torch_with_arch
+from fadoctor.triage.torch_archs import index_default, newest_with, same_release, torch_lacks, torch_with_arch
 
 _AMPERE = re.compile(r"only supports? Ampere GPUs or newer|Unsupported compute capability", re.I)
 # the runtime's strings, or its error names as code and logs print them (CUDA Runtime API
@@ -198,7 +198,8 @@ def _fa_kernels(ctx: Context, quotes: List[Quote]) -> Signal:
                     "package's build for this GPU, or rebuild it from source with "
                     "TORCH_CUDA_ARCH_LIST set to the GPU's compute capability.",
             commands=['python -c "import torch; print(torch.cuda.get_device_capability(), '
-                      'torch.cuda.get_arch_list())"', "export CUDA_LAUNCH_BLOCKING=1"])]
+                      'torch.cuda.get_arch_list())"', "export CUDA_LAUNCH_BLOCKING=1"]),
+            *index_default(ctx)]
     return Signal("no_kernel_image", Category.NO_KERNEL_IMAGE,
                   f"a CUDA binary has no kernels (SASS or PTX) for {gpu_words(ctx)}: it was built "
                   "for other GPU architectures", quotes, NAMED, remedies,

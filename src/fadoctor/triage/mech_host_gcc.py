@@ -55,7 +55,14 @@ def newer_gcc(ctx: Context) -> List[Signal]:
 
 
 # nvcc's own gate on a newer host gcc, and an older gcc than torch's C++17 headers need
-_GCC_NEW = re.compile(r"unsupported GNU version! gcc versions later than (\d+) are not supported")
+_GCC_NEW = re.compile(r"unsupported G(?:NU|UN) version ?! ?gcc versions? later than (\d+)(?:\.\d+)? are "
+                      r"not supported")
+# the toolkit whose host_config.h refused: its folder names its version ("/opt/cuda-8.0/bin/..//
+# include/host_config.h"); another toolkit the report means (its own CUDA path, torch's CUDA)
+# is the one the build should have found
+_HOST_CONFIG = re.compile(r"((?:/[\w.+-]+)*/cuda-(\d{1,2}\.\d))/(?:bin/\.\./+)?(?:targets/[\w-]+/)?"
+                          r"include/(?:crt/)?host_config\.h")
+_CUDA_NAMED = re.compile(r"\bcuda[-_ ]?(\d{1,2}\.\d)\b", re.I)
 _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\+\+) ?(\d+)|"
                       r"C\+\+17 (?:or later )?(?:compatible )?compiler is required|"
                       # C++17 headers libstdc++ gained in gcc 8 (gcc 7 has only
@@ -64,16 +71,22 @@ _GCC_OLD = re.compile(r"too old version of GCC|requires? (?:at least )?(?:gcc|g\
 
 
 def compiler(ctx: Context) -> List[Signal]:
-    new = ctx.first(_GCC_NEW, ("unsupported gnu version",))
+    new = ctx.first(_GCC_NEW, ("unsupported gnu version", "unsupported gun version"))
     if new is not None:
         top = new[1].group(1)
+        other = _other_toolkit(ctx)
         return [Signal("compiler", Category.BUILD_TOOLCHAIN,
-                       f"the host compiler is newer than this nvcc supports (gcc {top} at most)",
+                       f"the host compiler is newer than this nvcc supports (gcc {top} at most)"
+                       + (f", and that nvcc is CUDA {other[1]}'s while the report means CUDA "
+                          f"{other[2]}: the build found the older toolkit" if other else ""),
                        dedupe([ctx.quote(new[0]), *ctx.quotes("gcc", "nvcc")]), NAMED,
-                       [Remedy(summary=f"Build with gcc {top} (install it beside the default one).",
-                               commands=[f"export CC=gcc-{top} CXX=g++-{top}",
-                                         f"export NVCC_PREPEND_FLAGS='-ccbin /usr/bin/g++-{top}'"]),
-                        prebuilt(ctx)])]
+                       r.keep([_use_toolkit(other) if other else None,
+                               Remedy(summary=("Or build" if other else "Build")
+                                      + f" with gcc {top} (install it beside the default one).",
+                                      commands=[f"export CC=gcc-{top} CXX=g++-{top}",
+                                                f"export NVCC_PREPEND_FLAGS='-ccbin "
+                                                f"/usr/bin/g++-{top}'"]),
+                               prebuilt(ctx)]))]
     old = ctx.first(_GCC_OLD, ("gcc", "c++17", "g++", "filesystem:", "charconv:"))
     if old is None or not build_context(ctx, old[0]):
         return []
@@ -83,6 +96,31 @@ def compiler(ctx: Context) -> List[Signal]:
                    r.keep([Remedy(summary="Build with gcc 9 or newer (torch's extensions need "
                                   "C++17).", commands=["export CC=gcc-11 CXX=g++-11"]),
                            _cluster_gcc(ctx), prebuilt(ctx)]))]
+
+
+def _other_toolkit(ctx: Context) -> Optional[Tuple[str, str, str]]:
+    """(the refusing toolkit's folder, its version, the version the report means) where the
+    refusing host_config.h is another CUDA's than the one the report names."""
+    hit = ctx.first(_HOST_CONFIG, ("host_config.h",))
+    if hit is None:
+        return None
+    folder, version = hit[1].group(1), hit[1].group(2)
+    meant = [str(ctx.torch_cuda)] if ctx.torch_cuda is not None else []
+    meant += [m.group(1) for line in ctx.text.containing(("cuda",))
+              for m in _CUDA_NAMED.finditer(ctx.text.lines[line])]
+    other = next((v for v in meant if v != version), None)
+    return (folder, version, other) if other is not None else None
+
+
+def _use_toolkit(other: Tuple[str, str, str]) -> Remedy:
+    folder, version, meant = other
+    home = folder[:-len(version)] + meant
+    return Remedy(summary=f"Point the build at CUDA {meant}, not the CUDA {version} it found "
+                  f"first: CUDA_HOME (and CUDACXX, the nvcc CMake takes; CMake's "
+                  f"CUDA_TOOLKIT_ROOT_DIR) to {home}, with {home}/bin first on PATH and "
+                  f"{home}/lib64 on LD_LIBRARY_PATH, then build again.",
+                  commands=[f"export CUDA_HOME={home}", f"export CUDACXX={home}/bin/nvcc",
+                            f"{home}/bin/nvcc --version"])
 
 
 _CLUSTER = ("hpc", "cluster", "slurm", "module load", "login node", "supercomputer")

@@ -18,8 +18,15 @@ _NO_TORCH_IN_BUILD = re.compile(r"No module named '(torch|packaging|psutil|wheel
 # uv's own words in a build (astral-sh/uv, see errors.py's BUILD marks) and its documented fix
 # for flash-attn: astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300
 # (extra-build-dependencies, added in 0.8.4: crates/uv-settings, #14735).
-_UV = ("uv sync", "uv add", "uv pip", "uv lock", "uv run", "build backend", "failed to download "
-       "and build", "hint: this usually indicates a problem with the package or the build env")
+_UV_RUN = ("uv sync", "uv add", "uv pip", "uv lock", "uv run")
+_UV = (*_UV_RUN, "build backend", "failed to download and build",
+       "hint: this usually indicates a problem with the package or the build env")
+# what an install line names that is not the package being built
+_NOT_BUILT = ("torch", "torchvision", "torchaudio", "-r", "packaging", "ninja", "wheel",
+              "setuptools", "numpy")
+# pip's own words around a build ("Checking if build backend supports build_editable"): uv's
+# phrases alone then do not make it uv's
+_PIP = ("pip-build-env-", "checking if build backend supports", "pip install", "pip3 install")
 UV_DOCS = "astral-sh/uv@0.12.5:docs/concepts/projects/config.md:283-300"
 # prefix-dev/pixi@v0.77.0:docs/reference/pixi_manifest.md:641-670 ([pypi-options]
 # no-build-isolation: the build sees the pixi environment)
@@ -212,39 +219,52 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
             package: Optional[str] = None, asked: Optional[str] = None) -> Signal:
     pixi = ctx.has("pixi install", "pixi add", "pixi run", "pixi.toml", "[pypi-options]",
                    "pixi ") is not None
-    uv = not pixi and ctx.has(*_UV) is not None
-    package = package or build_package.built(ctx) or "flash-attn"
+    uv = not pixi and ctx.has(*_UV) is not None and (
+        ctx.has(*_UV_RUN) is not None or ctx.has(*_PIP) is None)
+    # the package built: named by the caller, by the log, or flash-attn where the report names it
+    known = package or build_package.built(ctx) or (
+        "flash-attn" if build_package.named_flash(ctx) else None)
+    package = known or "the package"
     local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
+    said = build_package.asked(ctx)  # the report's own install line: a checkout, a repository
+    own = said if said and (said.startswith(("-e", ".", "git+")) or (
+        known is None and said.split("==")[0].lower() not in _NOT_BUILT)) else None
+    if known is None and own is not None and not own.startswith(("-e", ".", "git+")):
+        known = own.split("==")[0]
+        package = known
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
-        if local is not None and package != "flash-attn" else (asked or package)
+        if local is not None and package != "flash-attn" else (asked or own or known)
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
                     "isolation so setup.py sees your torch.",
                     # torch named only when none is stated: pip's default torch would replace
                     # a ROCm or +cuXXX build the environment has
                     commands=["pip install " + ("" if ctx.torch else "torch ")
                               + "packaging ninja wheel setuptools",
-                              command("pip", "install", *target.split(" "),
-                                      "--no-build-isolation")]),
+                              *([command("pip", "install", *target.split(" "),
+                                         "--no-build-isolation")] if target else [])]),
              *([mech_build.prebuilt(ctx)] if package == "flash-attn" else [])]
     if pixi:
         fixes.insert(0, Remedy(
-            summary="In a pixi workspace, build flash-attn against the environment's torch: "
+            summary=f"In a pixi workspace, build {package} against the environment's torch: "
                     "list it under no-build-isolation in pixi.toml (pixi's manifest reference), "
                     "with torch a dependency, then install again.",
-            code=PIXI_NO_ISOLATION, commands=["pixi install"]))
+            code=PIXI_NO_ISOLATION.replace("flash-attn", known) if known else None,
+            commands=["pixi install"]))
     if uv and ctx.has("uv pip") is not None:
         fixes.insert(0, Remedy(
             summary="With `uv pip`, install the build's requirements into the environment first, "
-                    "then build flash-attn without isolation (uv pip takes pip's "
+                    f"then build {package} without isolation (uv pip takes pip's "
                     "--no-build-isolation).",
             commands=["uv pip install torch setuptools wheel ninja packaging",
-                      "uv pip install flash-attn --no-build-isolation"]))
+                      *([command("uv", "pip", "install", *target.split(" "),
+                                 "--no-build-isolation")] if target else [])]))
     elif uv:
         fixes.insert(0, Remedy(
-            summary="In a uv project, give flash-attn's isolated build the project's own torch "
+            summary=f"In a uv project, give {package}'s isolated build the project's own torch "
                     "(pyproject.toml, uv 0.8.4 or later: extra-build-dependencies with "
                     "match-runtime, as uv's documentation shows for flash-attn), then sync again.",
-            code=UV_EXTRA_BUILD, commands=["uv sync"]))
+            code=UV_EXTRA_BUILD.replace("flash-attn =", f"{known} =") if known else None,
+            commands=["uv sync"]))
     frontend = "pixi" if pixi else "uv" if uv else "pip"
     return Signal("build_isolation", Category.BUILD_ISOLATION,
                   f"{frontend} built {package} in an isolated environment {what}: {package}'s "

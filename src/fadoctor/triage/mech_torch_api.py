@@ -17,6 +17,7 @@ from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command, requirement
 from fadoctor.triage import data_yaml
 from fadoctor.triage import observed as o
+from fadoctor.triage import remedies as r
 from fadoctor.triage.api_tables import api
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
@@ -87,7 +88,8 @@ def missing(ctx: Context) -> List[Signal]:
     _, uses, releases = _table()
     first, last = str(span[0]), span[1]
     caller = _caller(ctx, index)
-    flash = dotted in uses and (caller in (None, "flash_attn") or ctx.fa2 is not None)
+    flash = dotted in uses and (caller == "flash_attn" or ctx.fa2 is not None
+                                or (caller is None and r.attention_in_play(ctx)))
     who = "flash-attn" if flash else (caller or "the caller")
     torch = ctx.torch
     quotes = dedupe([ctx.quote(index), *ctx.quotes(o.TORCH)])
@@ -100,8 +102,9 @@ def missing(ctx: Context) -> List[Signal]:
                    + (f"; torch {torch} is older" if older else
                       "; the installed torch is older" if torch is None else "")
                    + (f" (flash-attn calls it from {uses[dotted]})" if flash else ""))
-        remedies = [Remedy(summary=f"Upgrade torch to {first} or later (the flash-attention build "
-                           "must then match that torch), or:",
+        remedies = [Remedy(summary=f"Upgrade torch to {first} or later"
+                           + (" (the flash-attention build must then match that torch)"
+                              if flash or ctx.fa2 is not None else "") + ", or:",
                            commands=[command("pip", "install", f"torch>={first}")])]
         if flash:
             before = _release_before(uses[dotted])

@@ -15,7 +15,7 @@ from fadoctor.safety.shell import command
 from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context
 from fadoctor.triage.mech_build import on_windows
-from fadoctor.triage.mech_symbols import OTHERS, owner_of
+from fadoctor.triage.mech_symbols import OTHERS, owner_of, package_in
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, WRAPPED, Signal, dedupe
 from fadoctor.triage.text import Quote
 
@@ -144,16 +144,18 @@ def install_on_windows(ctx: Context) -> List[Signal]:
 # win_amd64 wheel among a package's releases: on Windows, the package publishes nothing for it
 _NO_DISTRIBUTION = re.compile(r"Could not find a version that satisfies the requirement "
                               r"([\w.-]{1,60})[^\n]{0,80}\(from versions: none\)")
+# (in prose too: "precompiled packages but they are all for linux", "cannot be compiled on windows")
 _NO_WIN_WHEEL = re.compile(r"\b(?:no|not (?:a|any)|there is not|there's no|without)\s+(?:a\s+)?"
-                           r"win_amd64\b[^\n]{0,20}(?:\.whl|wheel)", re.I)
+                           r"win_amd64\b[^\n]{0,20}(?:\.whl|wheel)|\b(?:wheels?|precompiled|pre-?built|"
+                           r"binaries)\b[^\n]{0,40}?\b(?:all|only)\s+(?:for\s+)?linux\b|\bcan(?:not|'t)"
+                           r"\s+(?:be\s+)?(?:compiled?|built|build)\s+on\s+windows\b", re.I)
 # a pinned Triton said to be unavailable on Windows ("triton==3.4.0 is the blocker ... windows",
 # "triton is not available on windows"): PyPI's triton has no win_amd64 wheel at any release
 # (pip index versions triton --platform win_amd64: none, 5 Dec 2026)
-_TRITON_ON_WINDOWS = re.compile(r"\btriton(?:==([\d.]+))?\b[^\n]{0,80}\b(?:not available|"
-                                r"unavailable|blocker|no wheels?|cannot install|can't install|"
-                                # a model's remote code: "requires the `triton` package, which is
-                                # only available on Linux"
-                                r"only available on Linux)\b", re.I)
+# (a model's remote code: "requires the `triton` package, which is only available on Linux")
+_TRITON_ON_WINDOWS = re.compile(r"\btriton(?:==([\d.]+))?\b[^\n]{0,80}\b(?:not available|unavailable|"
+                                r"blocker|no wheels?|cannot install|can't install|only available on "
+                                r"Linux)\b", re.I)
 _TRITON_PIN = re.compile(r"\btriton==(\d+\.\d+(?:\.\d+)?)")
 _NO_TRITON = re.compile(r"satisfies the requirement triton(?:==([\d.]+))?\b")  # versions cut
 _PACKAGE_ASKED = re.compile(r"\b(?:install|build|installing|building)\s+([A-Za-z][\w.-]{1,40})",
@@ -173,12 +175,12 @@ def no_windows_distribution(ctx: Context) -> List[Signal]:
     elif said is not None:
         package, index = f"triton{'==' + said[1].group(1) if said[1].group(1) else ''}", said[0]
     else:
-        prose = ctx.first(_NO_WIN_WHEEL, ("win_amd64",))
+        prose = ctx.first(_NO_WIN_WHEEL, ("win_amd64", "linux", "on windows"))
         if prose is None:
             return []
         index = prose[0]
         asked = ctx.first(_PACKAGE_ASKED, ("install", "build"))
-        package = asked[1].group(1) if asked else "this package"
+        package = asked[1].group(1) if asked else package_in(ctx) or "this package"
     windows, py = ctx.first(_WINDOWS, ("windows", "win_amd64", ":\\")), ctx.python
     quotes = dedupe([ctx.quote(index), *([ctx.quote(windows[0])] if windows else [])])
     if package.split("==")[0].lower() == "triton":
@@ -208,8 +210,7 @@ def _triton(package: str, quotes: List[Quote]) -> Signal:
                              "run") + " it under WSL2 (Linux on Windows), where triton's wheels "
                     "exist.", commands=["wsl --install"])]
     if want is None or want >= Version("3.1"):
-        spec = (f"triton-windows<{want.major}.{want.minor + 1}" if want is not None
-                else "triton-windows")
+        spec = f"triton-windows<{want.major}.{want.minor + 1}" if want else "triton-windows"
         fixes.insert(0, Remedy(summary="Install triton-windows instead (the Windows build of "
                                "Triton, its releases following Triton's minors from 3.1; it "
                                "must match the Triton minor that your torch pins) and drop the "
@@ -223,11 +224,9 @@ def _triton(package: str, quotes: List[Quote]) -> Signal:
 # PyPI's triton has wheels for Linux only (x86_64 at every release, aarch64 from 3.x), for each
 # CPython its release supports: pip finding no triton at all on a machine the report does not
 # place is Windows or macOS, or a Python newer than every triton release.
-LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/",
-                    re.I)
+LINUX = re.compile(r"\blinux\b|manylinux|\bubuntu\b|\bdebian\b|\bcentos\b|\bwsl\b|/home/|/usr/", re.I)
 # a report from macOS (also mech_pip_versions)
-MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|\bapple (?:m\d|silicon)\b|/Users/",
-                 re.I)
+MAC = re.compile(r"\bmac ?os\b|\bdarwin\b|\bmacbook\b|\bOS X\b|\bapple (?:m\d|silicon)\b|/Users/", re.I)
 
 
 def triton_nowhere(ctx: Context) -> List[Signal]:

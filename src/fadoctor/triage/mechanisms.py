@@ -191,6 +191,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_bitsandbytes.no_cuda_binary, mech_bitsandbytes.hf_quantized_without_cuda,
     mech_jetson.pytorch_index_wheel, mech_containers.jetson_runtime, mech_containers.wsl_libcuda,
     mech_driver.torch_cpu, mech_driver.driver, mech_driver_api.driver_api, mech_driver_api.symbol_not_found,
+    mech_driver_api.entry_point,
     mech_driver.container_cuda, mech_cuda_toolkit.ngc_driver, mech_built_for.built_for, mech_built_for.prose,
     mech_built_for.missing_variant, mech_kernels.no_variant, mech_kernels.no_build,
     mech_cc_check.capability_check, mech_xformers.no_operator, mech_xformers.no_such_operator,

@@ -10,7 +10,7 @@ from typing import List, Optional
 from packaging.version import Version
 
 from fadoctor.archs import arch_name, arch_runs_on
-from fadoctor.checks.remedies import remedy, sdpa_fallback
+from fadoctor.checks.remedies import TRANSFORMERS_SDPA, remedy, sdpa_fallback
 from fadoctor.install.torch import TorchBuild, extra_index_args, torch_install
 from fadoctor.install.wheels import build_recipe, newest_release_with_wheel, newest_wheel
 from fadoctor.report import Category, Remedy
@@ -242,6 +242,27 @@ def _rebuild_other(ctx: Context, owner: Optional[str], installed: Optional[str] 
 
 def sdpa(reason: str) -> Remedy:
     return sdpa_fallback(reason)
+
+
+# words that put an attention implementation in play: the flash-attention family, xFormers,
+# SageAttention, a model's attn_implementation, SDPA itself, an attention head's size
+_ATTENTION = ("flash", "xformers", "attn", "attention", "sdpa", "scaled_dot_product", "head_dim",
+              "head_size", "head dim", "headdim")
+
+
+def attention_in_play(ctx: Context) -> bool:
+    return bool(ctx.text.holding(_ATTENTION, first=True))
+
+
+def for_report(ctx: Context, message: str, remedies: List[Remedy]) -> List[Remedy]:
+    """The remedies without the fallback to PyTorch SDPA where neither the report nor the
+    finding (a flash-attn check the catalog knows) names an attention implementation (a CPU-only
+    torch under an image tool, a GPU too old for torch): switching attention there changes
+    nothing. A finding whose only remedy it is keeps it."""
+    if attention_in_play(ctx) or any(word in message.lower() for word in _ATTENTION):
+        return remedies
+    kept = [x for x in remedies if x.code != TRANSFORMERS_SDPA]
+    return kept or remedies
 
 
 def keep(remedies: List[Optional[Remedy]]) -> List[Remedy]:

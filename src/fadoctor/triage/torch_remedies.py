@@ -89,8 +89,9 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
                     f"CUDA {newer[0].cuda} needs {newer[0].min_driver} or newer)")
     within = (f" (this driver runs CUDA {runs} and older: a build or container of CUDA {runs} "
               "or older works with it)" if runs else "")
-    return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch (and "
-                   f"flash-attn) built for an older CUDA that this driver runs{within}, or one "
+    also = " (and flash-attn)" if r.attention_in_play(ctx) else ""
+    return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch{also} "
+                   f"built for an older CUDA that this driver runs{within}, or one "
                    "with SASS for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
 
 

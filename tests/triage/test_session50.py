@@ -196,3 +196,99 @@ def test_an_old_torch_from_the_index_is_its_cuda_10_2_build(matrix: Matrix) -> N
     assert "torch==1.12.0+cu116" in said(found)
     stated = top(text.replace("1.12.0\n", "1.12.0+cu113\n"), matrix)
     assert "CUDA 10.2 build" not in said(stated)
+
+
+def test_int4_weight_only_before_ampere(matrix: Matrix) -> None:
+    text = ("I have tried gpt-fast on RTX 2080 Ti. int8 works.\nFor int4 quant it shows:\n"
+            "RuntimeError: CUDA error: named symbol not found\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_UNSUPPORTED and "sm_75" in found.message
+    assert "int8" in said(found) and "sm_80" in said(found)
+    ampere = triage(text.replace("RTX 2080 Ti", "RTX 3090"), matrix).diagnosis
+    assert all(d.category != Category.GPU_UNSUPPORTED or "int4" not in d.message for d in ampere)
+
+
+@pytest.mark.parametrize("cuda, toolset", [("11.6", "17.3 to 17.9"), ("11.3", "Visual Studio 2019")])
+def test_msvc_stl_refusing_an_older_nvcc(cuda: str, toolset: str, matrix: Matrix) -> None:
+    text = (f"I installed cuda v{cuda} and torch 1.13.0.\nyvals_core.h(902): error: static "
+            "assertion failed with \"error STL1002: Unexpected compiler version, expected CUDA "
+            "12.4 or newer.\"\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_TOOLCHAIN and "CUDA 12.4 or newer" in found.message
+    assert toolset in said(found) and "_ALLOW_COMPILER_AND_STL_VERSION_MISMATCH" in said(found)
+
+
+def test_ctranslate2_needing_cudnn_8_under_a_cudnn_9_torch(matrix: Matrix) -> None:
+    text = ("torch 2.5.1\nimport whisperx\nCould not load library libcudnn_ops_infer.so.8. Error: "
+            "libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory\n")
+    found = top(text, matrix)
+    assert '"ctranslate2>=4.5.0"' in said(found)
+
+
+def test_ptx_of_a_newer_toolkit_in_an_extension_built_here(matrix: Matrix) -> None:
+    text = ("from pointnet2_ops import pointnet2_utils\nCUDA error: the provided PTX was compiled "
+            "with an unsupported toolchain.\nOnly on the Nvidia A5000.\n")
+    found = top(text, matrix)
+    assert "export TORCH_CUDA_ARCH_LIST=8.6" in said(found)
+
+
+_CONFLICT = ("ERROR: Cannot install -r requirements.txt (line 7) and fairseq because these package "
+             "versions have conflicting dependencies.\n\nThe conflict is caused by:\n"
+             "    fairseq 0.12.2 depends on omegaconf<2.1\n"
+             "    hydra-core 1.0.7 depends on omegaconf{second}\n\n"
+             "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/topics/"
+             "dependency-resolution/#dealing-with-dependency-conflicts\n")
+
+
+def test_overlapping_constraints_pip_cannot_meet_are_skipped_releases(matrix: Matrix) -> None:
+    found = top(_CONFLICT.format(second="<2.1 and >=2.0.5"), matrix)
+    assert found.category == Category.VERSION_CONFLICT and "omegaconf" in found.message
+    assert '"pip<24.1"' in said(found)
+    apart = triage(_CONFLICT.format(second=">=2.1"), matrix).diagnosis
+    assert not any("pip<24.1" in said(d) for d in apart)  # no version meets both: a real conflict
+
+
+def test_pip_saying_it_ignores_invalid_metadata(matrix: Matrix) -> None:
+    text = ("WARNING: Ignoring version 2.0.6 of omegaconf since it has invalid metadata:\n"
+            "Requested omegaconf<2.1 from <index>/omegaconf-2.0.6-py3-none-any.whl has invalid "
+            "metadata: .* suffix can only be used with `==` or `!=` operators\n    PyYAML "
+            "(>=5.1.*)\nPlease use pip<24.1 if you need to use this version.\n")
+    found = top(text, matrix)
+    assert "omegaconf 2.0.6" in found.message and '"pip<24.1"' in said(found)
+
+
+def test_tensorrt_10_without_max_workspace_size(matrix: Matrix) -> None:
+    text = ("AttributeError: 'tensorrt_bindings.tensorrt.IBuilderConfig' object has no attribute "
+            "'max_workspace_size'\n")
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "TensorRT 10" in found.message
+    assert "set_memory_pool_limit" in said(found) and '"tensorrt<10"' in said(found)
+
+
+def test_an_extension_aborting_as_torch_loads_it(matrix: Matrix) -> None:
+    text = ("(pytorch_nightly) $ python -X faulthandler -c \"import torchao\"\nFatal Python error: "
+            "Aborted\n\nCurrent thread 0x00007f95ab528740 (most recent call first):\n"
+            "  File \"/env/lib/python3.11/ctypes/__init__.py\", line 376 in __init__\n"
+            "  File \"/env/lib/python3.11/site-packages/torch/_ops.py\", line 1487 in load_library\n"
+            "  File \"/env/lib/python3.11/site-packages/torchao/__init__.py\", line 31 in <module>\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "torchao" in found.message
+    assert "nightly torchao" in said(found)
+
+
+def test_nvjitlink_older_than_the_ir_it_links(matrix: Matrix) -> None:
+    text = ("CUDA linking Failed!\nERROR 4 in nvvmAddNVVMContainerToProgram, may need newer "
+            "version of nvJitLink library\nnvJitLink error: Internal error\n")
+    found = top(text, matrix)
+    assert found.category == Category.CUDA_RUNTIME_MISMATCH and "nvJitLink" in found.message
+    assert "libnvrtc.so.12" in said(found) and "python -m pip list" in said(found)
+
+
+def test_torch_without_the_gpus_arch_outranks_a_missing_dll(matrix: Matrix) -> None:
+    text = ("Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library "
+            "path!\nUserWarning:\nNVIDIA GeForce RTX 5080 with CUDA capability sm_120 is not "
+            "compatible with the current PyTorch installation.\nThe current PyTorch install "
+            "supports CUDA capabilities sm_37 sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 sm_90 "
+            "compute_37.\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "sm_120" in found.message

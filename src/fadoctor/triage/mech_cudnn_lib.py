@@ -67,10 +67,15 @@ def missing_cudnn(ctx: Context) -> List[Signal]:
                        dedupe(quotes), NAMED + 1, [own], details={"library": lib})]
     newer = have is not None and have[0] > want
     if newer or (ctx.torch is not None and ctx.torch >= _TORCH_CUDNN9):
+        # CTranslate2's release notes: 4.5.0's package "supports CUDNN 9 and is no longer
+        # compatible with CUDNN 8" (mech_ctranslate2)
+        first = " (4.5.0 and later are built against cuDNN 9)" if owner == "ctranslate2" and \
+            want == 8 else ""
         remedies.append(Remedy(summary=f"Install a release of {who} built against cuDNN "
                                f"{have[0] if have else want + 1} (the cuDNN this environment and "
-                               "torch load): upgrade it.",
-                               commands=[f"pip install --upgrade {owner}"] if owner else []))
+                               f"torch load): upgrade it{first}.",
+                               commands=[command("pip", "install", "ctranslate2>=4.5.0")]
+                               if first else [f"pip install --upgrade {owner}"] if owner else []))
     remedies.append(Remedy(
         summary=f"Or give it cuDNN {want} beside the other: the system package (libcudnn{want}), "
         f"or a separate environment whose torch pins cuDNN {want}"

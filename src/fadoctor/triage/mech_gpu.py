@@ -119,7 +119,8 @@ def torch_arch(ctx: Context) -> List[Signal]:
     return [Signal("torch_arch", Category.NO_KERNEL_IMAGE,
                    f"torch {ctx.torch or ''} has no kernels for this GPU (sm_{digits}): every CUDA "
                    "call fails with 'no kernel image is available'".replace("torch  ", "torch "),
-                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED,
+                   # above the other named causes: with no code for the GPU nothing else runs
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch")]), NAMED + 3,
                    same_release(ctx, cc) or torch_with_arch(ctx, cc) or newest_with(ctx, cc))]
 
 

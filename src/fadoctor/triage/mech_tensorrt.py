@@ -9,6 +9,7 @@ import re
 from typing import List
 
 from fadoctor.report import Category, Remedy
+from fadoctor.safety.shell import command
 from fadoctor.triage.context import Context
 from fadoctor.triage.signal import NAMED, Signal, dedupe
 
@@ -40,3 +41,28 @@ def refused(ctx: Context) -> List[Signal]:
     return [Signal("tensorrt_arch", Category.GPU_UNSUPPORTED, said,
                    dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])]), NAMED, fixes,
                    details={"source": SOURCE})]
+
+
+# TensorRT 10's Python API without 8.x's deprecated members: IBuilderConfig.max_workspace_size is
+# gone (its replacement, IBuilderConfig.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, n),
+# came in 8.4.0: the API changes for TensorRT 8.4.0 EA), as the 8.x-to-10.x migration guide's
+# "Removed Python APIs" lists. Code written for 8.x fails on 10 with an AttributeError on it.
+_REMOVED = re.compile(r"'(?:tensorrt_bindings\.)?tensorrt\.(?:tensorrt\.)?IBuilderConfig' object has "
+                      r"no attribute 'max_workspace_size'")
+
+
+def removed_api(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_REMOVED, ("max_workspace_size",))
+    if hit is None:
+        return []
+    return [Signal("tensorrt_removed_api", Category.VERSION_CONFLICT,
+                   "the program sets IBuilderConfig.max_workspace_size, which TensorRT 10 removed "
+                   "(set_memory_pool_limit replaces it from 8.4): the code was written for TensorRT 8.x",
+                   [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Change the program's line to config.set_memory_pool_limit("
+                           "trt.MemoryPoolType.WORKSPACE, size) (TensorRT 8.4 and later), or "
+                           "install a TensorRT 8.x release that the program was written for.",
+                           commands=[command("pip", "install", "tensorrt<10")],
+                           code="config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 1 << 30)")],
+                   details={"source": "NVIDIA TensorRT API changes 8.4.0 EA; TensorRT 8.x-to-10.x "
+                                      "migration guide (Removed Python APIs)"})]

@@ -9,7 +9,11 @@
 - a package imported from a folder with no __init__.py, which Python takes as a namespace
   package: "cannot import name 'cuda' from 'cuda' (unknown location)" (a namespace package has
   no file, hence the location): a folder left behind by an upgrade in place that changed the
-  package's layout (cuda-python 12.6 to 12.8: NVIDIA/cuda-python#476), or a same-named folder."""
+  package's layout (cuda-python 12.6 to 12.8: NVIDIA/cuda-python#476), or a same-named folder;
+- nvJitLink older than the compiler whose LTO-IR it links: "ERROR 4 in
+  nvvmAddNVVMContainerToProgram, may need newer version of nvJitLink library" (nvJitLink's own
+  log: its NVVM reads IR of its own CUDA minor or older, the CUDA nvJitLink documentation's
+  compatibility rule), where NVRTC of a newer CUDA (a pip wheel of another major) produced it."""
 
 from __future__ import annotations
 
@@ -90,3 +94,23 @@ def namespace_leftover(ctx: Context) -> List[Signal]:
                            commands=[command("pip", "uninstall", "-y", dist),
                                      command("pip", "install", dist)] if installable(dist)
                            else [])])]
+
+
+_JITLINK = re.compile(r"may need newer version of nvJitLink library")
+
+
+def jitlink_older(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_JITLINK, ("nvjitlink",))
+    if hit is None:
+        return []
+    return [Signal("nvjitlink_older", Category.CUDA_RUNTIME_MISMATCH,
+                   "nvJitLink is older than the compiler that produced the code it links (LTO-IR "
+                   "from an NVRTC or nvcc of a newer CUDA): the process loads the CUDA libraries "
+                   "of two releases", [ctx.quote(hit[0])], NAMED,
+                   [Remedy(summary="Make the NVRTC (libnvrtc) the program compiles with the same "
+                           "CUDA as its nvJitLink, or older: the libnvrtc of the CUDA the program "
+                           "was built for (libnvrtc.so.12 for a CUDA 12 build; pip's "
+                           "nvidia-cuda-nvrtc-cu12), not a newer major another package installed "
+                           "beside it; or upgrade nvJitLink to that newer CUDA (the program's "
+                           "release for it); `pip list` shows the nvidia-* wheels of each CUDA.",
+                           commands=["pip list"])])]

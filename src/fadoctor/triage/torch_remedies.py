@@ -90,9 +90,21 @@ def _driver(ctx: Context, entry: Entry) -> List[Remedy]:
     within = (f" (this driver runs CUDA {runs} and older: a build or container of CUDA {runs} "
               "or older works with it)" if runs else "")
     also = " (and flash-attn)" if r.attention_in_play(ctx) else ""
-    return [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch{also} "
-                   f"built for an older CUDA that this driver runs{within}, or one "
-                   "with SASS for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
+    fixes = [Remedy(summary=f"{said}: upgrade the NVIDIA driver{need}, or install a torch{also} "
+                    f"built for an older CUDA that this driver runs{within}, or one "
+                    "with SASS for this GPU's sm.", commands=[r.REVEAL_GPU, PINS])]
+    cc = ctx.gpu_cc_exact
+    if "PTX" in entry.printed and cc is not None:
+        # an extension built without this GPU's arch runs on it only as PTX the driver compiles;
+        # with the arch in the build's list it carries SASS and the driver compiles nothing
+        arch = f"{cc.major}.{cc.minor}"
+        fixes.append(Remedy(summary="Or, where the binary is an extension built here (a project's "
+                            "setup.py, a JIT build): rebuild it with this GPU's arch in "
+                            f"TORCH_CUDA_ARCH_LIST (\"{arch}\"; a setup.py that sets the list "
+                            "itself needs that line changed), so it carries SASS for "
+                            f"sm_{cc.major}{cc.minor} and the driver JIT-compiles no PTX.",
+                            commands=[f"export TORCH_CUDA_ARCH_LIST={arch}"]))
+    return fixes
 
 
 def newest_cuda(matrix: Matrix, driver: DriverVersion) -> Optional[Version]:

@@ -28,7 +28,7 @@ def test_a_cudnn8_library_with_cudnn9_installed_upgrades_the_owner(matrix: Matri
     top = _top(text, matrix)
     assert top.category == Category.CUDA_RUNTIME_MISMATCH
     assert "cuDNN 8" in top.message and "cuDNN 9" in top.message
-    assert "pip install --upgrade ctranslate2" in _said(top) and "libcudnn8" in _said(top)
+    assert "pip install \"ctranslate2>=4.5.0\"" in _said(top) and "libcudnn8" in _said(top)
 
 
 def test_a_cudnn_library_alone_names_its_major_not_a_cuda_runtime(matrix: Matrix) -> None:

@@ -292,3 +292,39 @@ def test_torch_without_the_gpus_arch_outranks_a_missing_dll(matrix: Matrix) -> N
             "compute_37.\n")
     found = top(text, matrix)
     assert found.category == Category.NO_KERNEL_IMAGE and "sm_120" in found.message
+
+
+def test_ncc_shm_segment_said_without_nccls_prefix(matrix: Matrix) -> None:
+    text = ("It almost worked except for the `Error while creating shared memory segment "
+            "/dev/shm/nccl-pZafXL (size 7340384)`\ndocker run --gpus all --rm -it image\n")
+    found = top(text, matrix)
+    assert found.category == Category.COLLECTIVE_FAILED and "--shm-size" in said(found)
+
+
+def test_several_geforce_counted_after_the_name(matrix: Matrix) -> None:
+    text = ("DDP training gets stuck at DistributedDataParallel(model)\ntorchrun --nproc_per_node=2 "
+            "train.py\nMy environment is `RTX 4090` * 5, pytorch=2.0.1+cu118\n")
+    found = top(text, matrix)
+    assert found.category == Category.COLLECTIVE_FAILED and "NCCL_P2P_DISABLE=1" in said(found)
+
+
+def test_a_transformers_name_quoted_in_backticks(matrix: Matrix) -> None:
+    text = "`ImportError: cannot import name 'EncoderDecoderCache' from 'transformers'`\n"
+    found = top(text, matrix)
+    assert found.category == Category.VERSION_CONFLICT and "from 4.4" in found.message
+
+
+def test_a_build_said_to_need_torch_in_prose(matrix: Matrix) -> None:
+    text = ("pip install flash_attn==2.7.4.post1\n\n... The installation failed because flash_attn "
+            "requires PyTorch\n")
+    found = top(text, matrix)
+    assert found.category == Category.BUILD_ISOLATION and "--no-build-isolation" in said(found)
+
+
+@pytest.mark.parametrize("extra, want", [("on 2 GPU NVIDIA-A100-SXM4-80GB-MIG-3g.40gb\n", "MIG-<uuid>"),
+                                         ("torch 2.3.0\n", "before `import torch`")])
+def test_a_device_index_beyond_the_count(extra: str, want: str, matrix: Matrix) -> None:
+    text = extra + ("RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+                    "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch.\n")
+    found = top(text, matrix)
+    assert found.category == Category.GPU_ASSIGNMENT and want in said(found)

@@ -101,7 +101,7 @@ def _by_release(ctx: Context, index: int, runs: Optional[str], mechanism: str, w
 # "cannot import name 'Qwen2_5_VLForConditionalGeneration' from 'transformers'" (a closing quote
 # sometimes lost in the retelling), "module 'transformers' has no attribute 'X'"
 _NAME = re.compile(r"cannot import name ['\u2018\u2019\"`]?(\w{1,100})['\u2018\u2019\"`]? from "
-                   r"['\u2018\u2019\"`]?transformers['\u2018\u2019\"`]?(?:\s|$|\()|module "
+                   r"['\u2018\u2019\"`]?transformers['\u2018\u2019\"`]?(?:[\s`.,;:(]|$)|module "
                    r"['\u2018\u2019\"`]transformers['\u2018\u2019\"`] has no attribute "
                    r"['\u2018\u2019\"`](\w{1,100})")
 NAMES_SOURCE = ("transformers' release wheels: their lazy import lists, data/transformers_modules.json "

@@ -54,7 +54,10 @@ _DS_NO_TORCH = re.compile(r"Unable to pre-compile ops without torch installed")
 # PyTorch(>=1.13.0) been installed, please install PyTorch first!", AutoGPTQ's setup.py), printed
 # under pip where the environment has torch: pip's isolated build environment does not
 _ASKS_TORCH = re.compile(r"requires? (?:PyTorch|torch)\b[^\n]{0,30}?(?:been|be|to be) installed|"
-                         r"please install (?:PyTorch|torch) (?:first|before)", re.I)
+                         r"please install (?:PyTorch|torch) (?:first|before)|"
+                         # in prose: "The installation failed because flash_attn requires PyTorch"
+                         r"fail\w*\s+because\s+[\w.-]{1,40}\s+(?:requires|needs)\s+(?:PyTorch|torch)\b",
+                         re.I)
 
 
 # what a pip install line asks for from a repository ("pip install "git+https://github.com/...
@@ -67,7 +70,7 @@ def isolation(ctx: Context) -> List[Signal]:
     if deepspeed is not None:
         return [_signal(ctx, [ctx.quote(deepspeed[0]), *ctx.quotes("torch")], "without torch",
                         NAMED, "deepspeed")]
-    asks = ctx.first(_ASKS_TORCH, ("installed", "install pytorch", "install torch"))
+    asks = ctx.first(_ASKS_TORCH, ("installed", "install pytorch", "install torch", "because"))
     if asks is not None and ctx.first(_ANY_INSTALL, ("install", "add", "sync")) is not None:
         target = ctx.first(_TARGET, ("install",))
         asked = target[1].group(1) if target else None
@@ -235,7 +238,9 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
         if local is not None and package != "flash-attn" else (asked or own or known)
     fixes = [Remedy(summary="Install the build's requirements first, then build without "
-                    "isolation so setup.py sees your torch.",
+                    "isolation so setup.py sees your torch" + ("." if target else ": rerun the "
+                                                               "same install command with "
+                                                               "--no-build-isolation added."),
                     # torch named only when none is stated: pip's default torch would replace
                     # a ROCm or +cuXXX build the environment has
                     commands=["pip install " + ("" if ctx.torch else "torch ")

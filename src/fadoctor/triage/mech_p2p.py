@@ -32,7 +32,8 @@ _SEVERAL = ("nccl", "deepspeed", "distributed", "ddp", "torchrun", "all_reduce",
 # a GeForce RTX 40/50 card counted: "2x RTX 4090", "multiple 4090", "four 4090s", "dual 5090"
 _GEFORCE = r"(?:NVIDIA\s+)?(?:GeForce\s+)?(?:RTX\s*)?([45]0[6-9]0)(?:\s*Ti)?s?\b"
 _COUNTED = re.compile(r"(?:\b([2-9]|1[0-6])\s*[x\u00d7*]\s*|\b(?:multiple|several|two|dual|three|four|"
-                      r"six|eight|multi-?)\s*)" + _GEFORCE, re.I)
+                      r"six|eight|multi-?)\s*)" + _GEFORCE + r"|" + _GEFORCE
+                      + r"`?\s*[x\u00d7*]\s*(?:[2-9]|1[0-6])\b", re.I)  # "RTX 4090 * 5" too
 _ACS = re.compile(r"\bACS\b|\bIOMMU\b|\bVT-d\b|AMD-Vi|\bPHB\b|\bNODE\b.{0,20}topolog|topo -m",
                   re.I)
 

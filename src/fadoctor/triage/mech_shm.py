@@ -27,8 +27,9 @@ _SHM = re.compile(r"insufficient shared memory \(shm\)|workers are out of shared
                   # NCCL's shared-memory transport between GPUs of one node (its shm.h:
                   # "Call to posix_fallocate failed: No space left on device", "Error while
                   # creating shared memory segment nccl-shm-...")
+                  # (quoted without NCCL's prefix too: the segment is NCCL's by its name)
                   r"NCCL WARN (?:Call to posix_fallocate failed|Error while creating shared "
-                  r"memory segment)")
+                  r"memory segment)|Error while creating shared memory segment (?:/dev/shm/)?nccl-")
 
 
 def out_of_shm(ctx: Context) -> List[Signal]:
@@ -39,7 +40,7 @@ def out_of_shm(ctx: Context) -> List[Signal]:
     where = "the container's /dev/shm (64 MB unless the container is given more)" if container \
         else "/dev/shm"
     signal_only = "-7" in hit[1].group(0) or "Signal 7" in hit[1].group(0)
-    if "NCCL WARN" in hit[1].group(0):
+    if "NCCL WARN" in hit[1].group(0) or "nccl-" in hit[1].group(0):
         return [Signal("nccl_shm", Category.COLLECTIVE_FAILED,
                        f"NCCL could not create the shared-memory segments its transport between "
                        f"this node's GPUs uses: {where} is full or too small",

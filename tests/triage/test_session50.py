@@ -328,3 +328,11 @@ def test_a_device_index_beyond_the_count(extra: str, want: str, matrix: Matrix) 
                     "\"../aten/src/ATen/cuda/CUDAContext.cpp\":50, please report a bug to PyTorch.\n")
     found = top(text, matrix)
     assert found.category == Category.GPU_ASSIGNMENT and want in said(found)
+
+
+def test_peer_access_refused_for_a_custom_all_reduce(matrix: Matrix) -> None:
+    text = ("Inference with 2 RTX4090D failed\n[TensorRT-LLM][ERROR] CUDA runtime error in error: "
+            "peer access is not supported between these two devices\n")
+    found = top(text, matrix)
+    assert found.category == Category.COLLECTIVE_FAILED
+    assert "--use_custom_all_reduce disable" in said(found)

@@ -139,3 +139,28 @@ def duplicate_gpu(ctx: Context) -> List[Signal]:
                            "that shows every rank the same single GPU.",
                            code="torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"]))")],
                    details={"source": "NVIDIA/nccl src/init.cc (Duplicate GPU detected)"})]
+
+
+# The CUDA runtime refusing peer access outright: "peer access is not supported between these two
+# devices" (cudaErrorPeerAccessUnsupported, cuda_runtime_api.h). Programs that enable P2P
+# themselves fail this way on GPUs without it (GeForce RTX 40/50 over PCIe): a custom all-reduce,
+# latency-optimised beside NCCL — TensorRT-LLM's (trtllm-build --use_custom_all_reduce, "instead
+# of NCCL"), vLLM's (--disable-custom-all-reduce turns it off).
+_NO_PEER = re.compile(r"peer access is not supported between these two devices", re.I)
+
+
+def peer_unsupported(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_NO_PEER, ("peer access is not supported",))
+    if hit is None:
+        return []
+    quotes = dedupe([ctx.quote(hit[0]), *([ctx.gpu[2]] if ctx.gpu else [])])
+    fixes = [Remedy(summary="The program turns on peer-to-peer access between the GPUs, which "
+                    "these GPUs (GeForce cards over PCIe) or this PCIe topology do not support: "
+                    "turn off what asks for it, most often a custom all-reduce (TensorRT-LLM: "
+                    "rebuild the engine with trtllm-build --use_custom_all_reduce disable; vLLM: "
+                    "--disable-custom-all-reduce), so NCCL carries the collectives.")]
+    return [Signal("peer_unsupported", Category.COLLECTIVE_FAILED,
+                   "CUDA refuses peer-to-peer access between these GPUs: the program (a custom "
+                   "all-reduce) enables P2P, and the GPUs or the PCIe path do not support it",
+                   quotes, NAMED, fixes,
+                   details={"source": "cuda_runtime_api.h (cudaErrorPeerAccessUnsupported)"})]

@@ -336,3 +336,34 @@ def test_peer_access_refused_for_a_custom_all_reduce(matrix: Matrix) -> None:
     found = top(text, matrix)
     assert found.category == Category.COLLECTIVE_FAILED
     assert "--use_custom_all_reduce disable" in said(found)
+
+
+def test_cufft_on_ada_said_in_a_title(matrix: Matrix) -> None:
+    found = top("Title: CuFFT issue with Cuda 11.7 on RTX 6000 Ada\nTraceback ...\n", matrix)
+    assert "cuFFT" in found.message and "11.8" in said(found)
+
+
+def test_an_old_driver_under_a_newer_cuda_build_of_the_release(matrix: Matrix) -> None:
+    text = ("The default version was cu121, which failed (RuntimeError: The NVIDIA driver on your "
+            "system is too old (found version 11040).\nPyTorch Version: 2.1.2+cu121\n")
+    found = top(text.replace(" (found version 11040)", ""), matrix)
+    assert found.category == Category.DRIVER_TOO_OLD and "torch==2.1.2+cu118" in said(found)
+
+
+def test_a_gpu_glued_to_its_label(matrix: Matrix) -> None:
+    text = ("RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+            "my running platform:5070ti  Torch: 2.0.1+cu117\n")
+    found = top(text, matrix)
+    assert "RTX 5070 Ti (sm_120)" in found.message and "cu128" in said(found)
+
+
+def test_pip_listing_nothing_of_a_package_the_table_lacks(matrix: Matrix) -> None:
+    text = ("$ pip install cuequivariance\nERROR: Could not find a version that satisfies the "
+            "requirement cuequivariance (from versions: none)\nERROR: No matching distribution "
+            "found for cuequivariance\n")
+    found = top(text, matrix)
+    assert found.category == Category.WRONG_WHEEL and "Python version" in said(found)
+    other = triage(text.replace("$ pip install cuequivariance", "$ pip install cuequivariance "
+                                "--index-url https://example.invalid/simple"), matrix).diagnosis
+    assert not any(d.category == Category.WRONG_WHEEL and "Requires-Python" in d.message
+                   for d in other)

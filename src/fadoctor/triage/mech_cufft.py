@@ -16,7 +16,8 @@ from packaging.version import Version
 from fadoctor.install.torch import extra_index_args
 from fadoctor.report import Category, Remedy
 from fadoctor.safety.shell import command
-from fadoctor.triage.context import Context
+from fadoctor.triage import observed as o
+from fadoctor.triage.context import Context, minor, parse_version
 from fadoctor.triage.signal import GUESSED, NAMED, Signal
 
 _OLD_GPU = re.compile(r"cuFFT doesn't support signals of half type with compute capability less "
@@ -62,11 +63,18 @@ _INTERNAL = re.compile(r"cuFFT error: CUFFT_INTERNAL_ERROR")
 _ADA_FIXED = Version("11.8")
 
 
+_SAID = re.compile(r"\bcuFFT\b", re.I)  # "CuFFT issue with Cuda 11.7 on RTX6000 ADA"
+
+
 def internal_error(ctx: Context) -> List[Signal]:
+    cc, cuda = ctx.gpu_cc_exact, ctx.torch_cuda_stated
     hit = ctx.first(_INTERNAL, ("cufft_internal_error",))
+    said = cuda or minor(parse_version(ctx.seen.get(o.CUDA)))  # torch's, else the CUDA said
+    if hit is None and cc == Version("8.9") and said is not None and said < _ADA_FIXED:
+        hit = ctx.first(_SAID, ("cufft",))  # the status cut, the GPU and CUDA said beside cuFFT
+        cuda = said
     if hit is None:
         return []
-    cc, cuda = ctx.gpu_cc_exact, ctx.torch_cuda_stated
     if (cc is not None and cc != Version("8.9")) or (cuda is not None and cuda >= _ADA_FIXED):
         return []
     known = cc is not None and cuda is not None

@@ -8,6 +8,7 @@ from typing import List, Optional
 
 from packaging.version import Version
 
+from fadoctor.install.torch import torch_install
 from fadoctor.report import Category, Remedy
 from fadoctor.triage import errors as e
 from fadoctor.triage import remedies as r
@@ -83,6 +84,24 @@ def torch_cpu(ctx: Context) -> List[Signal]:
         needs=[] if driver_cuda else [("the driver's CUDA version", "nvidia-smi")])]
 
 
+def _oldest_variant(ctx: Context) -> Optional[Remedy]:
+    """The stated torch release's build for its oldest CUDA, where the stated build is a newer
+    one: the same torch, needing the least driver (the toolkit's own driver, the matrix's)."""
+    release = ctx.matrix.torch_release(ctx.torch) if ctx.torch is not None else None
+    stated = ctx.torch_cuda_stated
+    if release is None or stated is None or ctx.torch is None:
+        return None
+    oldest = min(release.cuda_variants, key=lambda v: int(v[2:]))
+    cuda = Version(f"{oldest[2:-1]}.{oldest[-1]}")
+    if cuda >= Version(f"{stated.major}.{stated.minor}"):
+        return None
+    toolkit = ctx.matrix.toolkit_driver(cuda)
+    need = f" (driver {toolkit.min_driver} or newer)" if toolkit else ""
+    return Remedy(summary=f"torch {ctx.torch.base_version} built for {oldest}, this release's "
+                  f"oldest CUDA, which needs the least driver{need}",
+                  commands=[torch_install(ctx.torch.base_version, oldest)])
+
+
 def driver(ctx: Context) -> List[Signal]:
     old = ctx.first(_OLD_DRIVER, ("insufficient", "too old", "insufficientdriver"))
     if old is not None:
@@ -101,6 +120,8 @@ def driver(ctx: Context) -> List[Signal]:
                 fitting = fitting.model_copy(update={"summary": fitting.summary.rstrip(".") + (
                     f" (CUDA minor-version compatibility: a driver that runs CUDA {runs} runs "
                     f"every CUDA {runs.major}.x runtime, with a limited feature set)")})
+        if runs is None and fitting is None:
+            fitting = _oldest_variant(ctx)
         hidden = _container_without_driver(ctx, cuda, found)
         if hidden is not None:
             return [hidden]

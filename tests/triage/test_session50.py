@@ -367,3 +367,13 @@ def test_pip_listing_nothing_of_a_package_the_table_lacks(matrix: Matrix) -> Non
                                 "--index-url https://example.invalid/simple"), matrix).diagnosis
     assert not any(d.category == Category.WRONG_WHEEL and "Requires-Python" in d.message
                    for d in other)
+
+
+def test_a_cudnn_failure_under_a_cuda_10_torch_with_no_gpu_named(matrix: Matrix) -> None:
+    text = ("I set torch=1.6 with cuda=10.1\nreturn torch.batch_norm(\nRuntimeError: cuDNN error: "
+            "CUDNN_STATUS_EXECUTION_FAILED\n")
+    found = top(text, matrix)
+    assert found.category == Category.NO_KERNEL_IMAGE and "Ampere" in found.message
+    assert "torch==1.7.1+cu110" in said(found)
+    newer = triage(text.replace("cuda=10.1", "cuda=11.3"), matrix).diagnosis
+    assert not any("Ampere or newer GPU" in d.message for d in newer)

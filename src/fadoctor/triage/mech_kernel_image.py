@@ -10,6 +10,7 @@ from typing import List, Optional
 from packaging.version import Version
 
 from fadoctor.archs import arch_runs_on
+from fadoctor.install.torch import torch_install
 from fadoctor.install.wheels import first_release_with_kernels
 from fadoctor.matrix.defects import Defect
 from fadoctor.report import Category, Remedy, Severity
@@ -18,6 +19,7 @@ from fadoctor.triage import remedies as r
 from fadoctor.triage.context import Context, parse_version
 from fadoctor.triage.signal import FAILED, FAILED_NEEDLES, HINTED, LOGGED, NAMED, Signal, dedupe
 from fadoctor.triage.text import Quote
+from fadoctor.triage.torch_archs import build_for_cuda
 
 
 def _gpu_words(ctx: Context, cc: Version) -> str:
@@ -243,7 +245,9 @@ def cuda_predates_gpu(ctx: Context) -> List[Signal]:
     the GPU's architecture, and a CUDA library failed on it: nothing built with that CUDA has code
     for the GPU."""
     cc = ctx.gpu_cc_exact
-    if cc is None or cc not in FIRST_CUDA or ctx.gpu is None:
+    if ctx.gpu is None:
+        return _cuda_10_unnamed_gpu(ctx)
+    if cc is None or cc not in FIRST_CUDA:
         return []
     stated = ctx.torch_cuda or parse_version(ctx.seen.get(o.CUDA) or "")
     first = FIRST_CUDA[cc]
@@ -266,6 +270,36 @@ def cuda_predates_gpu(ctx: Context) -> List[Signal]:
                            f"wheel, or conda's cudatoolkit {first}+, with the cuDNN built for it), "
                            "and a driver that runs that CUDA.")],
                    details={"first_cuda": str(first)})]
+
+
+def _cuda_10_unnamed_gpu(ctx: Context) -> List[Signal]:
+    """A cuDNN or cuBLAS execution failure under a stack built with CUDA 10 or older, the GPU
+    unnamed: on an Ampere or newer GPU (the RTX 30 series came with CUDA 11.0 and 11.1) nothing
+    built with that CUDA has its code, the usual cause then; a guess until the GPU is known."""
+    stated = ctx.torch_cuda or parse_version(ctx.seen.get(o.CUDA) or "")
+    if stated is None or stated.major > 10:
+        return []
+    failed = ctx.first(_STATUS_FAILED, ("status_",))
+    if failed is None:
+        return []
+    build = build_for_cuda(ctx, "11.0") if ctx.torch is not None and ctx.torch.major == 1 else None
+    return [Signal("cuda_predates_gpu", Category.NO_KERNEL_IMAGE,
+                   f"a CUDA library failed to execute under a stack built with CUDA {stated}: on "
+                   "an Ampere or newer GPU (RTX 30 series, A100; first targeted by CUDA 11.0 and "
+                   "11.1) nothing built with that CUDA has code for it",
+                   dedupe([ctx.quote(failed[0]), *ctx.quotes(o.CUDA, "torch")]), NAMED - 15,
+                   r.keep([Remedy(summary="If the GPU is Ampere or newer, install a torch built "
+                                  "for CUDA 11.0 or newer (its +cu11x wheel, or conda's "
+                                  "cudatoolkit 11.x), with the cuDNN built for it"
+                                  + (f": torch {build[0]} built for {build[1]}" if build else "")
+                                  + ".", commands=[torch_install(*build)] if build else []),
+                           Remedy(summary="The GPU model and compute capability:",
+                                  commands=[r.REVEAL_GPU])]),
+                   details={"first_cuda": "11.0"})]
+
+
+_STATUS_FAILED = re.compile(r"CUDNN_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_EXECUTION_FAILED|"
+                            r"CUDNN_STATUS_ARCH_MISMATCH|CUBLAS_STATUS_ARCH_MISMATCH")
 
 
 # A package that builds one extension per compute capability and picks the GPU's at import:

@@ -377,3 +377,11 @@ def test_a_cudnn_failure_under_a_cuda_10_torch_with_no_gpu_named(matrix: Matrix)
     assert "torch==1.7.1+cu110" in said(found)
     newer = triage(text.replace("cuda=10.1", "cuda=11.3"), matrix).diagnosis
     assert not any("Ampere or newer GPU" in d.message for d in newer)
+
+
+def test_mmcv_ops_built_for_another_torch(matrix: Matrix) -> None:
+    text = ("    from mmcv.ops import RoIPool\nImportError: /env/lib/python3.7/site-packages/mmcv/"
+            "_ext.cpython-37m-x86_64-linux-gnu.so: undefined symbol: _ZNK2at6Tensor6deviceEv\n")
+    found = top(text, matrix)
+    assert found.category == Category.TORCH_VERSION_MISMATCH and "mmcv" in found.message
+    assert "mim install mmcv-full" in said(found)

@@ -100,3 +100,33 @@ def version_gate(ctx: Context) -> List[Signal]:
                                      _install(dep, low, op, high)]),
                     Remedy(summary=f"Or keep {dep} {have} and move {who} to a release whose gate "
                            f"accepts it (its release notes name each release's {dep} range).")])]
+
+
+# mmcv's compiled ops (mmcv/_ext*.so, built only in mmcv-full 1.x and mmcv 2.x) failing to load
+# against the installed torch: "mmcv/_ext.cpython-37m-x86_64-linux-gnu.so: undefined symbol:
+# _ZNK2at6Tensor6deviceEv". Its wheels are built per torch and CUDA pair; openmim's `mim install`
+# picks the one for the installed torch (mmcv's installation guide).
+_EXT = re.compile(r"mmcv[/\\]_ext[\w.-]*\.(?:so|pyd)\W[^\n]{0,40}?(?:undefined symbol|"
+                  r"DLL load failed|procedure could not be found)|undefined symbol[^\n]{0,200}"
+                  r"mmcv[/\\]_ext", re.I)
+
+
+def ext_for_other_torch(ctx: Context) -> List[Signal]:
+    hit = ctx.first(_EXT, ("mmcv",))
+    if hit is None:
+        return []
+    stated = ctx.package("mmcv") or ctx.package("mmcv-full")
+    two = stated is not None and stated.value.startswith("2")
+    dist = "mmcv" if two else "mmcv-full"
+    return [Signal("mmcv_ext", Category.TORCH_VERSION_MISMATCH,
+                   "mmcv's compiled ops (mmcv._ext) were built for another torch or CUDA than the "
+                   "installed one: mmcv's wheels are built per torch and CUDA pair",
+                   dedupe([ctx.quote(hit[0]), *ctx.quotes("torch", "mmcv", "mmcv-full")]), NAMED + 2,
+                   [Remedy(summary=f"Reinstall {dist} built for the installed torch and CUDA: "
+                           f"openmim picks that wheel (mim install {dist}; uninstall the other mmcv "
+                           "distribution first, mmcv and mmcv-full both install the mmcv package), "
+                           "or build it from source against this torch.",
+                           commands=[command("pip", "uninstall", "-y", "mmcv", "mmcv-full"),
+                                     command("pip", "install", "-U", "openmim"),
+                                     f"mim install {dist}"])],
+                   details={"source": "open-mmlab/mmcv docs (installation: mim install)"})]

@@ -201,6 +201,7 @@ MECHANISMS: Tuple[Mechanism, ...] = (
     mech_pip_metadata.invalid_metadata, mech_tensorrt.removed_api, mech_load_abort.aborted_in_load,
     mech_toolkit_parts.jitlink_older, mech_device_count.beyond_count,
     mech_p2p.peer_unsupported, mech_pip_none.nothing_listed,
+    mech_openmmlab.ext_for_other_torch,
     mech_driver.container_cuda, mech_cuda_toolkit.ngc_driver, mech_built_for.built_for, mech_built_for.prose,
     mech_built_for.missing_variant, mech_kernels.no_variant, mech_kernels.no_build,
     mech_cc_check.capability_check, mech_xformers.no_operator, mech_xformers.no_such_operator,

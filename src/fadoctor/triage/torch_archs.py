@@ -44,7 +44,7 @@ def torch_with_arch(ctx: Context, cc: Version) -> List[Remedy]:
     for rel in releases:
         fitting = variants(rel, cc)
         if fitting:
-            variant = max(fitting, key=lambda v: int(v[2:]))
+            variant = min(fitting, key=lambda v: int(v[2:]))  # the least driver it needs
             version = ctx.torch.base_version if rel is stated and ctx.torch else rel.latest_patch
             oldest = min(ctx.matrix.torch_releases, key=lambda rel: Version(rel.minor))
             # the matrix's oldest release is no first: older releases than it may have them

@@ -120,15 +120,14 @@ _LAPTOP_CONTEXT = re.compile(r"\b(?:cuda|gpu|nvidia|geforce|laptop|driver|card)\
 
 def _bare(line: str) -> Optional[re.Match[str]]:
     """The GeForce RTX model a line names by its number alone, with a GPU word beside it."""
-    line_text = line
     for found in _BARE.finditer(line):
         if found.group(0) != found.group(1):  # a word before or after, or Ti/SUPER/D
-            line = "GTX" if found.group(1).startswith(("16", "10", "9")) else "RTX"  # GTX 16xx, 10xx
+            series = "GTX" if found.group(1).startswith(("16", "10", "9")) else "RTX"  # GTX 16xx, 10xx
             suffix = found.group(2) or ""
             suffix = " SUPER" if suffix.upper() == "S" else suffix
             if suffix in ("m", "M"):  # a laptop's ("1070m"), said beside CUDA or a GPU word
-                if not _LAPTOP_CONTEXT.search(line_text):
+                if not _LAPTOP_CONTEXT.search(line):
                     continue
                 suffix = " Laptop"
-            return _MODEL.search(f"GeForce {line} {found.group(1)}{suffix}")
+            return _MODEL.search(f"GeForce {series} {found.group(1)}{suffix}")
     return None

@@ -227,14 +227,13 @@ def _signal(ctx: Context, quotes: List[Quote], what: str, strength: int,
     # the package built: named by the caller, by the log, or flash-attn where the report names it
     known = package or build_package.built(ctx) or (
         "flash-attn" if build_package.named_flash(ctx) else None)
+    # the report's own install line: a checkout or a repository, or (none known) the name it asks
+    said = build_package.asked(ctx)
+    own = said if said and said.startswith(("-e", ".", "git+")) else None
+    if said and own is None and known is None and said.split("==")[0].lower() not in _NOT_BUILT:
+        own, known = said, said.split("==")[0]
     package = known or "the package"
     local = ctx.has("pip install -e .", "pip install .", "pip3 install -e .", "pip3 install .")
-    said = build_package.asked(ctx)  # the report's own install line: a checkout, a repository
-    own = said if said and (said.startswith(("-e", ".", "git+")) or (
-        known is None and said.split("==")[0].lower() not in _NOT_BUILT)) else None
-    if known is None and own is not None and not own.startswith(("-e", ".", "git+")):
-        known = own.split("==")[0]
-        package = known
     target = ("-e ." if local is not None and "-e ." in local.text else ".") \
         if local is not None and package != "flash-attn" else (asked or own or known)
     fixes = [Remedy(summary="Install the build's requirements first, then build without "

@@ -235,9 +235,11 @@ FIRST_CUDA = {Version("7.0"): Version("9.0"), Version("7.5"): Version("10.0"),
               Version("8.0"): Version("11.0"), Version("8.6"): Version("11.1"),
               Version("8.9"): Version("11.8"), Version("9.0"): Version("11.8"),
               Version("10.0"): Version("12.8"), Version("12.0"): Version("12.8")}
-_RUNTIME_FAILED = re.compile(r"CUDNN_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_EXECUTION_FAILED|"
-                             r"CUDNN_STATUS_ARCH_MISMATCH|no kernel image is available|invalid "
-                             r"device function|CUBLAS_STATUS_ARCH_MISMATCH")
+# cuDNN's and cuBLAS's statuses for code that does not run on the GPU
+_STATUS = (r"CUDNN_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_EXECUTION_FAILED|CUDNN_STATUS_ARCH_MISMATCH|"
+           r"CUBLAS_STATUS_ARCH_MISMATCH")
+_STATUS_FAILED = re.compile(_STATUS)
+_RUNTIME_FAILED = re.compile(_STATUS + r"|no kernel image is available|invalid device function")
 
 
 def cuda_predates_gpu(ctx: Context) -> List[Signal]:
@@ -297,9 +299,6 @@ def _cuda_10_unnamed_gpu(ctx: Context) -> List[Signal]:
                                   commands=[r.REVEAL_GPU])]),
                    details={"first_cuda": "11.0"})]
 
-
-_STATUS_FAILED = re.compile(r"CUDNN_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_EXECUTION_FAILED|"
-                            r"CUDNN_STATUS_ARCH_MISMATCH|CUBLAS_STATUS_ARCH_MISMATCH")
 
 
 # A package that builds one extension per compute capability and picks the GPU's at import:

@@ -43,10 +43,11 @@ def refused(ctx: Context) -> List[Signal]:
                    details={"source": SOURCE})]
 
 
-# TensorRT 10's Python API without 8.x's deprecated members: IBuilderConfig.max_workspace_size is
-# gone (its replacement, IBuilderConfig.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, n),
-# came in 8.4.0: the API changes for TensorRT 8.4.0 EA), as the 8.x-to-10.x migration guide's
-# "Removed Python APIs" lists. Code written for 8.x fails on 10 with an AttributeError on it.
+# TensorRT 10's Python API without 8.x's workspace size: IBuilderConfig.max_workspace_size is gone
+# (its replacement, IBuilderConfig.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, n), came in
+# 8.4.0: the API changes for TensorRT 8.4.0 EA; the 8.x-to-10.x migration guide replaces trtexec's
+# --workspace with --memPoolSize=workspace:<size> likewise). Code written for 8.x fails on 10 with
+# an AttributeError on it (NVIDIA/TensorRT#3923, the maintainer's answer).
 _REMOVED = re.compile(r"'(?:tensorrt_bindings\.)?tensorrt\.(?:tensorrt\.)?IBuilderConfig' object has "
                       r"no attribute 'max_workspace_size'")
 

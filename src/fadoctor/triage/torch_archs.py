@@ -117,7 +117,9 @@ _OLD_VARIANTS = {"1.5": ("cu92", "cu101", "cu102"), "1.6": ("cu92", "cu101", "cu
                  "1.9": ("cu102", "cu111"), "1.10": ("cu102", "cu111"),
                  "1.11": ("cu102", "cu113"), "1.12": ("cu102", "cu113", "cu116"),
                  "1.13": ("cu116", "cu117")}
-# the newest patch of each of those releases (the same page)
+# the newest patch of each of those releases on the package index (`pip index versions torch`,
+# 8 Dec 2026); the index's own wheel of 1.5 to 1.12 is the CUDA 10.2 build (torch/version.py of
+# its 1.5.1, 1.10.2 and 1.12.1 manylinux wheels: cuda = '10.2')
 _OLD_PATCH = {"1.5": "1.5.1", "1.6": "1.6.0", "1.7": "1.7.1", "1.8": "1.8.1", "1.9": "1.9.1",
               "1.10": "1.10.2", "1.11": "1.11.0", "1.12": "1.12.1", "1.13": "1.13.1"}
 _TOOLKIT_FOR = {(8, 0): 110, (8, 6): 111, (8, 7): 114}
@@ -125,15 +127,14 @@ _TOOLKIT_FOR = {(8, 0): 110, (8, 6): 111, (8, 7): 114}
 
 def index_default(ctx: Context) -> List[Remedy]:
     """torch 1.5 to 1.12 from the package index, no +cuXYZ stated: its Linux wheel there is the
-    CUDA 10.2 build (the previous-versions page: the bare `pip install torch==X` of those
-    releases is their CUDA 10.2 one), whose nvcc compiles nothing for Ampere (sm_80 needs CUDA
-    11.0, sm_86 11.1): on such a GPU, the same release built for its newest CUDA 11."""
+    CUDA 10.2 build (above), whose nvcc compiles nothing for Ampere (sm_80 needs CUDA 11.0, sm_86
+    11.1): on such a GPU, the same release built for its newest CUDA 11."""
     torch = ctx.torch
     if torch is None or torch.major != 1 or torch.local or ctx.seen.get(o.TORCH_CUDA):
         return []
-    minor = f"{torch.major}.{torch.minor}"
-    newer = [v for v in _OLD_VARIANTS.get(minor, ()) if int(v[2:]) >= 110]
-    if minor not in _OLD_VARIANTS or "cu102" not in _OLD_VARIANTS[minor] or not newer:
+    builds = _OLD_VARIANTS.get(f"{torch.major}.{torch.minor}", ())
+    newer = [v for v in builds if int(v[2:]) >= 110]
+    if "cu102" not in builds or not newer:
         return []
     variant = newer[-1]
     return [Remedy(summary=f"torch {torch.base_version} as the package index installs it is its "
@@ -158,6 +159,8 @@ def build_for_cuda(ctx: Context, cuda: str) -> Optional[Tuple[str, str]]:
     minor = newer[0] if newer else minors[-1]
     same = here is not None and Version(minor) == here
     return (ctx.torch.base_version if same and ctx.torch is not None else builds[minor]), variant
+
+
 _TORCH_PROSE = re.compile(r"\bpy[Tt]orch\b[^\n]{0,30}?\bv?(1\.\d{1,2}\.\d{1,2})\b")
 
 
